@@ -1,0 +1,48 @@
+# memlab: make help lists the targets.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.DEFAULT_GOAL := help
+.PHONY: help install install-test run test lint bench clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
+
+# torch goes in first and pinned: the CPU wheel. A loose requirement pulls a multi-GB CUDA build.
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet torch==2.13.0
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+install: $(VENV)/.installed  ## create .venv and install memlab (torch CPU first)
+
+run: $(VENV)/.installed  ## evaluate the seed spec on the embedded defaults; results go to results/
+	$(BIN)/memlab evaluate --source embedded --format json -o results/seed16-embedded/evaluation.json
+	$(BIN)/memlab evaluate --source embedded --format table -o results/seed16-embedded/evaluation.txt
+	$(BIN)/memlab table --source published --format table -o results/seed16-published/four_candidates.txt
+	@echo "results: $(CURDIR)/results/seed16-embedded/ and $(CURDIR)/results/seed16-published/"
+
+test: $(VENV)/.installed-test  ## install the test extras and run the test suite
+	$(BIN)/python -m pytest
+
+lint: $(VENV)/.installed-test  ## ruff check and format check
+	$(BIN)/ruff check memlab tests benchmarks
+	$(BIN)/ruff format --check memlab tests benchmarks
+
+bench: $(VENV)/.installed  ## run the benchmarks (timings printed, not asserted)
+	$(BIN)/python benchmarks/bench_evaluate.py
+
+clean:  ## remove .venv, results and caches
+	rm -rf $(VENV) results .pytest_cache .ruff_cache

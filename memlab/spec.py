@@ -1,0 +1,135 @@
+"""The retrieval spec and its one-config reference implementation.
+
+The spec (from the seed write-up): take the top ``candidates`` memories by raw cosine, add a
+recency bonus ``bonus * exp(-age_days / tau_days)``, re-sort on the post-bonus score, keep those
+at or above ``threshold`` and inject the first ``inject`` of them into the prompt.
+
+Every formula is one small function over arrays. The reference here, the sweep and the tests
+call the same functions, so the spec cannot drift between them.
+
+Ties are broken deterministically:
+- candidate selection: higher raw score first, then fixture order (earlier memory first);
+- re-sort: higher final score first, then higher raw score, then fixture order.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import NamedTuple
+
+import numpy as np
+
+SECONDS_PER_DAY = 86_400.0
+
+
+def age_days(dates: np.ndarray, reference: np.datetime64 | datetime) -> np.ndarray:
+    """Fractional days from each date (``datetime64``) to the reference date."""
+    ref = np.datetime64(reference.replace(tzinfo=None) if isinstance(reference, datetime) else reference, "s")
+    return (ref - dates.astype("datetime64[s]")).astype(np.float64) / SECONDS_PER_DAY
+
+
+def recency_weight(age: np.ndarray | float, tau_days: np.ndarray | float) -> np.ndarray:
+    """``exp(-age / tau)``: 1 for a memory written at the reference time, 1/e after tau days."""
+    return np.exp(-np.asarray(age, dtype=np.float64) / tau_days)
+
+
+def recency_bonus(
+    age: np.ndarray | float, bonus: np.ndarray | float, tau_days: np.ndarray | float
+) -> np.ndarray:
+    """``bonus * exp(-age / tau)``, added to the raw cosine."""
+    return bonus * recency_weight(age, tau_days)
+
+
+def final_score(
+    raw: np.ndarray | float,
+    age: np.ndarray | float,
+    bonus: np.ndarray | float,
+    tau_days: np.ndarray | float,
+) -> np.ndarray:
+    """Post-bonus score: ``raw + bonus * exp(-age / tau)``."""
+    return raw + recency_bonus(age, bonus, tau_days)
+
+
+@dataclass(frozen=True)
+class RetrievalSpec:
+    """How memories are recalled. Defaults are the values the seed write-up adopted."""
+
+    candidates: int = 8
+    inject: int = 3
+    threshold: float = 0.45
+    bonus: float = 0.05
+    tau_days: float = 14.0
+    reference_date: datetime | None = None  # None: the dataset's reference date
+
+    def __post_init__(self) -> None:
+        for name in ("candidates", "inject"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+                raise ValueError(f"RetrievalSpec.{name} must be an integer >= 1, got {value!r}")
+        for name in ("threshold", "bonus", "tau_days"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float | np.floating) or not math.isfinite(value):
+                raise ValueError(f"RetrievalSpec.{name} must be a finite number, got {value!r}")
+        if self.tau_days <= 0:
+            raise ValueError(f"RetrievalSpec.tau_days must be > 0, got {self.tau_days!r}")
+        if self.bonus < 0:
+            raise ValueError(f"RetrievalSpec.bonus must be >= 0, got {self.bonus!r}")
+
+    def with_reference(self, reference: datetime) -> RetrievalSpec:
+        return self if self.reference_date is not None else replace(self, reference_date=reference)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "candidates": self.candidates,
+            "inject": self.inject,
+            "threshold": self.threshold,
+            "bonus": self.bonus,
+            "tau_days": self.tau_days,
+            "reference_date": None if self.reference_date is None else self.reference_date.isoformat(),
+        }
+
+
+class Candidate(NamedTuple):
+    """One memory among a question's candidates, in re-sorted order."""
+
+    index: int  # position of the memory in the dataset
+    memory_id: str
+    raw: float
+    bonus: float
+    final: float
+    reaches: bool  # final >= threshold
+    injected: bool  # reaches and among the first `inject` after the re-sort
+
+
+def select_candidates(raw: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the top ``k`` finite raw scores, highest first, ties in fixture order."""
+    known = np.flatnonzero(np.isfinite(raw))
+    order = known[np.argsort(-raw[known], kind="stable")]
+    return order[:k]
+
+
+def rerank(raw: np.ndarray, final: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """Re-sort candidate indices by final score, then raw score, then fixture order."""
+    return idx[np.lexsort((idx, -raw[idx], -final[idx]))]
+
+
+def retrieve(
+    raw: np.ndarray, ages: np.ndarray, memory_ids: tuple[str, ...], spec: RetrievalSpec
+) -> list[Candidate]:
+    """The one-config reference: one question's raw scores (NaN = unknown) -> its candidates."""
+    raw = np.asarray(raw, dtype=np.float64)
+    idx = select_candidates(raw, spec.candidates)
+    bonus = recency_bonus(ages, spec.bonus, spec.tau_days)
+    final = raw + bonus
+    out = []
+    for rank, i in enumerate(rerank(raw, final, idx)):
+        reaches = bool(final[i] >= spec.threshold)
+        out.append(
+            Candidate(
+                int(i), memory_ids[i], float(raw[i]), float(bonus[i]), float(final[i]),
+                reaches, reaches and rank < spec.inject,
+            )
+        )
+    return out

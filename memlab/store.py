@@ -1,0 +1,177 @@
+"""Memories in Qdrant, and the retrieval spec as one native Qdrant query.
+
+Local mode (``":memory:"``) by default, ``path=`` to persist, ``url=`` for a Qdrant server.
+Cosine distance; each point's payload holds the memory id, its text and its date (RFC 3339),
+the date the recency bonus is computed from.
+
+Two execution paths must agree (the tests hold them to 1e-6):
+- raw top-k from Qdrant, then the Python re-rank of ``memlab.spec.retrieve``;
+- ``spec_query``: a prefetch of ``candidates`` raw neighbours, re-scored by the formula
+  ``$score + bonus * exp_decay(date)`` with ``score_threshold`` and ``limit = inject``.
+``spec_query_json`` prints the same query for Qdrant's REST API, so a tuned spec goes into
+production unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+from qdrant_client import QdrantClient, models
+
+from memlab.fixtures import Dataset
+from memlab.spec import SECONDS_PER_DAY, RetrievalSpec
+
+DATE_FIELD = "date"
+QUERY_VECTOR_PLACEHOLDER = "<query vector>"
+
+
+def rfc3339(when: datetime) -> str:
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def spec_formula(spec: RetrievalSpec, date_field: str = DATE_FIELD) -> models.FormulaQuery:
+    """``$score + bonus * exp(-|date - reference| / tau)`` as a Qdrant formula.
+
+    Qdrant's ``exp_decay`` is ``exp(ln(midpoint) * |x - target| / scale)``; with midpoint 1/e and
+    scale = tau in seconds it is exactly the spec's ``exp(-age_days / tau_days)``.
+    """
+    if spec.reference_date is None:
+        raise ValueError("spec has no reference_date: call spec.with_reference(dataset.reference_date)")
+    decay = models.ExpDecayExpression(
+        exp_decay=models.DecayParamsExpression(
+            x=models.DatetimeKeyExpression(datetime_key=date_field),
+            target=models.DatetimeExpression(datetime=rfc3339(spec.reference_date)),
+            scale=spec.tau_days * SECONDS_PER_DAY,
+            midpoint=math.exp(-1.0),
+        )
+    )
+    return models.FormulaQuery(
+        formula=models.SumExpression(sum=["$score", models.MultExpression(mult=[spec.bonus, decay])])
+    )
+
+
+def spec_query(
+    spec: RetrievalSpec,
+    vector: Sequence[float] | str,
+    *,
+    date_field: str = DATE_FIELD,
+    prefetch_filter: models.Filter | None = None,
+) -> models.QueryRequest:
+    """The whole spec as one query: filters go inside the prefetch, where candidates are chosen."""
+    return models.QueryRequest(
+        prefetch=models.Prefetch(query=vector, limit=spec.candidates, filter=prefetch_filter),
+        query=spec_formula(spec, date_field),
+        score_threshold=spec.threshold,
+        limit=spec.inject,
+        with_payload=True,
+    )
+
+
+def spec_query_json(spec: RetrievalSpec, vector: Sequence[float] | None = None) -> str:
+    """The REST body for ``POST /collections/{name}/points/query``."""
+    request = spec_query(spec, [0.0] if vector is None else list(map(float, vector)))
+    body: dict[str, Any] = request.model_dump(mode="json", exclude_none=True)
+    body["query"].pop("defaults", None)  # empty in the spec; keeps the printed query minimal
+    if vector is None:
+        body["prefetch"]["query"] = QUERY_VECTOR_PLACEHOLDER
+    return json.dumps(body, indent=2, ensure_ascii=False)
+
+
+class MemoryStore:
+    """One Qdrant collection holding a dataset's memories."""
+
+    def __init__(
+        self,
+        dim: int,
+        *,
+        collection: str = "memlab",
+        path: str | None = None,
+        url: str | None = None,
+        recreate: bool = True,
+    ):
+        if path and url:
+            raise ValueError("give either a Qdrant path (local mode on disk) or a url, not both")
+        if url:
+            self.client = QdrantClient(url=url)
+        elif path:
+            self.client = QdrantClient(path=path)
+        else:
+            self.client = QdrantClient(":memory:")
+        self.collection = collection
+        self.dim = dim
+        self.memory_ids: list[str] = []
+        if recreate and self.client.collection_exists(collection):
+            self.client.delete_collection(collection)
+        if not self.client.collection_exists(collection):
+            self.client.create_collection(
+                collection,
+                vectors_config=models.VectorParams(size=dim, distance=models.Distance.COSINE),
+            )
+
+    @classmethod
+    def from_dataset(
+        cls, dataset: Dataset, vectors: np.ndarray, *, lang: str = "en", **kwargs: Any
+    ) -> MemoryStore:
+        store = cls(int(vectors.shape[1]), **kwargs)
+        store.add(
+            ids=list(dataset.memory_ids),
+            vectors=vectors,
+            dates=[m.date for m in dataset.memories],
+            texts=[m.text(lang) for m in dataset.memories],
+        )
+        return store
+
+    def add(
+        self,
+        ids: Sequence[str],
+        vectors: np.ndarray,
+        dates: Sequence[datetime],
+        texts: Sequence[str] | None = None,
+    ) -> None:
+        if vectors.shape != (len(ids), self.dim):
+            raise ValueError(f"vectors have shape {vectors.shape}, expected ({len(ids)}, {self.dim})")
+        start = len(self.memory_ids)
+        points = [
+            models.PointStruct(
+                id=start + i,
+                vector=vectors[i].astype(float).tolist(),
+                payload={"memory_id": ids[i], DATE_FIELD: rfc3339(dates[i]),
+                         **({"text": texts[i]} if texts is not None else {})},
+            )
+            for i in range(len(ids))
+        ]
+        self.client.upsert(self.collection, points=points, wait=True)
+        self.memory_ids.extend(ids)
+
+    def raw_top_k(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """(memory index, raw cosine) of the ``k`` nearest memories, nearest first."""
+        res = self.client.query_points(
+            self.collection, query=np.asarray(vector, dtype=float).tolist(), limit=k
+        )
+        return [(int(p.id), float(p.score)) for p in res.points]
+
+    def score_table(self, query_vectors: np.ndarray) -> np.ndarray:
+        """Raw cosine of every query against every stored memory (questions x memories)."""
+        n = len(self.memory_ids)
+        table = np.full((len(query_vectors), n), np.nan)
+        for qi, vec in enumerate(query_vectors):
+            for idx, score in self.raw_top_k(vec, n):
+                table[qi, idx] = score
+        return table
+
+    def query_spec(self, vector: np.ndarray, spec: RetrievalSpec) -> list[tuple[int, float]]:
+        """The native path: (memory index, final score) of what the spec injects."""
+        req = spec_query(spec, np.asarray(vector, dtype=float).tolist())
+        res = self.client.query_points(
+            self.collection,
+            prefetch=req.prefetch,
+            query=req.query,
+            score_threshold=req.score_threshold,
+            limit=req.limit,
+        )
+        return [(int(p.id), float(p.score)) for p in res.points]
