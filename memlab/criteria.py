@@ -81,14 +81,18 @@ class CriterionKind:
 
 CRITERION_KINDS: dict[str, CriterionKind] = {
     "nohit_below": CriterionKind(
-        _nohit_below, False, "nohit",
+        _nohit_below,
+        False,
+        "nohit",
         "best post-bonus score over the no-hit questions stays below the threshold",
     ),
     "current_reaches": CriterionKind(
         _current_reaches, True, None, "the question's current memory reaches the threshold"
     ),
     "current_injected": CriterionKind(
-        _current_injected, True, None,
+        _current_injected,
+        True,
+        None,
         "the question's current memory reaches the threshold and is among the first `inject`",
     ),
 }
@@ -100,9 +104,7 @@ SEED_CRITERIA: tuple[Criterion, ...] = (
 )
 
 
-def question_mask(
-    criterion: Criterion, question_ids: tuple[str, ...], kinds: tuple[str, ...]
-) -> np.ndarray:
+def question_mask(criterion: Criterion, question_ids: tuple[str, ...], kinds: tuple[str, ...]) -> np.ndarray:
     """Which questions (columns) a criterion looks at."""
     if criterion.question is not None:
         if criterion.question not in question_ids:

@@ -104,7 +104,9 @@ class Embedder:
 
             try:
                 self._model = SentenceTransformer(
-                    self.model_path, device="cpu", truncate_dim=self.truncate_dim,
+                    self.model_path,
+                    device="cpu",
+                    truncate_dim=self.truncate_dim,
                     local_files_only=True,
                 )
             except OSError as e:
@@ -117,8 +119,12 @@ class Embedder:
 
     def _encode(self, texts: list[str], role: str) -> np.ndarray:
         model = self._load_model()
-        kwargs = {"batch_size": self.batch_size, "show_progress_bar": self.progress,
-                  "convert_to_numpy": True, "normalize_embeddings": False}
+        kwargs = {
+            "batch_size": self.batch_size,
+            "show_progress_bar": self.progress,
+            "convert_to_numpy": True,
+            "normalize_embeddings": False,
+        }
         if role == "query" and hasattr(model, "encode_query"):
             vecs = model.encode_query(texts, **kwargs)
         elif role == "document" and hasattr(model, "encode_document"):

@@ -10,16 +10,18 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from memlab import criteria as crit
 from memlab.fixtures import Dataset
 from memlab.scores import ScoreTable
 from memlab.selection import select
 from memlab.spec import Candidate, RetrievalSpec, age_days, retrieve
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # The seed's four hand-picked (bonus, tau_days) candidates.
 SEED_CANDIDATES: tuple[tuple[float, float], ...] = ((0.03, 30), (0.04, 30), (0.04, 14), (0.05, 14))
@@ -80,17 +82,28 @@ class Evaluation:
                     "kind": r.kind,
                     "text": r.text,
                     "candidates": [
-                        {"memory": c.memory_id, "date": self.details["dates"][c.index],
-                         "raw": c.raw, "bonus": c.bonus, "final": c.final,
-                         "reaches": c.reaches, "injected": c.injected}
+                        {
+                            "memory": c.memory_id,
+                            "date": self.details["dates"][c.index],
+                            "raw": c.raw,
+                            "bonus": c.bonus,
+                            "final": c.final,
+                            "reaches": c.reaches,
+                            "injected": c.injected,
+                        }
                         for c in r.candidates
                     ],
                 }
                 for r in self.results
             ],
             "criteria": {
-                c.name: {"value": c.value, "pass": c.passed, "kind": c.kind,
-                         "question": c.question, "description": c.description}
+                c.name: {
+                    "value": c.value,
+                    "pass": c.passed,
+                    "kind": c.kind,
+                    "question": c.question,
+                    "description": c.description,
+                }
                 for c in self.criteria
             },
             "headroom": self.headroom,
@@ -102,9 +115,7 @@ def _finite_or_none(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
 
 
-def summarize(
-    dataset: Dataset, results: Sequence[QuestionResult]
-) -> crit.QuestionSummary:
+def summarize(dataset: Dataset, results: Sequence[QuestionResult]) -> crit.QuestionSummary:
     """One configuration's per-question facts, as the arrays the criterion kernels take."""
     best, current, injected = [], [], []
     for q, r in zip(dataset.questions, results, strict=True):
@@ -128,15 +139,23 @@ def evaluate(
         raise ValueError("score table and dataset disagree on question or memory ids")
     ages = age_days(dataset.memory_dates(), spec.reference_date)
     results = tuple(
-        QuestionResult(q.id, q.kind, q.text(lang), tuple(retrieve(scores.raw[i], ages, dataset.memory_ids, spec)))
+        QuestionResult(
+            q.id, q.kind, q.text(lang), tuple(retrieve(scores.raw[i], ages, dataset.memory_ids, spec))
+        )
         for i, q in enumerate(dataset.questions)
     )
     summary = summarize(dataset, results)
     kinds = tuple(q.kind for q in dataset.questions)
     verdicts = crit.check(criteria, summary, dataset.question_ids, kinds, spec.threshold)
     checked = tuple(
-        CriterionResult(c.name, c.kind, c.question, _finite_or_none(float(verdicts[c.name][0])),
-                        bool(verdicts[c.name][1]), c.description)
+        CriterionResult(
+            c.name,
+            c.kind,
+            c.question,
+            _finite_or_none(float(verdicts[c.name][0])),
+            bool(verdicts[c.name][1]),
+            c.description,
+        )
         for c in criteria
     )
     nohit = np.array([k == "nohit" for k in kinds])
@@ -159,12 +178,18 @@ def candidate_table(
     One row per pair: bonus, tau_days, threshold, headroom, each criterion's value and pass,
     feasible, verdict ("fails (c)", "feasible", "adopted") and chosen.
     """
+    import pandas as pd  # only the table needs it; keeps `memlab evaluate` start-up short
+
     base = base or RetrievalSpec()
     rows = []
     for bonus, tau in pairs:
         ev = evaluate(dataset, scores, replace(base, bonus=bonus, tau_days=tau), criteria, lang)
-        row: dict[str, Any] = {"bonus": bonus, "tau_days": tau, "threshold": ev.spec.threshold,
-                               "headroom": ev.headroom}
+        row: dict[str, Any] = {
+            "bonus": bonus,
+            "tau_days": tau,
+            "threshold": ev.spec.threshold,
+            "headroom": ev.headroom,
+        }
         for c in ev.criteria:
             row[f"{c.name}_value"] = c.value
             row[f"{c.name}_pass"] = c.passed

@@ -108,8 +108,7 @@ class Dataset:
             if q.id == question_id:
                 return q
         raise KeyError(
-            f"no question {question_id!r} in dataset {self.name!r}; "
-            f"questions: {', '.join(self.question_ids)}"
+            f"no question {question_id!r} in dataset {self.name!r}; questions: {', '.join(self.question_ids)}"
         )
 
     def memory_dates(self) -> np.ndarray:
@@ -143,9 +142,7 @@ def dataset_dir(name_or_path: str | Path = DEFAULT_DATASET) -> Path:
     packaged = resources.files("memlab") / "data" / str(name_or_path)
     if packaged.is_dir():
         return Path(str(packaged))
-    available = sorted(
-        d.name for d in (resources.files("memlab") / "data").iterdir() if d.is_dir()
-    )
+    available = sorted(d.name for d in (resources.files("memlab") / "data").iterdir() if d.is_dir())
     raise FileNotFoundError(
         f"no dataset {str(name_or_path)!r}: not a folder, and not a packaged dataset "
         f"(packaged: {', '.join(available)})"
@@ -326,9 +323,7 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         source = r.choice("source", MEMORY_SOURCES, default="reconstructed")
         note = r.text("note", required=False) or ""
         if qid is not None and kind and len(texts) == len(languages) and source:
-            questions.append(
-                Question(qid, kind, texts, relevant, current, stale, source, note)
-            )
+            questions.append(Question(qid, kind, texts, relevant, current, stale, source, note))
 
     if not problems and not memories:
         problems.append("memories.jsonl: no memories")

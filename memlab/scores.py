@@ -95,8 +95,15 @@ def load_published(dataset: Dataset) -> list[PublishedScore]:
             seen[q, m] = lineno
         if q is not None and m is not None and raw is not None:
             rows.append(
-                PublishedScore(q, m, float(raw), dict(stated), r.text("table") or "",
-                               tuple(inferred), r.text("note", required=False) or "")
+                PublishedScore(
+                    q,
+                    m,
+                    float(raw),
+                    dict(stated),
+                    r.text("table") or "",
+                    tuple(inferred),
+                    r.text("note", required=False) or "",
+                )
             )
     if problems:
         raise DatasetError([f"{dataset.path}/{p}" for p in problems])
@@ -111,7 +118,10 @@ def published_scores(dataset: Dataset, **_: Any) -> ScoreTable:
         raw[dataset.question_ids.index(s.question), dataset.memory_ids.index(s.memory)] = s.raw
     meta = json.loads((Path(dataset.path or ".") / "published.json").read_text(encoding="utf-8"))
     return ScoreTable(
-        dataset.question_ids, dataset.memory_ids, raw, "published",
+        dataset.question_ids,
+        dataset.memory_ids,
+        raw,
+        "published",
         {"model": meta.get("model", ""), "pairs": len(rows)},
     )
 
@@ -142,9 +152,16 @@ def embedded_scores(
     store = MemoryStore.from_dataset(dataset, mem_vecs, lang=lang, path=qdrant_path, url=qdrant_url)
     raw = store.score_table(q_vecs)
     return ScoreTable(
-        dataset.question_ids, dataset.memory_ids, raw, "embedded",
-        {"model": embedder.model_id, "dim": int(mem_vecs.shape[1]), "lang": lang,
-         "models_loaded": embedder.loads},
+        dataset.question_ids,
+        dataset.memory_ids,
+        raw,
+        "embedded",
+        {
+            "model": embedder.model_id,
+            "dim": int(mem_vecs.shape[1]),
+            "lang": lang,
+            "models_loaded": embedder.loads,
+        },
     )
 
 
@@ -157,7 +174,5 @@ def load_scores(source: str, dataset: Dataset, **options: Any) -> ScoreTable:
     try:
         fn = SOURCES[source]
     except KeyError:
-        raise ValueError(
-            f"unknown score source {source!r}; available: {', '.join(SOURCES)}"
-        ) from None
+        raise ValueError(f"unknown score source {source!r}; available: {', '.join(SOURCES)}") from None
     return fn(dataset, **options)

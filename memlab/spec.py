@@ -128,8 +128,13 @@ def retrieve(
         reaches = bool(final[i] >= spec.threshold)
         out.append(
             Candidate(
-                int(i), memory_ids[i], float(raw[i]), float(bonus[i]), float(final[i]),
-                reaches, reaches and rank < spec.inject,
+                int(i),
+                memory_ids[i],
+                float(raw[i]),
+                float(bonus[i]),
+                float(final[i]),
+                reaches,
+                reaches and rank < spec.inject,
             )
         )
     return out

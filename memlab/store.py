@@ -140,8 +140,11 @@ class MemoryStore:
             models.PointStruct(
                 id=start + i,
                 vector=vectors[i].astype(float).tolist(),
-                payload={"memory_id": ids[i], DATE_FIELD: rfc3339(dates[i]),
-                         **({"text": texts[i]} if texts is not None else {})},
+                payload={
+                    "memory_id": ids[i],
+                    DATE_FIELD: rfc3339(dates[i]),
+                    **({"text": texts[i]} if texts is not None else {}),
+                },
             )
             for i in range(len(ids))
         ]

@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from memlab.fixtures import dataset_dir, load_dataset
+from memlab.scores import load_scores
+
+
+@pytest.fixture(scope="session")
+def seed():
+    return load_dataset("seed16")
+
+
+@pytest.fixture(scope="session")
+def published(seed):
+    return load_scores("published", seed)
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("embedding-cache")
+
+
+@pytest.fixture(scope="session")
+def embedded(seed, cache_dir):
+    """The fixture embedded with the packaged model (loads it once for the session)."""
+    return load_scores("embedded", seed, cache_dir=cache_dir)
+
+
+@pytest.fixture
+def dataset_copy(tmp_path):
+    """A writable copy of seed16 and a helper to rewrite one of its lines."""
+    root = tmp_path / "ds"
+    shutil.copytree(dataset_dir("seed16"), root)
+
+    def edit(fname: str, lineno: int, **changes):
+        path = root / fname
+        lines = path.read_text(encoding="utf-8").splitlines()
+        obj = json.loads(lines[lineno - 1])
+        for key, value in changes.items():
+            if value is ...:
+                obj.pop(key, None)
+            else:
+                obj[key] = value
+        lines[lineno - 1] = json.dumps(obj, ensure_ascii=False)
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return root
+
+    return root, edit

@@ -1,0 +1,170 @@
+"""The command line, as the README and later checks call it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memlab.cli import main
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_evaluate_published_json(capsys):
+    code, out, _ = run(capsys, "evaluate", "--source", "published", "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert set(doc) >= {"spec", "questions", "criteria", "headroom"}
+    assert doc["spec"]["bonus"] == 0.05 and doc["spec"]["tau_days"] == 14
+    assert {k: (round(v["value"], 3), v["pass"]) for k, v in doc["criteria"].items()} == {
+        "a": (0.434, True),
+        "b": (0.467, True),
+        "c": (0.455, True),
+    }
+    assert round(doc["headroom"], 3) == 0.016
+    c1 = next(q for q in doc["questions"] if q["id"] == "C1")
+    assert c1["kind"] == "contradiction"
+    assert [(c["memory"], c["date"], c["injected"]) for c in c1["candidates"]] == [
+        ("m01", "2026-08-20", True),
+        ("m02", "2026-09-01", True),
+    ]
+    assert set(c1["candidates"][0]) >= {"memory", "date", "raw", "bonus", "final", "injected"}
+
+
+def test_evaluate_with_other_values_fails_c(capsys):
+    code, out, _ = run(
+        capsys, "evaluate", "--source", "published", "--bonus", "0.04", "--tau", "14", "--format", "json"
+    )
+    doc = json.loads(out)
+    assert code == 0 and doc["criteria"]["c"]["pass"] is False
+    assert round(doc["criteria"]["c"]["value"], 3) == 0.445
+
+
+def test_table_json(capsys):
+    code, out, _ = run(capsys, "table", "--source", "published", "--format", "json")
+    rows = json.loads(out)
+    assert code == 0
+    assert [(r["bonus"], r["tau_days"], r["chosen"]) for r in rows] == [
+        (0.03, 30, False),
+        (0.04, 30, False),
+        (0.04, 14, False),
+        (0.05, 14, True),
+    ]
+    assert [round(r["criteria"]["c"]["value"], 3) for r in rows] == [0.437, 0.447, 0.445, 0.455]
+    assert [r["feasible"] for r in rows] == [False, False, False, True]
+    assert all(
+        set(r) >= {"bonus", "tau_days", "threshold", "headroom", "criteria", "feasible", "chosen"}
+        for r in rows
+    )
+
+
+def test_table_text(capsys):
+    code, out, _ = run(capsys, "table", "--source", "published")
+    lines = out.splitlines()
+    assert code == 0
+    assert lines[-1].split() == ["0.05", "14", "0.434", "0.467", "0.455", "0.016", "adopted"]
+    assert lines[2].split() == ["0.03", "30", "0.428", "0.463", "0.437", "0.022", "fails", "(c)"]
+
+
+def test_prompt_c1(capsys):
+    code, out, _ = run(capsys, "prompt", "--question", "C1", "--source", "published")
+    assert code == 0
+    assert out.startswith("<retrieved_memory>\nToday is 2026-09-10.")
+    assert out.rstrip().endswith(
+        "2026-08-20: The user drinks coffee black.\n"
+        "2026-09-01: The user has been drinking sweet café au lait lately.\n"
+        "</retrieved_memory>"
+    )
+    assert "prefer the one with the newer date" in out
+
+
+def test_prompt_japanese(capsys):
+    code, out, _ = run(capsys, "prompt", "--question", "C1", "--lang", "ja", "--source", "published")
+    assert code == 0
+    assert "2026-09-01: ユーザーは最近甘いカフェオレばかり飲んでいる" in out
+    assert "今日は2026-09-10です。" in out
+
+
+def test_prompt_nohit_is_empty(capsys):
+    code, out, err = run(capsys, "prompt", "--question", "N1", "--source", "published")
+    assert code == 0 and out == "\n"
+    assert err == "nothing injected for N1: no candidate reaches the threshold 0.45\n"
+
+
+def test_spec_formats(capsys):
+    code, out, _ = run(capsys, "spec", "--format", "qdrant-json", "--bonus", "0.04", "--tau", "30")
+    body = json.loads(out)
+    assert code == 0
+    assert body["query"]["formula"]["sum"][1]["mult"][0] == 0.04
+    assert body["query"]["formula"]["sum"][1]["mult"][1]["exp_decay"]["scale"] == 30 * 86400
+    code, out, _ = run(capsys, "spec", "--format", "table")
+    assert out.strip() == "candidates=8 inject=3 threshold=0.45 bonus=0.05 tau_days=14 reference=2026-09-10"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["prompt", "--question", "Z9", "--source", "published"],
+            "memlab: error: no question 'Z9' in dataset 'seed16'; questions: H1, H2, H3, H4, C1, C2, N1, N2, N3, N4\n",
+        ),
+        (
+            ["evaluate", "--source", "published", "--candidates", "0"],
+            "memlab: error: RetrievalSpec.candidates must be an integer >= 1, got 0\n",
+        ),
+        (
+            ["evaluate", "--source", "published", "--dataset", "nope"],
+            "memlab: error: no dataset 'nope': not a folder, and not a packaged dataset (packaged: seed16)\n",
+        ),
+    ],
+)
+def test_errors_are_one_clear_line(capsys, argv, message):
+    code, out, err = run(capsys, *argv)
+    assert (code, out, err) == (2, "", message)
+
+
+def test_invalid_dataset_lists_problems(capsys, dataset_copy):
+    root, edit = dataset_copy
+    edit("memories.jsonl", 2, date="2026-02-30")
+    code, _, err = run(capsys, "evaluate", "--source", "published", "--dataset", str(root))
+    assert code == 2
+    assert err == (
+        f"memlab: invalid dataset:\n{root}/memories.jsonl:2: date: "
+        "'2026-02-30' is not a date (YYYY-MM-DD or ISO 8601)\n"
+    )
+
+
+def test_output_file_is_written_whole(capsys, tmp_path):
+    target = tmp_path / "out" / "table.json"
+    code, out, err = run(capsys, "table", "--source", "published", "--format", "json", "-o", str(target))
+    assert code == 0 and out == "" and err == f"wrote {target}\n"
+    assert len(json.loads(target.read_text())) == 4
+    assert [p.name for p in target.parent.iterdir()] == ["table.json"]  # no temporary left behind
+
+
+@pytest.mark.model
+def test_console_script_evaluates_embedded(tmp_path, cache_dir, embedded):
+    exe = Path(sys.executable).parent / "memlab"
+    assert exe.is_file(), "the console script is installed beside the interpreter"
+    proc = subprocess.run(
+        [str(exe), "evaluate", "--source", "embedded", "--format", "json", "--cache-dir", str(cache_dir)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    doc = json.loads(proc.stdout)
+    assert doc["source"]["name"] == "embedded" and doc["source"]["dim"] == 384
+    assert doc["source"]["models_loaded"] == 0  # warm cache from the session fixture
+    c1 = next(q for q in doc["questions"] if q["id"] == "C1")
+    assert len(c1["candidates"]) == 8
+    raws = [round(c["raw"], 6) for c in c1["candidates"]]
+    ids = [c["memory"] for c in c1["candidates"]]
+    assert raws == [round(embedded.row("C1")[int(m[1:]) - 1], 6) for m in ids]

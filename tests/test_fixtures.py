@@ -1,0 +1,158 @@
+"""The packaged fixture and the loader's validation, one exact message per mistake."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memlab.fixtures import DatasetError, dataset_dir, load_dataset
+
+
+def test_seed16_shape(seed):
+    assert seed.name == "seed16"
+    assert f"{seed.reference_date:%Y-%m-%d}" == "2026-09-10"
+    assert len(seed.memories) == 16 and len(seed.questions) == 10
+    kinds = [q.kind for q in seed.questions]
+    assert kinds.count("hit") == 4 and kinds.count("contradiction") == 2 and kinds.count("nohit") == 4
+    assert seed.question_ids == ("H1", "H2", "H3", "H4", "C1", "C2", "N1", "N2", "N3", "N4")
+
+
+def test_seed16_what_the_seed_determines(seed):
+    def date(mid):
+        return f"{seed.memory(mid).date:%m-%d}"
+
+    c1, h2 = seed.question("C1"), seed.question("H2")
+    assert (c1.current, c1.stale) == ("m02", ("m01",))
+    assert (date("m01"), date("m02")) == ("08-20", "09-01")
+    assert seed.memory("m02").texts == {
+        "en": "2026-09-01: The user has been drinking sweet café au lait lately.",
+        "ja": "2026-09-01: ユーザーは最近甘いカフェオレばかり飲んでいる",
+    }
+    assert h2.current == "m05" and date("m05") == "09-09"
+    assert (date("m03"), date("m04")) == ("08-28", "09-08")
+    # keyboard +0.030 and fall anime +0.035 at 0.05/14 days: 7 and 5 days old
+    assert (date("m06"), date("m07")) == ("09-03", "09-05")
+    assert seed.memory("m02").supersedes == "m01" and seed.memory("m10").supersedes == "m11"
+    sources = [m.source for m in seed.memories]
+    assert sources.count("seed") == 12 and sources.count("reconstructed") == 4
+    assert c1.texts["ja"] == "私コーヒーどうやって飲むんだっけ"
+
+
+def test_every_memory_text_starts_with_its_date(seed):
+    for m in seed.memories:
+        for text in m.texts.values():
+            assert text.startswith(f"{m.date:%Y-%m-%d}: ")
+
+
+def test_nohit_questions_have_no_labels(seed):
+    for q in seed.questions:
+        if q.kind == "nohit":
+            assert (q.relevant, q.current, q.stale) == ((), None, ())
+
+
+BAD = [
+    (
+        "memories.jsonl",
+        3,
+        {"date": "2026-13-01"},
+        "memories.jsonl:3: date: '2026-13-01' is not a date (YYYY-MM-DD or ISO 8601)",
+    ),
+    ("memories.jsonl", 16, {"id": "m01"}, "memories.jsonl:16: id: duplicate id 'm01' (first on line 1)"),
+    (
+        "memories.jsonl",
+        4,
+        {"date": "2026-09-11", "text_en": "2026-09-11: x", "text_ja": "2026-09-11: x"},
+        "memories.jsonl:4: date: 2026-09-11 is after the reference date 2026-09-10",
+    ),
+    ("memories.jsonl", 2, {"text_ja": ...}, "memories.jsonl:2: text_ja: missing"),
+    ("memories.jsonl", 2, {"text_en": "  "}, "memories.jsonl:2: text_en: empty"),
+    (
+        "memories.jsonl",
+        2,
+        {"text_en": "The user likes tea."},
+        "memories.jsonl:2: text_en: must start with the date, as '2026-09-01: ...'",
+    ),
+    ("memories.jsonl", 2, {"supersedes": "m99"}, "memories.jsonl:2: supersedes: unknown memory id 'm99'"),
+    (
+        "memories.jsonl",
+        5,
+        {"source": "guess"},
+        "memories.jsonl:5: source: 'guess' is not one of seed, reconstructed",
+    ),
+    (
+        "memories.jsonl",
+        6,
+        {"colour": "red"},
+        "memories.jsonl:6: colour: unknown field (allowed: date, id, note, source, supersedes, text_en, text_ja, topic)",
+    ),
+    (
+        "questions.jsonl",
+        5,
+        {"relevant": ["m01", "m77"]},
+        "questions.jsonl:5: relevant: unknown memory id 'm77'",
+    ),
+    ("questions.jsonl", 5, {"current": "m42"}, "questions.jsonl:5: current: unknown memory id 'm42'"),
+    ("questions.jsonl", 5, {"stale": ["m02"]}, "questions.jsonl:5: current: 'm02' is also listed as stale"),
+    (
+        "questions.jsonl",
+        7,
+        {"kind": "maybe"},
+        "questions.jsonl:7: kind: 'maybe' is not one of hit, contradiction, nohit",
+    ),
+    (
+        "questions.jsonl",
+        7,
+        {"current": "m06"},
+        "questions.jsonl:7: kind: a nohit question has no relevant, current or stale memories",
+    ),
+    ("questions.jsonl", 2, {"id": "H1"}, "questions.jsonl:2: id: duplicate id 'H1' (first on line 1)"),
+    ("questions.jsonl", 9, {"text_en": ...}, "questions.jsonl:9: text_en: missing"),
+]
+
+
+@pytest.mark.parametrize(
+    ("fname", "line", "change", "message"), BAD, ids=[b[3].split(": ", 1)[1] for b in BAD]
+)
+def test_bad_input_names_file_line_and_field(dataset_copy, fname, line, change, message):
+    root, edit = dataset_copy
+    edit(fname, line, **change)
+    before = {p.name: p.read_bytes() for p in root.iterdir()}
+    with pytest.raises(DatasetError) as e:
+        load_dataset(root)
+    assert e.value.problems == [f"{root}/{message}"]
+    assert {p.name: p.read_bytes() for p in root.iterdir()} == before  # nothing changed on disk
+
+
+def test_invalid_json_and_every_problem_listed(dataset_copy):
+    root, edit = dataset_copy
+    edit("memories.jsonl", 1, date="yesterday")
+    with (root / "questions.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write('{"id": "X1", "kind": \n')
+    with pytest.raises(DatasetError) as e:
+        load_dataset(root)
+    assert e.value.problems == [
+        f"{root}/memories.jsonl:1: date: 'yesterday' is not a date (YYYY-MM-DD or ISO 8601)",
+        f"{root}/questions.jsonl:11: invalid JSON: Expecting value",
+    ]
+    assert str(e.value) == "\n".join(e.value.problems)
+
+
+def test_bad_reference_date(dataset_copy):
+    root, _ = dataset_copy
+    meta = json.loads((root / "dataset.json").read_text())
+    meta["reference_date"] = "10/09/2026"
+    (root / "dataset.json").write_text(json.dumps(meta))
+    with pytest.raises(DatasetError) as e:
+        load_dataset(root)
+    assert e.value.problems == [
+        f"{root}/dataset.json: reference_date: '10/09/2026' is not a date (YYYY-MM-DD or ISO 8601)"
+    ]
+
+
+def test_unknown_dataset_name():
+    with pytest.raises(FileNotFoundError) as e:
+        dataset_dir("seed99")
+    assert str(e.value) == (
+        "no dataset 'seed99': not a folder, and not a packaged dataset (packaged: seed16)"
+    )
