@@ -71,12 +71,24 @@ def _current_injected(s: QuestionSummary, cols: np.ndarray, threshold) -> tuple[
     return s.current_final[..., q], s.current_injected[..., q]
 
 
+def _below_margin(value: np.ndarray, threshold) -> np.ndarray:
+    """How far the value stays under the threshold (+inf when nothing was retrieved)."""
+    return threshold - value
+
+
+def _above_margin(value: np.ndarray, threshold) -> np.ndarray:
+    """How far the value clears the threshold (-inf when the memory is not a candidate)."""
+    return np.nan_to_num(value, nan=-np.inf) - threshold
+
+
 @dataclass(frozen=True)
 class CriterionKind:
     kernel: Callable[[QuestionSummary, np.ndarray, object], tuple[np.ndarray, np.ndarray]]
     needs_question: bool
     applies_to: str | None  # question kind selected when no question is named
     meaning: str
+    # signed distance of the value from the threshold, positive on the passing side
+    margin: Callable[[np.ndarray, object], np.ndarray] = _above_margin
 
 
 CRITERION_KINDS: dict[str, CriterionKind] = {
@@ -85,6 +97,7 @@ CRITERION_KINDS: dict[str, CriterionKind] = {
         False,
         "nohit",
         "best post-bonus score over the no-hit questions stays below the threshold",
+        _below_margin,
     ),
     "current_reaches": CriterionKind(
         _current_reaches, True, None, "the question's current memory reaches the threshold"
@@ -123,13 +136,15 @@ def check(
     question_ids: tuple[str, ...],
     kinds: tuple[str, ...],
     threshold: np.ndarray | float,
-) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """name -> (value, pass) for each criterion, shaped like the leading axes of the summary."""
+) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """name -> (value, pass, margin) per criterion, shaped like the summary's leading axes."""
     names = [c.name for c in criteria]
     if len(set(names)) != len(names):
         raise ValueError(f"criterion names must be unique, got {names}")
     out = {}
     for c in criteria:
         cols = question_mask(c, question_ids, kinds)
-        out[c.name] = CRITERION_KINDS[c.kind].kernel(summary, cols, threshold)
+        kind = CRITERION_KINDS[c.kind]
+        value, passed = kind.kernel(summary, cols, threshold)
+        out[c.name] = (value, passed, kind.margin(value, threshold))
     return out

@@ -47,6 +47,7 @@ class CriterionResult:
     value: float | None  # None: nothing to measure (e.g. no no-hit question has a candidate)
     passed: bool
     description: str
+    margin: float | None = None  # signed distance from the threshold, positive when passing
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,7 @@ class Evaluation:
                 c.name: {
                     "value": c.value,
                     "pass": c.passed,
+                    "margin": c.margin,
                     "kind": c.kind,
                     "question": c.question,
                     "description": c.description,
@@ -155,6 +157,7 @@ def evaluate(
             _finite_or_none(float(verdicts[c.name][0])),
             bool(verdicts[c.name][1]),
             c.description,
+            _finite_or_none(float(verdicts[c.name][2])),
         )
         for c in criteria
     )

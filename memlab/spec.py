@@ -42,6 +42,14 @@ def recency_bonus(
     return bonus * recency_weight(age, tau_days)
 
 
+def rescore(raw: np.ndarray | float, weight: np.ndarray | float, bonus: np.ndarray | float) -> np.ndarray:
+    """Post-bonus score from a precomputed recency weight: ``raw + bonus * weight``.
+
+    The reference and the sweep both score through this function, so they round alike.
+    """
+    return raw + bonus * weight
+
+
 def final_score(
     raw: np.ndarray | float,
     age: np.ndarray | float,
@@ -49,7 +57,7 @@ def final_score(
     tau_days: np.ndarray | float,
 ) -> np.ndarray:
     """Post-bonus score: ``raw + bonus * exp(-age / tau)``."""
-    return raw + recency_bonus(age, bonus, tau_days)
+    return rescore(raw, recency_weight(age, tau_days), bonus)
 
 
 @dataclass(frozen=True)
@@ -121,8 +129,9 @@ def retrieve(
     """The one-config reference: one question's raw scores (NaN = unknown) -> its candidates."""
     raw = np.asarray(raw, dtype=np.float64)
     idx = select_candidates(raw, spec.candidates)
-    bonus = recency_bonus(ages, spec.bonus, spec.tau_days)
-    final = raw + bonus
+    weight = recency_weight(ages, spec.tau_days)
+    final = rescore(raw, weight, spec.bonus)
+    bonus = spec.bonus * weight  # the same product rescore adds
     out = []
     for rank, i in enumerate(rerank(raw, final, idx)):
         reaches = bool(final[i] >= spec.threshold)

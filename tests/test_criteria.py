@@ -24,11 +24,18 @@ def test_seed_criteria_one_config():
         Criterion("d", "current_injected", "H2"),
     ]
     got = check(tuple(crit), s, IDS, KINDS, 0.45)
-    assert {k: (float(v), bool(p)) for k, (v, p) in got.items()} == {
+    assert {k: (float(v), bool(p)) for k, (v, p, _) in got.items()} == {
         "a": (0.434, True),
         "b": (0.467, True),
         "c": (0.455, True),
         "d": (0.455, False),
+    }
+    # margins: signed distance from the threshold, positive on the passing side
+    assert {k: round(float(m), 3) for k, (_, _, m) in got.items()} == {
+        "a": 0.016,
+        "b": 0.017,
+        "c": 0.005,
+        "d": 0.005,
     }
     assert float(headroom(s.best_final, np.array([k == "nohit" for k in KINDS]), 0.45)) == pytest.approx(
         0.016
@@ -50,8 +57,11 @@ def test_kernels_broadcast_over_configurations():
 
 def test_no_candidates_on_nohit_questions_is_minus_infinity_and_passes():
     s = QuestionSummary(np.array([0.5, 0.5, np.nan, np.nan]), np.full(4, np.nan), np.zeros(4, bool))
-    value, ok = check((SEED_CRITERIA[0],), s, IDS, KINDS, 0.45)["a"]
-    assert value == -np.inf and ok
+    value, ok, margin = check((SEED_CRITERIA[0],), s, IDS, KINDS, 0.45)["a"]
+    assert value == -np.inf and ok and margin == np.inf
+    # a current memory that is not a candidate fails with margin -inf
+    _, ok, margin = check((SEED_CRITERIA[1],), s, IDS, KINDS, 0.45)["b"]
+    assert not ok and margin == -np.inf
 
 
 @pytest.mark.parametrize(
