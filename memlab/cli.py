@@ -282,11 +282,150 @@ def cmd_spec(args: argparse.Namespace) -> int:
     return 0
 
 
+def criteria_from(args: argparse.Namespace):
+    from memlab.criteria import SEED_CRITERIA, load_criteria
+
+    return load_criteria(args.criteria) if args.criteria else SEED_CRITERIA
+
+
+def grid_from(args: argparse.Namespace):
+    from memlab.sweep import Grid, parse_axis
+
+    return Grid(
+        bonus=parse_axis(args.bonus, "bonus"),
+        tau_days=parse_axis(args.tau, "tau"),
+        threshold=parse_axis(args.threshold, "threshold"),
+        candidates=parse_axis(args.candidates, "candidates", integer=True),
+        inject=parse_axis(args.inject, "inject", integer=True),
+    )
+
+
+def describe_row(row: dict[str, Any], criteria) -> str:
+    parts = [
+        f"bonus={row['bonus']:g}",
+        f"tau_days={row['tau_days']:g}",
+        f"threshold={row['threshold']:g}",
+        f"candidates={int(row['candidates'])}",
+        f"inject={int(row['inject'])}",
+        f"headroom={fmt(row['headroom'])}",
+        f"min_margin={fmt(row['min_margin'])}",
+    ]
+    parts += [f"{c.name}={fmt(row[f'{c.name}_value'])}" for c in criteria]
+    return " ".join(parts)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    import time
+
+    from memlab.io import TableWriter
+    from memlab.selection import select_streaming
+    from memlab.spec import age_days
+    from memlab.sweep import Labels, sweep_chunks
+
+    grid = grid_from(args)
+    criteria = criteria_from(args)
+    dataset = load_dataset(args.dataset)
+    scores = scores_from(args, dataset)
+    ages = age_days(dataset.memory_dates(), dataset.reference_date)
+    labels = Labels.from_dataset(dataset)
+    progress = grid.size >= 1_000_000 and sys.stderr.isatty()
+    t0 = time.perf_counter()
+    wide = sweep_chunks(scores.raw, ages, labels, grid, criteria, progress=progress)
+    if args.output and not args.long:
+        with TableWriter(args.output, args.format) as out:
+
+            def written():
+                for frame in wide:
+                    out.write(frame)
+                    yield frame
+
+            chosen, n_feasible, total = select_streaming(written(), args.select)
+    else:
+        chosen, n_feasible, total = select_streaming(wide, args.select)
+    if args.output and args.long:
+        with TableWriter(args.output, args.format) as out:
+            for frame in sweep_chunks(scores.raw, ages, labels, grid, criteria, long=True, progress=progress):
+                out.write(frame)
+    elapsed = time.perf_counter() - t0
+    axes = " x ".join(
+        f"{n} {a}"
+        for a, n in zip(("bonus", "tau", "threshold", "candidates", "inject"), grid.shape, strict=True)
+    )
+    print(
+        f"grid: {axes} = {total:,} configurations, {len(dataset.questions)} questions, "
+        f"swept in {elapsed:.2f} s"
+    )
+    if args.output:
+        print(f"wrote {args.output} ({args.format}{', long form' if args.long else ''})")
+    share = f" ({n_feasible / total:.1%})" if total else ""
+    print(f"feasible: {n_feasible:,} of {total:,}{share}")
+    if chosen.empty:
+        print(
+            f"chosen ({args.select}): none: no configuration satisfies {', '.join(c.name for c in criteria)}"
+        )
+        return 0
+    print(f"chosen ({args.select}): {describe_row(chosen.iloc[0].to_dict(), criteria)}")
+    return 0
+
+
+def cmd_feasible(args: argparse.Namespace) -> int:
+    from memlab.feasible import feasible_bonus, intervals_json, intervals_text
+    from memlab.spec import age_days
+    from memlab.sweep import Labels, parse_axis
+
+    taus = parse_axis(args.tau, "tau")
+    thresholds = parse_axis(args.threshold, "threshold")
+    criteria = criteria_from(args)
+    dataset = load_dataset(args.dataset)
+    scores = scores_from(args, dataset)
+    ages = age_days(dataset.memory_dates(), dataset.reference_date)
+    labels = Labels.from_dataset(dataset)
+    rows = []
+    for tau in taus:
+        if tau <= 0:
+            raise ValueError(f"--tau: values must be > 0, got {tau:g}")
+        for thr in thresholds:
+            region = feasible_bonus(
+                scores.raw,
+                ages,
+                labels,
+                criteria,
+                tau_days=tau,
+                threshold=thr,
+                candidates=args.candidates,
+                inject=args.inject,
+            )
+            rows.append(
+                {
+                    "tau_days": tau,
+                    "threshold": thr,
+                    "candidates": args.candidates,
+                    "inject": args.inject,
+                    **intervals_json(region),
+                    "text": intervals_text(region),
+                }
+            )
+    if args.format == "json":
+        emit(json.dumps(rows, indent=2), args.output)
+        return 0
+    lines = [
+        f"source: {args.source}; candidates={args.candidates} inject={args.inject}; "
+        f"criteria: {', '.join(c.name for c in criteria)}; bonus values where all hold "
+        "([ ] closed, ( ) open)",
+        f"{'tau_days':>8} {'threshold':>9}  bonus",
+    ]
+    lines += [f"{r['tau_days']:>8g} {r['threshold']:>9g}  {r['text']}" for r in rows]
+    emit("\n".join(lines), args.output)
+    return 0
+
+
 COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "evaluate": (cmd_evaluate, "run the retrieval spec on every question and check the criteria"),
     "table": (cmd_table, "the seed's four (bonus, tau) candidates and the one the rule picks"),
     "prompt": (cmd_prompt, "the B-format <retrieved_memory> block the spec injects for a question"),
     "spec": (cmd_spec, "print the spec, or the whole spec as one Qdrant REST query"),
+    "sweep": (cmd_sweep, "evaluate a whole grid of configurations and pick one by a rule"),
+    "feasible": (cmd_feasible, "the exact bonus intervals where every criterion holds, per tau"),
 }
 
 
@@ -332,6 +471,45 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--truncate-dim", type=int, default=None)
     p.add_argument("--cache-dir", default=None)
     add_output_options(p, ["qdrant-json", "json", "table"])
+
+    p = parsers["sweep"]
+    add_source_options(p)
+    g = p.add_argument_group("grid (start:stop:step with stop included, a comma list, or one value)")
+    g.add_argument("--bonus", default="0:0.1:0.0005", help="default: %(default)s")
+    g.add_argument("--tau", default="1:60:0.5", help="tau_days; default: %(default)s")
+    g.add_argument("--threshold", default="0.40:0.50:0.005", help="default: %(default)s")
+    g.add_argument("--candidates", default=str(DEFAULTS.candidates), help="default: %(default)s")
+    g.add_argument("--inject", default=str(DEFAULTS.inject), help="default: %(default)s")
+    p.add_argument(
+        "--criteria", default=None, help="YAML file declaring criteria (default: the seed's a, b, c)"
+    )
+    p.add_argument(
+        "--select",
+        choices=list(SELECTION_RULES),
+        default="smallest-bonus",
+        help="selection rule (default: %(default)s)",
+    )
+    p.add_argument("--long", action="store_true", help="write one row per configuration and question")
+    p.add_argument(
+        "--format",
+        choices=["csv", "parquet", "json"],
+        default="csv",
+        help="format of the -o file (default: %(default)s)",
+    )
+    p.add_argument("-o", "--output", default=None, help="write the table here (else only the summary)")
+
+    p = parsers["feasible"]
+    add_source_options(p)
+    p.add_argument("--tau", default="1:60:1", help="tau_days values (default: %(default)s)")
+    p.add_argument(
+        "--threshold", default=str(DEFAULTS.threshold), help="threshold values (default: %(default)s)"
+    )
+    p.add_argument("--candidates", type=int, default=DEFAULTS.candidates, help="default: %(default)s")
+    p.add_argument("--inject", type=int, default=DEFAULTS.inject, help="default: %(default)s")
+    p.add_argument(
+        "--criteria", default=None, help="YAML file declaring criteria (default: the seed's a, b, c)"
+    )
+    add_output_options(p, ["table", "json"])
     return parser
 
 

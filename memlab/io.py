@@ -26,3 +26,63 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+TABLE_FORMATS = ("csv", "parquet", "json")
+
+
+class TableWriter:
+    """Write a table chunk by chunk to a temporary file; rename it into place on success.
+
+    On any error the temporary file is removed and the target is left as it was.
+    Formats: csv, parquet (one row group per chunk), json (an array of row objects).
+    """
+
+    def __init__(self, path: str | Path, fmt: str):
+        if fmt not in TABLE_FORMATS:
+            raise ValueError(f"unknown table format {fmt!r}; available: {', '.join(TABLE_FORMATS)}")
+        self.path = Path(path)
+        self.fmt = fmt
+        self.rows = 0
+        self._parquet = None
+
+    def __enter__(self) -> TableWriter:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
+        os.close(fd)
+        self.tmp = Path(tmp)
+        self._fh = None if self.fmt == "parquet" else self.tmp.open("w", encoding="utf-8", newline="")
+        if self.fmt == "json":
+            self._fh.write("[")
+        return self
+
+    def write(self, frame) -> None:  # a pandas DataFrame
+        if self.fmt == "csv":
+            frame.to_csv(self._fh, header=self.rows == 0, index=False)
+        elif self.fmt == "json":
+            lines = frame.to_json(orient="records", lines=True, double_precision=15).strip()
+            if lines:
+                self._fh.write(("," if self.rows else "") + "\n" + lines.replace("\n", ",\n"))
+        else:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            table = pa.Table.from_pandas(frame, preserve_index=False)
+            if self._parquet is None:
+                self._parquet = pq.ParquetWriter(self.tmp, table.schema)
+            self._parquet.write_table(table)
+        self.rows += len(frame)
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            if self._fh is not None:
+                if self.fmt == "json":
+                    self._fh.write("\n]\n")
+                self._fh.close()
+            if self._parquet is not None:
+                self._parquet.close()
+        finally:
+            if exc_type is None:
+                os.replace(self.tmp, self.path)
+            else:
+                self.tmp.unlink(missing_ok=True)

@@ -5,11 +5,18 @@ configuration). Ties fall through the listed keys and finally to row order, so t
 deterministic:
 
 - ``smallest-bonus`` (the seed's rule): smallest bonus; then larger headroom; then smaller tau;
-- ``max-headroom``: larger headroom; then smaller bonus; then smaller tau.
+- ``max-headroom``: larger headroom; then smaller bonus; then smaller tau;
+- ``max-margin``: larger smallest criterion margin (``min_margin``); then smaller bonus; then
+  smaller tau.
+
+``select_streaming`` applies a rule to a sweep delivered in chunks: each chunk's winner is kept,
+in chunk order, and the rule is applied once more to the winners, so ties still fall to the
+earliest configuration.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -39,6 +46,11 @@ SELECTION_RULES: dict[str, SelectionRule] = {
             (("headroom", False), ("bonus", True), ("tau_days", True)),
             "largest headroom among the feasible",
         ),
+        SelectionRule(
+            "max-margin",
+            (("min_margin", False), ("bonus", True), ("tau_days", True)),
+            "largest smallest-margin among the feasible",
+        ),
     )
 }
 
@@ -59,3 +71,22 @@ def select(table: pd.DataFrame, rule: str = "smallest-bonus") -> int | None:
     asc = [a for c, a in spec.keys if c in cand.columns] + [True]
     ordered = cand.sort_values(cols, ascending=asc, kind="mergesort", na_position="last")
     return int(ordered["_row"].iloc[0])
+
+
+def select_streaming(
+    frames: Iterable[pd.DataFrame], rule: str = "smallest-bonus"
+) -> tuple[pd.DataFrame, int, int]:
+    """(the chosen row as a one-row frame, possibly empty; feasible count; total count)."""
+    import pandas as pd
+
+    winners, feasible, total = [], 0, 0
+    for frame in frames:
+        total += len(frame)
+        feasible += int(frame["feasible"].sum())
+        i = select(frame, rule)
+        if i is not None:
+            winners.append(frame.iloc[[i]])
+    if not winners:
+        return pd.DataFrame(), feasible, total
+    best = pd.concat(winners)
+    return best.iloc[[select(best, rule)]], feasible, total

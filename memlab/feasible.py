@@ -1,0 +1,196 @@
+"""The exact feasible region in the bonus, for each tau and threshold, in closed form.
+
+With tau, threshold, candidates and inject fixed, a candidate's final score is linear in the
+bonus: ``raw + bonus * w`` with ``w = exp(-age / tau)``. So every criterion holds on a set of
+bonus values that can be written down exactly:
+
+- ``nohit_below``: every candidate of every no-hit question stays below the threshold, an
+  intersection of half-lines ``bonus < (threshold - raw) / w``;
+- ``current_reaches``: ``bonus >= (threshold - raw_c) / w_c`` (empty if the memory is not a
+  candidate);
+- ``current_injected``: that, and the memory's rank after the re-sort is below ``inject``. Each
+  other candidate overtakes it on a half-line ending where the two lines cross; the rank is
+  piecewise constant between those crossings, so the set is a union of intervals.
+
+The bonus is never negative: the region is intersected with ``[0, +inf)``. Intervals keep
+their open and closed ends (``portion`` does the interval algebra).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import portion as P
+
+from memlab import criteria as crit
+from memlab.spec import recency_weight, select_candidates
+from memlab.sweep import Labels
+
+
+@dataclass(frozen=True)
+class Lines:
+    """One question's candidates as lines in the bonus: ``final = raw + bonus * weight``."""
+
+    index: np.ndarray  # memory index, in candidate order (raw desc, then fixture order)
+    raw: np.ndarray
+    weight: np.ndarray
+
+    def position(self, memory: int) -> int:
+        hit = np.flatnonzero(self.index == memory)
+        return int(hit[0]) if hit.size else -1
+
+
+def _at_least(w: float, r: float, threshold: float) -> P.Interval:
+    """{b : r + b w >= threshold}."""
+    if w > 0:
+        return P.closed((threshold - r) / w, P.inf)
+    return P.open(-P.inf, P.inf) if r >= threshold else P.empty()
+
+
+def _below(w: float, r: float, threshold: float) -> P.Interval:
+    """{b : r + b w < threshold}."""
+    if w > 0:
+        return P.open(-P.inf, (threshold - r) / w)
+    return P.open(-P.inf, P.inf) if r < threshold else P.empty()
+
+
+def _overtakes(lines: Lines, p: int, c: int) -> P.Interval:
+    """Bonus values where candidate ``p`` is ranked before candidate ``c`` after the re-sort.
+
+    ``p`` comes first when its final score is higher, or equal and ``p`` is earlier in
+    candidate order (higher raw score, then fixture order): the reference's tie rule.
+    """
+    dr = lines.raw[p] - lines.raw[c]
+    dw = lines.weight[p] - lines.weight[c]
+    wins_tie = p < c
+    if dw == 0:
+        return P.open(-P.inf, P.inf) if dr > 0 or (dr == 0 and wins_tie) else P.empty()
+    x = -dr / dw  # where the two lines cross
+    if dw > 0:  # p gains on c as the bonus grows
+        return P.closed(x, P.inf) if wins_tie else P.open(x, P.inf)
+    return P.openclosed(-P.inf, x) if wins_tie else P.open(-P.inf, x)
+
+
+def rank_below(lines: Lines, c: int, limit: int) -> P.Interval:
+    """{b : fewer than ``limit`` candidates are ranked before candidate ``c``}."""
+    others = [_overtakes(lines, p, c) for p in range(len(lines.index)) if p != c]
+    if len(others) < limit:
+        return P.open(-P.inf, P.inf)
+    cuts = sorted({e for iv in others for a in iv for e in (a.lower, a.upper) if e not in (P.inf, -P.inf)})
+    # the rank is constant on each cut point and on each open piece between cuts
+    probes = [(x, P.singleton(x)) for x in cuts]
+    edges = [-P.inf, *cuts, P.inf]
+    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+        probes.append((_inside(lo, hi), P.open(lo, hi)))
+    region = P.empty()
+    for b, piece in probes:
+        if sum(b in iv for iv in others) < limit:
+            region |= piece
+    return region
+
+
+def _inside(lo: Any, hi: Any) -> float:
+    """A point strictly inside the open interval (lo, hi)."""
+    if lo == -P.inf and hi == P.inf:
+        return 0.0
+    if lo == -P.inf:
+        return hi - max(1.0, abs(hi))
+    if hi == P.inf:
+        return lo + max(1.0, abs(lo))
+    return (lo + hi) / 2
+
+
+def _nohit_below(ctx: dict[str, Any], cols: np.ndarray) -> P.Interval:
+    region = P.open(-P.inf, P.inf)
+    for q in np.flatnonzero(cols):
+        lines = ctx["lines"][q]
+        for r, w in zip(lines.raw, lines.weight, strict=True):
+            region &= _below(w, r, ctx["threshold"])
+    return region
+
+
+def _current(ctx: dict[str, Any], cols: np.ndarray) -> tuple[Lines, int]:
+    q = int(cols.argmax())
+    lines = ctx["lines"][q]
+    return lines, lines.position(int(ctx["labels"].current[q]))
+
+
+def _current_reaches(ctx: dict[str, Any], cols: np.ndarray) -> P.Interval:
+    lines, c = _current(ctx, cols)
+    if c < 0:
+        return P.empty()
+    return _at_least(lines.weight[c], lines.raw[c], ctx["threshold"])
+
+
+def _current_injected(ctx: dict[str, Any], cols: np.ndarray) -> P.Interval:
+    lines, c = _current(ctx, cols)
+    if c < 0:
+        return P.empty()
+    reaches = _at_least(lines.weight[c], lines.raw[c], ctx["threshold"])
+    return reaches & rank_below(lines, c, ctx["inject"])
+
+
+REGIONS: dict[str, Callable[[dict[str, Any], np.ndarray], P.Interval]] = {
+    "nohit_below": _nohit_below,
+    "current_reaches": _current_reaches,
+    "current_injected": _current_injected,
+}
+
+
+def feasible_bonus(
+    raw: np.ndarray,
+    ages: np.ndarray,
+    labels: Labels,
+    criteria: tuple[crit.Criterion, ...] = crit.SEED_CRITERIA,
+    *,
+    tau_days: float,
+    threshold: float,
+    candidates: int = 8,
+    inject: int = 3,
+) -> P.Interval:
+    """The exact set of bonus values >= 0 where every criterion holds."""
+    weight = recency_weight(np.asarray(ages, dtype=np.float64), tau_days)
+    lines = []
+    for q in range(raw.shape[0]):
+        idx = select_candidates(raw[q], candidates)  # the reference's own candidate order
+        lines.append(Lines(idx, raw[q, idx], weight[idx]))
+    ctx = {"lines": lines, "labels": labels, "threshold": threshold, "inject": inject}
+    region = P.closed(0, P.inf)
+    for c in criteria:
+        if c.kind not in REGIONS:
+            raise ValueError(
+                f"criterion {c.name!r}: no closed-form region for kind {c.kind!r}; "
+                f"available: {', '.join(REGIONS)}"
+            )
+        cols = crit.question_mask(c, labels.question_ids, labels.kinds)
+        region &= REGIONS[c.kind](ctx, cols)
+    return region
+
+
+def intervals_json(region: P.Interval) -> dict[str, list]:
+    """``{"intervals": [[lo, hi], ...], "closed": [[lo_closed, hi_closed], ...]}``; +inf is null."""
+
+    def num(x: Any) -> float | None:
+        return None if x in (P.inf, -P.inf) else float(x)
+
+    parts = [] if region.empty else list(region)
+    return {
+        "intervals": [[num(a.lower), num(a.upper)] for a in parts],
+        "closed": [[a.left == P.CLOSED, a.right == P.CLOSED] for a in parts],
+    }
+
+
+def intervals_text(region: P.Interval, digits: int = 6) -> str:
+    if region.empty:
+        return "empty"
+
+    def end(x: Any) -> str:
+        return "+inf" if x == P.inf else f"{float(x):.{digits}g}"
+
+    return " | ".join(
+        f"{'[' if a.left == P.CLOSED else '('}{end(a.lower)}, {end(a.upper)}{']' if a.right == P.CLOSED else ')'}"
+        for a in region
+    )
