@@ -19,6 +19,7 @@ their open and closed ends (``portion`` does the interval algebra).
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import pairwise
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,7 +84,7 @@ def rank_below(lines: Lines, c: int, limit: int) -> P.Interval:
     # the rank is constant on each cut point and on each open piece between cuts
     probes = [(x, P.singleton(x)) for x in cuts]
     edges = [-P.inf, *cuts, P.inf]
-    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+    for lo, hi in pairwise(edges):
         probes.append((_inside(lo, hi), P.open(lo, hi)))
     region = P.empty()
     for b, piece in probes:
@@ -190,7 +191,9 @@ def intervals_text(region: P.Interval, digits: int = 6) -> str:
     def end(x: Any) -> str:
         return "+inf" if x == P.inf else f"{float(x):.{digits}g}"
 
-    return " | ".join(
-        f"{'[' if a.left == P.CLOSED else '('}{end(a.lower)}, {end(a.upper)}{']' if a.right == P.CLOSED else ')'}"
-        for a in region
-    )
+    def one(a: P.Interval) -> str:
+        left = "[" if a.left == P.CLOSED else "("
+        right = "]" if a.right == P.CLOSED else ")"
+        return f"{left}{end(a.lower)}, {end(a.upper)}{right}"
+
+    return " | ".join(one(a) for a in region)

@@ -266,7 +266,7 @@ def _evaluate_chunk(
         cols[f"injected_{qid}"] = flat(current_inj[..., q])
     for k, kind in enumerate(QUESTION_KINDS):
         cols[f"injected_{kind}"] = injected_by_kind[k].ravel()
-    stale_inj = t_injected[..., prep.stale_l] if len(prep.stale_l) else np.zeros(shape + (0,), bool)
+    stale_inj = t_injected[..., prep.stale_l] if len(prep.stale_l) else np.zeros((*shape, 0), bool)
     cols["stale_injected"] = flat(stale_inj.sum(axis=-1))
     cols["min_margin"] = np.minimum.reduce(margins) if margins else np.full(n * n_h * n_k * n_i, np.inf)
     cols["feasible"] = np.logical_and.reduce([cols[f"{c.name}_pass"] for c in criteria])
@@ -402,7 +402,7 @@ def parse_axis(text: str, name: str = "value", integer: bool = False) -> tuple[f
             start, stop, step = (conv(p) for p in parts)
             if step <= 0 or stop < start:
                 raise ValueError(f"--{name}: '{text}' needs step > 0 and stop >= start")
-            n = int(math.floor((stop - start) / step + 1e-9)) + 1
+            n = math.floor((stop - start) / step + 1e-9) + 1
             values = start + step * np.arange(n)
             # round away binary noise (0.1 * 3 = 0.30000000000000004) for readable output
             return tuple(int(v) for v in values) if integer else tuple(np.round(values, 12).tolist())
