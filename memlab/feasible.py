@@ -19,8 +19,8 @@ their open and closed ends (``portion`` does the interval algebra).
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import pairwise
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import numpy as np

@@ -153,7 +153,7 @@ def prepare(raw: np.ndarray, ages: np.ndarray, labels: Labels, grid: Grid) -> Pr
     pos = np.array(
         [
             int(np.flatnonzero(cand[q] == m)[0]) if (cand[q] == m).any() else -1
-            for q, m in zip(tq, tracked_mem)
+            for q, m in zip(tq, tracked_mem, strict=True)
         ],
         dtype=int,
     )
