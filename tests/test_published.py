@@ -114,4 +114,7 @@ def test_smallest_bonus_rule_picks_the_seed_choice_and_ties_are_stable(seed, pub
 def test_unknown_rule_lists_the_rules(seed, published):
     with pytest.raises(ValueError) as e:
         candidate_table(seed, published, rule="cheapest")
-    assert str(e.value) == "unknown selection rule 'cheapest'; available: smallest-bonus, max-headroom, max-margin"
+    assert (
+        str(e.value)
+        == "unknown selection rule 'cheapest'; available: smallest-bonus, max-headroom, max-margin"
+    )

@@ -1,0 +1,46 @@
+"""Building datasets from arrays, for property tests."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+
+from memlab.criteria import Criterion
+from memlab.fixtures import Dataset, Memory, Question
+from memlab.scores import ScoreTable
+
+REF = datetime(2026, 9, 10, tzinfo=UTC)
+
+
+def make_dataset(age_seconds, kinds, current, stale) -> Dataset:
+    """Memories aged by whole seconds (the payload date's resolution) and labelled questions."""
+    memories = tuple(
+        Memory(f"m{i}", REF - timedelta(seconds=int(s)), {"en": f"memory {i}"}, "", "reconstructed")
+        for i, s in enumerate(age_seconds)
+    )
+    questions = tuple(
+        Question(
+            f"q{j}",
+            kind,
+            {"en": f"question {j}"},
+            current=None if current[j] < 0 else f"m{current[j]}",
+            stale=tuple(f"m{s}" for s in stale[j]),
+        )
+        for j, kind in enumerate(kinds)
+    )
+    return Dataset("random", REF, ("en",), memories, questions)
+
+
+def score_table(dataset: Dataset, raw: np.ndarray) -> ScoreTable:
+    return ScoreTable(dataset.question_ids, dataset.memory_ids, np.asarray(raw, dtype=np.float64), "test")
+
+
+def criteria_for(dataset: Dataset) -> tuple[Criterion, ...]:
+    """Every kind of criterion the labels allow: no-hit, and reaches/injected per current."""
+    out = [Criterion("nohit", "nohit_below")]
+    for q in dataset.questions:
+        if q.current:
+            out.append(Criterion(f"reach_{q.id}", "current_reaches", q.id))
+            out.append(Criterion(f"inj_{q.id}", "current_injected", q.id))
+    return tuple(out)
