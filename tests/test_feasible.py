@@ -39,7 +39,8 @@ def agree_on_dense_grid(raw, ages, labels, criteria, tau, threshold, candidates=
 @pytest.mark.parametrize("threshold", [0.43, 0.45, 0.47])
 def test_seed_region_matches_dense_grid(seed, published, tau, threshold):
     ages = age_days(seed.memory_dates(), seed.reference_date)
-    crits = SEED_CRITERIA + (
+    crits = (
+        *SEED_CRITERIA,
         Criterion("d", "current_injected", "H2"),
         Criterion("e", "current_injected", "C1"),
     )

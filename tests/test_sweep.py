@@ -10,7 +10,7 @@ from helpers import REF, criteria_for, make_dataset, score_table
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memlab.criteria import SEED_CRITERIA
+from memlab.criteria import SEED_CRITERIA, Criterion
 from memlab.evaluate import SEED_CANDIDATES, candidate_table, evaluate
 from memlab.spec import age_days
 from memlab.store import MemoryStore
@@ -228,7 +228,7 @@ def one(raw, ages, **axes):
         np.array(ages, dtype=float),
         LABELS,
         Grid(**axes),
-        SEED_CRITERIA[:1] + (type(SEED_CRITERIA[1])("cur", "current_injected", "h"),),
+        (*SEED_CRITERIA[:1], Criterion("cur", "current_injected", "h")),
     ).iloc[0]
 
 
