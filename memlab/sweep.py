@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -110,24 +111,27 @@ class Labels:
 
 @dataclass(frozen=True)
 class Prepared:
-    """Everything about the scores that does not depend on the grid's (bonus, tau) chunk."""
+    """Everything about the scores that does not depend on the grid's (bonus, tau) chunk.
 
-    cand: np.ndarray  # (Q, Kmax) memory index at each candidate position, -1 if none
-    raw: np.ndarray  # (Q, Kmax) raw score at each position (NaN if none)
-    weight: np.ndarray  # (T, Q, Kmax) recency weight of each position for each tau
-    known: np.ndarray  # (Q, Kmax) the position holds a memory
+    Arrays are laid out candidate-position first (P), so reductions over the few positions are
+    element-wise operations across P slices instead of reductions along a short last axis.
+    """
+
+    cand: np.ndarray  # (Q, P) memory index at each candidate position, -1 if none
+    raw: np.ndarray  # (P, Q) raw score at each position (NaN if none)
+    weight: np.ndarray  # (P, Q, T) recency weight of each position for each tau
+    known: np.ndarray  # (P, Q) the position holds a memory
     tracked_q: np.ndarray  # (L,) question of each tracked memory (currents, then stale ones)
-    tracked_pos: np.ndarray  # (L,) its candidate position, -1 if not among the top Kmax
+    tracked_pos: np.ndarray  # (L,) its candidate position, -1 if not among the top P
     current_l: np.ndarray  # (Q,) index into tracked of the question's current memory, -1 if none
     stale_l: np.ndarray  # (S,) indices into tracked of the stale memories
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def prepare(raw: np.ndarray, ages: np.ndarray, labels: Labels, grid: Grid) -> Prepared:
-    """Candidate lists (top Kmax by raw, the reference's own ordering) and recency weights."""
+    """Candidate lists (top max(candidates) by raw, the reference's own order) and weights."""
     raw = np.asarray(raw, dtype=np.float64)
     n_q = raw.shape[0]
-    kmax = min(max(grid.candidates), raw.shape[1])
+    kmax = max(1, min(max(grid.candidates), raw.shape[1]))
     cand = np.full((n_q, kmax), -1)
     for q in range(n_q):  # one sort per question, shared by every configuration
         top = select_candidates(raw[q], kmax)
@@ -136,7 +140,7 @@ def prepare(raw: np.ndarray, ages: np.ndarray, labels: Labels, grid: Grid) -> Pr
     raw_c = np.where(known, raw[np.arange(n_q)[:, None], np.maximum(cand, 0)], np.nan)
     ages_c = np.asarray(ages, dtype=np.float64)[np.maximum(cand, 0)]
     tau = np.asarray(grid.tau_days, dtype=np.float64)
-    weight = recency_weight(ages_c[None], tau[:, None, None])
+    weight = recency_weight(ages_c[None], tau[:, None, None])  # (T, Q, P)
 
     tracked_q, tracked_mem, current_l, stale_l = [], [], np.full(n_q, -1), []
     for q in range(n_q):
@@ -149,6 +153,8 @@ def prepare(raw: np.ndarray, ages: np.ndarray, labels: Labels, grid: Grid) -> Pr
             stale_l.append(len(tracked_q))
             tracked_q.append(q)
             tracked_mem.append(m)
+    if not tracked_q:  # no current or stale labels at all: track one absent memory
+        tracked_q, tracked_mem = [0], [-2]
     tq = np.array(tracked_q, dtype=int)
     pos = np.array(
         [
@@ -157,7 +163,29 @@ def prepare(raw: np.ndarray, ages: np.ndarray, labels: Labels, grid: Grid) -> Pr
         ],
         dtype=int,
     )
-    return Prepared(cand, raw_c, weight, known, tq, pos, current_l, np.array(stale_l, dtype=int))
+    return Prepared(
+        cand,
+        np.ascontiguousarray(raw_c.T),
+        np.ascontiguousarray(weight.transpose(2, 1, 0)),
+        np.ascontiguousarray(known.T),
+        tq,
+        pos,
+        current_l,
+        np.array(stale_l, dtype=int),
+    )
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A rectangle of the (bonus, tau) plane whose configurations are consecutive rows."""
+
+    b0: int
+    b1: int
+    t0: int
+    t1: int
+
+    def pairs(self) -> int:
+        return (self.b1 - self.b0) * (self.t1 - self.t0)
 
 
 def _evaluate_chunk(
@@ -165,76 +193,80 @@ def _evaluate_chunk(
     labels: Labels,
     grid: Grid,
     criteria: tuple[crit.Criterion, ...],
-    bt_start: int,
-    bt_stop: int,
+    chunk: Chunk,
     long: bool,
 ) -> dict[str, np.ndarray]:
-    """Columns for the configurations of (bonus, tau) pairs ``bt_start .. bt_stop-1``.
+    """Columns for the configurations of one chunk.
 
-    Array axes: n = (bonus, tau) pairs of the chunk, H thresholds, K candidates values,
-    I inject values, Q questions, P candidate positions, L tracked memories.
+    Array axes: P candidate positions, n = (bonus, tau) pairs of the chunk, H thresholds,
+    K candidates values, I inject values, Q questions, L tracked memories.
     """
-    n_t = len(grid.tau_days)
-    bt = np.arange(bt_start, bt_stop)
-    b_i, t_i = bt // n_t, bt % n_t
-    bonus = np.asarray(grid.bonus, dtype=np.float64)[b_i]
+    bonus = np.asarray(grid.bonus, dtype=np.float64)[chunk.b0 : chunk.b1]
+    taus = np.asarray(grid.tau_days, dtype=np.float64)[chunk.t0 : chunk.t1]
     thr = np.asarray(grid.threshold, dtype=np.float64)
     k_vals = np.asarray(grid.candidates)
     i_vals = np.asarray(grid.inject)
-    n, n_h, n_k, n_i = len(bt), len(thr), len(k_vals), len(i_vals)
-    n_p = prep.cand.shape[1]
+    n_b, n_t = len(bonus), len(taus)
+    n, n_h, n_k, n_i = n_b * n_t, len(thr), len(k_vals), len(i_vals)
+    n_p, n_q = prep.raw.shape
 
-    # (n, Q, P): every candidate's final score, through the reference's own formula
-    final = rescore(prep.raw[None], prep.weight[t_i], bonus[:, None, None])
+    # (P, Q, n): every candidate's final score, through the reference's own formula.
+    # Questions come before configurations so that each question's slices are contiguous.
+    final = rescore(
+        prep.raw[:, :, None, None],
+        prep.weight[:, :, None, chunk.t0 : chunk.t1],
+        bonus[None, None, :, None],
+    ).reshape(n_p, n_q, n)
     pos = np.arange(n_p)
-    valid = prep.known[None] & (pos[None, None, :] < k_vals[:, None, None])  # (K, Q, P)
-    masked = np.where(valid[None], final[:, None], -np.inf)  # (n, K, Q, P)
-    best = masked.max(axis=-1)  # (n, K, Q)
+    valid = prep.known[:, :, None] & (pos[:, None, None] < k_vals[None, None, :])  # (P, Q, K)
+    masked = np.where(valid[:, :, None, :], final[..., None], -np.inf)  # (P, Q, n, K)
+
+    # the top max(inject) finals of each question, best first, by insertion over positions
+    i_max = int(min(i_vals.max(), n_p))
+    tops = [np.full((n_q, n, n_k), -np.inf) for _ in range(i_max)]
+    for p in range(n_p):
+        x = masked[p]
+        for j in range(i_max):
+            higher = np.maximum(tops[j], x)
+            x = np.minimum(tops[j], x)
+            tops[j] = higher
+    best = tops[0].copy()  # (Q, n, K)
     best[np.isneginf(best)] = np.nan  # no candidate at all
 
-    # tracked memories (current and stale): their final score, whether they are candidates,
-    # and their rank after the re-sort (final desc; ties by raw desc, then fixture order,
-    # which is exactly the candidate-position order)
+    # tracked memories (current and stale): final score, whether a candidate, and rank after
+    # the re-sort (final desc; ties by raw desc, then fixture order = candidate-position order)
     tq, tpos = prep.tracked_q, prep.tracked_pos
-    if len(tq) == 0:  # no current or stale labels at all: track one absent memory
-        tq, tpos = np.zeros(1, dtype=int), np.full(1, -1)
     present = tpos >= 0
-    f_t = np.where(present[None], final[:, tq, np.maximum(tpos, 0)], np.nan)  # (n, L)
-    in_cand = present[None, :] & (tpos[None, :] < k_vals[:, None])  # (K, L)
-    f_rows = masked[:, :, tq, :]  # (n, K, L, P)
-    ft = f_t[:, None, :, None]
-    beats = (f_rows > ft) | ((f_rows == ft) & (pos[None, None, None, :] < tpos[None, None, :, None]))
-    rank = beats.sum(axis=-1)  # (n, K, L)
-    t_final = np.where(in_cand[None], f_t[:, None, :], np.nan)  # (n, K, L)
-    t_reach = t_final[:, None] >= thr[None, :, None, None]  # (n, H, K, L)
-    t_injected = t_reach[..., None, :] & (rank[:, None, :, None, :] < i_vals[None, None, None, :, None])
+    f_t = np.where(present[:, None], final[np.maximum(tpos, 0), tq], np.nan)[:, :, None]  # (L, n, 1)
+    in_cand = present[:, None] & (tpos[:, None] < k_vals[None, :])  # (L, K)
+    rank = np.zeros((len(tq), n, n_k), dtype=np.int64)
+    for p in range(n_p):
+        fp = masked[p][tq]  # (L, n, K)
+        rank += (fp > f_t) | ((fp == f_t) & (p < tpos)[:, None, None])
+    t_final = np.where(in_cand[:, None, :], f_t, np.nan)  # (L, n, K)
+    t_reach = t_final[:, :, None, :] >= thr[None, None, :, None]  # (L, n, H, K)
+    t_injected = t_reach[..., None] & (rank[:, :, None, :, None] < i_vals)  # (L, n, H, K, I)
 
-    # how many memories each question injects: min(inject, candidates at or above threshold).
-    # Only the top max(inject) finals can matter, so compare just those (a loop over the few
-    # top positions and the questions, never over configurations).
-    i_max = int(min(i_vals.max(), n_p))
-    # a stable sort on -final keeps candidate order among equal finals: the reference's tie rule
-    order = np.argsort(-masked, axis=-1, kind="stable")[..., :i_max]  # (n, K, Q, i_max)
-    top = np.take_along_axis(masked, order, axis=-1)  # best first
-    n_q = len(labels.question_ids)
+    # how many memories each question injects: min(inject, candidates at or above threshold);
+    # only the top max(inject) finals can matter
     kind_of = np.array([QUESTION_KINDS.index(k) for k in labels.kinds])
     injected_by_kind = np.zeros((len(QUESTION_KINDS), n, n_h, n_k, n_i), dtype=np.int64)
-    n_injected = np.empty((n, n_h, n_k, n_i, n_q), dtype=np.int64) if long else None
+    n_injected = np.empty((n_q, n, n_h, n_k, n_i), dtype=np.int64) if long else None
     for q in range(n_q):
         count = np.zeros((n, n_h, n_k), dtype=np.int64)
         for j in range(i_max):
-            count += top[:, None, :, q, j] >= thr[None, :, None]
+            count += tops[j][q][:, None, :] >= thr[None, :, None]
         per_inject = np.minimum(count[..., None], i_vals)  # (n, H, K, I)
         injected_by_kind[kind_of[q]] += per_inject
         if n_injected is not None:
-            n_injected[..., q] = per_inject
+            n_injected[q] = per_inject
 
     # per-question summary for the criteria kernels, shaped (n, H|1, K, I|1, Q)
     has_current = prep.current_l >= 0
     cl = np.maximum(prep.current_l, 0)
-    current_final = np.where(has_current, t_final[:, :, cl], np.nan)[:, None, :, None, :]
-    current_inj = np.where(has_current, t_injected[..., cl], False)  # (n, H, K, I, Q)
-    summary = crit.QuestionSummary(best[:, None, :, None, :], current_final, current_inj)
+    current_final = np.where(has_current, np.moveaxis(t_final[cl], 0, -1), np.nan)[:, None, :, None, :]
+    current_inj = np.where(has_current, np.moveaxis(t_injected[cl], 0, -1), False)  # (n, H, K, I, Q)
+    summary = crit.QuestionSummary(np.moveaxis(best, 0, -1)[:, None, :, None, :], current_final, current_inj)
     thr_b = thr[None, :, None, None]
     verdicts = crit.check(criteria, summary, labels.question_ids, labels.kinds, thr_b)
     nohit = np.array([k == "nohit" for k in labels.kinds])
@@ -246,8 +278,8 @@ def _evaluate_chunk(
         return np.broadcast_to(a, shape).ravel()
 
     cols: dict[str, np.ndarray] = {
-        "bonus": flat(bonus[:, None, None, None]),
-        "tau_days": flat(np.asarray(grid.tau_days, dtype=np.float64)[t_i][:, None, None, None]),
+        "bonus": flat(np.repeat(bonus, n_t)[:, None, None, None]),
+        "tau_days": flat(np.tile(taus, n_b)[:, None, None, None]),
         "threshold": flat(thr[None, :, None, None]),
         "candidates": flat(k_vals[None, None, :, None]),
         "inject": flat(i_vals[None, None, None, :]),
@@ -266,43 +298,96 @@ def _evaluate_chunk(
         cols[f"injected_{qid}"] = flat(current_inj[..., q])
     for k, kind in enumerate(QUESTION_KINDS):
         cols[f"injected_{kind}"] = injected_by_kind[k].ravel()
-    stale_inj = t_injected[..., prep.stale_l] if len(prep.stale_l) else np.zeros((*shape, 0), bool)
-    cols["stale_injected"] = flat(stale_inj.sum(axis=-1))
-    cols["min_margin"] = np.minimum.reduce(margins) if margins else np.full(n * n_h * n_k * n_i, np.inf)
-    cols["feasible"] = np.logical_and.reduce([cols[f"{c.name}_pass"] for c in criteria])
+    stale_count = np.zeros(shape, dtype=np.int64)
+    for l_idx in prep.stale_l:
+        stale_count += t_injected[l_idx]
+    cols["stale_injected"] = stale_count.ravel()
+    cols["min_margin"] = reduce(np.minimum, margins) if margins else np.full(n * n_h * n_k * n_i, np.inf)
+    cols["feasible"] = reduce(np.logical_and, [cols[f"{c.name}_pass"] for c in criteria])
 
     if long:
-        stale_per_q = np.zeros((n, n_h, n_k, n_i, n_q), dtype=np.int64)
-        for j, l_idx in enumerate(prep.stale_l):
-            stale_per_q[..., prep.tracked_q[l_idx]] += stale_inj[..., j]
-        full = (n, n_h, n_k, n_i, n_q)
-        config = np.arange(bt_start * n_h * n_k * n_i, bt_stop * n_h * n_k * n_i)
-        cols = {
-            "config": np.repeat(config, n_q),
-            "question": np.tile(np.asarray(labels.question_ids, dtype=object), len(config)),
-            "kind": np.tile(np.asarray(labels.kinds, dtype=object), len(config)),
-            **{a: np.repeat(cols[a], n_q) for a in AXES},
-            "best_final": np.broadcast_to(summary.best_final, full).ravel(),
-            "current_final": np.broadcast_to(current_final, full).ravel(),
-            "current_margin": np.broadcast_to(current_final - thr_b[..., None], full).ravel(),
-            "current_injected": np.broadcast_to(current_inj, full).ravel(),
-            "injected": n_injected.ravel(),
-            "stale_injected": stale_per_q.ravel(),
-        }
-        # the injected memories themselves, slot by slot (memory index in dataset order, -1 empty)
-        top_mem = prep.cand[np.arange(n_q)[None, None, :, None], order]  # (n, K, Q, i_max)
-        for j in range(i_max):
-            filled = j < n_injected  # (n, H, K, I, Q)
-            cols[f"slot_{j + 1}"] = np.where(filled, top_mem[:, None, :, None, :, j], -1).ravel()
-            cols[f"slot_{j + 1}_final"] = np.where(filled, top[:, None, :, None, :, j], np.nan).ravel()
+        cols = _long_columns(
+            cols,
+            prep,
+            labels,
+            masked,
+            i_max,
+            n_injected,
+            summary,
+            current_final,
+            current_inj,
+            t_injected,
+            thr_b,
+            shape,
+            _first_row(grid, chunk),
+        )
     return cols
 
 
-def _bt_chunks(grid: Grid, chunk_rows: int) -> list[tuple[int, int]]:
-    per_bt = len(grid.threshold) * len(grid.candidates) * len(grid.inject)
-    n_bt = len(grid.bonus) * len(grid.tau_days)
-    step = max(1, chunk_rows // per_bt)
-    return [(s, min(s + step, n_bt)) for s in range(0, n_bt, step)]
+def _long_columns(
+    cols,
+    prep,
+    labels,
+    masked,
+    i_max,
+    n_injected,
+    summary,
+    current_final,
+    current_inj,
+    t_injected,
+    thr_b,
+    shape,
+    first_row,
+) -> dict[str, np.ndarray]:
+    """One row per configuration and question, with the injected memories slot by slot."""
+    n_q = len(labels.question_ids)
+    full = (*shape, n_q)
+    stale_per_q = np.zeros(full, dtype=np.int64)
+    for l_idx in prep.stale_l:
+        stale_per_q[..., prep.tracked_q[l_idx]] += t_injected[l_idx]
+    rows = int(np.prod(shape))
+    config = np.arange(first_row, first_row + rows)
+    out = {
+        "config": np.repeat(config, n_q),
+        "question": np.tile(np.asarray(labels.question_ids, dtype=object), rows),
+        "kind": np.tile(np.asarray(labels.kinds, dtype=object), rows),
+        **{a: np.repeat(cols[a], n_q) for a in AXES},
+        "best_final": np.broadcast_to(summary.best_final, full).ravel(),
+        "current_final": np.broadcast_to(current_final, full).ravel(),
+        "current_margin": np.broadcast_to(current_final - thr_b[..., None], full).ravel(),
+        "current_injected": np.broadcast_to(current_inj, full).ravel(),
+        "injected": np.moveaxis(n_injected, 0, -1).ravel(),
+        "stale_injected": stale_per_q.ravel(),
+    }
+    # which memories, slot by slot (memory index in dataset order, -1 when empty): a stable sort
+    # on -final keeps candidate order among equal finals, the reference's tie rule
+    by_pos = masked.transpose(2, 3, 1, 0)  # (n, K, Q, P)
+    order = np.argsort(-by_pos, axis=-1, kind="stable")[..., :i_max]
+    top = np.take_along_axis(by_pos, order, axis=-1)
+    top_mem = prep.cand[np.arange(n_q)[None, None, :, None], order]  # (n, K, Q, i_max)
+    n_inj = np.moveaxis(n_injected, 0, -1)  # (n, H, K, I, Q)
+    for j in range(i_max):
+        filled = j < n_inj
+        out[f"slot_{j + 1}"] = np.where(filled, top_mem[:, None, :, None, :, j], -1).ravel()
+        out[f"slot_{j + 1}_final"] = np.where(filled, top[:, None, :, None, :, j], np.nan).ravel()
+    return out
+
+
+def _first_row(grid: Grid, chunk: Chunk) -> int:
+    per_pair = len(grid.threshold) * len(grid.candidates) * len(grid.inject)
+    return (chunk.b0 * len(grid.tau_days) + chunk.t0) * per_pair
+
+
+def plan_chunks(grid: Grid, chunk_rows: int) -> list[Chunk]:
+    """Rectangles of consecutive rows with about ``chunk_rows`` configurations each: several
+    bonus values with every tau, or, when one bonus row alone is too large, a range of taus."""
+    per_pair = len(grid.threshold) * len(grid.candidates) * len(grid.inject)
+    n_b, n_t = len(grid.bonus), len(grid.tau_days)
+    budget = max(1, chunk_rows // per_pair)  # (bonus, tau) pairs per chunk
+    if budget >= n_t:
+        step = budget // n_t
+        return [Chunk(b, min(b + step, n_b), 0, n_t) for b in range(0, n_b, step)]
+    return [Chunk(b, b + 1, t, min(t + budget, n_t)) for b in range(n_b) for t in range(0, n_t, budget)]
 
 
 def _frame(cols: dict[str, np.ndarray], grid: Grid, index_start: int, long: bool) -> pd.DataFrame:
@@ -323,7 +408,7 @@ def sweep_chunks(
     criteria: tuple[crit.Criterion, ...] = crit.SEED_CRITERIA,
     *,
     long: bool = False,
-    chunk_rows: int = 1 << 19,
+    chunk_rows: int = 1 << 20,
     progress: bool = False,
 ) -> Iterator[pd.DataFrame]:
     """The sweep as consecutive DataFrames of about ``chunk_rows`` configurations each."""
@@ -332,8 +417,7 @@ def sweep_chunks(
             f"score table has shape {raw.shape}, expected ({len(labels.question_ids)}, {len(ages)})"
         )
     prep = prepare(raw, ages, labels, grid)
-    per_bt = len(grid.threshold) * len(grid.candidates) * len(grid.inject)
-    chunks = _bt_chunks(grid, chunk_rows)
+    chunks = plan_chunks(grid, chunk_rows)
     bar = None
     if progress and len(chunks) > 1:
         from tqdm import tqdm
@@ -341,11 +425,12 @@ def sweep_chunks(
         # disable=None: tqdm stays quiet when stderr is not a terminal (CI logs, papermill)
         bar = tqdm(total=grid.size, unit="config", unit_scale=True, disable=None)
     try:
-        for s, e in chunks:
-            cols = _evaluate_chunk(prep, labels, grid, criteria, s, e, long)
-            yield _frame(cols, grid, s * per_bt, long)
+        per_pair = len(grid.threshold) * len(grid.candidates) * len(grid.inject)
+        for chunk in chunks:
+            cols = _evaluate_chunk(prep, labels, grid, criteria, chunk, long)
+            yield _frame(cols, grid, _first_row(grid, chunk), long)
             if bar is not None:
-                bar.update((e - s) * per_bt)
+                bar.update(chunk.pairs() * per_pair)
     finally:
         if bar is not None:
             bar.close()
@@ -359,7 +444,7 @@ def sweep(
     criteria: tuple[crit.Criterion, ...] = crit.SEED_CRITERIA,
     *,
     long: bool = False,
-    chunk_rows: int = 1 << 19,
+    chunk_rows: int = 1 << 20,
 ) -> pd.DataFrame:
     """Every configuration of the grid: one row each (or one per configuration and question).
 

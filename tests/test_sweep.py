@@ -207,11 +207,16 @@ def test_chunks_concatenate_to_the_whole(seed, published):
     grid = Grid(bonus=tuple(np.linspace(0, 0.1, 11)), tau_days=(3.0, 14.0, 30.0), threshold=(0.44, 0.45))
     whole = sweep_dataset(seed, published.raw, grid)
     ages = age_days(seed.memory_dates(), seed.reference_date)
-    parts = list(sweep_chunks(published.raw, ages, Labels.from_dataset(seed), grid, chunk_rows=5))
-    # chunks hold whole (bonus, tau) pairs: 2 rows each, so 2 pairs a chunk; 33 pairs -> 17 chunks
-    assert [len(p) for p in parts] == [4] * 16 + [2]
+    labels = Labels.from_dataset(seed)
+    # 2 rows per (bonus, tau) pair. A budget of 13 rows is 6 pairs: two bonus values with all
+    # three taus a chunk. A budget of 5 rows is 2 pairs: less than a bonus row, so taus split.
+    big = list(sweep_chunks(published.raw, ages, labels, grid, chunk_rows=13))
+    assert [len(p) for p in big] == [12] * 5 + [6]
+    parts = list(sweep_chunks(published.raw, ages, labels, grid, chunk_rows=5))
+    assert [len(p) for p in parts] == [4, 2] * 11
     import pandas as pd
 
+    pd.testing.assert_frame_equal(pd.concat(big), whole)
     joined = pd.concat(parts)
     assert joined.index.tolist() == list(range(grid.size))
     pd.testing.assert_frame_equal(joined, whole, check_like=False)
