@@ -112,7 +112,8 @@ def main() -> None:
     tracemalloc.stop()
 
     print(
-        f"fixture: {len(dataset.memories)} memories x {n_q} questions, embedded with {scores.details['model']}"
+        f"fixture: {len(dataset.memories)} memories x {n_q} questions, "
+        f"embedded with {scores.details['model']}"
     )
     print(
         f"sweep, {grid.size:,} configurations: {sweep_s:.3f} s (median of {args.repeat}), "
@@ -130,7 +131,8 @@ def main() -> None:
         + (
             "none"
             if chosen.empty
-            else f"bonus={chosen.iloc[0].bonus:.4f} tau={chosen.iloc[0].tau_days:.2f} thr={chosen.iloc[0].threshold:.3f}"
+            else f"bonus={chosen.iloc[0].bonus:.4f} tau={chosen.iloc[0].tau_days:.2f} "
+            f"thr={chosen.iloc[0].threshold:.3f}"
         )
     )
     print(
