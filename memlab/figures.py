@@ -1,0 +1,468 @@
+"""Figure builders and export.
+
+Builders take tidy DataFrames (or an Evaluation) and return a ``plotly.graph_objects.Figure``;
+they never show it. They are made for write-ups: a title, axis labels with units, a readable
+font, the Okabe-Ito colour-blind-safe palette and the threshold drawn as a line.
+
+``export_figure`` writes HTML always (self-contained and offline: plotly.js is copied beside
+the figure, never loaded from a CDN) and PNG/SVG through kaleido when a Chrome or Chromium is
+found; without one it warns once and writes HTML only. ``static_export`` keeps one kaleido
+browser open for a whole batch of figures.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+from memlab.io import atomic_write_bytes, atomic_write_text
+from memlab.spec import recency_bonus
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from memlab.evaluate import Evaluation
+    from memlab.fixtures import Dataset
+
+# Okabe & Ito (2008), safe for the common colour-vision deficiencies.
+OKABE_ITO = {
+    "orange": "#E69F00",
+    "sky": "#56B4E9",
+    "green": "#009E73",
+    "yellow": "#F0E442",
+    "blue": "#0072B2",
+    "vermillion": "#D55E00",
+    "purple": "#CC79A7",
+    "black": "#000000",
+    "grey": "#999999",
+}
+KIND_COLOURS = {"hit": OKABE_ITO["blue"], "contradiction": OKABE_ITO["orange"], "nohit": OKABE_ITO["grey"]}
+FONT = {"family": "Arial, Helvetica, sans-serif", "size": 15}
+# Sequential and diverging scales that stay readable with colour-vision deficiencies.
+SEQUENTIAL = "Cividis"
+DIVERGING = "PuOr"
+FEASIBLE_SCALE = [[0.0, "#F2F2F2"], [0.5, "#F2F2F2"], [0.5, OKABE_ITO["green"]], [1.0, OKABE_ITO["green"]]]
+STATIC_FORMATS = ("png", "svg")
+BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
+
+
+def style(fig: go.Figure, title: str, x: str, y: str, **layout: Any) -> go.Figure:
+    fig.update_layout(
+        title={"text": title, "x": 0.02, "xanchor": "left"},
+        font=FONT,
+        template="simple_white",
+        colorway=list(OKABE_ITO.values()),
+        xaxis_title=x,
+        yaxis_title=y,
+        margin={"l": 70, "r": 30, "t": 70, "b": 60},
+        legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom"},
+        width=900,
+        height=520,
+        **layout,
+    )
+    return fig
+
+
+def threshold_line(fig: go.Figure, threshold: float, axis: str = "y") -> go.Figure:
+    """The threshold drawn as a dashed line, labelled."""
+    line = {"dash": "dash", "color": OKABE_ITO["vermillion"], "width": 2.5}
+    label = f"threshold {threshold:g}"
+    common = {
+        "line": line,
+        "layer": "above",
+        "opacity": 1,
+        "annotation_text": label,
+        "annotation_font": {"color": OKABE_ITO["vermillion"], "size": 14},
+    }
+    if axis == "y":
+        fig.add_hline(y=threshold, annotation_position="top right", **common)
+    else:
+        fig.add_vline(x=threshold, annotation_position="top right", **common)
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# builders
+
+
+def bonus_curve(
+    bonus: float, tau_days: float, max_age: float = 60.0, marks: Sequence[float] = (1, 14, 30)
+) -> go.Figure:
+    """The recency bonus over age, with the given ages marked and labelled."""
+    age = np.linspace(0, max_age, 241)
+    fig = go.Figure(
+        go.Scatter(
+            x=age,
+            y=recency_bonus(age, bonus, tau_days),
+            mode="lines",
+            name="bonus",
+            line={"color": OKABE_ITO["blue"], "width": 3},
+        )
+    )
+    at = np.asarray(marks, dtype=float)
+    values = recency_bonus(at, bonus, tau_days)
+    labels = [f"+{v:.3f} at {a:g} day{'s' if a != 1 else ''}" for a, v in zip(at, values, strict=True)]
+    fig.add_trace(
+        go.Scatter(
+            x=at,
+            y=values,
+            mode="markers+text",
+            text=labels,
+            textposition="top right",
+            marker={"size": 11, "color": OKABE_ITO["vermillion"]},
+            name="marked ages",
+        )
+    )
+    return style(
+        fig,
+        f"Recency bonus {bonus:g} × exp(−age / {tau_days:g} days)",
+        "memory age (days)",
+        "bonus added to the cosine score",
+    )
+
+
+def question_frame(ev: Evaluation, dataset: Dataset) -> pd.DataFrame:
+    """Per question: the memory the figure shows (current memory, else the best candidate)."""
+    import pandas as pd
+
+    rows = []
+    for q, r in zip(dataset.questions, ev.results, strict=True):
+        current = q.current
+        shown = next((c for c in r.candidates if c.memory_id == current), None)
+        role = "current memory"
+        if shown is None:
+            shown = r.candidates[0] if r.candidates else None
+            role = "best candidate"
+        rows.append(
+            {
+                "question": r.question_id,
+                "kind": r.kind,
+                "memory": None if shown is None else shown.memory_id,
+                "role": role,
+                "raw": np.nan if shown is None else shown.raw,
+                "final": np.nan if shown is None else shown.final,
+                "injected": bool(shown is not None and shown.injected),
+                "n_injected": len(r.injected),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def question_bars(frame: pd.DataFrame, threshold: float, title: str | None = None) -> go.Figure:
+    """Raw versus post-bonus score per question, with the threshold line."""
+    label = [f"{q}<br>{m or '-'}" for q, m in zip(frame["question"], frame["memory"], strict=True)]
+    fig = go.Figure(
+        [
+            go.Bar(x=label, y=frame["raw"], name="raw cosine", marker_color=OKABE_ITO["sky"]),
+            go.Bar(
+                x=label,
+                y=frame["final"],
+                name="after the recency bonus",
+                marker_color=OKABE_ITO["blue"],
+                text=["injected" if i else "" for i in frame["injected"]],
+                textposition="outside",
+            ),
+        ]
+    )
+    fig.update_layout(barmode="group", bargap=0.25)
+    values = frame[["raw", "final"]].to_numpy(dtype=float)
+    lo = float(np.nanmin(values)) if np.isfinite(values).any() else threshold
+    hi = float(np.nanmax(values)) if np.isfinite(values).any() else threshold
+    style(
+        fig, title or "Current memory (or best candidate) per question", "question and memory", "cosine score"
+    )
+    fig.update_yaxes(range=[max(0.0, min(lo, threshold) - 0.05), max(hi, threshold) + 0.04])
+    return threshold_line(fig, threshold)
+
+
+def _pivot(df: pd.DataFrame, value: str, x: str = "bonus", y: str = "tau_days") -> pd.DataFrame:
+    return df.pivot_table(index=y, columns=x, values=value, aggfunc="first").sort_index()
+
+
+def feasibility_heatmap(
+    sweep_df: pd.DataFrame,
+    threshold: float,
+    bands: pd.DataFrame | None = None,
+    chosen: dict[str, float] | None = None,
+) -> go.Figure:
+    """Where every criterion holds, over bonus x tau at one threshold, with the exact band."""
+    at = sweep_df[np.isclose(sweep_df["threshold"], threshold)]
+    grid = _pivot(at.assign(feasible=at["feasible"].astype(float)), "feasible")
+    fig = go.Figure(
+        go.Heatmap(
+            x=grid.columns,
+            y=grid.index,
+            z=grid.to_numpy(),
+            colorscale=FEASIBLE_SCALE,
+            zmin=0,
+            zmax=1,
+            colorbar={"tickvals": [0.25, 0.75], "ticktext": ["fails", "all criteria hold"], "title": ""},
+            hovertemplate="bonus %{x:.4f}<br>tau %{y:g} days<br>%{z}<extra></extra>",
+        )
+    )
+    _add_bands(fig, bands, (float(grid.columns.min()), float(grid.columns.max())))
+    _add_chosen(fig, chosen)
+    return style(
+        fig, f"Feasible (bonus, tau) at threshold {threshold:g}", "bonus (cosine units)", "tau (days)"
+    )
+
+
+def headroom_heatmap(
+    sweep_df: pd.DataFrame,
+    threshold: float,
+    bands: pd.DataFrame | None = None,
+    chosen: dict[str, float] | None = None,
+) -> go.Figure:
+    """Headroom (threshold minus the best no-hit score) over bonus x tau, zero at the centre."""
+    at = sweep_df[np.isclose(sweep_df["threshold"], threshold)]
+    grid = _pivot(at.assign(headroom=at["headroom"].replace([np.inf, -np.inf], np.nan)), "headroom")
+    z = grid.to_numpy()
+    span = float(np.nanmax(np.abs(z))) if np.isfinite(z).any() else 1.0
+    fig = go.Figure(
+        go.Heatmap(
+            x=grid.columns,
+            y=grid.index,
+            z=z,
+            colorscale=DIVERGING,
+            zmid=0,
+            zmin=-span,
+            zmax=span,
+            colorbar={"title": "headroom"},
+            hovertemplate="bonus %{x:.4f}<br>tau %{y:g} days<br>headroom %{z:.3f}<extra></extra>",
+        )
+    )
+    _add_bands(fig, bands, (float(grid.columns.min()), float(grid.columns.max())))
+    _add_chosen(fig, chosen)
+    return style(
+        fig, f"Headroom on no-hit questions at threshold {threshold:g}", "bonus (cosine units)", "tau (days)"
+    )
+
+
+def threshold_bonus_plane(
+    sweep_df: pd.DataFrame, tau_days: float, chosen: dict[str, float] | None = None
+) -> go.Figure:
+    """The smallest criterion margin over threshold x bonus at one tau (> 0: all criteria hold)."""
+    at = sweep_df[np.isclose(sweep_df["tau_days"], tau_days)]
+    grid = _pivot(
+        at.assign(min_margin=at["min_margin"].replace([np.inf, -np.inf], np.nan)),
+        "min_margin",
+        x="bonus",
+        y="threshold",
+    )
+    z = grid.to_numpy()
+    span = float(np.nanmax(np.abs(z))) if np.isfinite(z).any() else 1.0
+    fig = go.Figure(
+        go.Heatmap(
+            x=grid.columns,
+            y=grid.index,
+            z=z,
+            colorscale=DIVERGING,
+            zmid=0,
+            zmin=-span,
+            zmax=span,
+            colorbar={"title": "smallest margin"},
+            hovertemplate="bonus %{x:.4f}<br>threshold %{y:.3f}<br>margin %{z:.3f}<extra></extra>",
+        )
+    )
+    fig.add_trace(
+        go.Contour(
+            x=grid.columns,
+            y=grid.index,
+            z=z,
+            contours={"start": 0, "end": 0, "coloring": "none"},
+            line={"color": OKABE_ITO["black"], "width": 2},
+            showscale=False,
+            name="margin = 0",
+            hoverinfo="skip",
+        )
+    )
+    _add_chosen(fig, chosen, y="threshold")
+    return style(
+        fig,
+        f"Smallest criterion margin over threshold × bonus at tau {tau_days:g} days",
+        "bonus (cosine units)",
+        "threshold (post-bonus cosine)",
+    )
+
+
+def _add_bands(fig: go.Figure, bands: pd.DataFrame | None, x_range: tuple[float, float]) -> None:
+    """The exact feasible band as its lower and upper edges over tau, within the grid's bonus range."""
+    if bands is None or bands.empty:
+        return
+    ordered = bands.sort_values("tau_days")
+    taus = ordered["tau_days"].tolist()
+    lower, upper = [], []
+    for intervals in ordered["intervals"]:
+        lo = intervals[0][0] if intervals else None
+        hi = intervals[-1][1] if intervals else None
+        lower.append(lo if lo is not None and lo <= x_range[1] else None)
+        upper.append(hi if hi is not None and hi <= x_range[1] else None)  # beyond the grid: not drawn
+    line = {"color": OKABE_ITO["black"], "width": 2.5}
+    fig.add_trace(go.Scatter(x=lower, y=taus, mode="lines", name="exact band: lower edge", line=line))
+    fig.add_trace(
+        go.Scatter(x=upper, y=taus, mode="lines", name="exact band: upper edge", line={**line, "dash": "dot"})
+    )
+    fig.update_xaxes(range=list(x_range))
+
+
+def _add_chosen(fig: go.Figure, chosen: dict[str, float] | None, y: str = "tau_days") -> None:
+    if not chosen:
+        return
+    fig.add_trace(
+        go.Scatter(
+            x=[chosen["bonus"]],
+            y=[chosen[y]],
+            mode="markers+text",
+            name="chosen",
+            text=[f"chosen ({chosen['bonus']:.4g}, {chosen[y]:.4g})"],
+            textposition="top left",
+            marker={
+                "symbol": "star",
+                "size": 18,
+                "color": OKABE_ITO["vermillion"],
+                "line": {"color": "white", "width": 1},
+            },
+        )
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# export
+
+_warned = False
+
+
+def find_browser() -> str | None:
+    """A Chrome or Chromium for kaleido: $BROWSER_PATH, else the first on PATH."""
+    env = os.environ.get("BROWSER_PATH")
+    if env and Path(env).is_file():
+        return env
+    for name in BROWSER_NAMES:
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def _warn_no_browser() -> None:
+    global _warned
+    if not _warned:
+        warnings.warn(
+            "no Chrome or Chromium found (looked for $BROWSER_PATH and "
+            f"{', '.join(BROWSER_NAMES)} on PATH): figures are written as HTML only. "
+            "Install one (Debian: apt-get install chromium) for PNG and SVG.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        _warned = True
+
+
+def plotly_js_path() -> Path:
+    import plotly
+
+    return Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+
+
+def write_html(fig: go.Figure, path: Path) -> Path:
+    """Offline HTML: plotly.min.js is copied beside the page and loaded from there."""
+    js = path.parent / "plotly.min.js"
+    if not js.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(js, plotly_js_path().read_bytes())
+    html = fig.to_html(
+        include_plotlyjs="directory", full_html=True, include_mathjax=False, config={"displaylogo": False}
+    )
+    return atomic_write_text(path, html)
+
+
+_kaleido_users = 0
+
+
+@contextlib.contextmanager
+def static_export() -> Iterator[bool]:
+    """Keep one kaleido browser open for a batch of PNG/SVG exports; yields whether one runs.
+
+    Nested uses share the browser the outermost one started.
+    """
+    global _kaleido_users
+    browser = find_browser()
+    if browser is None:
+        yield False
+        return
+    import kaleido
+
+    os.environ.setdefault("BROWSER_PATH", browser)
+    if _kaleido_users == 0:
+        kaleido.start_sync_server(plotlyjs=str(plotly_js_path()), mathjax=False, silence_warnings=True)
+    _kaleido_users += 1
+    try:
+        yield True
+    finally:
+        _kaleido_users -= 1
+        if _kaleido_users == 0:
+            kaleido.stop_sync_server(silence_warnings=True)
+
+
+def write_static(fig: go.Figure, path: Path) -> Path:
+    """PNG or SVG (by suffix) through kaleido, written atomically."""
+    import plotly.io as pio
+
+    with warnings.catch_warnings():
+        # plotly warns that per-call kaleido options are ignored while a server runs: intended
+        warnings.filterwarnings("ignore", message="The kopts argument is ignored")
+        data = pio.to_image(fig, format=path.suffix.lstrip("."), scale=2 if path.suffix == ".png" else 1)
+    return atomic_write_bytes(path, data)
+
+
+def export_figure(fig: go.Figure, stem: str | Path, formats: Iterable[str] = ("html", "png")) -> list[Path]:
+    """Write ``stem.html`` always, plus ``stem.png`` / ``stem.svg`` when a browser is found.
+
+    Also writes ``stem.json`` (the figure itself), so static images can be made later in one batch.
+    """
+    stem = Path(stem)
+    formats = list(dict.fromkeys(formats))
+    unknown = [f for f in formats if f not in ("html", "json", *STATIC_FORMATS)]
+    if unknown:
+        raise ValueError(f"unknown figure format(s) {unknown}; available: html, json, png, svg")
+    written = [write_html(fig, stem.with_suffix(".html"))]
+    written.append(atomic_write_text(stem.with_suffix(".json"), fig.to_json()))
+    statics = [f for f in formats if f in STATIC_FORMATS]
+    if statics:
+        if find_browser() is None:
+            _warn_no_browser()
+        else:
+            with static_export():
+                written += [write_static(fig, stem.with_suffix(f".{f}")) for f in statics]
+    return written
+
+
+def export_static_batch(json_files: Iterable[Path], formats: Iterable[str]) -> list[Path]:
+    """PNG/SVG for many saved figures with one kaleido browser; HTML-only with a warning if none."""
+    import plotly.io as pio
+
+    files = list(json_files)
+    statics = [f for f in formats if f in STATIC_FORMATS]
+    if not files or not statics:
+        return []
+    written: list[Path] = []
+    with static_export() as running:
+        if not running:
+            _warn_no_browser()
+            return []
+        for f in files:
+            fig = pio.from_json(f.read_text(encoding="utf-8"))
+            written += [write_static(fig, f.with_suffix(f".{fmt}")) for fmt in statics]
+    return written
+
+
+def figure_json(fig: go.Figure) -> dict[str, Any]:
+    return json.loads(fig.to_json())

@@ -1,0 +1,56 @@
+"""The parameters every memlab notebook takes, in the order of its ``parameters`` cell.
+
+One definition: the notebooks' cells are checked against it (papermill.inspect_notebook) by the
+tests, and ``memlab run`` rejects a ``-p`` key that is not here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+
+class Parameter(NamedTuple):
+    name: str
+    type: str
+    default: Any
+    help: str
+
+
+NOTEBOOK_PARAMETERS: tuple[Parameter, ...] = (
+    Parameter("source", "str", "published", "score source: published (the seed's numbers) or embedded"),
+    Parameter("lang", "str", "en", "text language to embed: en or ja"),
+    Parameter(
+        "model",
+        "str",
+        "",
+        "sentence-transformers model folder or cached name; empty = packaged all-MiniLM-L6-v2",
+    ),
+    Parameter("dataset", "str", "seed16", "packaged dataset name or dataset folder"),
+    Parameter("bonus", "float", 0.05, "recency bonus at age 0 (cosine units)"),
+    Parameter("tau_days", "float", 14.0, "recency decay constant (days)"),
+    Parameter("threshold", "float", 0.45, "post-bonus score a memory needs to be injected"),
+    Parameter("candidates", "int", 8, "raw nearest neighbours fetched before the re-sort"),
+    Parameter("inject", "int", 3, "most memories injected into the prompt"),
+    Parameter("bonus_range", "str", "0:0.1:0.001", "sweep: bonus values, start:stop:step or a comma list"),
+    Parameter("tau_range", "str", "1:60:1", "sweep: tau_days values"),
+    Parameter("threshold_range", "str", "0.40:0.50:0.005", "sweep: threshold values"),
+    Parameter(
+        "select", "str", "max-margin", "sweep: selection rule (smallest-bonus, max-headroom, max-margin)"
+    ),
+    Parameter("out_dir", "str", "results/notebook", "folder for this notebook's tables and figures"),
+    Parameter(
+        "fig_formats", "list", ["html", "png"], "figure formats: html always; png and svg need Chromium"
+    ),
+)
+
+
+def parameters_cell() -> str:
+    """The source of the ``parameters`` cell, as the notebooks carry it."""
+    width = max(len(f"{p.name}: {p.type} = {p.default!r}") for p in NOTEBOOK_PARAMETERS)
+    return "\n".join(
+        f"{f'{p.name}: {p.type} = {p.default!r}':<{width}}  # {p.help}" for p in NOTEBOOK_PARAMETERS
+    )
+
+
+def defaults() -> dict[str, Any]:
+    return {p.name: p.default for p in NOTEBOOK_PARAMETERS}
