@@ -7,6 +7,7 @@ import json
 import math
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from memlab.fixtures import DEFAULT_DATASET, DatasetError, load_dataset
@@ -419,6 +420,34 @@ def cmd_feasible(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    from datetime import datetime
+
+    from memlab.runner import load_batch, parse_overrides, run_batch
+
+    batch = load_batch(args.config)
+    overrides = parse_overrides(args.param or [])
+    out = Path(args.out) if args.out else Path("results") / datetime.now().strftime("run-%Y%m%d-%H%M%S")
+
+    def log(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    results, index = run_batch(batch, out, overrides, args.notebooks, log=log)
+    if not args.out:  # results/latest points at the newest default run
+        latest = out.parent / "latest"
+        if latest.is_symlink() or not latest.exists():
+            latest.unlink(missing_ok=True)
+            latest.symlink_to(out.name)
+    failed = [f"{r.run}/{r.notebook}" for r in results if r.status != "ok"]
+    print(f"index: {index}")
+    if failed:
+        print(
+            f"memlab: {len(failed)} of {len(results)} notebooks failed: {', '.join(failed)}", file=sys.stderr
+        )
+        return 1
+    return 0
+
+
 COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "evaluate": (cmd_evaluate, "run the retrieval spec on every question and check the criteria"),
     "table": (cmd_table, "the seed's four (bonus, tau) candidates and the one the rule picks"),
@@ -426,6 +455,7 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "spec": (cmd_spec, "print the spec, or the whole spec as one Qdrant REST query"),
     "sweep": (cmd_sweep, "evaluate a whole grid of configurations and pick one by a rule"),
     "feasible": (cmd_feasible, "the exact bonus intervals where every criterion holds, per tau"),
+    "run": (cmd_run, "execute the notebooks with papermill for every parameter set of a batch"),
 }
 
 
@@ -510,6 +540,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--criteria", default=None, help="YAML file declaring criteria (default: the seed's a, b, c)"
     )
     add_output_options(p, ["table", "json"])
+
+    p = parsers["run"]
+    p.add_argument("--config", default=None, help="batch YAML: notebooks, shared parameters, runs")
+    p.add_argument("--out", default=None, help="output folder (default: results/run-<timestamp>)")
+    p.add_argument(
+        "-p",
+        "--param",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a notebook parameter in every run (repeatable)",
+    )
+    p.add_argument("--notebooks", default=None, help="folder holding the notebooks (default: ./notebooks)")
     return parser
 
 

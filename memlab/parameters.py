@@ -23,7 +23,7 @@ NOTEBOOK_PARAMETERS: tuple[Parameter, ...] = (
         "model",
         "str",
         "",
-        "sentence-transformers model folder or cached name; empty = packaged all-MiniLM-L6-v2",
+        "sentence-transformers model folder or cached name; empty for the packaged all-MiniLM-L6-v2",
     ),
     Parameter("dataset", "str", "seed16", "packaged dataset name or dataset folder"),
     Parameter("bonus", "float", 0.05, "recency bonus at age 0 (cosine units)"),

@@ -180,5 +180,5 @@ class TuningPanel:
             "prompt": W.HTML(f"<pre class='memlab-prompt'>{html.escape(self.prompt())}</pre>"),
         }
         self._widgets["criteria"].add_class("memlab-criteria-box")
-        left = W.VBox(list(controls.values()) + [self._widgets["criteria"]])
+        left = W.VBox([*list(controls.values()), self._widgets["criteria"]])
         return W.VBox([W.HBox([left, self.figure]), self._widgets["prompt"]])
