@@ -1,0 +1,80 @@
+"""Figure builders and export, with and without a browser."""
+
+from __future__ import annotations
+
+import shutil
+import warnings
+
+import pytest
+
+from memlab import figures
+from memlab.evaluate import evaluate
+
+HAS_BROWSER = figures.find_browser() is not None
+
+
+def bars(seed, published):
+    return figures.question_bars(figures.question_frame(evaluate(seed, published), seed), 0.45)
+
+
+def test_bars_carry_title_units_and_the_threshold(seed, published):
+    fig = bars(seed, published)
+    assert fig.layout.title.text == "Current memory (or best candidate) per question"
+    assert fig.layout.yaxis.title.text == "cosine score"
+    (line,) = [s for s in fig.layout.shapes if s.y0 == 0.45 and s.y1 == 0.45]
+    assert line.line.dash == "dash"
+    assert [a.text for a in fig.layout.annotations] == ["threshold 0.45"]
+    assert [round(v, 3) for v in fig.data[1].y][:2] == [0.488, 0.455]  # H1 current, H2 current
+
+
+def test_html_is_offline(tmp_path, seed, published, monkeypatch):
+    monkeypatch.setenv("PATH", "")
+    monkeypatch.delenv("BROWSER_PATH", raising=False)
+    written = figures.export_figure(bars(seed, published), tmp_path / "bars", ["html"])
+    html = (tmp_path / "bars.html").read_text()
+    assert '<script charset="utf-8" src="plotly.min.js"></script>' in html
+    assert "cdn" not in html.lower()
+    assert (tmp_path / "plotly.min.js").stat().st_size > 1_000_000
+    assert [p.name for p in written] == ["bars.html", "bars.json"]
+
+
+def test_without_a_browser_one_warning_and_html_only(tmp_path, seed, published, monkeypatch):
+    monkeypatch.setenv("PATH", "")
+    monkeypatch.delenv("BROWSER_PATH", raising=False)
+    monkeypatch.setattr(figures, "_warned", False)
+    fig = bars(seed, published)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        figures.export_figure(fig, tmp_path / "a", ["html", "png", "svg"])
+        figures.export_figure(fig, tmp_path / "b", ["html", "png"])
+    assert len(caught) == 1 and caught[0].category is RuntimeWarning
+    assert str(caught[0].message).startswith("no Chrome or Chromium found")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "a.html",
+        "a.json",
+        "b.html",
+        "b.json",
+        "plotly.min.js",
+    ]
+
+
+@pytest.mark.skipif(not HAS_BROWSER, reason="no Chromium on this machine (CI installs Debian's chromium)")
+def test_png_and_svg_through_kaleido(tmp_path, seed, published):
+    figures.export_figure(bars(seed, published), tmp_path / "bars", ["html", "png", "svg"])
+    png = (tmp_path / "bars.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert int.from_bytes(png[16:20], "big") == 1800  # 900 px at scale 2
+    svg = (tmp_path / "bars.svg").read_text()
+    assert "<svg" in svg and "threshold 0.45" in svg
+
+
+def test_unknown_format(tmp_path, seed, published):
+    with pytest.raises(ValueError) as e:
+        figures.export_figure(bars(seed, published), tmp_path / "x", ["pdf"])
+    assert str(e.value) == "unknown figure format(s) ['pdf']; available: html, json, png, svg"
+
+
+def test_chromium_is_found_when_on_path():
+    if shutil.which("chromium") is None:
+        pytest.skip("chromium not installed here")
+    assert figures.find_browser() == shutil.which("chromium")

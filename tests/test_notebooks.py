@@ -1,0 +1,121 @@
+"""Every notebook executed by papermill with small parameters, asserting on the files it writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jupytext
+import nbformat
+import papermill as pm
+import pytest
+
+from memlab.parameters import NOTEBOOK_PARAMETERS, parameters_cell
+from memlab.runner import NOTEBOOKS
+
+NB_DIR = Path(__file__).resolve().parents[1] / "notebooks"
+pytestmark = pytest.mark.notebook
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_parameters_match_the_documented_ones(name):
+    found = pm.inspect_notebook(str(NB_DIR / f"{name}.ipynb"))
+    assert list(found) == [p.name for p in NOTEBOOK_PARAMETERS]
+    for p in NOTEBOOK_PARAMETERS:
+        got = found[p.name]
+        assert got["inferred_type_name"] == p.type, p.name
+        assert got["default"] == repr(p.default), p.name
+        assert got["help"] == p.help, p.name
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_stored_without_outputs_and_paired_with_percent_script(name):
+    nb = nbformat.read(NB_DIR / f"{name}.ipynb", as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(not c.outputs and c.execution_count is None for c in code)
+    assert "parameters" in code[0].metadata.get("tags", [])
+    assert code[0].source == parameters_cell()
+    paired = jupytext.read(NB_DIR / f"{name}.py")
+    assert [c.source for c in paired.cells] == [c.source for c in nb.cells]
+
+
+def execute(name: str, tmp_path: Path, **params) -> Path:
+    out_dir = tmp_path / name
+    pm.execute_notebook(
+        str(NB_DIR / f"{name}.ipynb"),
+        str(tmp_path / f"{name}.ipynb"),
+        parameters={"out_dir": str(out_dir), "fig_formats": ["html"], **params},
+        kernel_name="python3",
+        cwd=str(NB_DIR),
+        progress_bar=False,
+    )
+    return out_dir
+
+
+def records(path: Path) -> list[dict]:
+    return json.loads(path.read_text())
+
+
+def test_01_reproduce_writes_the_seed_tables(tmp_path):
+    out = execute("01_reproduce", tmp_path)
+    four = records(out / "tables" / "four_candidates.json")
+    assert [(r["bonus"], r["tau_days"], round(r["c_value"], 3), r["verdict"]) for r in four] == [
+        (0.03, 30, 0.437, "fails (c)"),
+        (0.04, 30, 0.447, "fails (c)"),
+        (0.04, 14, 0.445, "fails (c)"),
+        (0.05, 14, 0.455, "adopted"),
+    ]
+    c1 = records(out / "tables" / "rerun_C1.json")
+    assert [(r["memory"], round(r["raw"], 3), round(r["bonus"], 3), round(r["final"], 3)) for r in c1] == [
+        ("m01", 0.471, 0.011, 0.482),
+        ("m02", 0.441, 0.026, 0.467),
+    ]
+    nohit = records(out / "tables" / "nohit.json")
+    assert [(r["question"], round(r["max_before"], 3), round(r["max_after"], 3)) for r in nohit] == [
+        ("N1", 0.404, 0.434),
+        ("N2", 0.4, 0.427),
+        ("N3", 0.345, 0.371),
+        ("N4", 0.353, 0.389),
+    ]
+    assert (out / "tables" / "four_candidates.parquet").is_file()
+    report = json.loads((out / "report.json").read_text())
+    assert [e["name"] for e in report["entries"] if e["type"] == "figure"] == ["bonus_curve", "question_bars"]
+    curve = json.loads((out / "figures" / "bonus_curve.json").read_text())
+    assert curve["data"][1]["text"] == ["+0.047 at 1 day", "+0.018 at 14 days", "+0.006 at 30 days"]
+
+
+def test_02_sweep_writes_bands_and_the_choice(tmp_path):
+    out = execute(
+        "02_sweep",
+        tmp_path,
+        bonus_range="0:0.1:0.01",
+        tau_range="7,14,30",
+        threshold_range="0.44,0.45",
+        select="smallest-bonus",
+    )
+    bands = {r["tau_days"]: r for r in records(out / "tables" / "feasible_bands.json")}
+    assert sorted(bands) == [7.0, 14.0, 30.0]
+    assert bands[14.0]["intervals"] == "[[0.04510974009008447, 0.07584117845220587]]"
+    report = json.loads((out / "report.json").read_text())
+    chosen = next(e["value"] for e in report["entries"] if e["name"] == "chosen")
+    # the smallest feasible bonus on this grid is 0.04 (threshold 0.44), feasible at all three taus;
+    # the tie goes to the larger headroom: 0.44 - (0.404 + 0.04 exp(-7/tau)) is 0.021 at tau 7,
+    # 0.012 at 14 and 0.004 at 30
+    assert (chosen["bonus"], chosen["tau_days"], chosen["threshold"]) == (0.04, 7.0, 0.44)
+    assert round(chosen["headroom"], 3) == 0.021
+    for name in ("feasibility", "headroom", "threshold_bonus", "chosen_bars"):
+        assert (out / "figures" / f"{name}.html").is_file()
+
+
+def test_03_tune_renders_its_default_view_headless(tmp_path):
+    out = execute("03_tune", tmp_path, bonus=0.04)
+    crit = {r["criterion"]: r["pass"] for r in records(out / "tables" / "criteria.json")}
+    assert crit == {"a": True, "b": True, "c": False}  # 0.04 / 14 days fails (c), as in the seed
+    fig = json.loads((out / "figures" / "default_view.json").read_text())
+    assert fig["layout"]["title"]["text"].startswith("bonus 0.04, tau 14 days, threshold 0.45")
+    executed = nbformat.read(tmp_path / "03_tune.ipynb", as_version=4)
+    text = "".join(o.get("text", "") for c in executed.cells for o in c.get("outputs", []))
+    assert (
+        "<retrieved_memory>" in text
+        and "2026-09-01: The user has been drinking sweet café au lait lately." in text
+    )

@@ -1,0 +1,115 @@
+"""memlab run: a batch of parameter sets, a failing notebook that keeps the others' results."""
+
+from __future__ import annotations
+
+import json
+
+import nbformat
+import pytest
+
+from memlab.cli import main
+from memlab.runner import load_batch, parse_overrides
+
+pytestmark = pytest.mark.notebook
+
+
+def test_failing_notebook_keeps_the_others_and_exits_non_zero(tmp_path, capsys):
+    batch = tmp_path / "batch.yaml"
+    batch.write_text(
+        "notebooks: [01_reproduce]\n"
+        "parameters: {fig_formats: [html]}\n"
+        "runs:\n"
+        "  - {name: good, parameters: {source: published}}\n"
+        "  - {name: broken, parameters: {dataset: no-such-dataset}}\n"
+        "  - {name: also-good, parameters: {source: published, bonus: 0.04}}\n"
+    )
+    out = tmp_path / "out"
+    code = main(["run", "--config", str(batch), "--out", str(out), "-p", "tau_days=30"])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert captured.out == f"index: {out.resolve()}/index.html\n"
+    assert "memlab: 1 of 3 notebooks failed: broken/01_reproduce" in captured.err
+    assert "[2/3] broken/01_reproduce failed in" in captured.err
+
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "failed"
+    status = {(n["run"], n["notebook"]): n for n in manifest["notebooks"]}
+    assert [n["status"] for n in status.values()] == ["ok", "failed", "ok"]
+    assert status["broken", "01_reproduce"]["error"].startswith(
+        "FileNotFoundError: no dataset 'no-such-dataset'"
+    )
+    assert status["also-good", "01_reproduce"]["parameters"]["bonus"] == 0.04
+    assert all(n["parameters"]["tau_days"] == 30 for n in status.values())  # -p applies to every run
+    for key in ("git_commit", "packages", "started", "finished", "duration_s"):
+        assert key in manifest
+    assert manifest["packages"]["papermill"]
+
+    # the good runs' results are all there; the broken notebook is saved with its error
+    good = json.loads((out / "good" / "01_reproduce" / "tables" / "criteria.json").read_text())
+    assert [r["pass"] for r in good] == [True, True, True]  # 0.05 at 30 days lies in [0.0434, 0.0581)
+    also = json.loads((out / "also-good" / "01_reproduce" / "tables" / "criteria.json").read_text())
+    assert [r["pass"] for r in also] == [True, True, False]  # the seed's row (0.04, 30): fails (c)
+    assert round(also[2]["value"], 3) == 0.447
+    assert (out / "also-good" / "01_reproduce" / "figures" / "bonus_curve.html").is_file()
+    broken = nbformat.read(out / "broken" / "01_reproduce.ipynb", as_version=4)
+    errors = [o for c in broken.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert errors and errors[0]["ename"] == "FileNotFoundError"
+
+    index = (out / "index.html").read_text()
+    assert index.count("executed notebook") == 3
+    assert "good/01_reproduce.ipynb" in index and "broken/01_reproduce.ipynb" in index
+    assert "good/01_reproduce/figures/bonus_curve.html" in index
+
+
+@pytest.mark.parametrize(
+    ("pairs", "message"),
+    [
+        (["bonus"], "-p 'bonus': expected key=value"),
+        (
+            ["colour=red"],
+            "-p colour: unknown parameter; notebook parameters: bonus, bonus_range, candidates, "
+            "dataset, fig_formats, inject, lang, model, out_dir, select, source, tau_days, "
+            "tau_range, threshold, threshold_range",
+        ),
+    ],
+)
+def test_override_errors(pairs, message):
+    with pytest.raises(ValueError) as e:
+        parse_overrides(pairs)
+    assert str(e.value) == message
+
+
+def test_override_values_are_yaml():
+    assert parse_overrides(["bonus=0.04", "fig_formats=[html, svg]", "source=embedded"]) == {
+        "bonus": 0.04,
+        "fig_formats": ["html", "svg"],
+        "source": "embedded",
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("runs:\n  - {parameters: {bonus: 1}}\n", "{p}: runs[1]: needs a name"),
+        (
+            "runs:\n  - {name: a, parameters: {bonsu: 1}}\n",
+            "{p}: runs[1] (a): unknown parameter(s) bonsu; known: bonus, bonus_range, candidates, dataset, "
+            "fig_formats, inject, lang, model, out_dir, select, source, tau_days, tau_range, threshold, threshold_range",
+        ),
+        ("runs:\n  - {name: a}\n  - {name: a}\n", "{p}: runs[2]: duplicate name 'a'"),
+        ("jobs: []\n", "{p}: unknown key(s) jobs (allowed: notebooks, parameters, runs)"),
+    ],
+)
+def test_batch_errors(tmp_path, text, message):
+    p = tmp_path / "b.yaml"
+    p.write_text(text)
+    with pytest.raises(ValueError) as e:
+        load_batch(p)
+    assert str(e.value) == message.format(p=p)
+
+
+def test_default_batch_file_loads():
+    batch = load_batch("notebooks/batch.yaml")
+    assert batch.notebooks == ("01_reproduce", "02_sweep", "03_tune")
+    assert [r.name for r in batch.runs] == ["embedded-en", "published"]
+    assert batch.runs[0].parameters["source"] == "embedded"

@@ -1,0 +1,31 @@
+"""The tuning panel: a control change recomputes and updates the figure and the criteria."""
+
+from __future__ import annotations
+
+from memlab.tune import TuningPanel
+
+
+def test_panel_updates_figure_criteria_and_prompt(seed):
+    panel = TuningPanel(seed, source="published")
+    view = panel.view()
+    assert view is not None and panel.state.feasible
+    before = list(panel.figure.data[1].y)
+    panel.set(bonus=0.04)  # the seed's third candidate: (c) fails
+    assert [c.passed for c in panel.state.criteria] == [True, True, False]
+    assert "FAIL" in panel._widgets["criteria"].value
+    assert panel.figure.layout.title.text.startswith("bonus 0.04, tau 14 days")
+    after = list(panel.figure.data[1].y)
+    assert round(before[1], 3) == 0.455 and round(after[1], 3) == 0.445  # H2's article
+    panel._widgets["threshold"].value = 0.50  # through the slider, as a user would
+    assert panel.spec.threshold == 0.50
+    assert [s.y0 for s in panel.figure.layout.shapes] == [0.5]
+    assert panel.last_update_ms > 0
+
+
+def test_prompt_follows_the_question_dropdown(seed):
+    panel = TuningPanel(seed, source="published")
+    panel.view()
+    panel._widgets["question"].value = "N1"
+    assert panel.prompt() == "(nothing injected for N1: no candidate reaches 0.45)"
+    panel._widgets["question"].value = "C1"
+    assert "2026-08-20: The user drinks coffee black." in panel.prompt()
