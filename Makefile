@@ -20,6 +20,7 @@ $(BIN)/python:
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e .
+	$(BIN)/python -m ipykernel install --sys-prefix --name memlab --display-name "memlab (.venv)" > /dev/null
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
@@ -28,11 +29,8 @@ $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
 
 install: $(VENV)/.installed  ## create .venv and install memlab (torch CPU first)
 
-run: $(VENV)/.installed  ## evaluate the seed spec on the embedded defaults; results go to results/
-	$(BIN)/memlab evaluate --source embedded --format json -o results/seed16-embedded/evaluation.json
-	$(BIN)/memlab evaluate --source embedded --format table -o results/seed16-embedded/evaluation.txt
-	$(BIN)/memlab table --source published --format table -o results/seed16-published/four_candidates.txt
-	@echo "results: $(CURDIR)/results/seed16-embedded/ and $(CURDIR)/results/seed16-published/"
+run: $(VENV)/.installed  ## run the notebooks on the default batch (embedded defaults + the seed's scores)
+	$(BIN)/memlab run --config notebooks/batch.yaml
 
 test: $(VENV)/.installed-test  ## install the test extras and run the test suite
 	$(BIN)/python -m pytest

@@ -127,6 +127,7 @@ class TuningPanel:
 
         s = self.spec
         self.figure = go.FigureWidget(self.static_figure())
+        self.figure.layout.width = 760
         controls = {
             "source": W.Dropdown(options=list(SOURCES), value=self.source, description="source"),
             "lang": W.Dropdown(options=list(self.dataset.languages), value=self.lang, description="lang"),
@@ -180,5 +181,9 @@ class TuningPanel:
             "prompt": W.HTML(f"<pre class='memlab-prompt'>{html.escape(self.prompt())}</pre>"),
         }
         self._widgets["criteria"].add_class("memlab-criteria-box")
-        left = W.VBox([*list(controls.values()), self._widgets["criteria"]])
-        return W.VBox([W.HBox([left, self.figure]), self._widgets["prompt"]])
+        left = W.VBox(
+            [*controls.values(), self._widgets["criteria"]], layout=W.Layout(width="380px", min_width="380px")
+        )
+        return W.VBox(
+            [W.HBox([left, self.figure], layout=W.Layout(align_items="flex-start")), self._widgets["prompt"]]
+        )
