@@ -116,7 +116,7 @@ def jupyterlab(tmp_path):
                 if time.time() > deadline or proc.poll() is not None:
                     raise RuntimeError(
                         f"JupyterLab did not start: {(tmp_path / 'lab.log').read_text()[-2000:]}"
-                    )
+                    ) from None
                 time.sleep(0.5)
         yield f"http://127.0.0.1:{port}/lab/tree/03_tune.ipynb?token={token}"
     finally:
