@@ -42,6 +42,7 @@ lint: $(VENV)/.installed-test  ## ruff check and format check
 bench: $(VENV)/.installed  ## run the benchmarks (timings printed, not asserted)
 	$(BIN)/python benchmarks/bench_evaluate.py
 	$(BIN)/python benchmarks/bench_sweep.py
+	$(BIN)/python benchmarks/bench_tune.py
 
 clean:  ## remove .venv, results and caches
 	rm -rf $(VENV) results .pytest_cache .ruff_cache
