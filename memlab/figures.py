@@ -225,21 +225,7 @@ def headroom_heatmap(
     """Headroom (threshold minus the best no-hit score) over bonus x tau, zero at the centre."""
     at = sweep_df[np.isclose(sweep_df["threshold"], threshold)]
     grid = _pivot(at.assign(headroom=at["headroom"].replace([np.inf, -np.inf], np.nan)), "headroom")
-    z = grid.to_numpy()
-    span = float(np.nanmax(np.abs(z))) if np.isfinite(z).any() else 1.0
-    fig = go.Figure(
-        go.Heatmap(
-            x=grid.columns,
-            y=grid.index,
-            z=z,
-            colorscale=DIVERGING,
-            zmid=0,
-            zmin=-span,
-            zmax=span,
-            colorbar={"title": "headroom"},
-            hovertemplate="bonus %{x:.4f}<br>tau %{y:g} days<br>headroom %{z:.3f}<extra></extra>",
-        )
-    )
+    fig = _diverging(grid, "headroom", "bonus %{x:.4f}<br>tau %{y:g} days<br>headroom %{z:.3f}")
     _add_bands(fig, bands, (float(grid.columns.min()), float(grid.columns.max())))
     _add_chosen(fig, chosen)
     return style(
@@ -258,21 +244,8 @@ def threshold_bonus_plane(
         x="bonus",
         y="threshold",
     )
+    fig = _diverging(grid, "smallest margin", "bonus %{x:.4f}<br>threshold %{y:.3f}<br>margin %{z:.3f}")
     z = grid.to_numpy()
-    span = float(np.nanmax(np.abs(z))) if np.isfinite(z).any() else 1.0
-    fig = go.Figure(
-        go.Heatmap(
-            x=grid.columns,
-            y=grid.index,
-            z=z,
-            colorscale=DIVERGING,
-            zmid=0,
-            zmin=-span,
-            zmax=span,
-            colorbar={"title": "smallest margin"},
-            hovertemplate="bonus %{x:.4f}<br>threshold %{y:.3f}<br>margin %{z:.3f}<extra></extra>",
-        )
-    )
     fig.add_trace(
         go.Contour(
             x=grid.columns,
@@ -291,6 +264,25 @@ def threshold_bonus_plane(
         f"Smallest criterion margin over threshold × bonus at tau {tau_days:g} days",
         "bonus (cosine units)",
         "threshold (post-bonus cosine)",
+    )
+
+
+def _diverging(grid: pd.DataFrame, label: str, hover: str) -> go.Figure:
+    """A heatmap on a diverging scale centred on zero (sign = which side of a criterion)."""
+    z = grid.to_numpy()
+    span = float(np.nanmax(np.abs(z))) if np.isfinite(z).any() else 1.0
+    return go.Figure(
+        go.Heatmap(
+            x=grid.columns,
+            y=grid.index,
+            z=z,
+            colorscale=DIVERGING,
+            zmid=0,
+            zmin=-span,
+            zmax=span,
+            colorbar={"title": label},
+            hovertemplate=hover + "<extra></extra>",
+        )
     )
 
 

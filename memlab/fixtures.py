@@ -199,6 +199,16 @@ class _Record:
             return None
         return value
 
+    def unique_id(self, seen: dict[str, int], lineno: int) -> str | None:
+        """The record's ``id``, remembered in ``seen``; None (and a problem) if repeated."""
+        value = self.text("id")
+        if value is not None and value in seen:
+            self.problem("id", f"duplicate id {value!r} (first on line {seen[value]})")
+            return None
+        if value is not None:
+            seen[value] = lineno
+        return value
+
     def ids(self, fieldname: str) -> tuple[str, ...]:
         value = self.obj.get(fieldname, [])
         if value is None:
@@ -256,12 +266,7 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
     for lineno, obj in read_jsonl(root / "memories.jsonl", problems):
         r = _Record("memories.jsonl", lineno, obj, problems)
         r.unknown_fields(_MEMORY_FIELDS | text_fields)
-        mid = r.text("id")
-        if mid is not None and mid in memory_lines:
-            r.problem("id", f"duplicate id {mid!r} (first on line {memory_lines[mid]})")
-            mid = None
-        elif mid is not None:
-            memory_lines[mid] = lineno
+        mid = r.unique_id(memory_lines, lineno)
         when: datetime | None = None
         raw_date = obj.get("date")
         if raw_date is None:
@@ -300,12 +305,7 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
     for lineno, obj in read_jsonl(root / "questions.jsonl", problems):
         r = _Record("questions.jsonl", lineno, obj, problems)
         r.unknown_fields(_QUESTION_FIELDS | text_fields)
-        qid = r.text("id")
-        if qid is not None and qid in question_lines:
-            r.problem("id", f"duplicate id {qid!r} (first on line {question_lines[qid]})")
-            qid = None
-        elif qid is not None:
-            question_lines[qid] = lineno
+        qid = r.unique_id(question_lines, lineno)
         kind = r.choice("kind", QUESTION_KINDS)
         texts = {lang: t for lang in languages if (t := r.text(f"text_{lang}")) is not None}
         relevant, stale = r.ids("relevant"), r.ids("stale")
