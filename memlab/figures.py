@@ -211,6 +211,16 @@ def feasibility_heatmap(
     )
     _add_bands(fig, bands, (float(grid.columns.min()), float(grid.columns.max())))
     _add_chosen(fig, chosen)
+    if not np.nansum(grid.to_numpy()):
+        fig.add_annotation(
+            text="no (bonus, tau) on this grid satisfies every criterion",
+            showarrow=False,
+            xref="paper",
+            yref="paper",
+            x=0.5,
+            y=0.5,
+            font={"size": 18},
+        )
     return style(
         fig, f"Feasible (bonus, tau) at threshold {threshold:g}", "bonus (cosine units)", "tau (days)"
     )
