@@ -27,7 +27,7 @@ import numpy as np
 from memlab.fixtures import load_dataset
 from memlab.scores import load_scores
 from memlab.selection import select_streaming
-from memlab.spec import age_days, retrieve
+from memlab.spec import retrieve
 from memlab.store import MemoryStore
 from memlab.sweep import Grid, Labels, sweep, sweep_chunks
 
@@ -54,7 +54,7 @@ def main() -> None:
 
     dataset = load_dataset()
     scores = load_scores("embedded", dataset)
-    ages = age_days(dataset.memory_dates(), dataset.reference_date)
+    ages = dataset.ages()
     labels = Labels.from_dataset(dataset)
     n_q = len(dataset.questions)
 
@@ -91,7 +91,7 @@ def main() -> None:
             raw = np.full(len(ids), np.nan)
             for idx, score in store.raw_top_k(vec, spec.candidates):
                 raw[idx] = score
-            got = retrieve(raw, ages, ids, spec)
+            got = retrieve(raw, ages[qi], ids, spec)
             if dataset.questions[qi].id == "C1":
                 injected_c1 = any(c.memory_id == "m02" and c.injected for c in got)
         agree += injected_c1 == bool(row["injected_C1"])

@@ -50,8 +50,10 @@ def main() -> None:
     for source in ("published", "embedded"):
         r = measure(source, args.moves)
         out[source] = r
-        print(f"{source:>9}: slider move {r['median_ms']:.1f} ms median, {r['p95_ms']:.1f} ms p95 "
-              f"(memlab recompute alone {r['recompute_median_ms']:.2f} ms) over {args.moves} moves")
+        print(
+            f"{source:>9}: slider move {r['median_ms']:.1f} ms median, {r['p95_ms']:.1f} ms p95 "
+            f"(memlab recompute alone {r['recompute_median_ms']:.2f} ms) over {args.moves} moves"
+        )
     print(json.dumps(out))
 
 

@@ -320,18 +320,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     from memlab.io import TableWriter
     from memlab.selection import select_streaming
-    from memlab.spec import age_days
     from memlab.sweep import Labels, sweep_chunks
 
     grid = grid_from(args)
     criteria = criteria_from(args)
     dataset = load_dataset(args.dataset)
     scores = scores_from(args, dataset)
-    ages = age_days(dataset.memory_dates(), dataset.reference_date)
+    ages = dataset.ages()
+    raw = scores.retrievable(dataset)
     labels = Labels.from_dataset(dataset)
     progress = grid.size >= 1_000_000 and sys.stderr.isatty()
     t0 = time.perf_counter()
-    wide = sweep_chunks(scores.raw, ages, labels, grid, criteria, progress=progress)
+    wide = sweep_chunks(raw, ages, labels, grid, criteria, progress=progress)
     if args.output and not args.long:
         with TableWriter(args.output, args.format) as out:
 
@@ -345,7 +345,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         chosen, n_feasible, total = select_streaming(wide, args.select)
     if args.output and args.long:
         with TableWriter(args.output, args.format) as out:
-            for frame in sweep_chunks(scores.raw, ages, labels, grid, criteria, long=True, progress=progress):
+            for frame in sweep_chunks(raw, ages, labels, grid, criteria, long=True, progress=progress):
                 out.write(frame)
     elapsed = time.perf_counter() - t0
     axes = " x ".join(
@@ -371,7 +371,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def cmd_feasible(args: argparse.Namespace) -> int:
     from memlab.feasible import feasible_bonus, intervals_json, intervals_text
-    from memlab.spec import age_days
     from memlab.sweep import Labels, parse_axis
 
     taus = parse_axis(args.tau, "tau")
@@ -379,7 +378,8 @@ def cmd_feasible(args: argparse.Namespace) -> int:
     criteria = criteria_from(args)
     dataset = load_dataset(args.dataset)
     scores = scores_from(args, dataset)
-    ages = age_days(dataset.memory_dates(), dataset.reference_date)
+    ages = dataset.ages()
+    raw = scores.retrievable(dataset)
     labels = Labels.from_dataset(dataset)
     rows = []
     for tau in taus:
@@ -387,7 +387,7 @@ def cmd_feasible(args: argparse.Namespace) -> int:
             raise ValueError(f"--tau: values must be > 0, got {tau:g}")
         for thr in thresholds:
             region = feasible_bonus(
-                scores.raw,
+                raw,
                 ages,
                 labels,
                 criteria,
@@ -417,6 +417,18 @@ def cmd_feasible(args: argparse.Namespace) -> int:
     ]
     lines += [f"{r['tau_days']:>8g} {r['threshold']:>9g}  {r['text']}" for r in rows]
     emit("\n".join(lines), args.output)
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    dataset = load_dataset(args.dataset)  # DatasetError: every problem, file:line: field: problem
+    kinds = [q.kind for q in dataset.questions]
+    dated = sum(q.date is not None for q in dataset.questions)
+    print(
+        f"{dataset.path}: ok: {len(dataset.memories)} memories, {len(dataset.questions)} questions "
+        f"({', '.join(f'{kinds.count(k)} {k}' for k in ('hit', 'contradiction', 'nohit'))}; {dated} dated), "
+        f"languages {', '.join(dataset.languages)}, reference date {dataset.reference_date:%Y-%m-%d}"
+    )
     return 0
 
 
@@ -456,6 +468,7 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "sweep": (cmd_sweep, "evaluate a whole grid of configurations and pick one by a rule"),
     "feasible": (cmd_feasible, "the exact bonus intervals where every criterion holds, per tau"),
     "run": (cmd_run, "execute the notebooks with papermill for every parameter set of a batch"),
+    "validate": (cmd_validate, "check a dataset folder; every problem as file:line: field: problem"),
 }
 
 
@@ -540,6 +553,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--criteria", default=None, help="YAML file declaring criteria (default: the seed's a, b, c)"
     )
     add_output_options(p, ["table", "json"])
+
+    p = parsers["validate"]
+    p.add_argument("dataset", help="dataset folder (or a packaged dataset name)")
 
     p = parsers["run"]
     p.add_argument("--config", default=None, help="batch YAML: notebooks, shared parameters, runs")

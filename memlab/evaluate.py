@@ -18,7 +18,7 @@ from memlab import criteria as crit
 from memlab.fixtures import Dataset
 from memlab.scores import ScoreTable
 from memlab.selection import select
-from memlab.spec import Candidate, RetrievalSpec, age_days, retrieve
+from memlab.spec import Candidate, RetrievalSpec, retrieve
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -139,11 +139,10 @@ def evaluate(
     spec = (spec or RetrievalSpec()).with_reference(dataset.reference_date)
     if scores.memory_ids != dataset.memory_ids or scores.question_ids != dataset.question_ids:
         raise ValueError("score table and dataset disagree on question or memory ids")
-    ages = age_days(dataset.memory_dates(), spec.reference_date)
+    ages = dataset.ages(spec.reference_date)  # per question: its own date, else the spec's
+    raw = scores.retrievable(dataset, spec.reference_date)
     results = tuple(
-        QuestionResult(
-            q.id, q.kind, q.text(lang), tuple(retrieve(scores.raw[i], ages, dataset.memory_ids, spec))
-        )
+        QuestionResult(q.id, q.kind, q.text(lang), tuple(retrieve(raw[i], ages[i], dataset.memory_ids, spec)))
         for i, q in enumerate(dataset.questions)
     )
     summary = summarize(dataset, results)

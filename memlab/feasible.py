@@ -153,11 +153,11 @@ def feasible_bonus(
     inject: int = 3,
 ) -> P.Interval:
     """The exact set of bonus values >= 0 where every criterion holds."""
-    weight = recency_weight(np.asarray(ages, dtype=np.float64), tau_days)
+    weight = recency_weight(np.broadcast_to(np.asarray(ages, dtype=np.float64), raw.shape), tau_days)
     lines = []
     for q in range(raw.shape[0]):
         idx = select_candidates(raw[q], candidates)  # the reference's own candidate order
-        lines.append(Lines(idx, raw[q, idx], weight[idx]))
+        lines.append(Lines(idx, raw[q, idx], weight[q, idx]))
     ctx = {"lines": lines, "labels": labels, "threshold": threshold, "inject": inject}
     region = P.closed(0, P.inf)
     for c in criteria:

@@ -1,7 +1,10 @@
 """Datasets: memories and questions as frozen records, read through one validating loader.
 
-A dataset is a folder with ``dataset.json`` (reference date, languages, description,
-provenance), ``memories.jsonl`` and ``questions.jsonl``. The seed write-up's fixture ships as
+A dataset is a folder with ``dataset.json`` (``reference_date``, ``language``, optional
+``languages``, ``description``), ``memories.jsonl`` (``id``, ``date``, ``text``, optional
+``topic``, ``supersedes``, ``type``, ``pinned``) and ``questions.jsonl`` (``id``, ``text``,
+``kind``, ``relevant``, ``current``, ``stale``, optional ``date``: when the question is asked).
+A second language is a second text field, ``text_<lang>``. The seed write-up's fixture ships as
 package data (``memlab/data/seed16``); ``load_dataset`` also takes any folder of that shape.
 
 Every problem is reported as ``file:line: field: problem`` and all problems of a dataset are
@@ -21,7 +24,7 @@ from typing import Any
 import numpy as np
 
 QUESTION_KINDS = ("hit", "contradiction", "nohit")
-MEMORY_SOURCES = ("seed", "reconstructed")
+MEMORY_SOURCES = ("seed", "reconstructed", "imported", "synthetic", "user")
 DEFAULT_DATASET = "seed16"
 
 
@@ -44,6 +47,8 @@ class Memory:
     source: str
     supersedes: str | None = None
     note: str = ""
+    type: str = ""
+    pinned: bool = False
 
     def text(self, lang: str) -> str:
         try:
@@ -67,6 +72,7 @@ class Question:
     stale: tuple[str, ...] = ()  # older memories the current one replaces
     source: str = "reconstructed"
     note: str = ""
+    date: datetime | None = None  # when the question is asked; None: the dataset's reference date
 
     def text(self, lang: str) -> str:
         try:
@@ -88,6 +94,7 @@ class Dataset:
     description: str = ""
     provenance: str = ""
     path: Path | None = field(default=None, compare=False)
+    vectors: dict[str, Any] | None = field(default=None, compare=False)  # stored memory vectors
 
     @property
     def memory_ids(self) -> tuple[str, ...]:
@@ -114,6 +121,23 @@ class Dataset:
     def memory_dates(self) -> np.ndarray:
         """Memory dates as ``datetime64[s]`` (UTC), in fixture order."""
         return np.array([m.date.replace(tzinfo=None) for m in self.memories], dtype="datetime64[s]")
+
+    def question_references(self, default: datetime | None = None) -> np.ndarray:
+        """When each question is asked (``datetime64[s]``): its own date, else ``default``
+        (the dataset's reference date unless given)."""
+        ref = default or self.reference_date
+        return np.array([(q.date or ref).replace(tzinfo=None) for q in self.questions], dtype="datetime64[s]")
+
+    def ages(self, default: datetime | None = None) -> np.ndarray:
+        """(questions, memories) fractional days from each memory's date to when each question is
+        asked; +inf for a memory written after the question (never retrievable, weight 0)."""
+        refs = self.question_references(default)
+        days = (refs[:, None] - self.memory_dates()[None, :]).astype(np.float64) / 86_400.0
+        return np.where(days >= 0, days, np.inf)
+
+    def visible(self, default: datetime | None = None) -> np.ndarray:
+        """(questions, memories): the memory exists when the question is asked."""
+        return self.question_references(default)[:, None] >= self.memory_dates()[None, :]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -199,6 +223,18 @@ class _Record:
             return None
         return value
 
+    def date(self, fieldname: str, required: bool) -> datetime | None:
+        value = self.obj.get(fieldname)
+        if value is None:
+            if required:
+                self.problem(fieldname, "missing")
+            return None
+        try:
+            return parse_datetime(value)
+        except ValueError as e:
+            self.problem(fieldname, str(e))
+            return None
+
     def unique_id(self, seen: dict[str, int], lineno: int) -> str | None:
         """The record's ``id``, remembered in ``seen``; None (and a problem) if repeated."""
         value = self.text("id")
@@ -229,8 +265,13 @@ class _Record:
         return value
 
 
-_MEMORY_FIELDS = {"id", "date", "topic", "supersedes", "source", "note"}
-_QUESTION_FIELDS = {"id", "kind", "relevant", "current", "stale", "source", "note"}
+_MEMORY_FIELDS = {"id", "date", "text", "topic", "supersedes", "type", "pinned", "source", "note"}
+_QUESTION_FIELDS = {"id", "text", "kind", "relevant", "current", "stale", "date", "source", "note"}
+
+
+def text_field(lang: str, primary: str) -> str:
+    """The dataset's own language is ``text``; every other language is ``text_<lang>``."""
+    return "text" if lang == primary else f"text_{lang}"
 
 
 def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
@@ -246,6 +287,9 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         problems.append(f"dataset.json: file missing in {root}")
     except json.JSONDecodeError as e:
         problems.append(f"dataset.json:{e.lineno}: invalid JSON: {e.msg}")
+    if not isinstance(meta, dict):
+        problems.append("dataset.json: expected a JSON object")
+        meta = {}
     reference: datetime | None = None
     if "reference_date" not in meta and meta_path.is_file():
         problems.append("dataset.json: reference_date: missing")
@@ -254,48 +298,58 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
             reference = parse_datetime(meta["reference_date"])
         except ValueError as e:
             problems.append(f"dataset.json: reference_date: {e}")
-    languages = tuple(meta.get("languages", ["en"]))
-    if not languages or not all(isinstance(x, str) and x for x in languages):
-        problems.append(f"dataset.json: languages: expected a list of codes, got {languages!r}")
-        languages = ()
-    text_fields = {f"text_{lang}" for lang in languages}
+    primary = meta.get("language", "en")
+    languages = tuple(meta.get("languages", [primary]))
+    if not isinstance(primary, str) or not primary:
+        problems.append(f"dataset.json: language: expected a language code, got {primary!r}")
+        primary = "en"
+    valid = all(isinstance(x, str) and x for x in languages)
+    if not languages or not valid or primary not in languages:
+        problems.append(
+            f"dataset.json: languages: expected a list of codes including {primary!r}, "
+            f"got {list(languages)!r}"
+        )
+        languages = (primary,)
+    languages = (primary, *[x for x in languages if x != primary])
+    fields = {lang: text_field(lang, primary) for lang in languages}
+    # The seed's stored form keeps the date inside the embedded text (dropping it pushed an
+    # unrelated memory over the threshold); datasets imported from a device may not.
+    date_prefix = bool(meta.get("date_prefix", True))
 
     memories: list[Memory] = []
     memory_lines: dict[str, int] = {}
+    memory_dates: dict[str, datetime] = {}
     supersedes_refs: list[tuple[_Record, str]] = []
     for lineno, obj in read_jsonl(root / "memories.jsonl", problems):
         r = _Record("memories.jsonl", lineno, obj, problems)
-        r.unknown_fields(_MEMORY_FIELDS | text_fields)
+        r.unknown_fields(_MEMORY_FIELDS | set(fields.values()))
         mid = r.unique_id(memory_lines, lineno)
-        when: datetime | None = None
-        raw_date = obj.get("date")
-        if raw_date is None:
-            r.problem("date", "missing")
-        else:
-            try:
-                when = parse_datetime(raw_date)
-            except ValueError as e:
-                r.problem("date", str(e))
+        when = r.date("date", required=True)
         if when is not None and reference is not None and when > reference:
-            r.problem("date", f"{raw_date} is after the reference date {meta['reference_date']}")
+            r.problem("date", f"{obj['date']} is after the reference date {meta['reference_date']}")
+        if mid is not None and when is not None:
+            memory_dates[mid] = when
         texts = {}
-        for lang in languages:
-            t = r.text(f"text_{lang}")
+        for lang, fname in fields.items():
+            t = r.text(fname)
             if t is None:
                 continue
-            # The stored form keeps the date inside the embedded text (the seed measured that
-            # dropping it pushed an unrelated memory over the threshold).
-            if when is not None and not t.startswith(f"{when:%Y-%m-%d}: "):
-                r.problem(f"text_{lang}", f"must start with the date, as '{when:%Y-%m-%d}: ...'")
+            if date_prefix and when is not None and not t.startswith(f"{when:%Y-%m-%d}: "):
+                r.problem(fname, f"must start with the date, as '{when:%Y-%m-%d}: ...'")
             texts[lang] = t
         topic = r.text("topic", required=False) or ""
-        source = r.choice("source", MEMORY_SOURCES, default="reconstructed")
+        mtype = r.text("type", required=False) or ""
+        pinned = obj.get("pinned", False)
+        if not isinstance(pinned, bool):
+            r.problem("pinned", f"expected true or false, got {pinned!r}")
+            pinned = False
+        source = r.choice("source", MEMORY_SOURCES, default="user")
         sup = r.text("supersedes", required=False)
         if sup is not None:
             supersedes_refs.append((r, sup))
         note = r.text("note", required=False) or ""
         if mid is not None and when is not None and len(texts) == len(languages) and source:
-            memories.append(Memory(mid, when, texts, topic, source, sup, note))
+            memories.append(Memory(mid, when, texts, topic, source, sup, note, mtype, pinned))
     for r, sup in supersedes_refs:
         if sup not in memory_lines:
             r.problem("supersedes", f"unknown memory id {sup!r}")
@@ -304,26 +358,36 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
     question_lines: dict[str, int] = {}
     for lineno, obj in read_jsonl(root / "questions.jsonl", problems):
         r = _Record("questions.jsonl", lineno, obj, problems)
-        r.unknown_fields(_QUESTION_FIELDS | text_fields)
+        r.unknown_fields(_QUESTION_FIELDS | set(fields.values()))
         qid = r.unique_id(question_lines, lineno)
         kind = r.choice("kind", QUESTION_KINDS)
-        texts = {lang: t for lang in languages if (t := r.text(f"text_{lang}")) is not None}
+        texts = {lang: t for lang, fname in fields.items() if (t := r.text(fname)) is not None}
+        asked = r.date("date", required=False)
+        if asked is not None and reference is not None and asked > reference:
+            r.problem("date", f"{obj['date']} is after the reference date {meta['reference_date']}")
         relevant, stale = r.ids("relevant"), r.ids("stale")
         current = r.text("current", required=False)
         for fname, ids in (("relevant", relevant), ("stale", stale), ("current", (current,))):
             for ref in ids:
-                if ref is not None and ref not in memory_lines:
+                if ref is None:
+                    continue
+                if ref not in memory_lines:
                     r.problem(fname, f"unknown memory id {ref!r}")
+                elif asked is not None and ref in memory_dates and memory_dates[ref] > asked:
+                    r.problem(
+                        fname,
+                        f"{ref!r} is dated after the question ({obj['date']}), so it cannot be retrieved",
+                    )
         if kind == "nohit" and (relevant or current or stale):
             r.problem("kind", "a nohit question has no relevant, current or stale memories")
         if kind == "contradiction" and (current is None or not stale):
             r.problem("kind", "a contradiction question needs a current and a stale memory")
         if current is not None and current in stale:
             r.problem("current", f"{current!r} is also listed as stale")
-        source = r.choice("source", MEMORY_SOURCES, default="reconstructed")
+        source = r.choice("source", MEMORY_SOURCES, default="user")
         note = r.text("note", required=False) or ""
         if qid is not None and kind and len(texts) == len(languages) and source:
-            questions.append(Question(qid, kind, texts, relevant, current, stale, source, note))
+            questions.append(Question(qid, kind, texts, relevant, current, stale, source, note, asked))
 
     if not problems and not memories:
         problems.append("memories.jsonl: no memories")
@@ -331,7 +395,8 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         problems.append("questions.jsonl: no questions")
     if problems:
         raise DatasetError([f"{root}/{p}" if not p.startswith("/") else p for p in problems])
-    assert reference is not None  # set whenever there are no problems
+    if reference is None:  # unreachable: a missing reference date is a problem above
+        raise DatasetError([f"{root}/dataset.json: reference_date: missing"])
     return Dataset(
         name=str(meta.get("name", root.name)),
         reference_date=reference,
@@ -341,4 +406,5 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         description=str(meta.get("description", "")),
         provenance=str(meta.get("provenance", "")),
         path=root,
+        vectors=meta.get("vectors"),
     )

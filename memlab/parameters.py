@@ -6,6 +6,7 @@ tests, and ``memlab run`` rejects a ``-p`` key that is not here.
 
 from __future__ import annotations
 
+import json
 from typing import Any, NamedTuple
 
 
@@ -44,12 +45,14 @@ NOTEBOOK_PARAMETERS: tuple[Parameter, ...] = (
 )
 
 
+def literal(value: Any) -> str:
+    """A default as the cell writes it (ruff's style: double-quoted strings)."""
+    return json.dumps(value) if isinstance(value, str | list) else repr(value)
+
+
 def parameters_cell() -> str:
     """The source of the ``parameters`` cell, as the notebooks carry it."""
-    width = max(len(f"{p.name}: {p.type} = {p.default!r}") for p in NOTEBOOK_PARAMETERS)
-    return "\n".join(
-        f"{f'{p.name}: {p.type} = {p.default!r}':<{width}}  # {p.help}" for p in NOTEBOOK_PARAMETERS
-    )
+    return "\n".join(f"{p.name}: {p.type} = {literal(p.default)}  # {p.help}" for p in NOTEBOOK_PARAMETERS)
 
 
 def defaults() -> dict[str, Any]:

@@ -36,6 +36,10 @@ class ScoreTable:
     def row(self, question_id: str) -> np.ndarray:
         return self.raw[self.question_ids.index(question_id)]
 
+    def retrievable(self, dataset: Dataset, default_reference=None) -> np.ndarray:
+        """Raw scores with NaN where the memory did not exist yet when the question was asked."""
+        return np.where(dataset.visible(default_reference), self.raw, np.nan)
+
 
 # ---------------------------------------------------------------------------------------------
 # published: the numbers the seed write-up states (Qwen3-Embedding-0.6B, 256 dimensions)

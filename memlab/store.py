@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -167,9 +168,24 @@ class MemoryStore:
                 table[qi, idx] = score
         return table
 
-    def query_spec(self, vector: np.ndarray, spec: RetrievalSpec) -> list[tuple[int, float]]:
-        """The native path: (memory index, final score) of what the spec injects."""
-        req = spec_query(spec, np.asarray(vector, dtype=float).tolist())
+    def query_spec(
+        self, vector: np.ndarray, spec: RetrievalSpec, asked: datetime | None = None
+    ) -> list[tuple[int, float]]:
+        """The native path: (memory index, final score) of what the spec injects.
+
+        ``asked``: when the question is asked. Ages count from then, and memories written after
+        it are filtered out inside the prefetch, where candidates are chosen.
+        """
+        if asked is not None:
+            spec = replace(spec, reference_date=asked)
+        only_before = (
+            None
+            if asked is None
+            else models.Filter(
+                must=[models.FieldCondition(key=DATE_FIELD, range=models.DatetimeRange(lte=rfc3339(asked)))]
+            )
+        )
+        req = spec_query(spec, np.asarray(vector, dtype=float).tolist(), prefetch_filter=only_before)
         res = self.client.query_points(
             self.collection,
             prefetch=req.prefetch,

@@ -27,7 +27,7 @@ import numpy as np
 
 from memlab import criteria as crit
 from memlab.fixtures import QUESTION_KINDS, Dataset
-from memlab.spec import RetrievalSpec, age_days, recency_weight, rescore, select_candidates
+from memlab.spec import RetrievalSpec, recency_weight, rescore, select_candidates
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -138,7 +138,8 @@ def prepare(raw: np.ndarray, ages: np.ndarray, labels: Labels, grid: Grid) -> Pr
         cand[q, : len(top)] = top
     known = cand >= 0
     raw_c = np.where(known, raw[np.arange(n_q)[:, None], np.maximum(cand, 0)], np.nan)
-    ages_c = np.asarray(ages, dtype=np.float64)[np.maximum(cand, 0)]
+    ages = np.broadcast_to(np.asarray(ages, dtype=np.float64), raw.shape)  # (M,) or per question (Q, M)
+    ages_c = ages[np.arange(n_q)[:, None], np.maximum(cand, 0)]
     tau = np.asarray(grid.tau_days, dtype=np.float64)
     weight = recency_weight(ages_c[None], tau[:, None, None])  # (T, Q, P)
 
@@ -412,10 +413,9 @@ def sweep_chunks(
     progress: bool = False,
 ) -> Iterator[pd.DataFrame]:
     """The sweep as consecutive DataFrames of about ``chunk_rows`` configurations each."""
-    if raw.ndim != 2 or raw.shape != (len(labels.question_ids), len(ages)):
-        raise ValueError(
-            f"score table has shape {raw.shape}, expected ({len(labels.question_ids)}, {len(ages)})"
-        )
+    n_mem = np.shape(ages)[-1]
+    if raw.ndim != 2 or raw.shape != (len(labels.question_ids), n_mem):
+        raise ValueError(f"score table has shape {raw.shape}, expected ({len(labels.question_ids)}, {n_mem})")
     prep = prepare(raw, ages, labels, grid)
     chunks = plan_chunks(grid, chunk_rows)
     bar = None
@@ -472,8 +472,8 @@ def sweep_dataset(
     **kwargs: Any,
 ) -> pd.DataFrame:
     """``sweep`` with ages and labels taken from a dataset."""
-    ages = age_days(dataset.memory_dates(), dataset.reference_date)
-    return sweep(raw, ages, Labels.from_dataset(dataset), grid, criteria, **kwargs)
+    raw = np.where(dataset.visible(), raw, np.nan)  # not retrievable before it was written
+    return sweep(raw, dataset.ages(), Labels.from_dataset(dataset), grid, criteria, **kwargs)
 
 
 def parse_axis(text: str, name: str = "value", integer: bool = False) -> tuple[float, ...] | tuple[int, ...]:

@@ -16,21 +16,21 @@
 # the no-hit questions before and after the bonus, and the bonus curve.
 
 # %% tags=["parameters"]
-source: str = 'published'                 # score source: published (the seed's numbers) or embedded
-lang: str = 'en'                          # text language to embed: en or ja
-model: str = ''                           # sentence-transformers model folder or cached name; empty for the packaged all-MiniLM-L6-v2
-dataset: str = 'seed16'                   # packaged dataset name or dataset folder
-bonus: float = 0.05                       # recency bonus at age 0 (cosine units)
-tau_days: float = 14.0                    # recency decay constant (days)
-threshold: float = 0.45                   # post-bonus score a memory needs to be injected
-candidates: int = 8                       # raw nearest neighbours fetched before the re-sort
-inject: int = 3                           # most memories injected into the prompt
-bonus_range: str = '0:0.1:0.001'          # sweep: bonus values, start:stop:step or a comma list
-tau_range: str = '1:60:1'                 # sweep: tau_days values
-threshold_range: str = '0.40:0.50:0.005'  # sweep: threshold values
-select: str = 'max-margin'                # sweep: selection rule (smallest-bonus, max-headroom, max-margin)
-out_dir: str = 'results/notebook'         # folder for this notebook's tables and figures
-fig_formats: list = ['html', 'png']       # figure formats: html always; png and svg need Chromium
+source: str = "published"  # score source: published (the seed's numbers) or embedded
+lang: str = "en"  # text language to embed: en or ja
+model: str = ""  # sentence-transformers model folder or cached name; empty for the packaged all-MiniLM-L6-v2
+dataset: str = "seed16"  # packaged dataset name or dataset folder
+bonus: float = 0.05  # recency bonus at age 0 (cosine units)
+tau_days: float = 14.0  # recency decay constant (days)
+threshold: float = 0.45  # post-bonus score a memory needs to be injected
+candidates: int = 8  # raw nearest neighbours fetched before the re-sort
+inject: int = 3  # most memories injected into the prompt
+bonus_range: str = "0:0.1:0.001"  # sweep: bonus values, start:stop:step or a comma list
+tau_range: str = "1:60:1"  # sweep: tau_days values
+threshold_range: str = "0.40:0.50:0.005"  # sweep: threshold values
+select: str = "max-margin"  # sweep: selection rule (smallest-bonus, max-headroom, max-margin)
+out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
+fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
 
 # %%
 from dataclasses import replace
@@ -42,7 +42,9 @@ from memlab.report import Report
 report = Report(out_dir, fig_formats)
 data = load_dataset(dataset)
 scores = load_scores(source, data, lang=lang, model=model or None)
-spec = RetrievalSpec(candidates=candidates, inject=inject, threshold=threshold, bonus=bonus, tau_days=tau_days)
+spec = RetrievalSpec(
+    candidates=candidates, inject=inject, threshold=threshold, bonus=bonus, tau_days=tau_days
+)
 ev = evaluate(data, scores, spec, lang=lang)
 print(f"{scores.source} scores ({scores.details.get('model', '')}), {len(data.memories)} memories")
 
@@ -51,7 +53,11 @@ print(f"{scores.source} scores ({scores.details.get('model', '')}), {len(data.me
 
 # %%
 four = candidate_table(data, scores, base=replace(spec, bonus=0.0), lang=lang)
-report.table("four_candidates", four, "The seed's four (bonus, tau) candidates: a = no-hit max, b = C1 current, c = H2 current")
+report.table(
+    "four_candidates",
+    four,
+    "The seed's four (bonus, tau) candidates: a = no-hit max, b = C1 current, c = H2 current",
+)
 
 # %% [markdown]
 # ## C1 (coffee) and H2 (that thing you were working on), rerun
@@ -75,10 +81,18 @@ report.table("criteria", tables.criteria_table(ev), "The seed's conditions a, b,
 # ## The bonus curve
 
 # %%
-report.figure("bonus_curve", figures.bonus_curve(spec.bonus, spec.tau_days), "Recency bonus over age, seed figures marked")
+report.figure(
+    "bonus_curve",
+    figures.bonus_curve(spec.bonus, spec.tau_days),
+    "Recency bonus over age, seed figures marked",
+)
 
 # %%
-report.figure("question_bars", figures.question_bars(figures.question_frame(ev, data), spec.threshold), "Raw and post-bonus scores per question")
+report.figure(
+    "question_bars",
+    figures.question_bars(figures.question_frame(ev, data), spec.threshold),
+    "Raw and post-bonus scores per question",
+)
 
 # %%
 report.finish({"source": source, "lang": lang, "bonus": bonus, "tau_days": tau_days, "threshold": threshold})

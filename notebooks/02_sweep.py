@@ -15,21 +15,21 @@
 # and the configuration a selection rule picks.
 
 # %% tags=["parameters"]
-source: str = 'published'                 # score source: published (the seed's numbers) or embedded
-lang: str = 'en'                          # text language to embed: en or ja
-model: str = ''                           # sentence-transformers model folder or cached name; empty for the packaged all-MiniLM-L6-v2
-dataset: str = 'seed16'                   # packaged dataset name or dataset folder
-bonus: float = 0.05                       # recency bonus at age 0 (cosine units)
-tau_days: float = 14.0                    # recency decay constant (days)
-threshold: float = 0.45                   # post-bonus score a memory needs to be injected
-candidates: int = 8                       # raw nearest neighbours fetched before the re-sort
-inject: int = 3                           # most memories injected into the prompt
-bonus_range: str = '0:0.1:0.001'          # sweep: bonus values, start:stop:step or a comma list
-tau_range: str = '1:60:1'                 # sweep: tau_days values
-threshold_range: str = '0.40:0.50:0.005'  # sweep: threshold values
-select: str = 'max-margin'                # sweep: selection rule (smallest-bonus, max-headroom, max-margin)
-out_dir: str = 'results/notebook'         # folder for this notebook's tables and figures
-fig_formats: list = ['html', 'png']       # figure formats: html always; png and svg need Chromium
+source: str = "published"  # score source: published (the seed's numbers) or embedded
+lang: str = "en"  # text language to embed: en or ja
+model: str = ""  # sentence-transformers model folder or cached name; empty for the packaged all-MiniLM-L6-v2
+dataset: str = "seed16"  # packaged dataset name or dataset folder
+bonus: float = 0.05  # recency bonus at age 0 (cosine units)
+tau_days: float = 14.0  # recency decay constant (days)
+threshold: float = 0.45  # post-bonus score a memory needs to be injected
+candidates: int = 8  # raw nearest neighbours fetched before the re-sort
+inject: int = 3  # most memories injected into the prompt
+bonus_range: str = "0:0.1:0.001"  # sweep: bonus values, start:stop:step or a comma list
+tau_range: str = "1:60:1"  # sweep: tau_days values
+threshold_range: str = "0.40:0.50:0.005"  # sweep: threshold values
+select: str = "max-margin"  # sweep: selection rule (smallest-bonus, max-headroom, max-margin)
+out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
+fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
 
 # %%
 import pandas as pd
@@ -39,13 +39,13 @@ from memlab import figures
 from memlab.feasible import feasible_bonus, intervals_json
 from memlab.report import Report
 from memlab import selection
-from memlab.spec import age_days
 from memlab.sweep import Grid, Labels, parse_axis, sweep
 
 report = Report(out_dir, fig_formats)
 data = load_dataset(dataset)
 scores = load_scores(source, data, lang=lang, model=model or None)
-ages = age_days(data.memory_dates(), data.reference_date)
+ages = data.ages()
+raw = scores.retrievable(data)
 labels = Labels.from_dataset(data)
 grid = Grid(
     bonus=parse_axis(bonus_range, "bonus_range"),
@@ -54,7 +54,7 @@ grid = Grid(
     candidates=(candidates,),
     inject=(inject,),
 )
-swept = sweep(scores.raw, ages, labels, grid)
+swept = sweep(raw, ages, labels, grid)
 print(f"{grid.size:,} configurations, {int(swept.feasible.sum()):,} feasible")
 
 # %% [markdown]
@@ -62,7 +62,13 @@ print(f"{grid.size:,} configurations, {int(swept.feasible.sum()):,} feasible")
 
 # %%
 i = selection.select(swept, select)
-chosen = None if i is None else swept.iloc[i][["bonus", "tau_days", "threshold", "candidates", "inject", "headroom", "min_margin"]].to_dict()
+chosen = (
+    None
+    if i is None
+    else swept.iloc[i][
+        ["bonus", "tau_days", "threshold", "candidates", "inject", "headroom", "min_margin"]
+    ].to_dict()
+)
 report.value("chosen", chosen, f"chosen by {select}")
 chosen
 
@@ -70,34 +76,82 @@ chosen
 # ## The exact feasible band at the threshold, per tau
 
 # %%
-bands = pd.DataFrame([
-    {"tau_days": tau, "threshold": threshold, **intervals_json(
-        feasible_bonus(scores.raw, ages, labels, tau_days=tau, threshold=threshold, candidates=candidates, inject=inject))}
-    for tau in grid.tau_days
-])
-report.table("feasible_bands", bands.assign(intervals=bands.intervals.map(str), closed=bands.closed.map(str)),
-             f"Exact feasible bonus intervals at threshold {threshold:g}")
+bands = pd.DataFrame(
+    [
+        {
+            "tau_days": tau,
+            "threshold": threshold,
+            **intervals_json(
+                feasible_bonus(
+                    raw, ages, labels, tau_days=tau, threshold=threshold, candidates=candidates, inject=inject
+                )
+            ),
+        }
+        for tau in grid.tau_days
+    ]
+)
+report.table(
+    "feasible_bands",
+    bands.assign(intervals=bands.intervals.map(str), closed=bands.closed.map(str)),
+    f"Exact feasible bonus intervals at threshold {threshold:g}",
+)
 mark = chosen if chosen and abs(chosen["threshold"] - threshold) < 1e-12 else None
 
 # %%
-report.figure("feasibility", figures.feasibility_heatmap(swept, threshold, bands, mark), "Feasible (bonus, tau)")
+report.figure(
+    "feasibility", figures.feasibility_heatmap(swept, threshold, bands, mark), "Feasible (bonus, tau)"
+)
 
 # %%
-report.figure("headroom", figures.headroom_heatmap(swept, threshold, bands, mark), "Headroom over (bonus, tau)")
+report.figure(
+    "headroom", figures.headroom_heatmap(swept, threshold, bands, mark), "Headroom over (bonus, tau)"
+)
 
 # %%
 plane_tau = chosen["tau_days"] if chosen else tau_days
 plane_tau = min(grid.tau_days, key=lambda t: abs(t - plane_tau))
-report.figure("threshold_bonus", figures.threshold_bonus_plane(swept, plane_tau, chosen if chosen and chosen["tau_days"] == plane_tau else None), "Threshold x bonus")
+report.figure(
+    "threshold_bonus",
+    figures.threshold_bonus_plane(
+        swept, plane_tau, chosen if chosen and chosen["tau_days"] == plane_tau else None
+    ),
+    "Threshold x bonus",
+)
 
 # %% [markdown]
 # ## Raw and post-bonus scores per question at the chosen spec
 
 # %%
-best = RetrievalSpec(candidates=candidates, inject=inject, threshold=chosen["threshold"], bonus=chosen["bonus"], tau_days=chosen["tau_days"]) if chosen else RetrievalSpec(candidates=candidates, inject=inject, threshold=threshold, bonus=bonus, tau_days=tau_days)
+best = (
+    RetrievalSpec(
+        candidates=candidates,
+        inject=inject,
+        threshold=chosen["threshold"],
+        bonus=chosen["bonus"],
+        tau_days=chosen["tau_days"],
+    )
+    if chosen
+    else RetrievalSpec(
+        candidates=candidates, inject=inject, threshold=threshold, bonus=bonus, tau_days=tau_days
+    )
+)
 ev = evaluate(data, scores, best, lang=lang)
-report.figure("chosen_bars", figures.question_bars(figures.question_frame(ev, data), best.threshold, f"Per question at the chosen spec (bonus {best.bonus:g}, tau {best.tau_days:g} days)"), "Per-question scores at the chosen spec")
+report.figure(
+    "chosen_bars",
+    figures.question_bars(
+        figures.question_frame(ev, data),
+        best.threshold,
+        f"Per question at the chosen spec (bonus {best.bonus:g}, tau {best.tau_days:g} days)",
+    ),
+    "Per-question scores at the chosen spec",
+)
 
 # %%
-report.table("sweep_summary", swept.groupby("threshold", as_index=False).agg(feasible=("feasible", "sum"), best_headroom=("headroom", "max")), "Feasible configurations per threshold")
+report.table(
+    "sweep_summary",
+    swept.groupby("threshold", as_index=False).agg(
+        feasible=("feasible", "sum"), best_headroom=("headroom", "max")
+    ),
+    "Feasible configurations per threshold",
+)
 report.finish({"source": source, "lang": lang, "grid": list(grid.shape), "select": select})

@@ -15,21 +15,21 @@
 # follow. The default view is computed up front, so the numbers below exist under papermill too.
 
 # %% tags=["parameters"]
-source: str = 'published'                 # score source: published (the seed's numbers) or embedded
-lang: str = 'en'                          # text language to embed: en or ja
-model: str = ''                           # sentence-transformers model folder or cached name; empty for the packaged all-MiniLM-L6-v2
-dataset: str = 'seed16'                   # packaged dataset name or dataset folder
-bonus: float = 0.05                       # recency bonus at age 0 (cosine units)
-tau_days: float = 14.0                    # recency decay constant (days)
-threshold: float = 0.45                   # post-bonus score a memory needs to be injected
-candidates: int = 8                       # raw nearest neighbours fetched before the re-sort
-inject: int = 3                           # most memories injected into the prompt
-bonus_range: str = '0:0.1:0.001'          # sweep: bonus values, start:stop:step or a comma list
-tau_range: str = '1:60:1'                 # sweep: tau_days values
-threshold_range: str = '0.40:0.50:0.005'  # sweep: threshold values
-select: str = 'max-margin'                # sweep: selection rule (smallest-bonus, max-headroom, max-margin)
-out_dir: str = 'results/notebook'         # folder for this notebook's tables and figures
-fig_formats: list = ['html', 'png']       # figure formats: html always; png and svg need Chromium
+source: str = "published"  # score source: published (the seed's numbers) or embedded
+lang: str = "en"  # text language to embed: en or ja
+model: str = ""  # sentence-transformers model folder or cached name; empty for the packaged all-MiniLM-L6-v2
+dataset: str = "seed16"  # packaged dataset name or dataset folder
+bonus: float = 0.05  # recency bonus at age 0 (cosine units)
+tau_days: float = 14.0  # recency decay constant (days)
+threshold: float = 0.45  # post-bonus score a memory needs to be injected
+candidates: int = 8  # raw nearest neighbours fetched before the re-sort
+inject: int = 3  # most memories injected into the prompt
+bonus_range: str = "0:0.1:0.001"  # sweep: bonus values, start:stop:step or a comma list
+tau_range: str = "1:60:1"  # sweep: tau_days values
+threshold_range: str = "0.40:0.50:0.005"  # sweep: threshold values
+select: str = "max-margin"  # sweep: selection rule (smallest-bonus, max-headroom, max-margin)
+out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
+fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
 
 # %%
 from memlab import RetrievalSpec, load_dataset
@@ -42,7 +42,9 @@ data = load_dataset(dataset)
 panel = TuningPanel(
     data,
     RetrievalSpec(candidates=candidates, inject=inject, threshold=threshold, bonus=bonus, tau_days=tau_days),
-    source=source, lang=lang, score_options={"model": model or None},
+    source=source,
+    lang=lang,
+    score_options={"model": model or None},
 )
 panel.view()
 

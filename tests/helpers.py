@@ -13,7 +13,7 @@ from memlab.scores import ScoreTable
 REF = datetime(2026, 9, 10, tzinfo=UTC)
 
 
-def make_dataset(age_seconds, kinds, current, stale) -> Dataset:
+def make_dataset(age_seconds, kinds, current, stale, asked_seconds_ago=None) -> Dataset:
     """Memories aged by whole seconds (the payload date's resolution) and labelled questions."""
     memories = tuple(
         Memory(f"m{i}", REF - timedelta(seconds=int(s)), {"en": f"memory {i}"}, "", "reconstructed")
@@ -26,6 +26,7 @@ def make_dataset(age_seconds, kinds, current, stale) -> Dataset:
             {"en": f"question {j}"},
             current=None if current[j] < 0 else f"m{current[j]}",
             stale=tuple(f"m{s}" for s in stale[j]),
+            date=None if asked_seconds_ago is None else REF - timedelta(seconds=int(asked_seconds_ago[j])),
         )
         for j, kind in enumerate(kinds)
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from memlab.fixtures import DatasetError, dataset_dir, load_dataset
@@ -25,6 +26,7 @@ def test_seed16_what_the_seed_determines(seed):
     c1, h2 = seed.question("C1"), seed.question("H2")
     assert (c1.current, c1.stale) == ("m02", ("m01",))
     assert (date("m01"), date("m02")) == ("08-20", "09-01")
+    assert seed.languages == ("en", "ja")
     assert seed.memory("m02").texts == {
         "en": "2026-09-01: The user has been drinking sweet café au lait lately.",
         "ja": "2026-09-01: ユーザーは最近甘いカフェオレばかり飲んでいる",
@@ -62,29 +64,42 @@ BAD = [
     (
         "memories.jsonl",
         4,
-        {"date": "2026-09-11", "text_en": "2026-09-11: x", "text_ja": "2026-09-11: x"},
+        {"date": "2026-09-11", "text": "2026-09-11: x", "text_ja": "2026-09-11: x"},
         "memories.jsonl:4: date: 2026-09-11 is after the reference date 2026-09-10",
     ),
     ("memories.jsonl", 2, {"text_ja": ...}, "memories.jsonl:2: text_ja: missing"),
-    ("memories.jsonl", 2, {"text_en": "  "}, "memories.jsonl:2: text_en: empty"),
+    ("memories.jsonl", 2, {"text": "  "}, "memories.jsonl:2: text: empty"),
     (
         "memories.jsonl",
         2,
-        {"text_en": "The user likes tea."},
-        "memories.jsonl:2: text_en: must start with the date, as '2026-09-01: ...'",
+        {"text": "The user likes tea."},
+        "memories.jsonl:2: text: must start with the date, as '2026-09-01: ...'",
     ),
     ("memories.jsonl", 2, {"supersedes": "m99"}, "memories.jsonl:2: supersedes: unknown memory id 'm99'"),
     (
         "memories.jsonl",
         5,
         {"source": "guess"},
-        "memories.jsonl:5: source: 'guess' is not one of seed, reconstructed",
+        "memories.jsonl:5: source: 'guess' is not one of seed, reconstructed, imported, synthetic, user",
     ),
     (
         "memories.jsonl",
         6,
         {"colour": "red"},
-        "memories.jsonl:6: colour: unknown field (allowed: date, id, note, source, supersedes, text_en, text_ja, topic)",
+        "memories.jsonl:6: colour: unknown field (allowed: date, id, note, pinned, source, supersedes, text, text_ja, topic, type)",
+    ),
+    ("memories.jsonl", 6, {"pinned": "yes"}, "memories.jsonl:6: pinned: expected true or false, got 'yes'"),
+    (
+        "questions.jsonl",
+        5,
+        {"date": "2026-09-20"},
+        "questions.jsonl:5: date: 2026-09-20 is after the reference date 2026-09-10",
+    ),
+    (
+        "questions.jsonl",
+        5,
+        {"date": "2026-08-25", "relevant": ["m01"]},
+        "questions.jsonl:5: current: 'm02' is dated after the question (2026-08-25), so it cannot be retrieved",
     ),
     (
         "questions.jsonl",
@@ -107,7 +122,7 @@ BAD = [
         "questions.jsonl:7: kind: a nohit question has no relevant, current or stale memories",
     ),
     ("questions.jsonl", 2, {"id": "H1"}, "questions.jsonl:2: id: duplicate id 'H1' (first on line 1)"),
-    ("questions.jsonl", 9, {"text_en": ...}, "questions.jsonl:9: text_en: missing"),
+    ("questions.jsonl", 9, {"text": ...}, "questions.jsonl:9: text: missing"),
 ]
 
 
@@ -156,3 +171,28 @@ def test_unknown_dataset_name():
     assert str(e.value) == (
         "no dataset 'seed99': not a folder, and not a packaged dataset (packaged: seed16)"
     )
+
+
+def test_question_dates_set_ages_and_what_is_retrievable(dataset_copy):
+    """A question asked on Sep 5 sees memories up to Sep 5, aged from Sep 5."""
+    root, edit = dataset_copy
+    edit("questions.jsonl", 7, date="2026-09-05")  # N1
+    ds = load_dataset(root)
+    n1 = ds.question_ids.index("N1")
+    ages, visible = ds.ages(), ds.visible()
+    assert ages[n1, ds.memory_ids.index("m07")] == 0.0  # fall anime, Sep 5
+    assert ages[n1, ds.memory_ids.index("m01")] == 16.0  # black coffee, Aug 20
+    assert ages[0, ds.memory_ids.index("m01")] == 21.0  # other questions: from Sep 10
+    assert ages[n1, ds.memory_ids.index("m05")] == np.inf  # written after the question
+    hidden = sorted(m for m, v in zip(ds.memory_ids, visible[n1], strict=True) if not v)
+    assert hidden == ["m04", "m05", "m10"]  # Sep 8, Sep 9, Sep 6
+    assert visible.sum() == 16 * 10 - 3
+
+
+def test_empty_files(dataset_copy):
+    root, _ = dataset_copy
+    (root / "memories.jsonl").write_text("")
+    (root / "questions.jsonl").write_text("\n")
+    with pytest.raises(DatasetError) as e:
+        load_dataset(root)
+    assert e.value.problems[-1] == f"{root}/memories.jsonl: no memories"

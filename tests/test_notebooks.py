@@ -10,7 +10,7 @@ import nbformat
 import papermill as pm
 import pytest
 
-from memlab.parameters import NOTEBOOK_PARAMETERS, parameters_cell
+from memlab.parameters import NOTEBOOK_PARAMETERS, literal, parameters_cell
 from memlab.runner import NOTEBOOKS
 
 NB_DIR = Path(__file__).resolve().parents[1] / "notebooks"
@@ -24,7 +24,7 @@ def test_parameters_match_the_documented_ones(name):
     for p in NOTEBOOK_PARAMETERS:
         got = found[p.name]
         assert got["inferred_type_name"] == p.type, p.name
-        assert got["default"] == repr(p.default), p.name
+        assert got["default"] == literal(p.default), p.name
         assert got["help"] == p.help, p.name
 
 

@@ -132,3 +132,30 @@ def test_store_rejects_wrong_shapes():
     with pytest.raises(ValueError) as e:
         store.add(["a"], np.zeros((1, 3), dtype=np.float32), [REF])
     assert str(e.value) == "vectors have shape (1, 3), expected (1, 4)"
+
+
+def test_dated_questions_native_query_matches_reference():
+    """Questions asked in the past: ages count from then, later memories are filtered in the prefetch."""
+    from helpers import criteria_for, make_dataset, score_table
+
+    from memlab.evaluate import evaluate
+
+    rng = np.random.default_rng(5)
+    n_m, n_q = 60, 12
+    age_s = rng.integers(0, 40 * 86400, n_m)
+    asked = rng.integers(0, 20 * 86400, n_q)  # each question asked 0-20 days before the reference
+    ds = make_dataset(age_s, ["hit"] * n_q, [0] * n_q, [()] * n_q, asked_seconds_ago=asked)
+    vecs, queries = rng.normal(size=(n_m, 8)).astype(np.float32), rng.normal(size=(n_q, 8))
+    store = MemoryStore.from_dataset(ds, vecs)
+    scores = score_table(ds, store.score_table(queries))
+    spec = RetrievalSpec(candidates=10, inject=4, threshold=0.2, bonus=0.2, tau_days=5).with_reference(REF)
+    ev = evaluate(ds, scores, spec, criteria_for(ds))
+    hidden = 0
+    for q, vec, result in zip(ds.questions, queries, ev.results, strict=True):
+        native = store.query_spec(vec, spec, asked=q.date)
+        assert [i for i, _ in native] == [c.index for c in result.injected]
+        np.testing.assert_allclose([f for _, f in native], [c.final for c in result.injected], atol=1e-6)
+        later = {i for i, m in enumerate(ds.memories) if m.date > q.date}
+        assert not later & {c.index for c in result.candidates}
+        hidden += len(later)
+    assert hidden > 0  # some memories really were in the future of some question

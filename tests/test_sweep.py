@@ -118,7 +118,18 @@ def cases(draw):
         candidates=tuple(draw(st.lists(st.integers(1, n_m + 2), min_size=1, max_size=2))),
         inject=tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=2))),
     )
-    dataset = make_dataset(ages, kinds, current, stale)
+    # sometimes the questions are asked in the past: later memories are not retrievable for them
+    asked = draw(st.one_of(st.none(), st.lists(st.integers(0, 30 * 86400), min_size=n_q, max_size=n_q)))
+    if asked is not None:  # labels must exist when the question is asked: keep only those that do
+        when = [a for a in ages]
+        for j in range(n_q):
+            ok = lambda m, j=j: when[m] >= asked[j]  # noqa: E731
+            if current[j] >= 0 and not ok(current[j]):
+                kinds[j], current[j], stale[j] = "nohit", -1, ()
+            stale[j] = tuple(m for m in stale[j] if ok(m))
+            if kinds[j] == "contradiction" and not stale[j]:
+                kinds[j] = "hit"
+    dataset = make_dataset(ages, kinds, current, stale, asked_seconds_ago=asked)
     return dataset, score_table(dataset, raw), grid
 
 
