@@ -128,14 +128,32 @@ def jupyterlab(tmp_path):
         log.close()
 
 
-def test_jupyterlab_slider_moves_the_figure_and_the_criteria(browser, jupyterlab):
+KERNEL_IDLE = """() => {
+  const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+  const kernel = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
+  return !!(kernel && kernel.status === 'idle' && w.content && w.content.widgets.length);
+}"""
+
+
+def run_all_cells(page, tmp_path: Path) -> None:
+    """Run the notebook once its kernel is idle; on failure keep a screenshot and the server log."""
+    try:
+        page.wait_for_function(KERNEL_IDLE, timeout=120_000)
+        page.evaluate("async () => { await window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+        page.wait_for_selector(".memlab-bonus .noUi-handle", timeout=120_000)
+        page.wait_for_selector(".js-plotly-plot .gtitle", timeout=60_000)
+    except Exception as e:
+        page.screenshot(path=str(tmp_path / "failure.png"))
+        log = (tmp_path / "lab.log").read_text()[-3000:]
+        raise AssertionError(
+            f"the panel did not render ({e}); screenshot {tmp_path / 'failure.png'}; server log:\n{log}"
+        ) from None
+
+
+def test_jupyterlab_slider_moves_the_figure_and_the_criteria(browser, jupyterlab, tmp_path):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(jupyterlab)
-    page.wait_for_function("window.jupyterapp && document.querySelector('.jp-Notebook')", timeout=90_000)
-    page.wait_for_timeout(1000)
-    page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
-    page.wait_for_selector(".memlab-bonus .noUi-handle", timeout=120_000)
-    page.wait_for_selector(".js-plotly-plot .gtitle", timeout=60_000)
+    run_all_cells(page, tmp_path)
     title = page.locator(".js-plotly-plot .gtitle").first
     criteria = page.locator(".memlab-criteria-box").first
     assert title.text_content() == "bonus 0.05, tau 14 days, threshold 0.45 · published/en"
