@@ -10,6 +10,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from memlab.fixtures import DEFAULT_DATASET, DatasetError, load_dataset
 from memlab.io import atomic_write_text
 from memlab.spec import RetrievalSpec
@@ -420,6 +422,72 @@ def cmd_feasible(args: argparse.Namespace) -> int:
     return 0
 
 
+def scale_inputs(args: argparse.Namespace):
+    """Dataset, raw scores, question vectors, and the embedded distractor pool for a scale study."""
+    from memlab.embeddings import Embedder
+    from memlab.scale import distractor_texts
+
+    if args.source != "embedded":
+        raise ValueError(
+            "the scale study needs vectors: distractors are embedded, so use --source embedded "
+            "(published scores come from another model and cannot be mixed with them)"
+        )
+    dataset = load_dataset(args.dataset)
+    scores = scores_from(args, dataset)
+    embedder = Embedder(
+        args.model, truncate_dim=args.truncate_dim, cache_dir=args.cache_dir, progress=sys.stderr.isatty()
+    )
+    queries = embedder.encode_queries([q.text(args.lang) for q in dataset.questions])
+    ref = np.datetime64(dataset.reference_date.replace(tzinfo=None), "D")
+    texts, ages = distractor_texts(args.pool, ref, seed=args.seed)
+    if embedder.loads == 0:
+        print(
+            f"embedding a pool of {args.pool:,} distractors (cached after the first run)...", file=sys.stderr
+        )
+    pool = embedder.encode_documents(texts)
+    return dataset, scores, queries, pool, ages
+
+
+def cmd_scale(args: argparse.Namespace) -> int:
+    from memlab.scale import scale_study
+    from memlab.sweep import parse_axis
+
+    sizes = sorted({int(n) for n in parse_axis(args.n, "n", integer=True)})
+    dataset, scores, queries, pool, ages = scale_inputs(args)
+    result = scale_study(dataset, scores.raw, queries, pool, ages, sizes, spec_from(args), seed=args.seed)
+    if args.format == "json":
+        rows = [{**r, "n_zero_headroom": result["n_zero_headroom"]} for r in result["rows"]]
+        emit(json.dumps(json_clean(rows), indent=2), args.output)
+        return 0
+    lines = [
+        f"basis: {result['basis']}",
+        f"spec: {spec_line(RetrievalSpec(**{k: v for k, v in result['spec'].items() if k != 'reference_date'}))}",
+        f"{'n':>10} {'no-hit max':>11} {'(real)':>8} {'headroom':>9} {'predicted [5%, 95%]':>28}",
+    ]
+    for r in result["rows"]:
+        pred = (
+            "-"
+            if r["predicted_nohit_max"] is None
+            else (f"{r['predicted_nohit_max']:.3f} [{r['predicted_lo']:.3f}, {r['predicted_hi']:.3f}]")
+        )
+        lines.append(
+            f"{r['n']:>10,} {fmt(r['nohit_max']):>11} {fmt(r['nohit_max_real']):>8} "
+            f"{fmt(r['headroom']):>9} {pred:>28}"
+        )
+    nz = result["n_zero_headroom"]
+    lines.append(
+        f"predicted N where the headroom reaches zero (median): {'beyond 1e15' if nz is None else f'{nz:,.0f}'}"
+    )
+    for h in result["hits"]:
+        n = h["n_distractor_passes_current"]
+        lines.append(
+            f"  {h['question']}: current {h['current']} at {h['current_final']:.3f} (margin {h['margin']:+.3f}); "
+            f"a distractor passes it at N ~ {'beyond 1e15' if n is None else f'{n:,.0f}'}"
+        )
+    emit("\n".join(lines), args.output)
+    return 0
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     dataset = load_dataset(args.dataset)  # DatasetError: every problem, file:line: field: problem
     kinds = [q.kind for q in dataset.questions]
@@ -469,6 +537,7 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "feasible": (cmd_feasible, "the exact bonus intervals where every criterion holds, per tau"),
     "run": (cmd_run, "execute the notebooks with papermill for every parameter set of a batch"),
     "validate": (cmd_validate, "check a dataset folder; every problem as file:line: field: problem"),
+    "scale": (cmd_scale, "headroom as the memory count grows: measured, and an extreme-value prediction"),
 }
 
 
@@ -552,6 +621,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--criteria", default=None, help="YAML file declaring criteria (default: the seed's a, b, c)"
     )
+    add_output_options(p, ["table", "json"])
+
+    p = parsers["scale"]
+    add_source_options(p)
+    add_spec_options(p)
+    p.add_argument(
+        "--n",
+        default="16,100,1000,10000,100000,1000000",
+        help="memory counts (comma list or start:stop:step; default: %(default)s)",
+    )
+    p.add_argument("--pool", type=int, default=5000, help="real embedded distractors (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the distractors and model draws")
     add_output_options(p, ["table", "json"])
 
     p = parsers["validate"]

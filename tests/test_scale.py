@@ -1,0 +1,119 @@
+"""Scale study pieces: distractors, exact chunked top-k, the extreme-value model."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from memlab.cli import main
+from memlab.scale import GaussianVectors, MaxLaw, TopK, distractor_texts, max_quantile, n_reaching, stream
+from memlab.spec import RetrievalSpec, recency_weight, rescore
+
+REF = np.datetime64("2026-09-10")
+
+
+def test_distractors_are_seeded_dated_and_unique():
+    a, ages_a = distractor_texts(500, REF, seed=3)
+    b, ages_b = distractor_texts(500, REF, seed=3)
+    c, _ = distractor_texts(500, REF, seed=4)
+    assert a == b and np.array_equal(ages_a, ages_b) and a != c
+    assert len(set(a)) == 500
+    assert a[0][:12] == f"{REF - np.timedelta64(int(ages_a[0]), 'D')}: "
+    assert ages_a.min() >= 0 and ages_a.max() < 365
+
+
+def test_chunked_top_k_is_exact_whatever_the_chunk():
+    rng = np.random.default_rng(0)
+    vecs = rng.normal(size=(5000, 16)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)  # cosines, as stored
+    ages = rng.uniform(0, 60, 5000)
+    q = rng.normal(size=(7, 16)).astype(np.float32)
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    spec = RetrievalSpec(candidates=8, bonus=0.3, tau_days=5)
+    brute_raw = (q @ vecs.T).astype(np.float64)
+    top8 = np.argsort(-brute_raw, axis=1)[:, :8]
+    want = np.take_along_axis(rescore(brute_raw, recency_weight(ages, 5.0), 0.3), top8, axis=1).max(axis=1)
+    for chunk in (1, 333, 5000):
+        t = TopK(q, 8)
+        for s in range(0, 5000, chunk):
+            t.add(vecs[s : s + chunk], ages[s : s + chunk])
+        np.testing.assert_allclose(t.best_final(spec), want, rtol=0, atol=1e-6)
+
+
+def test_model_vectors_are_unit_and_match_the_pool_moments():
+    rng = np.random.default_rng(1)
+    pool = rng.normal(loc=0.3, size=(4000, 8))
+    pool /= np.linalg.norm(pool, axis=1, keepdims=True)
+    model = GaussianVectors.fit(pool)
+    draws = model.sample(20000, np.random.default_rng(2))
+    np.testing.assert_allclose(np.linalg.norm(draws, axis=1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(draws.mean(axis=0), pool.mean(axis=0), atol=0.02)
+
+
+def test_stream_uses_the_real_pool_first_then_the_model():
+    real = (np.ones((10, 4), dtype=np.float32), np.zeros(10))
+    model = GaussianVectors(np.zeros(4), np.eye(4))
+    chunks = list(stream(real, model, 25, chunk=4))
+    assert [len(c[0]) for c in chunks] == [4, 4, 2, 4, 4, 4, 3]
+    assert all((c[0] == 1).all() for c in chunks[:3]) and not (chunks[3][0] == 1).all()
+    with pytest.raises(ValueError) as e:
+        list(stream(real, None, 25))
+    assert str(e.value) == "only 10 real vectors for N = 25, and no vector model to draw more"
+
+
+def test_extreme_value_prediction_of_the_maximum_of_normals():
+    """The fitted law predicts the median maximum of N normal scores within 0.1 standard deviation
+    of one score (about 0.005 in cosine units here), 10 and 100 blocks out; checked by simulation."""
+    rng = np.random.default_rng(7)
+    law = MaxLaw.fit(rng.normal(size=20000), block=100)
+    for n in (1000, 10000):
+        sims = rng.normal(size=(400, n)).max(axis=1)
+        assert abs(max_quantile([law], n, 0.5) - np.median(sims)) < 0.1
+        lo, hi = max_quantile([law], n, 0.05), max_quantile([law], n, 0.95)
+        assert 0.85 <= np.mean((sims >= lo) & (sims <= hi)) <= 0.97
+    # n_reaching inverts the median: the N whose median maximum is 3.5
+    n = n_reaching([law], 3.5)
+    assert abs(max_quantile([law], n, 0.5) - 3.5) < 1e-6
+    assert n_reaching([law], 50.0) is None  # beyond 1e15
+    with pytest.raises(ValueError) as e:
+        MaxLaw.fit(np.zeros(500), block=100)  # 5 blocks
+    assert str(e.value) == "need at least 1000 pool scores to fit block maxima of 100, got 500"
+
+
+@pytest.mark.model
+def test_scale_command_json(capsys, cache_dir, embedded):
+    code = main(
+        [
+            "scale",
+            "--source",
+            "embedded",
+            "--cache-dir",
+            str(cache_dir),
+            "--pool",
+            "1000",
+            "--n",
+            "16,116,1016,5016",
+            "--format",
+            "json",
+        ]
+    )
+    rows = json.loads(capsys.readouterr().out)
+    assert code == 0 and [r["n"] for r in rows] == [16, 116, 1016, 5016]
+    # at N = 16 it is the fixture alone: the embedded evaluation's criterion (a) value
+    nohit = [
+        i for i, q in enumerate(("H1", "H2", "H3", "H4", "C1", "C2", "N1", "N2", "N3", "N4")) if q[0] == "N"
+    ]
+    assert rows[0]["nohit_max_real"] == rows[0]["nohit_max"] > 0
+    assert all(b["nohit_max"] >= a["nohit_max"] for a, b in zip(rows, rows[1:], strict=False))
+    assert rows[3]["nohit_max_real"] is None  # beyond the real pool: model vectors only
+    assert all(abs(r["headroom"] - (0.45 - r["nohit_max"])) < 1e-12 for r in rows)
+    assert len({r["n_zero_headroom"] for r in rows}) == 1 and rows[0]["n_zero_headroom"] > 5016
+    assert len(nohit) == 4
+
+
+def test_scale_needs_vectors(capsys):
+    code = main(["scale", "--source", "published", "--n", "16"])
+    assert code == 2
+    assert capsys.readouterr().err.startswith("memlab: error: the scale study needs vectors")
