@@ -461,7 +461,7 @@ def cmd_scale(args: argparse.Namespace) -> int:
         return 0
     lines = [
         f"basis: {result['basis']}",
-        f"spec: {spec_line(RetrievalSpec(**{k: v for k, v in result['spec'].items() if k != 'reference_date'}))}",
+        f"spec: {spec_line(spec_from(args))}",
         f"{'n':>10} {'no-hit max':>11} {'(real)':>8} {'headroom':>9} {'predicted [5%, 95%]':>28}",
     ]
     for r in result["rows"]:
@@ -476,12 +476,14 @@ def cmd_scale(args: argparse.Namespace) -> int:
         )
     nz = result["n_zero_headroom"]
     lines.append(
-        f"predicted N where the headroom reaches zero (median): {'beyond 1e15' if nz is None else f'{nz:,.0f}'}"
+        "predicted N where the headroom reaches zero (median): "
+        + ("beyond 1e15" if nz is None else f"{nz:,.0f}")
     )
     for h in result["hits"]:
         n = h["n_distractor_passes_current"]
         lines.append(
-            f"  {h['question']}: current {h['current']} at {h['current_final']:.3f} (margin {h['margin']:+.3f}); "
+            f"  {h['question']}: current {h['current']} at {h['current_final']:.3f} "
+            f"(margin {h['margin']:+.3f}); "
             f"a distractor passes it at N ~ {'beyond 1e15' if n is None else f'{n:,.0f}'}"
         )
     emit("\n".join(lines), args.output)

@@ -474,6 +474,7 @@ def scale_study(
         "basis": (
             f"{n0} dataset memories, then {len(pool):,} real embeddings of template distractors; "
             "nohit_max: dataset + vectors from a Gaussian fitted to the pool (L2-normalised); "
-            f"prediction: GEV laws fitted to block maxima ({laws[0].block} per block) of the pool's post-bonus scores"
+            f"prediction: GEV laws fitted to block maxima ({laws[0].block} per block) "
+            "of the pool's post-bonus scores"
         ),
     }

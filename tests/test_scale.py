@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import numpy as np
@@ -106,7 +107,7 @@ def test_scale_command_json(capsys, cache_dir, embedded):
         i for i, q in enumerate(("H1", "H2", "H3", "H4", "C1", "C2", "N1", "N2", "N3", "N4")) if q[0] == "N"
     ]
     assert rows[0]["nohit_max_real"] == rows[0]["nohit_max"] > 0
-    assert all(b["nohit_max"] >= a["nohit_max"] for a, b in zip(rows, rows[1:], strict=False))
+    assert all(b["nohit_max"] >= a["nohit_max"] for a, b in itertools.pairwise(rows))
     assert rows[3]["nohit_max_real"] is None  # beyond the real pool: model vectors only
     assert all(abs(r["headroom"] - (0.45 - r["nohit_max"])) < 1e-12 for r in rows)
     assert len({r["n_zero_headroom"] for r in rows}) == 1 and rows[0]["n_zero_headroom"] > 5016
