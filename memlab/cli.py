@@ -490,6 +490,33 @@ def cmd_scale(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import_qdrant(args: argparse.Namespace) -> int:
+    from memlab.importer import import_qdrant
+
+    out = import_qdrant(
+        collection=args.collection,
+        date_field=args.date_field,
+        text_field=args.text_field,
+        out=args.output,
+        path=args.path,
+        url=args.url,
+        vector_name=args.vector_name,
+        model=args.model,
+        questions=args.questions,
+        reference_date=args.reference_date,
+        language=args.language,
+        progress=sys.stderr.isatty(),
+    )
+    n = len((out / "memories.jsonl").read_text(encoding="utf-8").splitlines())
+    print(f"wrote {out}: {n} memories with their stored vectors")
+    if args.questions is None:
+        print(
+            f"next: write your questions into {out / 'questions.jsonl'} (see the README), then "
+            f"memlab validate {out}"
+        )
+    return 0
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     dataset = load_dataset(args.dataset)  # DatasetError: every problem, file:line: field: problem
     kinds = [q.kind for q in dataset.questions]
@@ -540,6 +567,7 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "run": (cmd_run, "execute the notebooks with papermill for every parameter set of a batch"),
     "validate": (cmd_validate, "check a dataset folder; every problem as file:line: field: problem"),
     "scale": (cmd_scale, "headroom as the memory count grows: measured, and an extreme-value prediction"),
+    "import-qdrant": (cmd_import_qdrant, "turn an existing Qdrant collection into a dataset, vectors kept"),
 }
 
 
@@ -636,6 +664,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pool", type=int, default=5000, help="real embedded distractors (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="seed of the distractors and model draws")
     add_output_options(p, ["table", "json"])
+
+    p = parsers["import-qdrant"]
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--path", help="local Qdrant folder")
+    where.add_argument("--url", help="Qdrant server URL")
+    p.add_argument("--collection", required=True)
+    p.add_argument("--date-field", required=True, help="payload field with the memory's date")
+    p.add_argument("--text-field", required=True, help="payload field with the memory's text")
+    p.add_argument("--vector-name", default=None, help="which named vector (if the collection has several)")
+    p.add_argument(
+        "--model", default=None, help="the model that made the vectors (questions are embedded with it)"
+    )
+    p.add_argument("--questions", default=None, help="questions.jsonl to include")
+    p.add_argument("--reference-date", default=None, help="default: the newest memory's date")
+    p.add_argument("--language", default="en")
+    p.add_argument("-o", "--output", required=True, help="new dataset folder")
 
     p = parsers["validate"]
     p.add_argument("dataset", help="dataset folder (or a packaged dataset name)")

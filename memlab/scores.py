@@ -150,9 +150,39 @@ def embedded_scores(
         raise ValueError(
             f"dataset {dataset.name!r} has no language {lang!r}; it has: {', '.join(dataset.languages)}"
         )
-    embedder = Embedder(model, truncate_dim=truncate_dim, cache_dir=cache_dir, progress=progress)
-    mem_vecs = embedder.encode_documents([m.text(lang) for m in dataset.memories])
-    q_vecs = embedder.encode_queries([q.text(lang) for q in dataset.questions])
+    if dataset.vectors:  # imported: the memory vectors are kept as stored, only questions are embedded
+        from memlab.embeddings import resolve_model
+        from memlab.importer import stored_vectors
+
+        made_with = dataset.vectors.get("model")
+        if model is None and made_with is None:
+            raise ValueError(
+                f"dataset {dataset.name!r} keeps vectors from an unrecorded model: pass --model, "
+                "the model that made them, to embed the questions alike"
+            )
+        if (
+            model is not None
+            and made_with is not None
+            and resolve_model(model)[1] != resolve_model(made_with)[1]
+        ):
+            raise ValueError(
+                f"dataset {dataset.name!r} keeps vectors made with {made_with!r}; questions would be "
+                f"embedded with {model!r}: pass --model {made_with}"
+            )
+        embedder = Embedder(
+            model or made_with, truncate_dim=truncate_dim, cache_dir=cache_dir, progress=progress
+        )
+        mem_vecs = stored_vectors(dataset)
+        q_vecs = embedder.encode_queries([q.text(lang) for q in dataset.questions])
+        if q_vecs.shape[1] != mem_vecs.shape[1]:
+            raise ValueError(
+                f"questions embed to {q_vecs.shape[1]} dimensions with {embedder.model_id}, "
+                f"but the stored memory vectors have {mem_vecs.shape[1]}"
+            )
+    else:
+        embedder = Embedder(model, truncate_dim=truncate_dim, cache_dir=cache_dir, progress=progress)
+        mem_vecs = embedder.encode_documents([m.text(lang) for m in dataset.memories])
+        q_vecs = embedder.encode_queries([q.text(lang) for q in dataset.questions])
     store = MemoryStore.from_dataset(dataset, mem_vecs, lang=lang, path=qdrant_path, url=qdrant_url)
     raw = store.score_table(q_vecs)
     return ScoreTable(

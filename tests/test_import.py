@@ -1,0 +1,208 @@
+"""memlab import-qdrant: collections made in the test, imported without re-embedding."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+from qdrant_client import QdrantClient, models
+
+from memlab.cli import main
+from memlab.embeddings import Embedder
+from memlab.fixtures import DatasetError, dataset_dir, load_dataset
+from memlab.importer import import_qdrant
+from memlab.scores import load_scores
+
+REF = datetime(2026, 9, 10, tzinfo=UTC)
+
+
+def make_collection(path, points, dim=4, named=False, name="mem"):
+    client = QdrantClient(path=str(path))
+    params = models.VectorParams(size=dim, distance=models.Distance.COSINE)
+    client.create_collection(name, vectors_config={"dense": params, "other": params} if named else params)
+    client.upsert(
+        name,
+        points=[
+            models.PointStruct(id=i, vector={"dense": v, "other": v} if named else v, payload=payload)
+            for i, (v, payload) in enumerate(points)
+        ],
+    )
+    client.close()
+
+
+def good_points(n=5, dim=4):
+    rng = np.random.default_rng(0)
+    return [
+        (
+            rng.normal(size=dim).tolist(),
+            {"when": (REF - timedelta(days=i)).isoformat(), "body": f"memory {i}"},
+        )
+        for i in range(n)
+    ]
+
+
+@pytest.mark.parametrize("named", [False, True])
+def test_import_keeps_vectors_dates_and_texts(tmp_path, named):
+    make_collection(tmp_path / "q", good_points(), named=named)
+    out = import_qdrant(
+        path=str(tmp_path / "q"),
+        collection="mem",
+        date_field="when",
+        text_field="body",
+        out=tmp_path / "ds",
+        vector_name="dense" if named else None,
+        model="all-MiniLM-L6-v2",
+    )
+    meta = json.loads((out / "dataset.json").read_text())
+    assert meta["vectors"] == {
+        "file": "vectors.npy",
+        "dim": 4,
+        "model": "all-MiniLM-L6-v2",
+        "order": "memories.jsonl",
+    }
+    assert meta["reference_date"] == "2026-09-10T00:00:00Z" and meta["date_prefix"] is False
+    rows = [json.loads(line) for line in (out / "memories.jsonl").read_text().splitlines()]
+    assert [(r["id"], r["text"]) for r in rows] == [(str(i), f"memory {i}") for i in range(5)]
+    vecs = np.load(out / "vectors.npy")
+    np.testing.assert_allclose(vecs, np.array([v for v, _ in good_points()], dtype=np.float32), rtol=1e-6)
+    assert (out / "questions.jsonl").read_text() == ""
+
+
+def test_named_vectors_need_a_name(tmp_path):
+    make_collection(tmp_path / "q", good_points(), named=True)
+    with pytest.raises(ValueError) as e:
+        import_qdrant(
+            path=str(tmp_path / "q"),
+            collection="mem",
+            date_field="when",
+            text_field="body",
+            out=tmp_path / "ds",
+        )
+    assert str(e.value) == "collection 'mem' has named vectors dense, other: pass --vector-name"
+
+
+def test_bad_points_are_all_reported_and_nothing_is_written(tmp_path):
+    pts = good_points(6)
+    pts[1] = (pts[1][0], {"body": "no date"})
+    pts[2] = (pts[2][0], {"when": "sometime in May", "body": "bad date"})
+    pts[3] = (pts[3][0], {"when": REF.isoformat()})
+    pts[4] = (pts[4][0], {"when": 1788998400, "body": "epoch seconds are dates too"})
+    make_collection(tmp_path / "q", pts)
+    with pytest.raises(DatasetError) as e:
+        import_qdrant(
+            path=str(tmp_path / "q"),
+            collection="mem",
+            date_field="when",
+            text_field="body",
+            out=tmp_path / "ds",
+        )
+    assert e.value.problems == [
+        "collection mem: point 1: when: missing",
+        "collection mem: point 2: when: 'sometime in May' is not a date (YYYY-MM-DD or ISO 8601)",
+        "collection mem: point 3: body: missing or not text",
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["q"]
+
+
+def test_missing_collection_and_date_field_everywhere(tmp_path):
+    make_collection(tmp_path / "q", good_points(2))
+    with pytest.raises(ValueError) as e:
+        import_qdrant(
+            path=str(tmp_path / "q"),
+            collection="nope",
+            date_field="when",
+            text_field="body",
+            out=tmp_path / "ds",
+        )
+    assert str(e.value) == "no collection 'nope' (collections: mem)"
+    with pytest.raises(DatasetError) as e:
+        import_qdrant(
+            path=str(tmp_path / "q"),
+            collection="mem",
+            date_field="created",
+            text_field="body",
+            out=tmp_path / "ds",
+        )
+    assert e.value.problems == [
+        "collection mem: point 0: created: missing",
+        "collection mem: point 1: created: missing",
+    ]
+
+
+@pytest.mark.model
+def test_imported_seed_scores_like_the_embedded_source(tmp_path, seed, embedded, cache_dir, capsys):
+    """The seed's memories stored in Qdrant by a 'device', imported, score as memlab's own embedding does."""
+    vecs = Embedder(cache_dir=cache_dir).encode_documents([m.text("en") for m in seed.memories])
+    make_collection(
+        tmp_path / "device",
+        [
+            (v.tolist(), {"created": m.date.isoformat(), "text": m.text("en")})
+            for v, m in zip(vecs, seed.memories, strict=True)
+        ],
+        dim=384,
+    )
+    # the device's point ids are 0..15; the questions name memories by those ids
+    index = {m.id: str(i) for i, m in enumerate(seed.memories)}
+    qs = []
+    for line in (dataset_dir("seed16") / "questions.jsonl").read_text().splitlines():
+        q = json.loads(line)
+        q.pop("text_ja")
+        for key in ("relevant", "stale"):
+            q[key] = [index[m] for m in q[key]]
+        if q.get("current"):
+            q["current"] = index[q["current"]]
+        qs.append(json.dumps(q, ensure_ascii=False))
+    (tmp_path / "questions.jsonl").write_text("\n".join(qs) + "\n")
+    code = main(
+        [
+            "import-qdrant",
+            "--path",
+            str(tmp_path / "device"),
+            "--collection",
+            "mem",
+            "--date-field",
+            "created",
+            "--text-field",
+            "text",
+            "--model",
+            "all-MiniLM-L6-v2",
+            "--questions",
+            str(tmp_path / "questions.jsonl"),
+            "--reference-date",
+            "2026-09-10",
+            "-o",
+            str(tmp_path / "imported"),
+        ]
+    )
+    assert (
+        code == 0
+        and capsys.readouterr().out
+        == f"wrote {tmp_path / 'imported'}: 16 memories with their stored vectors\n"
+    )
+    ds = load_dataset(tmp_path / "imported")
+    scores = load_scores("embedded", ds, cache_dir=cache_dir)
+    np.testing.assert_allclose(scores.raw, embedded.raw, atol=1e-6)
+    with pytest.raises(ValueError) as e:
+        load_scores("embedded", ds, model="Qwen/Qwen3-Embedding-0.6B", cache_dir=cache_dir)
+    assert str(e.value) == (
+        "dataset 'mem' keeps vectors made with 'all-MiniLM-L6-v2'; questions would be embedded "
+        "with 'Qwen/Qwen3-Embedding-0.6B': pass --model all-MiniLM-L6-v2"
+    )
+    # NaN in the stored vectors (Qdrant itself refuses them, a hand-edited file may not)
+    good = np.load(tmp_path / "imported" / "vectors.npy")
+    bad = good.copy()
+    bad[3, 0] = np.nan
+    np.save(tmp_path / "imported" / "vectors.npy", bad)
+    with pytest.raises(ValueError) as e:
+        load_scores("embedded", load_dataset(tmp_path / "imported"), cache_dir=cache_dir)
+    assert str(e.value) == f"{tmp_path / 'imported' / 'vectors.npy'}: contains NaN or infinity"
+    np.save(tmp_path / "imported" / "vectors.npy", good)
+    # a dimension mismatch: vectors truncated to 64 dimensions while questions keep 384
+    np.save(tmp_path / "imported" / "vectors.npy", np.load(tmp_path / "imported" / "vectors.npy")[:, :64])
+    with pytest.raises(ValueError) as e:
+        load_scores("embedded", load_dataset(tmp_path / "imported"), cache_dir=cache_dir)
+    assert "but the stored memory vectors have 64" in str(e.value)
+    shutil.rmtree(tmp_path / "imported")
