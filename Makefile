@@ -36,8 +36,8 @@ test: $(VENV)/.installed-test  ## install the test extras and run the test suite
 	$(BIN)/python -m pytest
 
 lint: $(VENV)/.installed-test  ## ruff check and format check
-	$(BIN)/ruff check memlab tests benchmarks
-	$(BIN)/ruff format --check memlab tests benchmarks
+	$(BIN)/ruff check memlab tests benchmarks notebooks
+	$(BIN)/ruff format --check memlab tests benchmarks notebooks
 
 bench: $(VENV)/.installed  ## run the benchmarks (timings printed, not asserted)
 	$(BIN)/python benchmarks/bench_evaluate.py

@@ -10,8 +10,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from memlab.fixtures import DEFAULT_DATASET, DatasetError, load_dataset
 from memlab.io import atomic_write_text
 from memlab.spec import RetrievalSpec
@@ -438,8 +436,7 @@ def scale_inputs(args: argparse.Namespace):
         args.model, truncate_dim=args.truncate_dim, cache_dir=args.cache_dir, progress=sys.stderr.isatty()
     )
     queries = embedder.encode_queries([q.text(args.lang) for q in dataset.questions])
-    ref = np.datetime64(dataset.reference_date.replace(tzinfo=None), "D")
-    texts, ages = distractor_texts(args.pool, ref, seed=args.seed)
+    texts, ages = distractor_texts(args.pool, dataset.reference_date, seed=args.seed)
     if embedder.loads == 0:
         print(
             f"embedding a pool of {args.pool:,} distractors (cached after the first run)...", file=sys.stderr
@@ -486,6 +483,42 @@ def cmd_scale(args: argparse.Namespace) -> int:
             f"(margin {h['margin']:+.3f}); "
             f"a distractor passes it at N ~ {'beyond 1e15' if n is None else f'{n:,.0f}'}"
         )
+    emit("\n".join(lines), args.output)
+    return 0
+
+
+def cmd_robustness(args: argparse.Namespace) -> int:
+    from memlab.robustness import robustness, summarize
+
+    dataset = load_dataset(args.dataset)
+    scores = scores_from(args, dataset)
+    spec = spec_from(args)
+    df = robustness(dataset, scores.raw, spec, criteria_from(args), n_boot=args.boot, seed=args.seed)
+    summary = summarize(df)
+    if args.format == "json":
+        doc = {
+            "spec": spec.as_dict(),
+            "summary": summary.to_dict("records"),
+            "resamples": df.to_dict("records"),
+        }
+        emit(json.dumps(json_clean(doc), indent=2), args.output)
+        return 0
+    lines = [
+        f"spec: {spec_line(spec)}; {args.boot} bootstrap resamples, seed {args.seed}",
+        f"{'resamples':>20} {'n':>5} {'feasible':>9} {'lower end [5%, 95%]':>26} "
+        f"{'upper end [5%, 95%]':>26} {'headroom (median, 5%)':>22}",
+    ]
+    for r in summary.to_dict("records"):
+        lines.append(
+            f"{r['kind']:>20} {r['resamples']:>5} {r['feasible_share']:>8.1%} "
+            f"{fmt(r['lo_median']):>7} [{fmt(r['lo_p05'])}, {fmt(r['lo_p95'])}]   "
+            f"{fmt(r['hi_median']):>7} [{fmt(r['hi_p05'])}, {fmt(r['hi_p95'])}]   "
+            f"{fmt(r['headroom_median'])}, {fmt(r['headroom_p05'])}"
+        )
+    loqo = df[df["kind"] == "loqo"]
+    moved = loqo[(loqo["lo"] != df["lo"].iloc[0]) | (loqo["hi"] != df["hi"].iloc[0])]
+    for r in moved.to_dict("records"):
+        lines.append(f"  without {r['left_out']}: bonus interval [{fmt(r['lo'])}, {fmt(r['hi'])})")
     emit("\n".join(lines), args.output)
     return 0
 
@@ -568,6 +601,7 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "validate": (cmd_validate, "check a dataset folder; every problem as file:line: field: problem"),
     "scale": (cmd_scale, "headroom as the memory count grows: measured, and an extreme-value prediction"),
     "import-qdrant": (cmd_import_qdrant, "turn an existing Qdrant collection into a dataset, vectors kept"),
+    "robustness": (cmd_robustness, "leave-one-question-out and bootstrap: does the tuned spec hold?"),
 }
 
 
@@ -663,6 +697,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--pool", type=int, default=5000, help="real embedded distractors (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="seed of the distractors and model draws")
+    add_output_options(p, ["table", "json"])
+
+    p = parsers["robustness"]
+    add_source_options(p)
+    add_spec_options(p)
+    p.add_argument(
+        "--boot", type=int, default=200, help="bootstrap resamples of each kind (default: %(default)s)"
+    )
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--criteria", default=None, help="YAML file declaring criteria (default: the seed's a, b, c)"
+    )
     add_output_options(p, ["table", "json"])
 
     p = parsers["import-qdrant"]

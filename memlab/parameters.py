@@ -38,6 +38,10 @@ NOTEBOOK_PARAMETERS: tuple[Parameter, ...] = (
     Parameter(
         "select", "str", "max-margin", "sweep: selection rule (smallest-bonus, max-headroom, max-margin)"
     ),
+    Parameter("n_range", "str", "16,100,1000,10000,100000,1000000", "scale: memory counts N to measure"),
+    Parameter("pool", "int", 5000, "scale: real embedded distractors (cached after the first run)"),
+    Parameter("boot", "int", 200, "robustness: bootstrap resamples of each kind"),
+    Parameter("seed", "int", 0, "scale and robustness: random seed"),
     Parameter("out_dir", "str", "results/notebook", "folder for this notebook's tables and figures"),
     Parameter(
         "fig_formats", "list", ["html", "png"], "figure formats: html always; png and svg need Chromium"

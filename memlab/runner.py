@@ -27,7 +27,7 @@ from typing import Any
 from memlab.io import atomic_write_text
 from memlab.parameters import NOTEBOOK_PARAMETERS, defaults
 
-NOTEBOOKS = ("01_reproduce", "02_sweep", "03_tune")
+NOTEBOOKS = ("01_reproduce", "02_sweep", "03_tune", "04_scale", "05_robustness")
 PACKAGES = (
     "memlab",
     "numpy",
@@ -46,6 +46,7 @@ PACKAGES = (
 class Run:
     name: str
     parameters: dict[str, Any]
+    notebooks: tuple[str, ...] | None = None  # None: the batch's notebooks
 
 
 @dataclass(frozen=True)
@@ -135,12 +136,15 @@ def load_batch(path: str | Path | None) -> Batch:
             raise ValueError(f"{path}: runs[{i}]: name {name!r} must be letters, digits, '-', '_' or '.'")
         if name in {r.name for r in runs}:
             raise ValueError(f"{path}: runs[{i}]: duplicate name {name!r}")
-        runs.append(
-            Run(
-                name,
-                {**shared, **check_parameters(f"{path}: runs[{i}] ({name})", item.get("parameters") or {})},
+        own = item.get("notebooks")
+        unknown_nb = sorted(set(own or []) - set(NOTEBOOKS))
+        if unknown_nb:
+            raise ValueError(
+                f"{path}: runs[{i}] ({name}): unknown notebook(s) {', '.join(unknown_nb)}; "
+                f"notebooks: {', '.join(NOTEBOOKS)}"
             )
-        )
+        params = check_parameters(f"{path}: runs[{i}] ({name})", item.get("parameters") or {})
+        runs.append(Run(name, {**shared, **params}, tuple(own) if own else None))
     return Batch(notebooks, tuple(runs), str(path))
 
 
@@ -210,8 +214,8 @@ def run_batch(
     out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     kernel = kernel_name()
-    jobs = [(r, nb) for r in batch.runs for nb in batch.notebooks]
-    for nb in batch.notebooks:
+    jobs = [(r, nb) for r in batch.runs for nb in (r.notebooks or batch.notebooks)]
+    for nb in {nb for _, nb in jobs}:
         if not (notebooks_dir / f"{nb}.ipynb").is_file():
             raise FileNotFoundError(f"no notebook {nb}.ipynb in {notebooks_dir}")
     started, t0 = now(), time.perf_counter()

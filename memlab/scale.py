@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -148,12 +149,14 @@ SLOTS: dict[str, tuple[str, ...]] = {
 
 
 def distractor_texts(
-    n: int, reference: np.datetime64, seed: int = 0, span_days: int = 365
+    n: int, reference: np.datetime64 | datetime, seed: int = 0, span_days: int = 365
 ) -> tuple[list[str], np.ndarray]:
     """``n`` dated memory texts ("YYYY-MM-DD: The user ...") and their ages in days, seeded.
 
     Texts are unique while the template space lasts (about 100,000 combinations).
     """
+    if isinstance(reference, datetime):
+        reference = np.datetime64(reference.replace(tzinfo=None), "D")
     rng = np.random.default_rng(seed)
     texts: list[str] = []
     seen: set[str] = set()

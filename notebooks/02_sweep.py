@@ -28,17 +28,19 @@ bonus_range: str = "0:0.1:0.001"  # sweep: bonus values, start:stop:step or a co
 tau_range: str = "1:60:1"  # sweep: tau_days values
 threshold_range: str = "0.40:0.50:0.005"  # sweep: threshold values
 select: str = "max-margin"  # sweep: selection rule (smallest-bonus, max-headroom, max-margin)
+n_range: str = "16,100,1000,10000,100000,1000000"  # scale: memory counts N to measure
+pool: int = 5000  # scale: real embedded distractors (cached after the first run)
+boot: int = 200  # robustness: bootstrap resamples of each kind
+seed: int = 0  # scale and robustness: random seed
 out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
 fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
 
 # %%
 import pandas as pd
 
-from memlab import RetrievalSpec, evaluate, load_dataset, load_scores
-from memlab import figures
+from memlab import RetrievalSpec, evaluate, figures, load_dataset, load_scores, selection
 from memlab.feasible import feasible_bonus, intervals_json
 from memlab.report import Report
-from memlab import selection
 from memlab.sweep import Grid, Labels, parse_axis, sweep
 
 report = Report(out_dir, fig_formats)

@@ -119,3 +119,29 @@ def test_03_tune_renders_its_default_view_headless(tmp_path):
         "<retrieved_memory>" in text
         and "2026-09-01: The user has been drinking sweet café au lait lately." in text
     )
+
+
+@pytest.mark.model
+def test_04_scale_writes_the_curve(tmp_path, cache_dir, embedded, monkeypatch):
+    monkeypatch.setenv("MEMLAB_CACHE_DIR", str(cache_dir))
+    out = execute("04_scale", tmp_path, source="embedded", pool=1000, n_range="16,116,1016,3016")
+    rows = records(out / "tables" / "scale.json")
+    assert [r["n"] for r in rows] == [16, 116, 1016, 3016]
+    assert rows[0]["nohit_max"] == rows[0]["nohit_max_real"]  # the fixture alone
+    assert rows[-1]["nohit_max_real"] is None  # beyond the real pool
+    assert all(r["predicted_lo"] <= r["predicted_nohit_max"] <= r["predicted_hi"] for r in rows)
+    report = json.loads((out / "report.json").read_text())
+    n_zero = next(e["value"] for e in report["entries"] if e["name"] == "n_zero_headroom")
+    assert n_zero is None or n_zero > 3016
+    assert len(records(out / "tables" / "hit_margins.json")) == 6  # the six questions with a current memory
+    assert (out / "figures" / "scale_curve.html").is_file()
+
+
+def test_05_robustness_writes_the_resamples(tmp_path):
+    out = execute("05_robustness", tmp_path, boot=10)
+    summary = {r["kind"]: r for r in records(out / "tables" / "robustness_summary.json")}
+    assert list(summary) == ["all", "loqo", "questions", "memories"]
+    assert summary["all"]["feasible_share"] == 1.0 and summary["questions"]["resamples"] == 10
+    loqo = records(out / "tables" / "leave_one_question_out.json")
+    assert [r["left_out"] for r in loqo] == ["", "H1", "H2", "H3", "H4", "C1", "C2", "N1", "N2", "N3", "N4"]
+    assert (out / "figures" / "interval_ends.html").is_file()

@@ -1,0 +1,97 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: memlab
+#     language: python
+#     name: memlab
+# ---
+
+# %% [markdown]
+# # 04 · Headroom as memories accumulate
+#
+# The seed tuned its constants on 16 memories. How does the best post-bonus score on questions
+# that should retrieve nothing grow with the number of stored memories N, and at what N does the
+# headroom reach zero? Distractors are template memories over everyday topics, embedded for real
+# up to the pool size and drawn from a Gaussian fitted to that pool beyond it.
+
+# %% tags=["parameters"]
+source: str = "published"  # score source: published (the seed's numbers) or embedded
+lang: str = "en"  # text language to embed: en or ja
+model: str = ""  # sentence-transformers model folder or cached name; empty for the packaged all-MiniLM-L6-v2
+dataset: str = "seed16"  # packaged dataset name or dataset folder
+bonus: float = 0.05  # recency bonus at age 0 (cosine units)
+tau_days: float = 14.0  # recency decay constant (days)
+threshold: float = 0.45  # post-bonus score a memory needs to be injected
+candidates: int = 8  # raw nearest neighbours fetched before the re-sort
+inject: int = 3  # most memories injected into the prompt
+bonus_range: str = "0:0.1:0.001"  # sweep: bonus values, start:stop:step or a comma list
+tau_range: str = "1:60:1"  # sweep: tau_days values
+threshold_range: str = "0.40:0.50:0.005"  # sweep: threshold values
+select: str = "max-margin"  # sweep: selection rule (smallest-bonus, max-headroom, max-margin)
+n_range: str = "16,100,1000,10000,100000,1000000"  # scale: memory counts N to measure
+pool: int = 5000  # scale: real embedded distractors (cached after the first run)
+boot: int = 200  # robustness: bootstrap resamples of each kind
+seed: int = 0  # scale and robustness: random seed
+out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
+fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
+
+# %%
+import pandas as pd
+
+from memlab import RetrievalSpec, figures, load_dataset, load_scores
+from memlab.embeddings import Embedder
+from memlab.report import Report
+from memlab.scale import distractor_texts, scale_study
+from memlab.sweep import parse_axis
+
+report = Report(out_dir, fig_formats)
+data = load_dataset(dataset)
+scores = load_scores(source, data, lang=lang, model=model or None)
+embedder = Embedder(model or None)
+queries = embedder.encode_queries([q.text(lang) for q in data.questions])
+texts, ages = distractor_texts(pool, data.reference_date, seed=seed)
+vectors = embedder.encode_documents(texts)
+spec = RetrievalSpec(
+    candidates=candidates, inject=inject, threshold=threshold, bonus=bonus, tau_days=tau_days
+)
+result = scale_study(
+    data,
+    scores.raw,
+    queries,
+    vectors,
+    ages,
+    sorted(set(parse_axis(n_range, "n_range", integer=True))),
+    spec,
+    seed=seed,
+)
+print(result["basis"])
+
+# %%
+rows = pd.DataFrame(result["rows"])
+report.table("scale", rows, "Best no-hit score after the bonus against N: measured and predicted")
+report.value(
+    "n_zero_headroom", result["n_zero_headroom"], "predicted N where the headroom reaches zero (median)"
+)
+rows
+
+# %%
+report.figure(
+    "scale_curve",
+    figures.scale_curve(rows, threshold, result["n_zero_headroom"], result["basis"]),
+    "No-hit maximum against N",
+)
+
+# %% [markdown]
+# ## Hit questions: when does a distractor pass the current memory?
+
+# %%
+report.table(
+    "hit_margins",
+    pd.DataFrame(result["hits"]),
+    "Predicted N at which the best distractor passes each current memory",
+)
+
+# %%
+report.finish({"source": source, "lang": lang, "pool": pool, "n_range": n_range, "seed": seed})

@@ -1,0 +1,46 @@
+"""Robustness of the seed's choice, with ends that can be checked on paper."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from memlab.cli import main
+from memlab.robustness import robustness, summarize
+from memlab.spec import RetrievalSpec
+
+
+def test_leave_one_question_out_moves_the_ends_as_on_paper(seed, published):
+    df = robustness(seed, published.raw, RetrievalSpec(), n_boot=20, seed=1)
+    loqo = df[df["kind"] == "loqo"].set_index("left_out")
+    full = df.iloc[0]
+    assert math.isclose(full["lo"], (0.45 - 0.408) / math.exp(-1 / 14))  # (c), H2's article
+    assert math.isclose(full["hi"], (0.45 - 0.404) / math.exp(-7 / 14))  # (a), N1's keyboard
+    # without H2, (b) sets the lower end: C1's café au lait, 9 days old
+    assert math.isclose(loqo.loc["H2", "lo"], (0.45 - 0.441) / math.exp(-9 / 14))
+    # without N1, N2's fall anime (5 days old) sets the upper end
+    assert math.isclose(loqo.loc["N1", "hi"], (0.45 - 0.392) / math.exp(-5 / 14))
+    assert round(loqo.loc["N1", "headroom"], 3) == 0.023  # 0.45 - 0.427
+    assert loqo["feasible"].all() and len(loqo) == 10
+
+
+def test_resamples_are_seeded_and_summarised(seed, published):
+    a = robustness(seed, published.raw, RetrievalSpec(), n_boot=30, seed=4)
+    b = robustness(seed, published.raw, RetrievalSpec(), n_boot=30, seed=4)
+    assert a.equals(b)
+    s = summarize(a).set_index("kind")
+    assert list(s.index) == ["all", "loqo", "questions", "memories"]
+    assert s.loc["questions", "resamples"] == 30 and s.loc["all", "feasible_share"] == 1.0
+    # (0.04, 14) fails (c) on the full set; some question resamples drop H2 and pass
+    c = summarize(robustness(seed, published.raw, RetrievalSpec(bonus=0.04), n_boot=60, seed=4)).set_index(
+        "kind"
+    )
+    assert c.loc["all", "feasible_share"] == 0.0 and 0 < c.loc["questions", "feasible_share"] < 1
+
+
+def test_robustness_command(capsys):
+    code = main(["robustness", "--source", "published", "--boot", "10", "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["spec"]["bonus"] == 0.05
+    assert [r["kind"] for r in doc["summary"]] == ["all", "loqo", "questions", "memories"]
+    assert len(doc["resamples"]) == 1 + 10 + 10 + 10
