@@ -72,22 +72,23 @@ def style(fig: go.Figure, title: str, x: str, y: str, **layout: Any) -> go.Figur
     return fig
 
 
-def threshold_line(fig: go.Figure, threshold: float, axis: str = "y") -> go.Figure:
-    """The threshold drawn as a dashed line, labelled."""
-    line = {"dash": "dash", "color": OKABE_ITO["vermillion"], "width": 2.5}
-    label = f"threshold {threshold:g}"
-    common = {
-        "line": line,
-        "layer": "above",
-        "opacity": 1,
-        "annotation_text": label,
-        "annotation_font": {"color": OKABE_ITO["vermillion"], "size": 14},
-    }
-    if axis == "y":
-        fig.add_hline(y=threshold, annotation_position="top right", **common)
-    else:
-        fig.add_vline(x=threshold, annotation_position="top right", **common)
+def marked_line(fig: go.Figure, y: float, label: str, colour: str = OKABE_ITO["vermillion"]) -> go.Figure:
+    """A dashed, labelled horizontal line drawn above the data."""
+    fig.add_hline(
+        y=y,
+        line={"dash": "dash", "color": colour, "width": 2.5},
+        layer="above",
+        opacity=1,
+        annotation_text=label,
+        annotation_position="top right",
+        annotation_font={"color": colour, "size": 14},
+    )
     return fig
+
+
+def threshold_line(fig: go.Figure, threshold: float) -> go.Figure:
+    """The threshold drawn as a dashed line, labelled."""
+    return marked_line(fig, threshold, f"threshold {threshold:g}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -481,6 +482,7 @@ def scale_curve(rows: pd.DataFrame, threshold: float, n_zero: float | None, basi
             fill="toself",
             fillcolor="rgba(86,180,233,0.25)",
             line={"width": 0},
+            mode="lines",
             name="prediction, 5-95%",
             hoverinfo="skip",
         )
@@ -515,9 +517,9 @@ def scale_curve(rows: pd.DataFrame, threshold: float, n_zero: float | None, basi
         )
     )
     threshold_line(fig, threshold)
-    if n_zero is not None and n_zero <= rows["n"].max() * 100:
+    if n_zero is not None and rows["n"].min() <= n_zero <= rows["n"].max():
         fig.add_vline(
-            x=n_zero,
+            x=float(np.log10(n_zero)),  # on a log axis, shape coordinates are log10 of the data
             line={"dash": "dot", "color": OKABE_ITO["black"]},
             annotation_text=f"headroom 0 at N ~ {n_zero:,.0f}",
             annotation_position="bottom right",
@@ -530,17 +532,20 @@ def scale_curve(rows: pd.DataFrame, threshold: float, n_zero: float | None, basi
         "best post-bonus cosine on no-hit questions",
     )
     if basis:
+        import textwrap
+
         fig.add_annotation(
-            text=basis,
+            text="<br>".join(textwrap.wrap(basis, 150)),
             xref="paper",
             yref="paper",
             x=0,
-            y=-0.2,
+            y=-0.32,
+            xanchor="left",
             showarrow=False,
             font={"size": 11},
             align="left",
         )
-        fig.update_layout(margin={"b": 110})
+        fig.update_layout(margin={"b": 150}, height=600)
     return fig
 
 
@@ -564,11 +569,5 @@ def robustness_ends(df: pd.DataFrame, bonus: float) -> go.Figure:
             )
         )
     fig.update_layout(boxmode="group")
-    fig.add_hline(
-        y=bonus,
-        line={"dash": "dash", "color": OKABE_ITO["vermillion"], "width": 2.5},
-        layer="above",
-        annotation_text=f"chosen bonus {bonus:g}",
-        annotation_position="top right",
-    )
+    marked_line(fig, bonus, f"chosen bonus {bonus:g}")
     return style(fig, "Feasible bonus interval across resamples", "resampling", "bonus (cosine units)")

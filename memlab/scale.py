@@ -9,10 +9,11 @@ What the figures rest on:
   both exist the curve is measured on real and on model vectors side by side.
 - top-k is exact: chunked matrix products (numpy BLAS) merged with ``argpartition``, never a
   loop over memories, so memory stays bounded by the chunk size.
-- the prediction is an extreme-value model: block maxima of each question's post-bonus pool
-  scores fitted with a generalised extreme-value law (scipy) and carried to any N by
-  max-stability (``MaxLaw``). The no-hit maximum over several questions is the product of their
-  laws; ``n_zero_headroom`` is the N where its median reaches the threshold.
+- the prediction is an extreme-value model: the pool is cut into blocks, each block's spec
+  outcome (the best post-bonus score among its top ``candidates`` by raw score) is fitted with a
+  generalised extreme-value law (scipy) and carried to any N by max-stability (``MaxLaw``).
+  The no-hit maximum over several questions is the product of their laws; ``n_zero_headroom``
+  is the N where its median reaches the threshold.
 """
 
 from __future__ import annotations
@@ -317,17 +318,21 @@ class MaxLaw:
 
     @classmethod
     def fit(cls, scores: np.ndarray, block: int | None = None) -> MaxLaw:
-        """Fit block maxima (50 blocks unless ``block`` is given). Cosines are bounded, so the
-        tail may be bounded or Gumbel but not heavy: the shape is kept to 0 <= c <= 0.5."""
-        from scipy import stats
-
+        """Fit block maxima of plain scores (50 blocks unless ``block`` is given)."""
         block = block or max(10, len(scores) // 50)
         n_blocks = len(scores) // block
         if n_blocks < 10:
             raise ValueError(
                 f"need at least {10 * block} pool scores to fit block maxima of {block}, got {len(scores)}"
             )
-        maxima = scores[: n_blocks * block].reshape(n_blocks, block).max(axis=1)
+        return cls.from_maxima(scores[: n_blocks * block].reshape(n_blocks, block).max(axis=1), block)
+
+    @classmethod
+    def from_maxima(cls, maxima: np.ndarray, block: int) -> MaxLaw:
+        """Fit per-block maxima. Cosines are bounded, so the tail may be bounded or Gumbel but
+        not heavy: the shape is kept to 0 <= c <= 0.5."""
+        from scipy import stats
+
         c, loc, scale = stats.genextreme.fit(maxima)
         if not 0 <= c <= 0.5:
             c, loc, scale = stats.genextreme.fit(maxima, fc=float(np.clip(c, 0.0, 0.5)))
@@ -382,12 +387,23 @@ def n_reaching(laws: Sequence[MaxLaw], level: float, q: float = 0.5, n_max: floa
     return float(np.exp(brentq(g, lo, hi)))
 
 
-def post_bonus_pool(
-    queries: np.ndarray, pool: np.ndarray, pool_ages: np.ndarray, spec: RetrievalSpec
+def block_outcomes(
+    queries: np.ndarray, pool: np.ndarray, pool_ages: np.ndarray, spec: RetrievalSpec, block: int
 ) -> np.ndarray:
-    """(Q, pool) post-bonus scores of every pool memory for every query."""
+    """(Q, blocks): what the spec sees in each block of ``block`` pool memories on its own, the
+    best post-bonus score among the block's top ``candidates`` by raw score."""
     raw = (np.asarray(queries, np.float32) @ np.asarray(pool, np.float32).T).astype(np.float64)
-    return rescore(raw, recency_weight(pool_ages, spec.tau_days), spec.bonus)
+    n_blocks = raw.shape[1] // block
+    if n_blocks < 10:
+        raise ValueError(
+            f"need at least {10 * block} pool memories for blocks of {block}, got {raw.shape[1]}"
+        )
+    raw = raw[:, : n_blocks * block].reshape(len(raw), n_blocks, block)
+    ages = np.broadcast_to(np.asarray(pool_ages)[: n_blocks * block].reshape(n_blocks, block), raw.shape)
+    k = min(spec.candidates, block)
+    top = np.argpartition(-raw, k - 1, axis=2)[..., :k]
+    weight = recency_weight(np.take_along_axis(ages, top, axis=2), spec.tau_days)
+    return rescore(np.take_along_axis(raw, top, axis=2), weight, spec.bonus).max(axis=2)
 
 
 def scale_study(
@@ -418,9 +434,10 @@ def scale_study(
     real = curve(queries, within_pool, stream((pool, pool_ages), None, len(pool), seed, chunk), spec, base)
     synth = curve(queries, sizes, stream(None, model, max(sizes) - n0, seed + 1, chunk), spec, base)
 
-    # predicted: Gumbel laws of the distractor maxima, fitted on the real pool, per question
-    pooled = post_bonus_pool(queries, pool, pool_ages, spec)
-    laws = [MaxLaw.fit(pooled[i], block) for i in range(len(queries))]
+    # predicted: extreme-value laws of the spec's outcome on blocks of the real pool, per question
+    block = block or max(10, len(pool) // 50)
+    outcomes = block_outcomes(queries, pool, pool_ages, spec, block)
+    laws = [MaxLaw.from_maxima(outcomes[i], block) for i in range(len(queries))]
     own_best = np.array(
         [
             np.nanmax(rescore(raw[i], recency_weight(ages[i], spec.tau_days), spec.bonus))
@@ -477,7 +494,6 @@ def scale_study(
         "basis": (
             f"{n0} dataset memories, then {len(pool):,} real embeddings of template distractors; "
             "nohit_max: dataset + vectors from a Gaussian fitted to the pool (L2-normalised); "
-            f"prediction: GEV laws fitted to block maxima ({laws[0].block} per block) "
-            "of the pool's post-bonus scores"
+            f"prediction: GEV laws fitted to the spec's outcome on blocks of {block} pool memories"
         ),
     }
