@@ -24,6 +24,7 @@ import tracemalloc
 
 import numpy as np
 
+from memlab.criteria import dataset_criteria
 from memlab.fixtures import load_dataset
 from memlab.scores import load_scores
 from memlab.selection import select_streaming
@@ -56,19 +57,20 @@ def main() -> None:
     scores = load_scores("embedded", dataset)
     ages = dataset.ages()
     labels = Labels.from_dataset(dataset)
+    criteria = dataset_criteria(dataset)  # the seed's a, b, c
     n_q = len(dataset.questions)
 
     # -- the sweep, 10^6 configurations -------------------------------------------------
     grid = grid_of(10**6)
-    sweep(scores.raw, ages, labels, grid)  # warm-up
+    sweep(scores.raw, ages, labels, grid, criteria)  # warm-up
     times = []
     for _ in range(args.repeat):
         t0 = time.perf_counter()
-        df = sweep(scores.raw, ages, labels, grid)
+        df = sweep(scores.raw, ages, labels, grid, criteria)
         times.append(time.perf_counter() - t0)
     sweep_s = float(np.median(times))
     tracemalloc.start()
-    sweep(scores.raw, ages, labels, grid)
+    sweep(scores.raw, ages, labels, grid, criteria)
     peak_1e6 = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()
 
@@ -106,7 +108,9 @@ def main() -> None:
     huge = grid_of(int(args.huge))
     tracemalloc.start()
     t0 = time.perf_counter()
-    chosen, n_feasible, total = select_streaming(sweep_chunks(scores.raw, ages, labels, huge), "max-margin")
+    chosen, n_feasible, total = select_streaming(
+        sweep_chunks(scores.raw, ages, labels, huge, criteria), "max-margin"
+    )
     huge_s = time.perf_counter() - t0
     peak_huge = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()

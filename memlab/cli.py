@@ -197,10 +197,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_table(args: argparse.Namespace) -> int:
-    from memlab.criteria import SEED_CRITERIA
+    from memlab.criteria import dataset_criteria
     from memlab.evaluate import SEED_CANDIDATES, candidate_table
 
     dataset = load_dataset(args.dataset)
+    criteria = dataset_criteria(dataset)
     base = RetrievalSpec(candidates=args.candidates, inject=args.inject, threshold=args.threshold)
     table = candidate_table(
         dataset, scores_from(args, dataset), SEED_CANDIDATES, base, rule=args.select, lang=args.lang
@@ -214,7 +215,7 @@ def cmd_table(args: argparse.Namespace) -> int:
                 "headroom": r["headroom"],
                 "criteria": {
                     c.name: {"value": r[f"{c.name}_value"], "pass": bool(r[f"{c.name}_pass"])}
-                    for c in SEED_CRITERIA
+                    for c in criteria
                 },
                 "feasible": bool(r["feasible"]),
                 "chosen": bool(r["chosen"]),
@@ -224,17 +225,15 @@ def cmd_table(args: argparse.Namespace) -> int:
         ]
         emit(json.dumps(json_clean(rows), indent=2), args.output)
         return 0
+    label = {"nohit_below": "no-hit max", "current_reaches": "current", "current_injected": "current"}
+    names = [f"{c.name}: {c.question + ' ' if c.question else ''}{label[c.kind]}" for c in criteria]
     header = (
-        f"{'bonus':>6} {'tau_days':>8} {'a: no-hit max':>14} {'b: C1 current':>14} "
-        f"{'c: H2 current':>14} {'headroom':>9}  verdict"
+        f"{'bonus':>6} {'tau_days':>8} " + " ".join(f"{n:>14}" for n in names) + f" {'headroom':>9}  verdict"
     )
     lines = [f"source: {args.source}, threshold={base.threshold:g}, rule: {args.select}", header]
     for r in table.to_dict("records"):
-        lines.append(
-            f"{r['bonus']:>6g} {r['tau_days']:>8g} {fmt(r['a_value']):>14} "
-            f"{fmt(r['b_value']):>14} {fmt(r['c_value']):>14} {fmt(r['headroom']):>9}  "
-            f"{r['verdict']}"
-        )
+        values = " ".join(f"{fmt(r[f'{c.name}_value']):>14}" for c in criteria)
+        lines.append(f"{r['bonus']:>6g} {r['tau_days']:>8g} {values} {fmt(r['headroom']):>9}  {r['verdict']}")
     emit("\n".join(lines), args.output)
     return 0
 
@@ -283,10 +282,10 @@ def cmd_spec(args: argparse.Namespace) -> int:
     return 0
 
 
-def criteria_from(args: argparse.Namespace):
-    from memlab.criteria import SEED_CRITERIA, load_criteria
+def criteria_from(args: argparse.Namespace, dataset):
+    from memlab.criteria import dataset_criteria, load_criteria
 
-    return load_criteria(args.criteria) if args.criteria else SEED_CRITERIA
+    return load_criteria(args.criteria) if args.criteria else dataset_criteria(dataset)
 
 
 def grid_from(args: argparse.Namespace):
@@ -323,8 +322,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from memlab.sweep import Labels, sweep_chunks
 
     grid = grid_from(args)
-    criteria = criteria_from(args)
     dataset = load_dataset(args.dataset)
+    criteria = criteria_from(args, dataset)
     scores = scores_from(args, dataset)
     ages = dataset.ages()
     raw = scores.retrievable(dataset)
@@ -375,8 +374,8 @@ def cmd_feasible(args: argparse.Namespace) -> int:
 
     taus = parse_axis(args.tau, "tau")
     thresholds = parse_axis(args.threshold, "threshold")
-    criteria = criteria_from(args)
     dataset = load_dataset(args.dataset)
+    criteria = criteria_from(args, dataset)
     scores = scores_from(args, dataset)
     ages = dataset.ages()
     raw = scores.retrievable(dataset)
@@ -493,7 +492,7 @@ def cmd_robustness(args: argparse.Namespace) -> int:
     dataset = load_dataset(args.dataset)
     scores = scores_from(args, dataset)
     spec = spec_from(args)
-    df = robustness(dataset, scores.raw, spec, criteria_from(args), n_boot=args.boot, seed=args.seed)
+    df = robustness(dataset, scores.raw, spec, criteria_from(args, dataset), n_boot=args.boot, seed=args.seed)
     summary = summarize(df)
     if args.format == "json":
         doc = {

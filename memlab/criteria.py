@@ -118,6 +118,37 @@ SEED_CRITERIA: tuple[Criterion, ...] = (
 )
 
 
+def generic_criteria(
+    question_ids: tuple[str, ...], kinds: tuple[str, ...], has_current
+) -> tuple[Criterion, ...]:
+    """For a dataset that declares none: nothing leaks into no-hit questions, and every current
+    memory reaches the threshold."""
+    out = []
+    if "nohit" in kinds:
+        out.append(
+            Criterion("nohit", "nohit_below", None, "no memory reaches the threshold on a no-hit question")
+        )
+    for qid, has in zip(question_ids, has_current, strict=True):
+        if has:
+            out.append(
+                Criterion(
+                    f"current_{qid}", "current_reaches", qid, f"{qid}'s current memory reaches the threshold"
+                )
+            )
+    return tuple(out)
+
+
+def dataset_criteria(dataset) -> tuple[Criterion, ...]:
+    """The criteria a dataset declares in dataset.json, else ``generic_criteria``."""
+    if dataset.criteria:
+        return dataset.criteria
+    return generic_criteria(
+        dataset.question_ids,
+        tuple(q.kind for q in dataset.questions),
+        [q.current is not None for q in dataset.questions],
+    )
+
+
 def question_mask(criterion: Criterion, question_ids: tuple[str, ...], kinds: tuple[str, ...]) -> np.ndarray:
     """Which questions (columns) a criterion looks at."""
     if criterion.question is not None:

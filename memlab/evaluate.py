@@ -132,11 +132,12 @@ def evaluate(
     dataset: Dataset,
     scores: ScoreTable,
     spec: RetrievalSpec | None = None,
-    criteria: tuple[crit.Criterion, ...] = crit.SEED_CRITERIA,
+    criteria: tuple[crit.Criterion, ...] | None = None,
     lang: str = "en",
 ) -> Evaluation:
     """Run the reference retrieval for every question and check the criteria."""
     spec = (spec or RetrievalSpec()).with_reference(dataset.reference_date)
+    criteria = criteria or crit.dataset_criteria(dataset)
     if scores.memory_ids != dataset.memory_ids or scores.question_ids != dataset.question_ids:
         raise ValueError("score table and dataset disagree on question or memory ids")
     ages = dataset.ages(spec.reference_date)  # per question: its own date, else the spec's
@@ -171,7 +172,7 @@ def candidate_table(
     scores: ScoreTable,
     pairs: Sequence[tuple[float, float]] = SEED_CANDIDATES,
     base: RetrievalSpec | None = None,
-    criteria: tuple[crit.Criterion, ...] = crit.SEED_CRITERIA,
+    criteria: tuple[crit.Criterion, ...] | None = None,
     rule: str = "smallest-bonus",
     lang: str = "en",
 ) -> pd.DataFrame:
@@ -183,6 +184,7 @@ def candidate_table(
     import pandas as pd  # only the table needs it; keeps `memlab evaluate` start-up short
 
     base = base or RetrievalSpec()
+    criteria = criteria or crit.dataset_criteria(dataset)
     rows = []
     for bonus, tau in pairs:
         ev = evaluate(dataset, scores, replace(base, bonus=bonus, tau_days=tau), criteria, lang)

@@ -145,7 +145,7 @@ def feasible_bonus(
     raw: np.ndarray,
     ages: np.ndarray,
     labels: Labels,
-    criteria: tuple[crit.Criterion, ...] = crit.SEED_CRITERIA,
+    criteria: tuple[crit.Criterion, ...] | None = None,
     *,
     tau_days: float,
     threshold: float,
@@ -153,6 +153,7 @@ def feasible_bonus(
     inject: int = 3,
 ) -> P.Interval:
     """The exact set of bonus values >= 0 where every criterion holds."""
+    criteria = criteria or labels.criteria()
     weight = recency_weight(np.broadcast_to(np.asarray(ages, dtype=np.float64), raw.shape), tau_days)
     lines = []
     for q in range(raw.shape[0]):

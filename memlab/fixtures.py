@@ -95,6 +95,7 @@ class Dataset:
     provenance: str = ""
     path: Path | None = field(default=None, compare=False)
     vectors: dict[str, Any] | None = field(default=None, compare=False)  # stored memory vectors
+    criteria: tuple[Any, ...] | None = field(default=None, compare=False)  # declared in dataset.json
 
     @property
     def memory_ids(self) -> tuple[str, ...]:
@@ -393,6 +394,8 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         problems.append("memories.jsonl: no memories")
     if not problems and not questions:
         problems.append("questions.jsonl: no questions")
+    # declared criteria are checked once the questions are sound (no cascade of follow-on errors)
+    criteria = None if problems else _declared_criteria(meta.get("criteria"), question_lines, problems)
     if problems:
         raise DatasetError([f"{root}/{p}" if not p.startswith("/") else p for p in problems])
     if reference is None:  # unreachable: a missing reference date is a problem above
@@ -407,4 +410,33 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         provenance=str(meta.get("provenance", "")),
         path=root,
         vectors=meta.get("vectors"),
+        criteria=criteria,
     )
+
+
+def _declared_criteria(
+    items: Any, question_ids: dict[str, int], problems: list[str]
+) -> tuple[Any, ...] | None:
+    """``criteria`` in dataset.json: a list of {name, kind, question, description}."""
+    from memlab.criteria import Criterion
+
+    if items is None:
+        return None
+    if not isinstance(items, list) or not items:
+        problems.append("dataset.json: criteria: expected a non-empty list")
+        return None
+    out = []
+    for i, item in enumerate(items, start=1):
+        where = f"dataset.json: criteria[{i}]"
+        if not isinstance(item, dict) or not item.get("name") or not item.get("kind"):
+            problems.append(f"{where}: expected an object with name and kind")
+            continue
+        q = item.get("question")
+        if q is not None and q not in question_ids:
+            problems.append(f"{where}: question: unknown question id {q!r}")
+            continue
+        try:
+            out.append(Criterion(item["name"], item["kind"], q, item.get("description", "")))
+        except ValueError as e:
+            problems.append(f"{where}: {e}")
+    return tuple(out)

@@ -84,13 +84,14 @@ def robustness(
     dataset: Dataset,
     raw: np.ndarray,
     spec: RetrievalSpec,
-    criteria: tuple[crit.Criterion, ...] = crit.SEED_CRITERIA,
+    criteria: tuple[crit.Criterion, ...] | None = None,
     n_boot: int = 200,
     seed: int = 0,
 ) -> pd.DataFrame:
     """One row per resample: kind, index, what was left out, feasible, lo, hi, headroom, min_margin."""
     import pandas as pd
 
+    criteria = criteria or crit.dataset_criteria(dataset)
     raw = np.where(dataset.visible(), raw, np.nan)
     ages = dataset.ages()
     labels = Labels.from_dataset(dataset)

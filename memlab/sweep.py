@@ -98,6 +98,10 @@ class Labels:
     current: np.ndarray  # (Q,) memory index of the current memory, -1 if none
     stale: tuple[tuple[int, ...], ...]  # per question, memory indices of stale memories
 
+    def criteria(self) -> tuple[crit.Criterion, ...]:
+        """``generic_criteria`` for these labels (used when none are given)."""
+        return crit.generic_criteria(self.question_ids, self.kinds, self.current >= 0)
+
     @classmethod
     def from_dataset(cls, dataset: Dataset) -> Labels:
         index = {m: i for i, m in enumerate(dataset.memory_ids)}
@@ -406,7 +410,7 @@ def sweep_chunks(
     ages: np.ndarray,
     labels: Labels,
     grid: Grid,
-    criteria: tuple[crit.Criterion, ...] = crit.SEED_CRITERIA,
+    criteria: tuple[crit.Criterion, ...] | None = None,
     *,
     long: bool = False,
     chunk_rows: int = 1 << 20,
@@ -416,6 +420,7 @@ def sweep_chunks(
     n_mem = np.shape(ages)[-1]
     if raw.ndim != 2 or raw.shape != (len(labels.question_ids), n_mem):
         raise ValueError(f"score table has shape {raw.shape}, expected ({len(labels.question_ids)}, {n_mem})")
+    criteria = criteria or labels.criteria()
     prep = prepare(raw, ages, labels, grid)
     chunks = plan_chunks(grid, chunk_rows)
     bar = None
@@ -441,7 +446,7 @@ def sweep(
     ages: np.ndarray,
     labels: Labels,
     grid: Grid,
-    criteria: tuple[crit.Criterion, ...] = crit.SEED_CRITERIA,
+    criteria: tuple[crit.Criterion, ...] | None = None,
     *,
     long: bool = False,
     chunk_rows: int = 1 << 20,
@@ -468,10 +473,11 @@ def sweep_dataset(
     dataset: Dataset,
     raw: np.ndarray,
     grid: Grid,
-    criteria: tuple[crit.Criterion, ...] = crit.SEED_CRITERIA,
+    criteria: tuple[crit.Criterion, ...] | None = None,
     **kwargs: Any,
 ) -> pd.DataFrame:
     """``sweep`` with ages and labels taken from a dataset."""
+    criteria = criteria or crit.dataset_criteria(dataset)
     raw = np.where(dataset.visible(), raw, np.nan)  # not retrievable before it was written
     return sweep(raw, dataset.ages(), Labels.from_dataset(dataset), grid, criteria, **kwargs)
 

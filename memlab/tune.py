@@ -13,7 +13,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from memlab.criteria import SEED_CRITERIA, Criterion
+from memlab.criteria import Criterion, dataset_criteria
 from memlab.evaluate import Evaluation, evaluate
 from memlab.figures import question_bars, question_frame
 from memlab.fixtures import Dataset
@@ -31,13 +31,13 @@ class TuningPanel:
         source: str = "published",
         lang: str = "en",
         question: str = "C1",
-        criteria: tuple[Criterion, ...] = SEED_CRITERIA,
+        criteria: tuple[Criterion, ...] | None = None,
         score_options: dict[str, Any] | None = None,
     ):
         self.dataset = dataset
         self.spec = spec or RetrievalSpec()
         self.source, self.lang, self.question = source, lang, question
-        self.criteria = criteria
+        self.criteria = criteria or dataset_criteria(dataset)
         self.score_options = score_options or {}
         self._scores: dict[tuple[str, str], ScoreTable] = {}
         self.last_update_ms = 0.0

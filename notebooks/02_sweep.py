@@ -39,6 +39,7 @@ fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg 
 import pandas as pd
 
 from memlab import RetrievalSpec, evaluate, figures, load_dataset, load_scores, selection
+from memlab.criteria import dataset_criteria
 from memlab.feasible import feasible_bonus, intervals_json
 from memlab.report import Report
 from memlab.sweep import Grid, Labels, parse_axis, sweep
@@ -49,6 +50,7 @@ scores = load_scores(source, data, lang=lang, model=model or None)
 ages = data.ages()
 raw = scores.retrievable(data)
 labels = Labels.from_dataset(data)
+criteria = dataset_criteria(data)
 grid = Grid(
     bonus=parse_axis(bonus_range, "bonus_range"),
     tau_days=parse_axis(tau_range, "tau_range"),
@@ -56,7 +58,7 @@ grid = Grid(
     candidates=(candidates,),
     inject=(inject,),
 )
-swept = sweep(raw, ages, labels, grid)
+swept = sweep(raw, ages, labels, grid, criteria)
 print(f"{grid.size:,} configurations, {int(swept.feasible.sum()):,} feasible")
 
 # %% [markdown]
@@ -85,7 +87,14 @@ bands = pd.DataFrame(
             "threshold": threshold,
             **intervals_json(
                 feasible_bonus(
-                    raw, ages, labels, tau_days=tau, threshold=threshold, candidates=candidates, inject=inject
+                    raw,
+                    ages,
+                    labels,
+                    criteria,
+                    tau_days=tau,
+                    threshold=threshold,
+                    candidates=candidates,
+                    inject=inject,
                 )
             ),
         }

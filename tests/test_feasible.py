@@ -53,7 +53,9 @@ def test_seed_region_matches_dense_grid(seed, published, tau, threshold):
 def test_seed_region_at_14_days_by_hand(seed, published):
     """Worked on paper: (c) needs 0.408 + b*exp(-1/14) >= 0.45; (a) needs 0.404 + b*exp(-7/14) < 0.45."""
     ages = age_days(seed.memory_dates(), seed.reference_date)
-    region = feasible_bonus(published.raw, ages, Labels.from_dataset(seed), tau_days=14, threshold=0.45)
+    region = feasible_bonus(
+        published.raw, ages, Labels.from_dataset(seed), SEED_CRITERIA, tau_days=14, threshold=0.45
+    )
     lo = (0.45 - 0.408) / np.exp(-1 / 14)
     hi = (0.45 - 0.404) / np.exp(-7 / 14)
     assert region == P.closedopen(lo, hi)

@@ -196,3 +196,41 @@ def test_empty_files(dataset_copy):
     with pytest.raises(DatasetError) as e:
         load_dataset(root)
     assert e.value.problems[-1] == f"{root}/memories.jsonl: no memories"
+
+
+def test_declared_criteria_are_checked(dataset_copy):
+    root, _ = dataset_copy
+    meta = json.loads((root / "dataset.json").read_text())
+    meta["criteria"][1]["question"] = "Z9"
+    meta["criteria"][2]["kind"] = "often"
+    (root / "dataset.json").write_text(json.dumps(meta))
+    with pytest.raises(DatasetError) as e:
+        load_dataset(root)
+    assert e.value.problems == [
+        f"{root}/dataset.json: criteria[2]: question: unknown question id 'Z9'",
+        f"{root}/dataset.json: criteria[3]: criterion 'c': unknown kind 'often'; "
+        "available: nohit_below, current_reaches, current_injected",
+    ]
+
+
+def test_a_dataset_without_declared_criteria_gets_generic_ones(tmp_path):
+    """The README's example: no-hit questions stay quiet, every current memory reaches the threshold."""
+    from memlab.criteria import dataset_criteria
+
+    (tmp_path / "dataset.json").write_text('{"reference_date": "2026-11-29", "language": "en"}')
+    (tmp_path / "memories.jsonl").write_text(
+        '{"id": "m1", "date": "2026-11-20", "text": "2026-11-20: The user started learning the guitar."}\n'
+        '{"id": "m2", "date": "2026-11-27", "text": "2026-11-27: The user gave up the guitar for the piano.", '
+        '"supersedes": "m1", "pinned": false, "type": "fact"}\n'
+    )
+    (tmp_path / "questions.jsonl").write_text(
+        '{"id": "q1", "text": "Which instrument am I learning?", "kind": "contradiction", '
+        '"relevant": ["m1", "m2"], "current": "m2", "stale": ["m1"]}\n'
+        '{"id": "q2", "text": "What\'s the capital of Peru?", "kind": "nohit"}\n'
+    )
+    ds = load_dataset(tmp_path)
+    assert [(c.name, c.kind, c.question) for c in dataset_criteria(ds)] == [
+        ("nohit", "nohit_below", None),
+        ("current_q1", "current_reaches", "q1"),
+    ]
+    assert ds.memory("m2").pinned is False and ds.memory("m2").type == "fact"

@@ -221,9 +221,9 @@ def test_chunks_concatenate_to_the_whole(seed, published):
     labels = Labels.from_dataset(seed)
     # 2 rows per (bonus, tau) pair. A budget of 13 rows is 6 pairs: two bonus values with all
     # three taus a chunk. A budget of 5 rows is 2 pairs: less than a bonus row, so taus split.
-    big = list(sweep_chunks(published.raw, ages, labels, grid, chunk_rows=13))
+    big = list(sweep_chunks(published.raw, ages, labels, grid, SEED_CRITERIA, chunk_rows=13))
     assert [len(p) for p in big] == [12] * 5 + [6]
-    parts = list(sweep_chunks(published.raw, ages, labels, grid, chunk_rows=5))
+    parts = list(sweep_chunks(published.raw, ages, labels, grid, SEED_CRITERIA, chunk_rows=5))
     assert [len(p) for p in parts] == [4, 2] * 11
     import pandas as pd
 
