@@ -157,11 +157,13 @@ class Embedder:
                 atomic_write_bytes(ns / f"{self.text_key(text)}.npy", buf)
                 for i in missing[text]:
                     out[i] = vec
-        result = np.stack(out) if out else np.zeros((0, 0), dtype=np.float32)
-        dims = {v.shape for v in out if v is not None}
+        dims = sorted({v.shape for v in out if v is not None})
         if len(dims) > 1:
-            raise RuntimeError(f"embedding cache {ns} holds vectors of different shapes: {dims}")
-        return result
+            raise RuntimeError(
+                f"embedding cache {ns} holds vectors of different shapes: {', '.join(map(str, dims))}; "
+                "delete that folder to rebuild it"
+            )
+        return np.stack(out) if out else np.zeros((0, 0), dtype=np.float32)
 
     def encode_documents(self, texts: list[str]) -> np.ndarray:
         return self.encode(texts, "document")

@@ -88,3 +88,15 @@ def test_japanese_text_is_embedded_separately(seed, cache_dir):
     with pytest.raises(ValueError) as e:
         load_scores("embedded", seed, lang="fr", cache_dir=cache_dir)
     assert str(e.value) == "dataset 'seed16' has no language 'fr'; it has: en, ja"
+
+
+def test_mixed_vector_dimensions_in_the_cache_are_refused(tmp_path):
+    emb = Embedder(cache_dir=tmp_path)
+    emb.encode_documents(TEXTS)
+    ns = emb.namespace("document")
+    np.save(ns / f"{Embedder.text_key(TEXTS[1])}.npy", np.ones(64, dtype=np.float32))  # a foreign vector
+    with pytest.raises(RuntimeError) as e:
+        Embedder(cache_dir=tmp_path).encode_documents(TEXTS)
+    assert str(e.value) == (
+        f"embedding cache {ns} holds vectors of different shapes: (64,), (384,); delete that folder to rebuild it"
+    )
