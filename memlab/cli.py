@@ -549,6 +549,16 @@ def cmd_import_qdrant(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_timeparse(args: argparse.Namespace) -> int:
+    from memlab.fixtures import parse_datetime
+    from memlab.timeparse import parse_time
+
+    ref = parse_datetime(args.ref) if args.ref else load_dataset(DEFAULT_DATASET).reference_date
+    found = parse_time(args.text, ref)
+    print(json.dumps(None if found is None else found.as_dict(), ensure_ascii=False))
+    return 0
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     dataset = load_dataset(args.dataset)  # DatasetError: every problem, file:line: field: problem
     kinds = [q.kind for q in dataset.questions]
@@ -601,6 +611,7 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "scale": (cmd_scale, "headroom as the memory count grows: measured, and an extreme-value prediction"),
     "import-qdrant": (cmd_import_qdrant, "turn an existing Qdrant collection into a dataset, vectors kept"),
     "robustness": (cmd_robustness, "leave-one-question-out and bootstrap: does the tuned spec hold?"),
+    "timeparse": (cmd_timeparse, "the date range an explicit time expression names (English, Japanese)"),
 }
 
 
@@ -725,6 +736,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reference-date", default=None, help="default: the newest memory's date")
     p.add_argument("--language", default="en")
     p.add_argument("-o", "--output", required=True, help="new dataset folder")
+
+    p = parsers["timeparse"]
+    p.add_argument("text", help='a question, e.g. "what did I eat the day before yesterday?"')
+    p.add_argument("--ref", default=None, help="reference date (default: the seed's 2026-09-10)")
 
     p = parsers["validate"]
     p.add_argument("dataset", help="dataset folder (or a packaged dataset name)")
