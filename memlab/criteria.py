@@ -72,14 +72,16 @@ def _current_injected(s: QuestionSummary, cols: np.ndarray, threshold) -> tuple[
     return s.current_final[..., q], s.current_injected[..., q]
 
 
-def _below_margin(value: np.ndarray, threshold) -> np.ndarray:
+def _below_margin(value: np.ndarray, passed: np.ndarray, threshold) -> np.ndarray:
     """How far the value stays under the threshold (+inf when nothing was retrieved)."""
     return threshold - value
 
 
-def _above_margin(value: np.ndarray, threshold) -> np.ndarray:
-    """How far the value clears the threshold (-inf when the memory is not a candidate)."""
-    return np.nan_to_num(value, nan=-np.inf) - threshold
+def _above_margin(value: np.ndarray, passed: np.ndarray, threshold) -> np.ndarray:
+    """How far the value clears the threshold (-inf when the memory is not a candidate). A check
+    that fails for another reason (ranked below `inject`) has margin 0 at most: never positive."""
+    margin = np.nan_to_num(value, nan=-np.inf) - threshold
+    return np.where(passed, margin, np.minimum(margin, 0.0))
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,7 @@ class CriterionKind:
     applies_to: str | None  # question kind selected when no question is named
     meaning: str
     # signed distance of the value from the threshold, positive on the passing side
-    margin: Callable[[np.ndarray, object], np.ndarray] = _above_margin
+    margin: Callable[[np.ndarray, np.ndarray, object], np.ndarray] = _above_margin
 
 
 CRITERION_KINDS: dict[str, CriterionKind] = {
@@ -178,7 +180,7 @@ def check(
         cols = question_mask(c, question_ids, kinds)
         kind = CRITERION_KINDS[c.kind]
         value, passed = kind.kernel(summary, cols, threshold)
-        out[c.name] = (value, passed, kind.margin(value, threshold))
+        out[c.name] = (value, passed, kind.margin(value, passed, threshold))
     return out
 
 
@@ -206,7 +208,8 @@ def load_criteria(path: str | Path) -> tuple[Criterion, ...]:
         if not isinstance(node, yaml.MappingNode):
             problems.append(f"{where}: expected a mapping with name and kind")
             continue
-        item = {k.value: v.value for k, v in node.value}
+        # a scalar tagged null (null, ~, empty) is None, not the text "null"
+        item = {k.value: None if v.tag.endswith(":null") else v.value for k, v in node.value}
         unknown = set(item) - {"name", "kind", "question", "description"}
         for key in sorted(unknown):
             problems.append(f"{where}: {key}: unknown field (allowed: description, kind, name, question)")

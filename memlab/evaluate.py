@@ -137,7 +137,7 @@ def evaluate(
 ) -> Evaluation:
     """Run the reference retrieval for every question and check the criteria."""
     spec = (spec or RetrievalSpec()).with_reference(dataset.reference_date)
-    criteria = criteria or crit.dataset_criteria(dataset)
+    criteria = crit.dataset_criteria(dataset) if criteria is None else criteria
     if scores.memory_ids != dataset.memory_ids or scores.question_ids != dataset.question_ids:
         raise ValueError("score table and dataset disagree on question or memory ids")
     ages = dataset.ages(spec.reference_date)  # per question: its own date, else the spec's
@@ -184,7 +184,7 @@ def candidate_table(
     import pandas as pd  # only the table needs it; keeps `memlab evaluate` start-up short
 
     base = base or RetrievalSpec()
-    criteria = criteria or crit.dataset_criteria(dataset)
+    criteria = crit.dataset_criteria(dataset) if criteria is None else criteria
     rows = []
     for bonus, tau in pairs:
         ev = evaluate(dataset, scores, replace(base, bonus=bonus, tau_days=tau), criteria, lang)
@@ -197,6 +197,8 @@ def candidate_table(
         for c in ev.criteria:
             row[f"{c.name}_value"] = c.value
             row[f"{c.name}_pass"] = c.passed
+        margins = [c.margin for c in ev.criteria if c.margin is not None]
+        row["min_margin"] = min(margins) if margins else float("inf")
         row["feasible"] = ev.feasible
         row["failing"] = ", ".join(ev.failing())
         rows.append(row)

@@ -27,7 +27,7 @@ import numpy as np
 import portion as P
 
 from memlab import criteria as crit
-from memlab.spec import recency_weight, select_candidates
+from memlab.spec import recency_weight, rescore, select_candidates
 from memlab.sweep import Labels
 
 
@@ -44,17 +44,38 @@ class Lines:
         return int(hit[0]) if hit.size else -1
 
 
+def first_true(x: float, holds: Callable[[float], bool]) -> float:
+    """The float nearest ``x`` at which a predicate that is False below and True above turns True.
+
+    The closed forms ``(threshold - raw) / w`` are exact in real numbers; the reference compares
+    floats (``rescore(raw, w, b) >= threshold``), which can flip one or two ulps away. Snapping
+    each end makes membership in the region agree with the reference's own comparisons.
+    """
+    if not np.isfinite(x):
+        return x
+    b = float(x)
+    for _ in range(256):
+        if holds(b):
+            below = float(np.nextafter(b, -np.inf))
+            if not holds(below):
+                return b
+            b = below
+        else:
+            b = float(np.nextafter(b, np.inf))
+    return b
+
+
 def _at_least(w: float, r: float, threshold: float) -> P.Interval:
-    """{b : r + b w >= threshold}."""
+    """{b : r + b w >= threshold}, as the reference compares it."""
     if w > 0:
-        return P.closed((threshold - r) / w, P.inf)
+        return P.closed(first_true((threshold - r) / w, lambda b: rescore(r, w, b) >= threshold), P.inf)
     return P.open(-P.inf, P.inf) if r >= threshold else P.empty()
 
 
 def _below(w: float, r: float, threshold: float) -> P.Interval:
-    """{b : r + b w < threshold}."""
+    """{b : r + b w < threshold}, as the reference compares it."""
     if w > 0:
-        return P.open(-P.inf, (threshold - r) / w)
+        return P.open(-P.inf, first_true((threshold - r) / w, lambda b: not rescore(r, w, b) < threshold))
     return P.open(-P.inf, P.inf) if r < threshold else P.empty()
 
 
@@ -64,15 +85,20 @@ def _overtakes(lines: Lines, p: int, c: int) -> P.Interval:
     ``p`` comes first when its final score is higher, or equal and ``p`` is earlier in
     candidate order (higher raw score, then fixture order): the reference's tie rule.
     """
-    dr = lines.raw[p] - lines.raw[c]
-    dw = lines.weight[p] - lines.weight[c]
+    rp, rc, wp, wc = lines.raw[p], lines.raw[c], lines.weight[p], lines.weight[c]
     wins_tie = p < c
+
+    def beats(b: float) -> bool:
+        fp, fc = rescore(rp, wp, b), rescore(rc, wc, b)
+        return bool(fp > fc or (fp == fc and wins_tie))
+
+    dw = wp - wc
     if dw == 0:
-        return P.open(-P.inf, P.inf) if dr > 0 or (dr == 0 and wins_tie) else P.empty()
-    x = -dr / dw  # where the two lines cross
-    if dw > 0:  # p gains on c as the bonus grows
-        return P.closed(x, P.inf) if wins_tie else P.open(x, P.inf)
-    return P.openclosed(-P.inf, x) if wins_tie else P.open(-P.inf, x)
+        return P.open(-P.inf, P.inf) if beats(0.0) else P.empty()
+    x = -(rp - rc) / dw  # where the two lines cross
+    if dw > 0:  # p gains on c as the bonus grows: beats turns True at the crossing
+        return P.closed(first_true(x, beats), P.inf)
+    return P.open(-P.inf, first_true(x, lambda b: not beats(b)))
 
 
 def rank_below(lines: Lines, c: int, limit: int) -> P.Interval:
@@ -153,7 +179,7 @@ def feasible_bonus(
     inject: int = 3,
 ) -> P.Interval:
     """The exact set of bonus values >= 0 where every criterion holds."""
-    criteria = criteria or labels.criteria()
+    criteria = labels.criteria() if criteria is None else criteria
     weight = recency_weight(np.broadcast_to(np.asarray(ages, dtype=np.float64), raw.shape), tau_days)
     lines = []
     for q in range(raw.shape[0]):

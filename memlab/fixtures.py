@@ -121,13 +121,13 @@ class Dataset:
 
     def memory_dates(self) -> np.ndarray:
         """Memory dates as ``datetime64[s]`` (UTC), in fixture order."""
-        return np.array([m.date.replace(tzinfo=None) for m in self.memories], dtype="datetime64[s]")
+        return np.array([naive_utc(m.date) for m in self.memories], dtype="datetime64[s]")
 
     def question_references(self, default: datetime | None = None) -> np.ndarray:
         """When each question is asked (``datetime64[s]``): its own date, else ``default``
         (the dataset's reference date unless given)."""
         ref = default or self.reference_date
-        return np.array([(q.date or ref).replace(tzinfo=None) for q in self.questions], dtype="datetime64[s]")
+        return np.array([naive_utc(q.date or ref) for q in self.questions], dtype="datetime64[s]")
 
     def ages(self, default: datetime | None = None) -> np.ndarray:
         """(questions, memories) fractional days from each memory's date to when each question is
@@ -143,6 +143,11 @@ class Dataset:
 
 # ---------------------------------------------------------------------------------------------
 # Loading
+
+
+def naive_utc(when: datetime) -> datetime:
+    """The same instant as a naive UTC datetime (numpy's datetime64 has no time zones)."""
+    return when.astimezone(UTC).replace(tzinfo=None) if when.tzinfo else when
 
 
 def parse_datetime(value: Any) -> datetime:
@@ -300,7 +305,8 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         except ValueError as e:
             problems.append(f"dataset.json: reference_date: {e}")
     primary = meta.get("language", "en")
-    languages = tuple(meta.get("languages", [primary]))
+    languages = meta.get("languages", [primary])
+    languages = tuple(languages) if isinstance(languages, list) else ()
     if not isinstance(primary, str) or not primary:
         problems.append(f"dataset.json: language: expected a language code, got {primary!r}")
         primary = "en"
@@ -315,7 +321,10 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
     fields = {lang: text_field(lang, primary) for lang in languages}
     # The seed's stored form keeps the date inside the embedded text (dropping it pushed an
     # unrelated memory over the threshold); datasets imported from a device may not.
-    date_prefix = bool(meta.get("date_prefix", True))
+    date_prefix = meta.get("date_prefix", True)
+    if not isinstance(date_prefix, bool):
+        problems.append(f"dataset.json: date_prefix: expected true or false, got {date_prefix!r}")
+        date_prefix = True
 
     memories: list[Memory] = []
     memory_lines: dict[str, int] = {}
@@ -335,8 +344,10 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
             t = r.text(fname)
             if t is None:
                 continue
-            if date_prefix and when is not None and not t.startswith(f"{when:%Y-%m-%d}: "):
-                r.problem(fname, f"must start with the date, as '{when:%Y-%m-%d}: ...'")
+            # the date as written (a local time keeps its own calendar date, not the UTC one)
+            written = str(obj["date"])[:10] if when is not None else ""
+            if date_prefix and when is not None and not t.startswith(f"{written}: "):
+                r.problem(fname, f"must start with the date, as '{written}: ...'")
             texts[lang] = t
         topic = r.text("topic", required=False) or ""
         mtype = r.text("type", required=False) or ""
@@ -432,6 +443,9 @@ def _declared_criteria(
             problems.append(f"{where}: expected an object with name and kind")
             continue
         q = item.get("question")
+        if q is not None and not isinstance(q, str):
+            problems.append(f"{where}: question: expected a question id, got {q!r}")
+            continue
         if q is not None and q not in question_ids:
             problems.append(f"{where}: question: unknown question id {q!r}")
             continue

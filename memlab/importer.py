@@ -120,6 +120,15 @@ def import_qdrant(
         raise DatasetError(problems)
 
     latest = max(parse_datetime(r["date"]) for r in rows)
+    if reference_date is not None:
+        try:
+            ref = parse_datetime(reference_date)
+        except ValueError as e:
+            raise ValueError(f"--reference-date: {e}") from None
+        if ref < latest:
+            raise ValueError(
+                f"--reference-date {reference_date} is before the newest memory ({latest.isoformat()})"
+            )
     meta = {
         "name": collection,
         "reference_date": reference_date or latest.isoformat().replace("+00:00", "Z"),

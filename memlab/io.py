@@ -7,11 +7,21 @@ import tempfile
 from pathlib import Path
 
 
+def file_mode(path: Path) -> int:
+    """The mode a new file gets: the replaced file's, else 0666 less the umask."""
+    if path.exists():
+        return path.stat().st_mode & 0o777
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     """Write ``data`` to ``path`` so readers see the old file or the new one, never a part."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.chmod(tmp, file_mode(path))  # mkstemp makes 0600
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -50,6 +60,7 @@ class TableWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
         os.close(fd)
+        os.chmod(tmp, file_mode(self.path))  # mkstemp makes 0600
         self.tmp = Path(tmp)
         self._fh = None if self.fmt == "parquet" else self.tmp.open("w", encoding="utf-8", newline="")
         if self.fmt == "json":

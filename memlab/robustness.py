@@ -91,7 +91,7 @@ def robustness(
     """One row per resample: kind, index, what was left out, feasible, lo, hi, headroom, min_margin."""
     import pandas as pd
 
-    criteria = criteria or crit.dataset_criteria(dataset)
+    criteria = crit.dataset_criteria(dataset) if criteria is None else criteria
     raw = np.where(dataset.visible(), raw, np.nan)
     ages = dataset.ages()
     labels = Labels.from_dataset(dataset)

@@ -71,11 +71,32 @@ class Result:
     report: dict[str, Any] = field(default_factory=dict)
 
 
+def typed(name: str, value: Any, where: str) -> Any:
+    """A parameter value converted to its declared type (``str`` stays text: "1:30:1" is a range,
+    not YAML's base-60 number 5401)."""
+    kind = next(p.type for p in NOTEBOOK_PARAMETERS if p.name == name)
+    try:
+        if kind == "str":
+            return "" if value is None else str(value)
+        if kind == "int":
+            return int(value)
+        if kind == "float":
+            return float(value)
+        if kind == "list":
+            return [str(v) for v in value] if isinstance(value, list) else [str(value)]
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}: {name}: expected {kind}, got {value!r}") from None
+    return value
+
+
 def parse_value(text: str) -> Any:
-    """``-p key=value`` values are YAML scalars or lists: 0.05, true, [html, png], embedded."""
+    """``-p key=value``: a list in YAML flow style ([html, png]) or plain text, typed later."""
     import yaml
 
-    return yaml.safe_load(text) if text.strip() else ""
+    text = text.strip()
+    if text.startswith("["):
+        return yaml.load(text, Loader=yaml.BaseLoader)  # scalars stay text
+    return text
 
 
 def parse_overrides(pairs: list[str]) -> dict[str, Any]:
@@ -87,7 +108,7 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
         key, value = pair.split("=", 1)
         if key not in known:
             raise ValueError(f"-p {key}: unknown parameter; notebook parameters: {', '.join(sorted(known))}")
-        out[key] = parse_value(value)
+        out[key] = typed(key, parse_value(value), "-p")
     return out
 
 
@@ -100,7 +121,7 @@ def check_parameters(where: str, params: Any) -> dict[str, Any]:
         raise ValueError(
             f"{where}: unknown parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
         )
-    return dict(params)
+    return {k: typed(k, v, where) for k, v in params.items()}
 
 
 def load_batch(path: str | Path | None) -> Batch:
@@ -111,7 +132,9 @@ def load_batch(path: str | Path | None) -> Batch:
 
     path = Path(path)
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        # BaseLoader keeps every scalar as text; each parameter is then converted to its declared
+        # type (safe_load would read tau_range: 1:30:1 as the base-60 number 5401)
+        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.BaseLoader) or {}
     except FileNotFoundError:
         raise FileNotFoundError(f"no batch file {path}") from None
     except yaml.YAMLError as e:
@@ -228,6 +251,7 @@ def run_batch(
             params = {**defaults(), **run.parameters, **(overrides or {}), "out_dir": str(out_dir)}
             res = Result(run.name, nb, params, str(out / run.name / f"{nb}.ipynb"), str(out_dir))
             out_dir.mkdir(parents=True, exist_ok=True)
+            (out_dir / "report.json").unlink(missing_ok=True)  # never show an earlier run's results
             log(f"[{k}/{len(jobs)}] {run.name}/{nb} ...")
             res.start, t1 = now(), time.perf_counter()
             try:
@@ -247,7 +271,7 @@ def run_batch(
                 res.status, res.error = "failed", f"{type(e).__name__}: {e}"
             res.end, res.duration_s = now(), round(time.perf_counter() - t1, 2)
             report = Path(out_dir) / "report.json"
-            if report.is_file():
+            if res.status == "ok" and report.is_file():
                 res.report = json.loads(report.read_text(encoding="utf-8"))
             log(
                 f"[{k}/{len(jobs)}] {run.name}/{nb} {res.status} in {res.duration_s:.1f} s"

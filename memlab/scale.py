@@ -20,11 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
+from memlab.fixtures import naive_utc
 from memlab.spec import RetrievalSpec, recency_weight, rescore
 
 # Everyday topics for a companion device's user: (subject phrases, objects, details).
@@ -157,7 +158,9 @@ def distractor_texts(
     Texts are unique while the template space lasts (about 100,000 combinations).
     """
     if isinstance(reference, datetime):
-        reference = np.datetime64(reference.replace(tzinfo=None), "D")
+        reference = np.datetime64(
+            reference.astimezone(UTC).replace(tzinfo=None) if reference.tzinfo else reference, "D"
+        )
     rng = np.random.default_rng(seed)
     texts: list[str] = []
     seen: set[str] = set()
@@ -209,9 +212,14 @@ class GaussianVectors:
 class TopK:
     """Running exact top-k by raw score per question over a stream of memory chunks."""
 
-    def __init__(self, queries: np.ndarray, k: int):
+    def __init__(self, queries: np.ndarray, k: int, asked_days_before: np.ndarray | None = None):
         self.q = np.asarray(queries, dtype=np.float32)
         self.k = k
+        # days before the reference date that each question is asked: a memory aged less than
+        # that did not exist yet for it
+        self.before = (
+            np.zeros(len(self.q)) if asked_days_before is None else np.asarray(asked_days_before, float)
+        )
         n_q = len(self.q)
         self.raw = np.full((n_q, 0), -np.inf, dtype=np.float32)
         self.age = np.zeros((n_q, 0), dtype=np.float64)
@@ -219,8 +227,10 @@ class TopK:
 
     def add(self, vectors: np.ndarray, ages: np.ndarray) -> None:
         scores = self.q @ np.asarray(vectors, dtype=np.float32).T  # (Q, n): one BLAS call
+        own_age = np.asarray(ages, dtype=np.float64)[None, :] - self.before[:, None]
+        scores = np.where(own_age >= 0, scores, -np.inf)  # written after the question
         raw = np.concatenate([self.raw, scores], axis=1)
-        age = np.concatenate([self.age, np.broadcast_to(ages, scores.shape)], axis=1)
+        age = np.concatenate([self.age, own_age], axis=1)
         if raw.shape[1] > self.k:
             keep = np.argpartition(-raw, self.k - 1, axis=1)[:, : self.k]
             raw = np.take_along_axis(raw, keep, axis=1)
@@ -268,12 +278,13 @@ def curve(
     chunks: Iterator[tuple[np.ndarray, np.ndarray]],
     spec: RetrievalSpec,
     base_raw: tuple[np.ndarray, np.ndarray] | None = None,
+    asked_days_before: np.ndarray | None = None,
 ) -> list[np.ndarray]:
     """Best post-bonus candidate score per question at each total size in ``sizes``.
 
     ``base_raw`` = (raw, ages) of the dataset's own memories for these queries, counted first.
     """
-    top = TopK(queries, max(spec.candidates, 1))
+    top = TopK(queries, max(spec.candidates, 1), asked_days_before)
     n0 = 0
     if base_raw is not None:
         raw, ages = base_raw
@@ -388,7 +399,12 @@ def n_reaching(laws: Sequence[MaxLaw], level: float, q: float = 0.5, n_max: floa
 
 
 def block_outcomes(
-    queries: np.ndarray, pool: np.ndarray, pool_ages: np.ndarray, spec: RetrievalSpec, block: int
+    queries: np.ndarray,
+    pool: np.ndarray,
+    pool_ages: np.ndarray,
+    spec: RetrievalSpec,
+    block: int,
+    asked_days_before: np.ndarray | None = None,
 ) -> np.ndarray:
     """(Q, blocks): what the spec sees in each block of ``block`` pool memories on its own, the
     best post-bonus score among the block's top ``candidates`` by raw score."""
@@ -398,8 +414,10 @@ def block_outcomes(
         raise ValueError(
             f"need at least {10 * block} pool memories for blocks of {block}, got {raw.shape[1]}"
         )
-    raw = raw[:, : n_blocks * block].reshape(len(raw), n_blocks, block)
-    ages = np.broadcast_to(np.asarray(pool_ages)[: n_blocks * block].reshape(n_blocks, block), raw.shape)
+    before = np.zeros(len(raw)) if asked_days_before is None else np.asarray(asked_days_before, float)
+    ages = np.asarray(pool_ages, dtype=np.float64)[None, :] - before[:, None]  # from when each is asked
+    raw = np.where(ages >= 0, raw, -np.inf)[:, : n_blocks * block].reshape(len(raw), n_blocks, block)
+    ages = ages[:, : n_blocks * block].reshape(len(raw), n_blocks, block)
     k = min(spec.candidates, block)
     top = np.argpartition(-raw, k - 1, axis=2)[..., :k]
     weight = recency_weight(np.take_along_axis(ages, top, axis=2), spec.tau_days)
@@ -431,12 +449,16 @@ def scale_study(
     base = (raw, ages)
     sizes = sorted(sizes)
     within_pool = [n for n in sizes if n - n0 <= len(pool)]
-    real = curve(queries, within_pool, stream((pool, pool_ages), None, len(pool), seed, chunk), spec, base)
-    synth = curve(queries, sizes, stream(None, model, max(sizes) - n0, seed + 1, chunk), spec, base)
+    before = np.datetime64(dataset.reference_date.replace(tzinfo=None), "s") - dataset.question_references()
+    before = before.astype(np.float64) / 86_400.0  # days before the reference each question is asked
+    real = curve(
+        queries, within_pool, stream((pool, pool_ages), None, len(pool), seed, chunk), spec, base, before
+    )
+    synth = curve(queries, sizes, stream(None, model, max(sizes) - n0, seed + 1, chunk), spec, base, before)
 
     # predicted: extreme-value laws of the spec's outcome on blocks of the real pool, per question
     block = block or max(10, len(pool) // 50)
-    outcomes = block_outcomes(queries, pool, pool_ages, spec, block)
+    outcomes = block_outcomes(queries, pool, pool_ages, spec, block, before)
     laws = [MaxLaw.from_maxima(outcomes[i], block) for i in range(len(queries))]
     own_best = np.array(
         [

@@ -66,9 +66,14 @@ def select(table: pd.DataFrame, rule: str = "smallest-bonus") -> int | None:
     feasible = np.flatnonzero(table["feasible"].to_numpy(dtype=bool))
     if feasible.size == 0:
         return None
+    missing = [c for c, _ in spec.keys if c not in table.columns]
+    if missing:
+        raise ValueError(
+            f"selection rule {rule!r} needs column(s) {', '.join(missing)}, which the table lacks"
+        )
     cand = table.iloc[feasible].assign(_row=feasible)
-    cols = [c for c, _ in spec.keys if c in cand.columns] + ["_row"]
-    asc = [a for c, a in spec.keys if c in cand.columns] + [True]
+    cols = [c for c, _ in spec.keys] + ["_row"]
+    asc = [a for _, a in spec.keys] + [True]
     ordered = cand.sort_values(cols, ascending=asc, kind="mergesort", na_position="last")
     return int(ordered["_row"].iloc[0])
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import NamedTuple
 
 import numpy as np
@@ -26,7 +26,9 @@ SECONDS_PER_DAY = 86_400.0
 
 def age_days(dates: np.ndarray, reference: np.datetime64 | datetime) -> np.ndarray:
     """Fractional days from each date (``datetime64``) to the reference date."""
-    ref = np.datetime64(reference.replace(tzinfo=None) if isinstance(reference, datetime) else reference, "s")
+    if isinstance(reference, datetime) and reference.tzinfo is not None:  # the same instant in UTC
+        reference = reference.astimezone(UTC).replace(tzinfo=None)
+    ref = np.datetime64(reference, "s")
     return (ref - dates.astype("datetime64[s]")).astype(np.float64) / SECONDS_PER_DAY
 
 

@@ -62,10 +62,16 @@ def spec_query(
     *,
     date_field: str = DATE_FIELD,
     prefetch_filter: models.Filter | None = None,
+    exact: bool = False,
 ) -> models.QueryRequest:
-    """The whole spec as one query: filters go inside the prefetch, where candidates are chosen."""
+    """The whole spec as one query: filters go inside the prefetch, where candidates are chosen.
+
+    ``exact``: search without the HNSW index (memlab's measurements); the printed production
+    query leaves it off.
+    """
+    params = models.SearchParams(exact=True) if exact else None
     return models.QueryRequest(
-        prefetch=models.Prefetch(query=vector, limit=spec.candidates, filter=prefetch_filter),
+        prefetch=models.Prefetch(query=vector, limit=spec.candidates, filter=prefetch_filter, params=params),
         query=spec_formula(spec, date_field),
         score_threshold=spec.threshold,
         limit=spec.inject,
@@ -105,6 +111,9 @@ class MemoryStore:
             self.client = QdrantClient(":memory:")
         self.collection = collection
         self.dim = dim
+        # a server's HNSW index is approximate: memlab's measurements ask it for exact search
+        # (local mode always searches exactly, and warns if asked)
+        self.exact = models.SearchParams(exact=True) if url else None
         self.memory_ids: list[str] = []
         if recreate and self.client.collection_exists(collection):
             self.client.delete_collection(collection)
@@ -155,7 +164,10 @@ class MemoryStore:
     def raw_top_k(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """(memory index, raw cosine) of the ``k`` nearest memories, nearest first."""
         res = self.client.query_points(
-            self.collection, query=np.asarray(vector, dtype=float).tolist(), limit=k
+            self.collection,
+            query=np.asarray(vector, dtype=float).tolist(),
+            limit=k,
+            search_params=self.exact,
         )
         return [(int(p.id), float(p.score)) for p in res.points]
 
@@ -185,7 +197,12 @@ class MemoryStore:
                 must=[models.FieldCondition(key=DATE_FIELD, range=models.DatetimeRange(lte=rfc3339(asked)))]
             )
         )
-        req = spec_query(spec, np.asarray(vector, dtype=float).tolist(), prefetch_filter=only_before)
+        req = spec_query(
+            spec,
+            np.asarray(vector, dtype=float).tolist(),
+            prefetch_filter=only_before,
+            exact=self.exact is not None,
+        )
         res = self.client.query_points(
             self.collection,
             prefetch=req.prefetch,

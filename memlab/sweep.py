@@ -307,8 +307,10 @@ def _evaluate_chunk(
     for l_idx in prep.stale_l:
         stale_count += t_injected[l_idx]
     cols["stale_injected"] = stale_count.ravel()
-    cols["min_margin"] = reduce(np.minimum, margins) if margins else np.full(n * n_h * n_k * n_i, np.inf)
-    cols["feasible"] = reduce(np.logical_and, [cols[f"{c.name}_pass"] for c in criteria])
+    rows = n * n_h * n_k * n_i
+    cols["min_margin"] = reduce(np.minimum, margins) if margins else np.full(rows, np.inf)
+    # no criteria at all: nothing to fail
+    cols["feasible"] = reduce(np.logical_and, [cols[f"{c.name}_pass"] for c in criteria], np.ones(rows, bool))
 
     if long:
         cols = _long_columns(
@@ -420,7 +422,7 @@ def sweep_chunks(
     n_mem = np.shape(ages)[-1]
     if raw.ndim != 2 or raw.shape != (len(labels.question_ids), n_mem):
         raise ValueError(f"score table has shape {raw.shape}, expected ({len(labels.question_ids)}, {n_mem})")
-    criteria = criteria or labels.criteria()
+    criteria = labels.criteria() if criteria is None else criteria
     prep = prepare(raw, ages, labels, grid)
     chunks = plan_chunks(grid, chunk_rows)
     bar = None
@@ -477,7 +479,7 @@ def sweep_dataset(
     **kwargs: Any,
 ) -> pd.DataFrame:
     """``sweep`` with ages and labels taken from a dataset."""
-    criteria = criteria or crit.dataset_criteria(dataset)
+    criteria = crit.dataset_criteria(dataset) if criteria is None else criteria
     raw = np.where(dataset.visible(), raw, np.nan)  # not retrievable before it was written
     return sweep(raw, dataset.ages(), Labels.from_dataset(dataset), grid, criteria, **kwargs)
 

@@ -37,7 +37,7 @@ class TuningPanel:
         self.dataset = dataset
         self.spec = spec or RetrievalSpec()
         self.source, self.lang, self.question = source, lang, question
-        self.criteria = criteria or dataset_criteria(dataset)
+        self.criteria = dataset_criteria(dataset) if criteria is None else criteria
         self.score_options = score_options or {}
         self._scores: dict[tuple[str, str], ScoreTable] = {}
         self.last_update_ms = 0.0
