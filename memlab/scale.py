@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 
-from memlab.fixtures import naive_utc
 from memlab.spec import RetrievalSpec, recency_weight, rescore
 
 # Everyday topics for a companion device's user: (subject phrases, objects, details).
