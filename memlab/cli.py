@@ -330,7 +330,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     labels = Labels.from_dataset(dataset)
     progress = grid.size >= 1_000_000 and sys.stderr.isatty()
     t0 = time.perf_counter()
-    wide = sweep_chunks(raw, ages, labels, grid, criteria, progress=progress)
+    metrics = args.metrics.split(",") if args.metrics else None
+    wide = sweep_chunks(raw, ages, labels, grid, criteria, progress=progress, metrics=metrics)
     if args.output and not args.long:
         with TableWriter(args.output, args.format) as out:
 
@@ -676,6 +677,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="selection rule (default: %(default)s)",
     )
     p.add_argument("--long", action="store_true", help="write one row per configuration and question")
+    p.add_argument(
+        "--metrics",
+        default=None,
+        help="comma list of metric groups to write (default: all): headroom, current, injected, stale",
+    )
     p.add_argument(
         "--format",
         choices=["csv", "parquet", "json"],

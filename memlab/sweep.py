@@ -18,7 +18,7 @@ of the result is configuration ``i`` of ``Grid.values``. The order is recorded i
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import reduce
 from typing import TYPE_CHECKING, Any
@@ -200,6 +200,7 @@ def _evaluate_chunk(
     criteria: tuple[crit.Criterion, ...],
     chunk: Chunk,
     long: bool,
+    metrics: tuple[str, ...] = tuple(),
 ) -> dict[str, np.ndarray]:
     """Columns for the configurations of one chunk.
 
@@ -296,17 +297,21 @@ def _evaluate_chunk(
         cols[f"{c.name}_pass"] = flat(passed)
         cols[f"{c.name}_margin"] = flat(margin)
         margins.append(cols[f"{c.name}_margin"])
-    cols["headroom"] = flat(room)
-    for q in np.flatnonzero(has_current):
-        qid = labels.question_ids[q]
-        cols[f"margin_{qid}"] = flat(current_final[..., q] - thr_b)
-        cols[f"injected_{qid}"] = flat(current_inj[..., q])
-    for k, kind in enumerate(QUESTION_KINDS):
-        cols[f"injected_{kind}"] = injected_by_kind[k].ravel()
-    stale_count = np.zeros(shape, dtype=np.int64)
-    for l_idx in prep.stale_l:
-        stale_count += t_injected[l_idx]
-    cols["stale_injected"] = stale_count.ravel()
+    facts = {
+        "flat": flat,
+        "room": room,
+        "labels": labels,
+        "has_current": has_current,
+        "thr": thr_b,
+        "current_final": current_final,
+        "current_inj": current_inj,
+        "injected_by_kind": injected_by_kind,
+        "t_injected": t_injected,
+        "stale_l": prep.stale_l,
+        "shape": shape,
+    }
+    for name in metrics:
+        cols.update(METRICS[name].columns(facts))
     rows = n * n_h * n_k * n_i
     cols["min_margin"] = reduce(np.minimum, margins) if margins else np.full(rows, np.inf)
     # no criteria at all: nothing to fail
@@ -329,6 +334,65 @@ def _evaluate_chunk(
             _first_row(grid, chunk),
         )
     return cols
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A group of output columns, computed from the chunk's per-question facts."""
+
+    name: str
+    meaning: str
+    columns: Callable[[dict[str, Any]], dict[str, np.ndarray]]
+
+
+def _headroom(f: dict[str, Any]) -> dict[str, np.ndarray]:
+    return {"headroom": f["flat"](f["room"])}
+
+
+def _current(f: dict[str, Any]) -> dict[str, np.ndarray]:
+    out = {}
+    for q in np.flatnonzero(f["has_current"]):
+        qid = f["labels"].question_ids[q]
+        out[f"margin_{qid}"] = f["flat"](f["current_final"][..., q] - f["thr"])
+        out[f"injected_{qid}"] = f["flat"](f["current_inj"][..., q])
+    return out
+
+
+def _injected(f: dict[str, Any]) -> dict[str, np.ndarray]:
+    return {f"injected_{kind}": f["injected_by_kind"][k].ravel() for k, kind in enumerate(QUESTION_KINDS)}
+
+
+def _stale(f: dict[str, Any]) -> dict[str, np.ndarray]:
+    count = np.zeros(f["shape"], dtype=np.int64)
+    for l_idx in f["stale_l"]:
+        count += f["t_injected"][l_idx]
+    return {"stale_injected": count.ravel()}
+
+
+METRICS: dict[str, Metric] = {
+    m.name: m
+    for m in (
+        Metric("headroom", "threshold minus the best post-bonus score over the no-hit questions", _headroom),
+        Metric(
+            "current",
+            "per question with a current memory: margin_<id> (final minus threshold, NaN "
+            "when not a candidate) and injected_<id>",
+            _current,
+        ),
+        Metric("injected", "memories injected over the questions of each kind: injected_<kind>", _injected),
+        Metric("stale", "stale memories injected: stale_injected", _stale),
+    )
+}
+
+
+def check_metrics(names: Sequence[str] | None) -> tuple[str, ...]:
+    """The metric groups to compute (all when None), in registry order; unknown names are an error."""
+    if names is None:
+        return tuple(METRICS)
+    unknown = [n for n in names if n not in METRICS]
+    if unknown:
+        raise ValueError(f"unknown metric(s) {', '.join(unknown)}; available: {', '.join(METRICS)}")
+    return tuple(m for m in METRICS if m in names)
 
 
 def _long_columns(
@@ -417,12 +481,14 @@ def sweep_chunks(
     long: bool = False,
     chunk_rows: int = 1 << 20,
     progress: bool = False,
+    metrics: Sequence[str] | None = None,
 ) -> Iterator[pd.DataFrame]:
     """The sweep as consecutive DataFrames of about ``chunk_rows`` configurations each."""
     n_mem = np.shape(ages)[-1]
     if raw.ndim != 2 or raw.shape != (len(labels.question_ids), n_mem):
         raise ValueError(f"score table has shape {raw.shape}, expected ({len(labels.question_ids)}, {n_mem})")
     criteria = labels.criteria() if criteria is None else criteria
+    chosen = check_metrics(metrics)
     prep = prepare(raw, ages, labels, grid)
     chunks = plan_chunks(grid, chunk_rows)
     bar = None
@@ -434,7 +500,7 @@ def sweep_chunks(
     try:
         per_pair = len(grid.threshold) * len(grid.candidates) * len(grid.inject)
         for chunk in chunks:
-            cols = _evaluate_chunk(prep, labels, grid, criteria, chunk, long)
+            cols = _evaluate_chunk(prep, labels, grid, criteria, chunk, long, chosen)
             yield _frame(cols, grid, _first_row(grid, chunk), long)
             if bar is not None:
                 bar.update(chunk.pairs() * per_pair)
@@ -452,6 +518,7 @@ def sweep(
     *,
     long: bool = False,
     chunk_rows: int = 1 << 20,
+    metrics: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Every configuration of the grid: one row each (or one per configuration and question).
 
@@ -463,7 +530,9 @@ def sweep(
     """
     import pandas as pd
 
-    frames = list(sweep_chunks(raw, ages, labels, grid, criteria, long=long, chunk_rows=chunk_rows))
+    frames = list(
+        sweep_chunks(raw, ages, labels, grid, criteria, long=long, chunk_rows=chunk_rows, metrics=metrics)
+    )
     if len(frames) == 1:
         return frames[0]
     out = pd.concat(frames, ignore_index=long)

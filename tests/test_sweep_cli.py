@@ -224,3 +224,37 @@ def test_table_writer_leaves_nothing_on_failure(tmp_path):
         raise RuntimeError("interrupted")
     assert target.read_text() == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["out.csv"]
+
+
+def test_metrics_are_a_registry(capsys, tmp_path):
+    from memlab.sweep import METRICS, check_metrics
+
+    assert list(METRICS) == ["headroom", "current", "injected", "stale"]
+    with pytest.raises(ValueError) as e:
+        check_metrics(["headroom", "recall"])
+    assert str(e.value) == "unknown metric(s) recall; available: headroom, current, injected, stale"
+    target = tmp_path / "few.csv"
+    code, _, _ = run(
+        capsys,
+        "sweep",
+        "--source",
+        "published",
+        "--bonus",
+        "0.05",
+        "--tau",
+        "14",
+        "--threshold",
+        "0.45",
+        "--metrics",
+        "headroom",
+        "-o",
+        str(target),
+    )
+    cols = pd.read_csv(target).columns.tolist()
+    assert code == 0 and "headroom" in cols and "stale_injected" not in cols and "margin_C1" not in cols
+    assert cols[-2:] == ["min_margin", "feasible"]
+    code, _, err = run(capsys, "sweep", "--source", "published", "--metrics", "recall")
+    assert (code, err) == (
+        2,
+        "memlab: error: unknown metric(s) recall; available: headroom, current, injected, stale\n",
+    )
