@@ -422,8 +422,7 @@ def cmd_feasible(args: argparse.Namespace) -> int:
 
 def scale_inputs(args: argparse.Namespace):
     """Dataset, raw scores, question vectors, and the embedded distractor pool for a scale study."""
-    from memlab.embeddings import Embedder
-    from memlab.scale import distractor_texts
+    from memlab.scale import embedded_inputs
 
     if args.source != "embedded":
         raise ValueError(
@@ -432,16 +431,16 @@ def scale_inputs(args: argparse.Namespace):
         )
     dataset = load_dataset(args.dataset)
     scores = scores_from(args, dataset)
-    embedder = Embedder(
-        args.model, truncate_dim=args.truncate_dim, cache_dir=args.cache_dir, progress=sys.stderr.isatty()
+    queries, pool, ages = embedded_inputs(
+        dataset,
+        args.pool,
+        lang=args.lang,
+        model=args.model,
+        truncate_dim=args.truncate_dim,
+        cache_dir=args.cache_dir,
+        seed=args.seed,
+        progress=sys.stderr.isatty(),
     )
-    queries = embedder.encode_queries([q.text(args.lang) for q in dataset.questions])
-    texts, ages = distractor_texts(args.pool, dataset.reference_date, seed=args.seed)
-    if embedder.loads == 0:
-        print(
-            f"embedding a pool of {args.pool:,} distractors (cached after the first run)...", file=sys.stderr
-        )
-    pool = embedder.encode_documents(texts)
     return dataset, scores, queries, pool, ages
 
 

@@ -13,7 +13,6 @@ browser open for a whole batch of figures.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import warnings
@@ -465,10 +464,6 @@ def export_static_batch(json_files: Iterable[Path], formats: Iterable[str]) -> l
             fig = pio.from_json(f.read_text(encoding="utf-8"))
             written += [write_static(fig, f.with_suffix(f".{fmt}")) for fmt in statics]
     return written
-
-
-def figure_json(fig: go.Figure) -> dict[str, Any]:
-    return json.loads(fig.to_json())
 
 
 def scale_curve(rows: pd.DataFrame, threshold: float, n_zero: float | None, basis: str = "") -> go.Figure:

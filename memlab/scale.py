@@ -189,6 +189,28 @@ def sample_from_dataset(
     return [dataset.memories[i].text(lang) for i in idx], ages[idx]
 
 
+def embedded_inputs(
+    dataset,
+    pool: int,
+    *,
+    lang: str,
+    model: str | None = None,
+    truncate_dim: int | None = None,
+    cache_dir=None,
+    seed: int = 0,
+    progress: bool = False,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(question vectors, pool vectors, pool ages in days): the dataset's questions and ``pool``
+    template distractors embedded through the cache, with the model an imported dataset records."""
+    from memlab.embeddings import Embedder
+
+    model = model or (dataset.vectors or {}).get("model")
+    embedder = Embedder(model, truncate_dim=truncate_dim, cache_dir=cache_dir, progress=progress)
+    queries = embedder.encode_queries([q.text(lang) for q in dataset.questions])
+    texts, ages = distractor_texts(pool, dataset.reference_date, seed=seed)
+    return queries, embedder.encode_documents(texts), ages
+
+
 @dataclass(frozen=True)
 class GaussianVectors:
     """A multivariate Gaussian fitted to unit vectors; samples are L2-normalised."""

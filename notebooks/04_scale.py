@@ -2,6 +2,11 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: memlab
 #     language: python
@@ -41,18 +46,14 @@ fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg 
 import pandas as pd
 
 from memlab import RetrievalSpec, figures, load_dataset, load_scores
-from memlab.embeddings import Embedder
 from memlab.report import Report
-from memlab.scale import distractor_texts, scale_study
+from memlab.scale import embedded_inputs, scale_study
 from memlab.sweep import parse_axis
 
 report = Report(out_dir, fig_formats)
 data = load_dataset(dataset)
 scores = load_scores(source, data, lang=lang, model=model or None)
-embedder = Embedder(model or None)
-queries = embedder.encode_queries([q.text(lang) for q in data.questions])
-texts, ages = distractor_texts(pool, data.reference_date, seed=seed)
-vectors = embedder.encode_documents(texts)
+queries, vectors, ages = embedded_inputs(data, pool, lang=lang, model=model or None, seed=seed)
 spec = RetrievalSpec(
     candidates=candidates, inject=inject, threshold=threshold, bonus=bonus, tau_days=tau_days
 )
