@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help install install-test run test lint bench clean
+.PHONY: help install install-test run test lint bench clean notebooks
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -34,6 +34,10 @@ run: $(VENV)/.installed  ## run the notebooks on the default batch (embedded def
 
 test: $(VENV)/.installed-test  ## install the test extras and run the test suite
 	$(BIN)/python -m pytest
+
+notebooks: $(VENV)/.installed  ## rewrite the notebooks' parameters cells from memlab.parameters and sync the .ipynb
+	$(BIN)/python -m memlab.parameters notebooks/[0-9]*.py
+	$(BIN)/jupytext --sync notebooks/[0-9]*.py
 
 lint: $(VENV)/.installed-test  ## ruff check and format check
 	$(BIN)/ruff check memlab tests benchmarks notebooks

@@ -61,3 +61,36 @@ def parameters_cell() -> str:
 
 def defaults() -> dict[str, Any]:
     return {p.name: p.default for p in NOTEBOOK_PARAMETERS}
+
+
+def rewrite_parameters_cell(script: str) -> str:
+    """A jupytext percent script with its ``parameters`` cell replaced by the current definition."""
+    marker = '# %% tags=["parameters"]\n'
+    head, found, rest = script.partition(marker)
+    if not found:
+        raise ValueError("no '# %% tags=[\"parameters\"]' cell")
+    _, sep, tail = rest.partition("\n# %%")
+    if not sep:
+        raise ValueError("the parameters cell is the last cell; expected code after it")
+    return head + marker + parameters_cell() + "\n\n" + "# %%" + tail
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m memlab.parameters notebooks/*.py``: rewrite each script's parameters cell.
+
+    Run ``jupytext --sync`` on the scripts afterwards (``make notebooks`` does both) so the
+    .ipynb files follow and keep their cell ids.
+    """
+    import sys
+    from pathlib import Path
+
+    from memlab.io import atomic_write_text
+
+    for name in sys.argv[1:] if argv is None else argv:
+        path = Path(name)
+        atomic_write_text(path, rewrite_parameters_cell(path.read_text(encoding="utf-8")))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
