@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from memlab.fixtures import DEFAULT_DATASET, DatasetError, load_dataset
+from memlab.fixtures import DEFAULT_DATASET, QUESTION_KINDS, DatasetError, load_dataset
 from memlab.io import atomic_write_text
 from memlab.spec import RetrievalSpec
 
@@ -565,7 +565,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     dated = sum(q.date is not None for q in dataset.questions)
     print(
         f"{dataset.path}: ok: {len(dataset.memories)} memories, {len(dataset.questions)} questions "
-        f"({', '.join(f'{kinds.count(k)} {k}' for k in ('hit', 'contradiction', 'nohit'))}; {dated} dated), "
+        f"({', '.join(f'{kinds.count(k)} {k}' for k in QUESTION_KINDS)}; {dated} dated), "
         f"languages {', '.join(dataset.languages)}, reference date {dataset.reference_date:%Y-%m-%d}"
     )
     return 0

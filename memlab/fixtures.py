@@ -23,7 +23,9 @@ from typing import Any
 
 import numpy as np
 
-QUESTION_KINDS = ("hit", "contradiction", "nohit")
+# time: the question names a time ("yesterday", 8月20日) and its current memory is the one from
+# then; ``stale`` lists same-topic memories from outside that time (the wrong day's lunch).
+QUESTION_KINDS = ("hit", "contradiction", "nohit", "time")
 MEMORY_SOURCES = ("seed", "reconstructed", "imported", "synthetic", "user")
 DEFAULT_DATASET = "seed16"
 
@@ -65,7 +67,7 @@ class Question:
     """One test question with its labels: which memories answer it and which must win."""
 
     id: str
-    kind: str  # hit | contradiction | nohit
+    kind: str  # hit | contradiction | nohit | time
     texts: Mapping[str, str]
     relevant: tuple[str, ...] = ()
     current: str | None = None  # the memory that must win (the newest true fact)
@@ -394,6 +396,8 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
             r.problem("kind", "a nohit question has no relevant, current or stale memories")
         if kind == "contradiction" and (current is None or not stale):
             r.problem("kind", "a contradiction question needs a current and a stale memory")
+        if kind == "time" and current is None:
+            r.problem("kind", "a time question needs a current memory (the one from the time it names)")
         if current is not None and current in stale:
             r.problem("current", f"{current!r} is also listed as stale")
         source = r.choice("source", MEMORY_SOURCES, default="user")

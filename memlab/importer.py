@@ -10,10 +10,9 @@ written; the folder appears whole or not at all.
 
 from __future__ import annotations
 
+import io
 import json
 import math
-import shutil
-import tempfile
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from memlab.fixtures import DatasetError, parse_datetime
+from memlab.io import write_folder_atomically
 
 
 def _parse_date(value: Any) -> datetime:
@@ -139,26 +139,18 @@ def import_qdrant(
         "date_prefix": False,
         "vectors": {"file": "vectors.npy", "dim": dim, "model": model, "order": "memories.jsonl"},
     }
-    # build in a temporary folder beside the target, check it loads, then rename it into place
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
-    try:
-        (tmp / "dataset.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
-        (tmp / "memories.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-        np.save(tmp / "vectors.npy", np.asarray(vecs, dtype=np.float32))
-        if questions is not None:
-            shutil.copyfile(questions, tmp / "questions.jsonl")
-            from memlab.fixtures import load_dataset
+    # the folder appears whole or not at all; with questions, it must load (they must fit)
+    buf = io.BytesIO()
+    np.save(buf, np.asarray(vecs, dtype=np.float32))
+    files: dict[str, str | bytes] = {
+        "dataset.json": json.dumps(meta, indent=2, ensure_ascii=False) + "\n",
+        "memories.jsonl": "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
+        "vectors.npy": buf.getvalue(),
+        "questions.jsonl": Path(questions).read_bytes() if questions is not None else "",
+    }
+    from memlab.fixtures import load_dataset
 
-            load_dataset(tmp)  # the questions must fit these memories
-        else:
-            (tmp / "questions.jsonl").write_text("")
-        if out.exists():
-            out.rmdir()
-        tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    write_folder_atomically(out, files, check=load_dataset if questions is not None else None)
     return out
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -97,3 +98,40 @@ class TableWriter:
                 os.replace(self.tmp, self.path)
             else:
                 self.tmp.unlink(missing_ok=True)
+
+
+def write_folder_atomically(
+    out: str | Path, files: dict[str, str | bytes], check: Callable[[Path], object] | None = None
+) -> Path:
+    """Write a folder of files so it appears whole or not at all.
+
+    The files are written into a temporary folder beside ``out``; ``check(tmp)`` (e.g. the dataset
+    loader) may raise to refuse it; then it is renamed into place. ``out`` must not exist or be
+    an empty folder, so nothing a user made is overwritten.
+    """
+    import shutil
+
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise FileExistsError(f"{out} already exists and is not an empty folder")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
+    try:
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700
+        for name, data in files.items():
+            (tmp / name).write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+        if check is not None:
+            check(tmp)
+        if out.exists():
+            out.rmdir()
+        tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def _umask() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask

@@ -18,7 +18,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,7 @@ from memlab.fixtures import Dataset
 from memlab.spec import SECONDS_PER_DAY, RetrievalSpec
 
 DATE_FIELD = "date"
+KEYWORD_VECTOR = "bm25"  # the sparse vector holding each memory's BM25 term weights
 QUERY_VECTOR_PLACEHOLDER = "<query vector>"
 
 
@@ -100,6 +101,7 @@ class MemoryStore:
         path: str | None = None,
         url: str | None = None,
         recreate: bool = True,
+        keyword: bool = False,
     ):
         if path and url:
             raise ValueError("give either a Qdrant path (local mode on disk) or a url, not both")
@@ -121,6 +123,8 @@ class MemoryStore:
             self.client.create_collection(
                 collection,
                 vectors_config=models.VectorParams(size=dim, distance=models.Distance.COSINE),
+                # BM25 as a sparse dot product: memory-side term weights, a 0/1 query
+                sparse_vectors_config={KEYWORD_VECTOR: models.SparseVectorParams()} if keyword else None,
             )
 
     @classmethod
@@ -142,14 +146,26 @@ class MemoryStore:
         vectors: np.ndarray,
         dates: Sequence[datetime],
         texts: Sequence[str] | None = None,
+        keyword_weights: Sequence[dict[int, float]] | None = None,
     ) -> None:
+        """``keyword_weights``: per memory, {term id: BM25 weight} (``KeywordIndex.sparse_vectors``)."""
         if vectors.shape != (len(ids), self.dim):
             raise ValueError(f"vectors have shape {vectors.shape}, expected ({len(ids)}, {self.dim})")
         start = len(self.memory_ids)
         points = [
             models.PointStruct(
                 id=start + i,
-                vector=vectors[i].astype(float).tolist(),
+                vector=(
+                    vectors[i].astype(float).tolist()
+                    if keyword_weights is None
+                    else {
+                        "": vectors[i].astype(float).tolist(),
+                        KEYWORD_VECTOR: models.SparseVector(
+                            indices=sorted(keyword_weights[i]),
+                            values=[keyword_weights[i][t] for t in sorted(keyword_weights[i])],
+                        ),
+                    }
+                ),
                 payload={
                     "memory_id": ids[i],
                     DATE_FIELD: rfc3339(dates[i]),
@@ -211,3 +227,101 @@ class MemoryStore:
             limit=req.limit,
         )
         return [(int(p.id), float(p.score)) for p in res.points]
+
+
+def window_filter(start: date, end: date, asked: datetime | None = None) -> models.Filter:
+    """Memories dated on the calendar days ``start`` .. ``end`` (UTC), and not after ``asked``."""
+    lo = datetime.combine(start, time(), tzinfo=UTC)
+    hi = datetime.combine(end + timedelta(days=1), time(), tzinfo=UTC)
+    conditions = [
+        models.FieldCondition(key=DATE_FIELD, range=models.DatetimeRange(gte=rfc3339(lo), lt=rfc3339(hi)))
+    ]
+    if asked is not None:
+        conditions.append(
+            models.FieldCondition(key=DATE_FIELD, range=models.DatetimeRange(lte=rfc3339(asked)))
+        )
+    return models.Filter(must=conditions)
+
+
+def _asked_filter(asked: datetime | None) -> models.Filter | None:
+    if asked is None:
+        return None
+    return models.Filter(
+        must=[models.FieldCondition(key=DATE_FIELD, range=models.DatetimeRange(lte=rfc3339(asked)))]
+    )
+
+
+def gate_filter(
+    store: MemoryStore, time_range: tuple[date, date] | None, asked: datetime | None
+) -> models.Filter | None:
+    """The time gate as a payload filter: the named days; widened by a day on each side, once,
+    when they hold no memory (counted in Qdrant); no range: only the ``asked`` cut-off."""
+    if time_range is None:
+        return _asked_filter(asked)
+    start, end = time_range
+    gate = window_filter(start, end, asked)
+    if store.client.count(store.collection, count_filter=gate, exact=True).count == 0:
+        gate = window_filter(start - timedelta(days=1), end + timedelta(days=1), asked)
+    return gate
+
+
+def policy_query(
+    store: MemoryStore,
+    policy: Any,
+    spec: RetrievalSpec,
+    vector: Sequence[float],
+    keyword_terms: Sequence[int] = (),
+    *,
+    rrf_k: float = 60,
+    time_range: tuple[date, date] | None = None,
+    asked: datetime | None = None,
+) -> list[tuple[int, float]]:
+    """A ``memlab.hybrid`` policy as one native Qdrant query: (memory index, final score) injected.
+
+    Routes are prefetches with the gate's payload filter inside them; RRF is Qdrant's
+    ``RrfQuery`` (its k is memlab's k + 1: Qdrant scores ``1 / (k + rank - 1)``); the recency
+    bonus, threshold and inject limit are the spec's formula on top. The time route is the
+    newest memories first (an ``order_by`` on the date). Weighted fusion with min-max or z-score
+    has no Qdrant counterpart (Qdrant fuses by RRF or DBSF); its reference path is ranx.
+    """
+    if policy.fusion == "weighted":
+        raise ValueError(f"policy {policy.name!r}: weighted fusion has no native Qdrant query; use ranx")
+    if asked is not None:
+        spec = replace(spec, reference_date=asked)
+    flt = gate_filter(store, time_range if policy.gate else None, asked)
+    exact = store.exact
+    routes = {
+        "vector": models.Prefetch(
+            query=np.asarray(vector, dtype=float).tolist(), limit=spec.candidates, filter=flt, params=exact
+        ),
+        "keyword": models.Prefetch(
+            query=models.SparseVector(indices=list(keyword_terms), values=[1.0] * len(keyword_terms)),
+            using=KEYWORD_VECTOR,
+            limit=spec.candidates,
+            filter=flt,
+        ),
+        "time": models.Prefetch(
+            query=models.OrderByQuery(
+                order_by=models.OrderBy(key=DATE_FIELD, direction=models.Direction.DESC)
+            ),
+            limit=spec.candidates,
+            filter=flt,
+        ),
+    }
+    if policy.fusion == "none":
+        prefetch = routes["vector"]
+    else:
+        used = [routes[r] for r in policy.routes if r != "keyword" or keyword_terms]
+        prefetch = models.Prefetch(
+            prefetch=used,
+            query=models.RrfQuery(rrf=models.Rrf(k=int(rrf_k) + 1)),
+            limit=spec.candidates * len(used),
+        )
+    res = store.client.query_points(
+        store.collection,
+        prefetch=prefetch,
+        query=spec_formula(spec),
+        score_threshold=spec.threshold,
+        limit=spec.inject,
+    )
+    return [(int(p.id), float(p.score)) for p in res.points]

@@ -1,0 +1,434 @@
+"""Retrieval policies that combine a vector route, a keyword route and time, compared on one footing.
+
+A policy (``POLICIES``) turns the routes' scores into one final score per question and memory;
+the spec's own machinery then does the rest, so every policy is tuned by the same vectorised
+sweep, with the same criteria, selection and metrics as the seed's recency bonus:
+
+- ``vector``: raw cosine, top ``candidates``, threshold (the spec with bonus 0);
+- ``vector-decay``: the seed's spec, ``cosine + bonus * exp(-age / tau)``;
+- ``hybrid-weighted``: ``alpha * norm(cosine) + (1 - alpha) * norm(BM25)`` over the union of
+  both routes' candidates (``memlab.fusion``; min-max or z-score, an axis of the sweep);
+- ``hybrid-rrf``: reciprocal rank fusion of the two routes, ``k`` an axis;
+- ``rrf-time``: RRF with time as a third route (the ``candidates`` newest memories, newest first),
+  the design the seed 002 argues against;
+- ``gate-decay``: the seed 002's recommendation. A question that names a time ("the day before
+  yesterday", 先週) is gated: only memories dated inside that range are candidates, before any
+  ranking; when the range holds none it widens by one day on each side, once. Inside the gate
+  (or ungated, when no time is named) the hybrid weighted fusion runs, plus the decay term;
+- ``gate-vector-decay``: the gate in front of the seed's spec, to separate what the gate does
+  from what the fusion does.
+
+A fused score has no absolute scale (min-max puts every question's best candidate at 1), so a
+policy's threshold is calibrated on its own scores: the threshold axis spans the range of final
+scores the policy produces (``threshold_steps`` evenly spaced values), and the sweep picks it
+with the criteria, like bonus and tau. Headroom is then in the policy's own units.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from memlab import criteria as crit
+from memlab.fusion import alpha_weights, normalize, ranks, route_candidates, rrf_fusion, weighted_fusion
+from memlab.sweep import Grid, Labels, sweep
+from memlab.timeparse import DateRange, parse_time
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from memlab.fixtures import Dataset
+
+ROUTES = ("vector", "keyword", "time")
+
+
+@dataclass(frozen=True)
+class Policy:
+    name: str
+    routes: tuple[str, ...]
+    fusion: str  # none | weighted | rrf
+    decay: bool
+    gate: bool
+    meaning: str
+
+
+POLICIES: dict[str, Policy] = {
+    p.name: p
+    for p in (
+        Policy("vector", ("vector",), "none", False, False, "cosine only"),
+        Policy(
+            "vector-decay",
+            ("vector",),
+            "none",
+            True,
+            False,
+            "cosine plus the recency bonus (the seed's spec)",
+        ),
+        Policy(
+            "hybrid-weighted",
+            ("vector", "keyword"),
+            "weighted",
+            False,
+            False,
+            "weighted fusion of cosine and BM25",
+        ),
+        Policy(
+            "hybrid-rrf",
+            ("vector", "keyword"),
+            "rrf",
+            False,
+            False,
+            "reciprocal rank fusion of cosine and BM25",
+        ),
+        Policy(
+            "rrf-time", ("vector", "keyword", "time"), "rrf", False, False, "RRF with time as a third route"
+        ),
+        Policy(
+            "gate-decay",
+            ("vector", "keyword"),
+            "weighted",
+            True,
+            True,
+            "time expression as a gate, weighted fusion, plus the recency bonus",
+        ),
+        Policy(
+            "gate-vector-decay",
+            ("vector",),
+            "none",
+            True,
+            True,
+            "time expression as a gate, cosine plus the recency bonus",
+        ),
+    )
+}
+
+
+def check_policies(names: Sequence[str] | None) -> tuple[Policy, ...]:
+    if not names:
+        return tuple(POLICIES.values())
+    unknown = [n for n in names if n not in POLICIES]
+    if unknown:
+        raise ValueError(f"unknown policy(ies) {', '.join(unknown)}; available: {', '.join(POLICIES)}")
+    return tuple(POLICIES[n] for n in names)
+
+
+@dataclass(frozen=True)
+class HybridInputs:
+    """Everything the policies read, per question (Q) and memory (M)."""
+
+    question_ids: tuple[str, ...]
+    vector: np.ndarray  # (Q, M) cosine, NaN where not retrievable
+    keyword: np.ndarray  # (Q, M) BM25, 0 = no shared term, NaN where not retrievable
+    ages: np.ndarray  # (Q, M) days from the memory to when the question is asked, inf if later
+    memory_dates: tuple[date, ...]  # (M,) calendar day of each memory
+    time_ranges: tuple[DateRange | None, ...]  # (Q,) the time each question names, if any
+    labels: Labels
+    criteria: tuple[crit.Criterion, ...]
+    meta: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def visible(self) -> np.ndarray:
+        return np.isfinite(self.ages)
+
+
+def question_time_ranges(dataset: Dataset, lang: str, explicit: dict[str, DateRange] | None = None):
+    """Each question's time range: an explicit one (an application's tool call passes it) skips
+    the parser; otherwise ``parse_time`` on the question's text, relative to when it is asked."""
+    explicit = explicit or {}
+    out = []
+    for q in dataset.questions:
+        if q.id in explicit:
+            out.append(explicit[q.id])
+        else:
+            out.append(parse_time(q.text(lang), (q.date or dataset.reference_date).date()))
+    return tuple(out)
+
+
+def build_inputs(
+    dataset: Dataset,
+    vector: np.ndarray,
+    *,
+    lang: str = "en",
+    time_ranges: dict[str, DateRange] | None = None,
+    criteria: tuple[crit.Criterion, ...] | None = None,
+) -> HybridInputs:
+    """Inputs for a dataset: ``vector`` is its (Q, M) cosine table (from any score source); BM25
+    is computed here over the memory texts in ``lang``."""
+    from memlab.keyword import keyword_scores
+
+    visible = dataset.visible()
+    kw = keyword_scores(
+        [m.text(lang) for m in dataset.memories], [q.text(lang) for q in dataset.questions], lang
+    )
+    return HybridInputs(
+        dataset.question_ids,
+        np.where(visible, np.asarray(vector, dtype=np.float64), np.nan),
+        np.where(visible, kw, np.nan),
+        dataset.ages(),
+        tuple(m.date.date() for m in dataset.memories),
+        question_time_ranges(dataset, lang, time_ranges),
+        Labels.from_dataset(dataset),
+        crit.dataset_criteria(dataset) if criteria is None else criteria,
+        {"dataset": dataset.name, "lang": lang},
+    )
+
+
+@dataclass(frozen=True)
+class Gate:
+    mask: np.ndarray  # (Q, M) memories that may be candidates
+    gated: np.ndarray  # (Q,) the question named a time
+    widened: np.ndarray  # (Q,) its window held nothing and was widened by one day each side
+
+
+def time_gate(inputs: HybridInputs) -> Gate:
+    """Only memories dated inside a question's named range; an empty window widens once by a day."""
+    days = np.array([d.toordinal() for d in inputs.memory_dates])
+    visible = inputs.visible
+    mask = visible.copy()
+    gated = np.zeros(len(inputs.question_ids), dtype=bool)
+    widened = np.zeros_like(gated)
+    for q, rng in enumerate(inputs.time_ranges):
+        if rng is None:
+            continue
+        gated[q] = True
+        lo, hi = rng.start.toordinal(), rng.end.toordinal()
+        inside = (days >= lo) & (days <= hi) & visible[q]
+        if not inside.any():
+            widened[q] = True
+            inside = (days >= lo - 1) & (days <= hi + 1) & visible[q]
+        mask[q] = inside
+    return Gate(mask, gated, widened)
+
+
+@dataclass(frozen=True)
+class FusionSettings:
+    """One value of the fusion axes, and the final (pre-bonus) scores it gives, (Q, M)."""
+
+    params: dict[str, Any]
+    scores: np.ndarray
+
+
+def policy_scores(
+    policy: Policy,
+    inputs: HybridInputs,
+    *,
+    candidates: int = 8,
+    alphas: Sequence[float] = (0.5,),
+    norms: Sequence[str] = ("min-max",),
+    rrf_ks: Sequence[float] = (60,),
+) -> list[FusionSettings]:
+    """The policy's pre-bonus scores for every value of its fusion axes (alpha x norm, or k).
+
+    NaN marks a memory that is no candidate. For ``none`` fusion the cosine table is returned
+    whole (the sweep takes its top ``candidates``, as the spec does).
+    """
+    mask = time_gate(inputs).mask if policy.gate else inputs.visible
+    vector = np.where(mask, inputs.vector, np.nan)
+    if policy.fusion == "none":
+        return [FusionSettings({}, vector)]
+    routes = {
+        "vector": route_candidates(vector, candidates),
+        "keyword": route_candidates(np.where(mask, inputs.keyword, np.nan), candidates, positive_only=True),
+        # newest first: the time route always has a full list, whatever the question asks
+        "time": route_candidates(np.where(mask, -inputs.ages, np.nan), candidates),
+    }
+    used = [routes[r] for r in policy.routes]
+    if policy.fusion == "weighted":
+        out = []
+        for norm in norms:
+            normed = [normalize(x, norm) for x in used]
+            fused = weighted_fusion(normed, alpha_weights(np.asarray(alphas)))  # (A, Q, M)
+            out += [FusionSettings({"norm": norm, "alpha": float(a)}, fused[i]) for i, a in enumerate(alphas)]
+        return out
+    fused = rrf_fusion([ranks(x) for x in used], np.asarray(rrf_ks))  # (K, Q, M)
+    return [FusionSettings({"rrf_k": float(k)}, fused[i]) for i, k in enumerate(rrf_ks)]
+
+
+@dataclass(frozen=True)
+class PolicyGrid:
+    """The axes a comparison sweeps; each policy uses the ones it has."""
+
+    alphas: tuple[float, ...] = tuple(np.round(np.linspace(0, 1, 11), 2).tolist())
+    norms: tuple[str, ...] = ("min-max", "z-score")
+    rrf_ks: tuple[float, ...] = (1, 2, 10, 60)
+    bonus: tuple[float, ...] = tuple(np.round(np.linspace(0, 0.3, 31), 3).tolist())
+    tau_days: tuple[float, ...] = (1, 3, 7, 14, 30, 60)
+    threshold_steps: int = 81
+    candidates: int = 8
+    inject: int = 3
+
+
+def calibrated_thresholds(scores: np.ndarray, max_bonus: float, steps: int) -> tuple[float, ...]:
+    """``steps`` evenly spaced thresholds from the lowest candidate score to the highest plus
+    the largest bonus, plus one above everything (the inject-nothing setting)."""
+    finite = scores[np.isfinite(scores)]
+    if finite.size == 0:
+        return (0.0,)
+    lo, hi = float(finite.min()), float(finite.max()) + max_bonus
+    values = np.linspace(lo, hi, steps) if hi > lo else np.array([lo])
+    return tuple(np.round(np.append(values, hi + max(1e-3, 0.01 * (hi - lo))), 9).tolist())
+
+
+def sweep_policy(policy: Policy, inputs: HybridInputs, grid: PolicyGrid = PolicyGrid()) -> pd.DataFrame:
+    """Every configuration of a policy: its fusion axes x bonus x tau x calibrated thresholds."""
+    import pandas as pd
+
+    settings = policy_scores(
+        policy, inputs, candidates=grid.candidates, alphas=grid.alphas, norms=grid.norms, rrf_ks=grid.rrf_ks
+    )
+    bonus = grid.bonus if policy.decay else (0.0,)
+    taus = grid.tau_days if policy.decay else (1.0,)
+    n_mem = inputs.vector.shape[1]
+    frames = []
+    for s in settings:
+        # fused policies have already chosen their candidates (the routes' union): keep them all
+        k = grid.candidates if policy.fusion == "none" else n_mem
+        g = Grid(
+            bonus=bonus,
+            tau_days=taus,
+            threshold=calibrated_thresholds(s.scores, max(bonus), grid.threshold_steps),
+            candidates=(k,),
+            inject=(grid.inject,),
+        )
+        frame = sweep(s.scores, inputs.ages, inputs.labels, g, inputs.criteria)
+        frames.append(frame.assign(policy=policy.name, **s.params))
+    out = pd.concat(frames, ignore_index=True)
+    for col in ("norm", "alpha", "rrf_k"):
+        if col not in out:
+            out[col] = None
+    return out
+
+
+def choose(table: pd.DataFrame) -> int:
+    """The configuration a comparison reports: most criteria passed, then the largest smallest
+    margin, then smaller bonus, then smaller tau, then table order. Among feasible rows this is
+    the ``max-margin`` rule; when none is feasible it is the closest miss."""
+    passed = table[[c for c in table.columns if c.endswith("_pass")]].sum(axis=1)
+    ranked = table.assign(_passed=passed, _row=np.arange(len(table)))
+    ordered = ranked.sort_values(
+        ["_passed", "min_margin", "bonus", "tau_days", "_row"],
+        ascending=[False, False, True, True, True],
+        kind="mergesort",
+        na_position="last",
+    )
+    return int(ordered["_row"].iloc[0])
+
+
+def per_question(policy: Policy, inputs: HybridInputs, row: pd.Series, grid: PolicyGrid) -> pd.DataFrame:
+    """The chosen configuration, question by question (the sweep's long form for one config)."""
+    params = {k: row[k] for k in ("norm", "alpha", "rrf_k") if row.get(k) is not None and row[k] == row[k]}
+    (setting,) = policy_scores(
+        policy,
+        inputs,
+        candidates=grid.candidates,
+        alphas=(params.get("alpha", 0.5),),
+        norms=(params.get("norm", "min-max"),),
+        rrf_ks=(params.get("rrf_k", 60),),
+    )
+    g = Grid(
+        bonus=(float(row["bonus"]),),
+        tau_days=(float(row["tau_days"]),),
+        threshold=(float(row["threshold"]),),
+        candidates=(int(row["candidates"]),),
+        inject=(int(row["inject"]),),
+    )
+    return sweep(setting.scores, inputs.ages, inputs.labels, g, inputs.criteria, long=True)
+
+
+KIND_METRICS = ("hit_at_inject", "false_injections", "stale_injections", "headroom")
+
+
+def summarize(policy: Policy, row: pd.Series, long: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per question kind: hit@inject of the current memory, false injections (memories injected on
+    no-hit questions), stale injections, and the headroom (threshold minus the best no-hit final).
+    ``long`` is ``per_question``'s frame with a ``gated`` column."""
+    out = []
+    for kind in [k for k in ("hit", "contradiction", "time", "nohit") if (long["kind"] == k).any()]:
+        rows = long[long["kind"] == kind]
+        out.append(
+            {
+                "policy": policy.name,
+                "kind": kind,
+                "questions": len(rows),
+                "gated": int(rows["gated"].sum()),
+                "hit_at_inject": float(rows["current_injected"].mean()) if kind != "nohit" else np.nan,
+                "false_injections": int(rows["injected"].sum()) if kind == "nohit" else 0,
+                "stale_injections": int(rows["stale_injected"].sum()),
+                "headroom": float(row["headroom"]) if kind == "nohit" else np.nan,
+            }
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class Comparison:
+    chosen: pd.DataFrame  # one row per policy: its chosen configuration and totals
+    by_kind: pd.DataFrame  # one row per policy and question kind
+    questions: pd.DataFrame  # one row per policy and question, at the chosen configuration
+    configs: int  # configurations evaluated in all
+
+
+def compare(
+    inputs: HybridInputs,
+    policies: Sequence[str] | None = None,
+    grid: PolicyGrid = PolicyGrid(),
+    *,
+    progress: bool = False,
+) -> Comparison:
+    """Tune each policy with the sweep on these questions and report it at its chosen configuration."""
+    import pandas as pd
+
+    chosen_rows, kinds, questions, configs = [], [], [], 0
+    gate = time_gate(inputs)
+    chosen_policies = check_policies(policies)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(chosen_policies), unit="policy", disable=None)
+    for policy in chosen_policies:
+        table = sweep_policy(policy, inputs, grid)
+        configs += len(table)
+        row = table.iloc[choose(table)]
+        long = per_question(policy, inputs, row, grid).assign(gated=gate.gated)
+        summary = summarize(policy, row, long)
+        kinds += summary
+        nohit = [s for s in summary if s["kind"] == "nohit"]
+        answered = [s for s in summary if s["kind"] != "nohit"]
+        n_answered = sum(s["questions"] for s in answered)
+        chosen_rows.append(
+            {
+                "policy": policy.name,
+                "meaning": policy.meaning,
+                "norm": row["norm"],
+                "alpha": row["alpha"],
+                "rrf_k": row["rrf_k"],
+                "bonus": float(row["bonus"]),
+                "tau_days": float(row["tau_days"]),
+                "threshold": float(row["threshold"]),
+                "feasible": bool(row["feasible"]),
+                "feasible_configs": int(table["feasible"].sum()),
+                "configs": len(table),
+                "min_margin": float(row["min_margin"]),
+                "hit_at_inject": (
+                    sum(s["hit_at_inject"] * s["questions"] for s in answered) / n_answered
+                    if n_answered
+                    else np.nan
+                ),
+                "false_injections": sum(s["false_injections"] for s in nohit),
+                "stale_injections": sum(s["stale_injections"] for s in summary),
+                "headroom": nohit[0]["headroom"] if nohit else np.nan,
+            }
+        )
+        questions.append(long.assign(policy=policy.name))
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    return Comparison(
+        pd.DataFrame(chosen_rows), pd.DataFrame(kinds), pd.concat(questions, ignore_index=True), configs
+    )
