@@ -599,6 +599,99 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def policy_grid_from(args: argparse.Namespace):
+    from memlab.fusion import NORMALIZATIONS
+    from memlab.hybrid import PolicyGrid
+    from memlab.sweep import parse_axis
+
+    norms = tuple(n.strip() for n in args.norm.split(","))
+    unknown = [n for n in norms if n not in NORMALIZATIONS]
+    if unknown:
+        raise ValueError(f"--norm: unknown {', '.join(unknown)}; available: {', '.join(NORMALIZATIONS)}")
+    if args.threshold_steps < 2:
+        raise ValueError(f"--threshold-steps: needs at least 2, got {args.threshold_steps}")
+    return PolicyGrid(
+        alphas=parse_axis(args.alpha, "alpha"),
+        norms=norms,
+        rrf_ks=parse_axis(args.rrf_k, "rrf-k"),
+        bonus=parse_axis(args.bonus, "bonus"),
+        tau_days=parse_axis(args.tau, "tau"),
+        threshold_steps=args.threshold_steps,
+        candidates=args.candidates,
+        inject=args.inject,
+    )
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from memlab.hybrid import build_inputs, check_policies, compare
+
+    policies = [p.strip() for p in args.policies.split(",")] if args.policies else None
+    check_policies(policies)  # unknown names fail before any embedding
+    grid = policy_grid_from(args)
+    dataset = load_dataset(args.dataset)
+    scores = scores_from(args, dataset)
+    inputs = build_inputs(dataset, scores.raw, lang=args.lang)
+    result = compare(inputs, policies, grid, progress=sys.stderr.isatty())
+    if args.format == "json":
+        doc = {
+            "dataset": dataset.name,
+            "lang": args.lang,
+            "source": scores.source,
+            "model": scores.details.get("model"),
+            "configs": result.configs,
+            "policies": result.chosen.to_dict("records"),
+            "by_kind": result.by_kind.to_dict("records"),
+            "questions": result.questions[
+                ["policy", "question", "kind", "gated", "current_injected", "injected", "stale_injected"]
+            ].to_dict("records"),
+        }
+        emit(json.dumps(json_clean(doc), indent=2), args.output)
+        return 0
+    gated = sum(r is not None for r in inputs.time_ranges)
+    lines = [
+        f"dataset {dataset.name} ({args.lang}, {len(dataset.questions)} questions, {gated} naming a time), "
+        f"scores: {scores.source} {scores.details.get('model', '')}".rstrip(),
+        f"{result.configs} configurations; each policy at its best: most current memories injected minus wrong ones "
+        "(no-hit, stale), then feasible, then margin; thresholds calibrated on each policy's own scores",
+        f"{'policy':>18} {'setting':<34} {'threshold':>9} {'feasible':>8} {'hit@inject':>10} "
+        f"{'false inj.':>10} {'stale inj.':>10} {'headroom':>9}",
+    ]
+    for r in result.chosen.to_dict("records"):
+        setting = []
+        if r["norm"] is not None and r["norm"] == r["norm"]:
+            setting.append(f"{r['norm']} alpha={r['alpha']:g}")
+        if r["rrf_k"] is not None and r["rrf_k"] == r["rrf_k"]:
+            setting.append(f"k={r['rrf_k']:g}")
+        if r["bonus"] > 0:
+            setting.append(f"bonus={r['bonus']:g} tau={r['tau_days']:g}d")
+        lines.append(
+            f"{r['policy']:>18} {', '.join(setting) or '-':<34} {r['threshold']:>9.4f} "
+            f"{'yes' if r['feasible'] else 'no':>8} {r['hit_at_inject']:>10.1%} {r['false_injections']:>10} "
+            f"{r['stale_injections']:>10} {fmt(r['headroom'], signed=True):>9}"
+        )
+    lines.append("")
+    lines.append("hit@inject by question kind (false injections on no-hit questions)")
+    table = result.by_kind
+    kinds = [k for k in ("hit", "contradiction", "time", "nohit") if (table["kind"] == k).any()]
+    lines.append(f"{'policy':>18} " + " ".join(f"{k:>14}" for k in kinds))
+    for policy, rows in table.groupby("policy", sort=False):
+        cells = []
+        for k in kinds:
+            r = rows[rows["kind"] == k].iloc[0]
+            cells.append(f"{r['false_injections']:>14}" if k == "nohit" else f"{r['hit_at_inject']:>14.1%}")
+        lines.append(f"{policy:>18} " + " ".join(cells))
+    emit("\n".join(lines), args.output)
+    return 0
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from memlab.generate import write_generated
+
+    out = write_generated(args.generator, args.output, seed=args.seed, days=args.days)
+    print(f"wrote {out}")
+    return 0
+
+
 COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "evaluate": (cmd_evaluate, "run the retrieval spec on every question and check the criteria"),
     "table": (cmd_table, "the seed's four (bonus, tau) candidates and the one the rule picks"),
@@ -612,6 +705,8 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "import-qdrant": (cmd_import_qdrant, "turn an existing Qdrant collection into a dataset, vectors kept"),
     "robustness": (cmd_robustness, "leave-one-question-out and bootstrap: does the tuned spec hold?"),
     "timeparse": (cmd_timeparse, "the date range an explicit time expression names (English, Japanese)"),
+    "compare": (cmd_compare, "tune retrieval policies (vector, hybrid, RRF, time gate) and compare them"),
+    "generate": (cmd_generate, "write a generated dataset folder (daily-lunch: near-duplicate daily events)"),
 }
 
 
@@ -745,6 +840,37 @@ def build_parser() -> argparse.ArgumentParser:
     p = parsers["timeparse"]
     p.add_argument("text", help='a question, e.g. "what did I eat the day before yesterday?"')
     p.add_argument("--ref", default=None, help="reference date (default: the seed's 2026-09-10)")
+
+    p = parsers["compare"]
+    add_source_options(p)
+    p.add_argument(
+        "--policies", default=None, help="comma list of policies (default: all); see memlab.hybrid.POLICIES"
+    )
+    g = p.add_argument_group("grid (start:stop:step with stop included, a comma list, or one value)")
+    g.add_argument("--alpha", default="0:1:0.1", help="weighted fusion: weight of the vector route")
+    g.add_argument(
+        "--norm", default="min-max,z-score,none", help="weighted fusion normalisations (comma list)"
+    )
+    g.add_argument("--rrf-k", default="1,2,10,60", help="RRF k, score 1/(k + rank), rank from 1")
+    g.add_argument("--bonus", default="0:0.3:0.01", help="decay policies: recency bonus")
+    g.add_argument("--tau", default="1,3,7,14,30,60", help="decay policies: tau_days")
+    g.add_argument(
+        "--threshold-steps",
+        type=int,
+        default=81,
+        help="thresholds per setting, spanning the policy's own score range (default: %(default)s)",
+    )
+    g.add_argument(
+        "--candidates", type=int, default=DEFAULTS.candidates, help="per route (default: %(default)s)"
+    )
+    g.add_argument("--inject", type=int, default=DEFAULTS.inject, help="default: %(default)s")
+    add_output_options(p, ["table", "json"])
+
+    p = parsers["generate"]
+    p.add_argument("generator", choices=["daily-lunch"], help="which dataset to generate")
+    p.add_argument("output", help="new dataset folder (must not exist, or be empty)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--days", type=int, default=50, help="days of lunches (default: %(default)s)")
 
     p = parsers["validate"]
     p.add_argument("dataset", help="dataset folder (or a packaged dataset name)")

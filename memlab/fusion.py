@@ -7,7 +7,8 @@ in ranx:
 
 - normalisation is per question over the route's own candidates: ``min-max`` maps them to
   [0, 1], ``(x - min) / max(max - min, 1e-9)``; ``z-score`` (ranx's "zmuv") is
-  ``(x - mean) / max(std, 1e-9)`` with the population standard deviation;
+  ``(x - mean) / max(std, 1e-9)`` with the population standard deviation; ``none`` keeps the
+  raw scores (cosine and BM25 on their own scales), the one choice with an absolute meaning;
 - weighted fusion sums ``weight_r * normalised_r`` over the routes that returned the memory
   (a route that did not return it adds 0); with two routes the weights are ``alpha, 1 - alpha``;
 - reciprocal rank fusion sums ``1 / (k + rank_r)`` with ranks from 1 (Cormack et al. 2009,
@@ -58,6 +59,8 @@ def _z_score(x: np.ndarray) -> np.ndarray:
 NORMALIZATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "min-max": _min_max,
     "z-score": _z_score,
+    # raw scores: keeps the absolute scale per-question normalisation throws away (ranx norm=None)
+    "none": lambda x: x,
 }
 
 

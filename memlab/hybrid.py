@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memlab import criteria as crit
+from memlab.fixtures import QUESTION_KINDS
 from memlab.fusion import alpha_weights, normalize, ranks, route_candidates, rrf_fusion, weighted_fusion
 from memlab.sweep import Grid, Labels, sweep
 from memlab.timeparse import DateRange, parse_time
@@ -253,7 +254,7 @@ class PolicyGrid:
     """The axes a comparison sweeps; each policy uses the ones it has."""
 
     alphas: tuple[float, ...] = tuple(np.round(np.linspace(0, 1, 11), 2).tolist())
-    norms: tuple[str, ...] = ("min-max", "z-score")
+    norms: tuple[str, ...] = ("min-max", "z-score", "none")
     rrf_ks: tuple[float, ...] = (1, 2, 10, 60)
     bonus: tuple[float, ...] = tuple(np.round(np.linspace(0, 0.3, 31), 3).tolist())
     tau_days: tuple[float, ...] = (1, 3, 7, 14, 30, 60)
@@ -303,19 +304,30 @@ def sweep_policy(policy: Policy, inputs: HybridInputs, grid: PolicyGrid = Policy
     return out
 
 
-def choose(table: pd.DataFrame) -> int:
-    """The configuration a comparison reports: most criteria passed, then the largest smallest
-    margin, then smaller bonus, then smaller tau, then table order. Among feasible rows this is
-    the ``max-margin`` rule; when none is feasible it is the closest miss."""
-    passed = table[[c for c in table.columns if c.endswith("_pass")]].sum(axis=1)
-    ranked = table.assign(_passed=passed, _row=np.arange(len(table)))
-    ordered = ranked.sort_values(
-        ["_passed", "min_margin", "bonus", "tau_days", "_row"],
-        ascending=[False, False, True, True, True],
-        kind="mergesort",
-        na_position="last",
+def utility(table: pd.DataFrame) -> np.ndarray:
+    """Per configuration: current memories injected, minus memories injected on no-hit
+    questions, minus stale memories injected (each right memory in the prompt +1, each wrong -1)."""
+    hits = table[[c for c in table.columns if c.startswith("injected_") and c[9:] not in QUESTION_KINDS]]
+    return (
+        hits.to_numpy(dtype=np.int64).sum(axis=1)
+        - table["injected_nohit"].to_numpy(dtype=np.int64)
+        - table["stale_injected"].to_numpy(dtype=np.int64)
     )
-    return int(ordered["_row"].iloc[0])
+
+
+def choose(table: pd.DataFrame) -> int:
+    """The configuration a comparison reports: the highest ``utility``, then feasible before not,
+    then the largest smallest criterion margin, then smaller bonus, then smaller tau, then table
+    order. Every policy is judged by the same rule, at its best."""
+    keys = (
+        np.arange(len(table)),
+        table["tau_days"].to_numpy(dtype=float),
+        table["bonus"].to_numpy(dtype=float),
+        -np.nan_to_num(table["min_margin"].to_numpy(dtype=float), nan=-np.inf),
+        ~table["feasible"].to_numpy(dtype=bool),
+        -utility(table),
+    )
+    return int(np.lexsort(keys)[0])
 
 
 def per_question(policy: Policy, inputs: HybridInputs, row: pd.Series, grid: PolicyGrid) -> pd.DataFrame:

@@ -113,7 +113,7 @@ BAD = [
         "questions.jsonl",
         7,
         {"kind": "maybe"},
-        "questions.jsonl:7: kind: 'maybe' is not one of hit, contradiction, nohit",
+        "questions.jsonl:7: kind: 'maybe' is not one of hit, contradiction, nohit, time",
     ),
     (
         "questions.jsonl",
