@@ -119,8 +119,13 @@ NOHIT_QUESTIONS = (
 
 def daily_lunch(seed: int = 0, days: int = 50, reference: date = date(2026, 9, 10)) -> dict[str, str]:
     """The dataset's files (dataset.json, memories.jsonl, questions.jsonl) as text."""
-    if days < 45:
-        raise ValueError(f"days must be >= 45 so every question's day holds a lunch, got {days}")
+    asked_on = {"L8": reference - timedelta(20)}
+    oldest = min(day for *_, day, _ in _lunch_questions(reference, asked_on))
+    if reference - timedelta(days) > oldest:
+        raise ValueError(
+            f"days must be >= {(reference - oldest).days} so every question's day holds a lunch "
+            f"(the oldest asked about is {oldest}), got {days}"
+        )
     rng = np.random.default_rng(seed)
     memories = []
     lunch_of: dict[date, str] = {}
@@ -155,7 +160,6 @@ def daily_lunch(seed: int = 0, days: int = 50, reference: date = date(2026, 9, 1
                     "source": "synthetic",
                 }
             )
-    asked_on = {"L8": reference - timedelta(20)}
     questions = []
     for qid, en, ja, day, asked in _lunch_questions(reference, asked_on):
         current = lunch_of[day]

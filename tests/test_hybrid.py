@@ -1,0 +1,384 @@
+"""Keyword route, fusion, the time gate and the policies: values on paper, ranx and Qdrant agreeing."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from datetime import date
+
+import numpy as np
+import pytest
+
+from memlab.cli import main
+from memlab.fixtures import dataset_dir, load_dataset
+from memlab.fusion import alpha_weights, normalize, ranks, route_candidates, rrf_fusion, weighted_fusion
+from memlab.generate import daily_lunch, write_generated
+from memlab.hybrid import (
+    POLICIES,
+    PolicyGrid,
+    build_inputs,
+    check_policies,
+    compare,
+    policy_scores,
+    time_gate,
+)
+from memlab.keyword import KeywordIndex, tokenize
+from memlab.spec import RetrievalSpec, retrieve
+from memlab.timeparse import DateRange
+
+NAN = np.nan
+
+
+# --- keyword route ---------------------------------------------------------------------------
+
+
+def test_bm25_matches_the_lucene_formula_on_paper():
+    # tokens: [coffe, black, coffe], [tea, green], [coffe, milk, sugar, today]; avgdl 3
+    idx = KeywordIndex.build(["coffee black coffee", "tea green", "coffee with milk and sugar today"], "en")
+    idf = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))  # ln 1.6: 'coffe' is in 2 of 3 documents
+    k1, b = 1.5, 0.75
+    expected = [idf * 2 / (2 + k1 * (1 - b + b * 3 / 3)), 0.0, idf * 1 / (1 + k1 * (1 - b + b * 4 / 3))]
+    np.testing.assert_allclose(idx.scores(["coffee"])[0], expected, rtol=1e-6)
+    # a term said twice counts once; unknown terms are ignored; no shared term scores 0
+    np.testing.assert_allclose(idx.scores(["coffee coffee quasar"])[0], expected, rtol=1e-6)
+    assert idx.scores(["quasar"]).tolist() == [[0.0, 0.0, 0.0]]
+
+
+def test_english_stems_and_japanese_base_forms():
+    assert tokenize(["The user drinks coffee", "drinking"], "en") == [["user", "drink", "coffe"], ["drink"]]
+    # 飲んでいる -> 飲む; particles, punctuation, the light verb いる and the date's "-" are dropped
+    assert tokenize(["2026-09-01: ユーザーは最近甘いカフェオレばかり飲んでいる"], "ja") == [
+        ["2026", "09", "01", "ユーザー", "最近", "甘い", "カフェオレ", "飲む"]
+    ]
+    with pytest.raises(ValueError, match="no keyword tokenizer for language 'fr'; available: en, ja"):
+        tokenize(["bonjour"], "fr")
+
+
+def test_sparse_vectors_reproduce_the_scores():
+    ds = load_dataset("seed16-time")
+    for lang in ("en", "ja"):
+        idx = KeywordIndex.build([m.text(lang) for m in ds.memories], lang)
+        sparse = idx.sparse_vectors()
+        for q in ds.questions:
+            ids = idx.term_ids(q.text(lang))
+            dot = [sum(v.get(t, 0.0) for t in ids) for v in sparse]
+            np.testing.assert_allclose(dot, idx.scores([q.text(lang)])[0], rtol=1e-6, atol=1e-9)
+
+
+# --- fusion ----------------------------------------------------------------------------------
+
+
+def test_fusion_on_paper():
+    # routes over memories d1 d2 d3: vector {.9, .5, .1}, keyword {-, 3, 1}
+    vec = np.array([[0.9, 0.5, 0.1]])
+    kw = np.array([[NAN, 3.0, 1.0]])
+    mm = [normalize(vec, "min-max"), normalize(kw, "min-max")]
+    np.testing.assert_allclose(mm[0], [[1.0, 0.5, 0.0]])
+    np.testing.assert_allclose(mm[1], [[NAN, 1.0, 0.0]])
+    fused = weighted_fusion(mm, alpha_weights([0.7, 0.0]))
+    np.testing.assert_allclose(fused, [[[0.7, 0.65, 0.0]], [[0.0, 1.0, 0.0]]])
+    z = normalize(vec, "z-score")  # mean .5, population std sqrt(.32/3)
+    np.testing.assert_allclose(z, [[0.4 / math.sqrt(0.32 / 3), 0.0, -0.4 / math.sqrt(0.32 / 3)]])
+    np.testing.assert_allclose(ranks(kw), [[NAN, 1, 2]])
+    rrf = rrf_fusion([ranks(vec), ranks(kw)], [60, 1])
+    np.testing.assert_allclose(rrf[0], [[1 / 61, 1 / 62 + 1 / 61, 1 / 63 + 1 / 62]])
+    np.testing.assert_allclose(rrf[1], [[1 / 2, 1 / 3 + 1 / 2, 1 / 4 + 1 / 3]])
+    # one candidate alone: min-max has nothing to spread over, ranx gives 0
+    np.testing.assert_allclose(normalize(np.array([[NAN, 0.42]]), "min-max"), [[NAN, 0.0]])
+    assert np.isnan(normalize(np.array([[NAN, NAN]]), "min-max")).all()
+
+
+def test_fusion_errors():
+    with pytest.raises(ValueError, match=r"alpha must lie in \[0, 1\], got \[1.5\]"):
+        alpha_weights([0.5, 1.5])
+    with pytest.raises(ValueError, match="unknown normalisation 'l2'; available: min-max, z-score, none"):
+        normalize(np.zeros((1, 2)), "l2")
+
+
+def test_route_candidates_keeps_top_n_and_drops_non_matches():
+    s = np.array([[0.0, 2.0, 1.0, 2.0, -1.0]])
+    np.testing.assert_array_equal(route_candidates(s, 2), [[NAN, 2.0, NAN, 2.0, NAN]])  # ties: memory order
+    np.testing.assert_array_equal(route_candidates(s, 9, positive_only=True), [[NAN, 2.0, 1.0, 2.0, NAN]])
+
+
+def test_fusion_agrees_with_ranx():
+    ranx = pytest.importorskip("ranx")
+    rng = np.random.default_rng(7)
+    n_q, n_m = 6, 12
+    vec = route_candidates(rng.random((n_q, n_m)), 5)
+    kw = route_candidates(
+        np.where(rng.random((n_q, n_m)) < 0.5, rng.random((n_q, n_m)) * 4, 0.0), 5, positive_only=True
+    )
+
+    def run(scores):
+        return ranx.Run(
+            {
+                f"q{q}": {f"d{m}": float(scores[q, m]) for m in range(n_m) if np.isfinite(scores[q, m])}
+                for q in range(n_q)
+            }
+        )
+
+    def table(fused_run):
+        out = np.full((n_q, n_m), NAN)
+        for q, docs in fused_run.to_dict().items():
+            for d, v in docs.items():
+                out[int(q[1:]), int(d[1:])] = v
+        return out
+
+    for norm, ranx_norm in (("min-max", "min-max"), ("z-score", "zmuv")):
+        ours = weighted_fusion([normalize(vec, norm), normalize(kw, norm)], alpha_weights([0.3]))[0]
+        theirs = ranx.fuse([run(vec), run(kw)], norm=ranx_norm, method="wsum", params={"weights": [0.3, 0.7]})
+        np.testing.assert_allclose(ours, table(theirs), atol=1e-9)
+    for k in (1, 2, 60):
+        ours = rrf_fusion([ranks(vec), ranks(kw)], k)[0]
+        theirs = ranx.fuse([run(vec), run(kw)], method="rrf", params={"k": k})
+        np.testing.assert_allclose(ours, table(theirs), atol=1e-12)
+
+
+# --- the gate --------------------------------------------------------------------------------
+
+
+def fake_inputs(name="seed16-time", lang="en", seed=0, **kw):
+    ds = load_dataset(name)
+    rng = np.random.default_rng(seed)
+    return ds, build_inputs(ds, rng.uniform(0.1, 0.6, (len(ds.questions), len(ds.memories))), lang=lang, **kw)
+
+
+def test_gate_windows_and_widening():
+    ds, inp = fake_inputs()
+    gate = time_gate(inp)
+    qi = {q: i for i, q in enumerate(ds.question_ids)}
+    ids = np.array(ds.memory_ids)
+    assert ids[gate.mask[qi["T1"]]].tolist() == ["m04"]  # the day before yesterday: Sep 8
+    assert ids[gate.mask[qi["T5"]]].tolist() == ["m02", "m06", "m07", "m10"]  # last week: Aug 31 - Sep 6
+    # 3 days ago is Sep 7, which holds nothing: widened to Sep 6 - 8
+    assert gate.widened[qi["T10"]] and ids[gate.mask[qi["T10"]]].tolist() == ["m04", "m10"]
+    assert gate.widened.sum() == 1
+    # no time named: not gated, every memory may be a candidate
+    assert not gate.gated[qi["C1"]] and gate.mask[qi["C1"]].all()
+    assert gate.gated.sum() == 12
+
+
+def test_explicit_time_range_skips_the_parser():
+    rng = DateRange(date(2026, 8, 20), date(2026, 8, 20), "tool call")
+    ds, inp = fake_inputs(time_ranges={"C1": rng})
+    qi = ds.question_ids.index("C1")
+    assert inp.time_ranges[qi] == rng
+    assert np.array(ds.memory_ids)[time_gate(inp).mask[qi]].tolist() == ["m01"]
+
+
+def test_every_time_question_window_holds_its_current_memory():
+    for name in ("seed16-time", "daily-lunch"):
+        for lang in ("en", "ja"):
+            ds, inp = fake_inputs(name, lang)
+            gate = time_gate(inp)
+            for i, q in enumerate(ds.questions):
+                if q.kind == "time":
+                    assert gate.gated[i], (name, lang, q.id)
+                    assert gate.mask[i, ds.memory_ids.index(q.current)], (name, lang, q.id)
+
+
+# --- policies: the sweep, the reference and Qdrant agree --------------------------------------
+
+
+def test_policies_registry_and_errors():
+    assert list(POLICIES) == [
+        "vector",
+        "vector-decay",
+        "hybrid-weighted",
+        "hybrid-rrf",
+        "rrf-time",
+        "gate-decay",
+        "gate-vector-decay",
+    ]
+    with pytest.raises(ValueError, match=r"unknown policy\(ies\) bm42; available: vector, vector-decay"):
+        check_policies(["vector", "bm42"])
+
+
+def test_near_duplicates_only_time_separates_on_paper():
+    """Every lunch scores the same cosine for every lunch question: vector search cannot tell the
+    days apart (ties go to the oldest), the gate leaves exactly the asked day's lunch."""
+    ds = load_dataset("daily-lunch")
+    lunch = np.array([m.id.startswith("d") for m in ds.memories])
+    cos = np.where(lunch[None, :], 0.6, 0.1).repeat(len(ds.questions), axis=0)
+    inp = build_inputs(ds, cos)
+    grid = PolicyGrid(bonus=(0.0,), tau_days=(1.0,), threshold_steps=11, alphas=(1.0,), norms=("none",))
+    result = compare(inp, ["vector", "gate-vector-decay"], grid)
+    by = result.by_kind.set_index(["policy", "kind"])
+    assert by.loc[("gate-vector-decay", "time"), "hit_at_inject"] == 1.0
+    assert by.loc[("gate-vector-decay", "time"), "stale_injections"] == 0
+    # vector only: with the threshold at 0.6 it injects the three oldest lunches for every question
+    assert by.loc[("vector", "time"), "hit_at_inject"] == 0.0
+
+
+def test_sweep_rows_match_the_one_config_reference():
+    ds, inp = fake_inputs()
+    grid = PolicyGrid(alphas=(0.2, 0.8), rrf_ks=(2, 60), bonus=(0.0, 0.1), tau_days=(3.0,), threshold_steps=5)
+    from memlab.hybrid import per_question, sweep_policy
+
+    for name in ("hybrid-weighted", "hybrid-rrf", "gate-decay", "gate-vector-decay"):
+        policy = POLICIES[name]
+        table = sweep_policy(policy, inp, grid)
+        for i in np.random.default_rng(1).choice(len(table), 5, replace=False):
+            row = table.iloc[i]
+            long = per_question(policy, inp, row, grid)
+            params = {
+                k: row[k] for k in ("norm", "alpha", "rrf_k") if row[k] is not None and row[k] == row[k]
+            }
+            (setting,) = policy_scores(
+                policy,
+                inp,
+                alphas=(params.get("alpha", 0.5),),
+                norms=(params.get("norm", "min-max"),),
+                rrf_ks=(params.get("rrf_k", 60),),
+            )
+            spec = RetrievalSpec(
+                candidates=int(row["candidates"]),
+                inject=int(row["inject"]),
+                threshold=float(row["threshold"]),
+                bonus=float(row["bonus"]),
+                tau_days=float(row["tau_days"]),
+            )
+            injected = [
+                sum(c.injected for c in retrieve(setting.scores[q], inp.ages[q], ds.memory_ids, spec))
+                for q in range(len(ds.questions))
+            ]
+            assert long["injected"].tolist() == injected, (name, i)
+            assert int(row["injected_nohit"]) == sum(
+                n for n, q in zip(injected, ds.questions, strict=True) if q.kind == "nohit"
+            )
+
+
+def test_native_qdrant_query_agrees_with_memlab():
+    from memlab.store import MemoryStore, policy_query
+
+    ds = load_dataset("seed16-time")
+    rng = np.random.default_rng(3)
+    mem = rng.normal(size=(16, 8))
+    mem /= np.linalg.norm(mem, axis=1, keepdims=True)
+    qv = rng.normal(size=(len(ds.questions), 8))
+    qv /= np.linalg.norm(qv, axis=1, keepdims=True)
+    idx = KeywordIndex.build([m.text("en") for m in ds.memories], "en")
+    store = MemoryStore(8, keyword=True)
+    store.add(list(ds.memory_ids), mem, [m.date for m in ds.memories], keyword_weights=idx.sparse_vectors())
+    inp = build_inputs(ds, qv @ mem.T)
+    checked = 0
+    for name in ("vector-decay", "hybrid-rrf", "rrf-time", "gate-vector-decay"):
+        policy = POLICIES[name]
+        for k, threshold, bonus in ((60, 0.0, 0.01), (1, 0.3, 0.05)):
+            if policy.fusion == "none":
+                threshold = 0.2
+            spec = RetrievalSpec(candidates=5, inject=3, threshold=threshold, bonus=bonus, tau_days=7)
+            (setting,) = policy_scores(policy, inp, candidates=5, rrf_ks=(k,))
+            ref_spec = spec if policy.fusion == "none" else replace(spec, candidates=16)
+            for q, question in enumerate(ds.questions):
+                r = inp.time_ranges[q]
+                native = policy_query(
+                    store,
+                    policy,
+                    spec.with_reference(ds.reference_date),
+                    qv[q],
+                    idx.term_ids(question.text("en")),
+                    rrf_k=k,
+                    time_range=(r.start, r.end) if r else None,
+                )
+                ref = [
+                    c for c in retrieve(setting.scores[q], inp.ages[q], ds.memory_ids, ref_spec) if c.injected
+                ]
+                assert [i for i, _ in native] == [c.index for c in ref], (name, question.id)
+                np.testing.assert_allclose([f for _, f in native], [c.final for c in ref], atol=1e-6)
+                checked += len(ref)
+    assert checked > 50
+
+
+def test_weighted_fusion_has_no_native_query():
+    from memlab.store import MemoryStore, policy_query
+
+    store = MemoryStore(2, keyword=True)
+    with pytest.raises(ValueError, match="policy 'gate-decay': weighted fusion has no native Qdrant query"):
+        policy_query(store, POLICIES["gate-decay"], RetrievalSpec(), [1.0, 0.0])
+
+
+# --- datasets --------------------------------------------------------------------------------
+
+
+def test_packaged_daily_lunch_is_the_generator_output():
+    files = daily_lunch()
+    for name, text in files.items():
+        assert (dataset_dir("daily-lunch") / name).read_text(encoding="utf-8") == text, name
+    assert daily_lunch(seed=1) != files
+    ds = load_dataset("daily-lunch")
+    lunches = [m for m in ds.memories if m.id.startswith("d")]
+    assert len(lunches) == 50
+    # near duplicates: far fewer distinct texts than days once the date is taken off
+    assert len({m.text("en")[12:] for m in lunches}) < 40
+    l8 = ds.question("L8")
+    assert l8.date.date() == date(2026, 8, 21) and ds.memory(l8.current).date.date() == date(2026, 8, 20)
+
+
+def test_generator_errors_and_atomic_output(tmp_path):
+    with pytest.raises(
+        ValueError,
+        match=r"days must be >= 47 so every question.s day holds a lunch \(the oldest asked about is 2026-07-25\), got 10",
+    ):
+        daily_lunch(days=10)
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "keep.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="already exists and is not an empty folder"):
+        write_generated("daily-lunch", tmp_path / "taken")
+    assert [p.name for p in (tmp_path / "taken").iterdir()] == ["keep.txt"]
+    out = write_generated("daily-lunch", tmp_path / "new", seed=3, days=60)
+    assert len(load_dataset(out).memories) >= 60
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_seed16_time_keeps_the_seed_memories():
+    a, b = load_dataset("seed16"), load_dataset("seed16-time")
+    assert a.memories == b.memories
+    assert set(a.question_ids) < set(b.question_ids)
+    assert [q.kind for q in b.questions].count("time") == 10
+
+
+# --- command line ----------------------------------------------------------------------------
+
+
+def test_compare_cli_json(capsys):
+    code = main(
+        [
+            "compare",
+            "--source",
+            "published",
+            "--dataset",
+            "seed16",
+            "--policies",
+            "vector,vector-decay,hybrid-rrf",
+            "--bonus",
+            "0:0.1:0.05",
+            "--tau",
+            "14",
+            "--format",
+            "json",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    doc = json.loads(out)
+    assert [p["policy"] for p in doc["policies"]] == ["vector", "vector-decay", "hybrid-rrf"]
+    assert {"hit_at_inject", "false_injections", "stale_injections", "headroom", "threshold"} <= set(
+        doc["policies"][0]
+    )
+    assert {r["kind"] for r in doc["by_kind"]} == {"hit", "contradiction", "nohit"}
+
+
+def test_compare_cli_errors(capsys):
+    assert main(["compare", "--policies", "vector,bm42"]) == 2
+    assert "memlab: error: unknown policy(ies) bm42; available: vector" in capsys.readouterr().err
+    assert main(["compare", "--norm", "l2"]) == 2
+    assert "memlab: error: --norm: unknown l2; available: min-max, z-score, none" in capsys.readouterr().err
+
+
+def test_generate_cli(tmp_path, capsys):
+    assert main(["generate", "daily-lunch", str(tmp_path / "d"), "--days", "47"]) == 0
+    assert capsys.readouterr().out.strip() == f"wrote {tmp_path / 'd'}"
+    assert len([m for m in load_dataset(tmp_path / "d").memories if m.id.startswith("d")]) == 47
