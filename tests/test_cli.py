@@ -122,7 +122,7 @@ def test_spec_formats(capsys):
         ),
         (
             ["evaluate", "--source", "published", "--dataset", "nope"],
-            "memlab: error: no dataset 'nope': not a folder, and not a packaged dataset (packaged: seed16)\n",
+            "memlab: error: no dataset 'nope': not a folder, and not a packaged dataset (packaged: daily-lunch, seed16, seed16-time)\n",
         ),
     ],
 )

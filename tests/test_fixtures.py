@@ -169,7 +169,7 @@ def test_unknown_dataset_name():
     with pytest.raises(FileNotFoundError) as e:
         dataset_dir("seed99")
     assert str(e.value) == (
-        "no dataset 'seed99': not a folder, and not a packaged dataset (packaged: seed16)"
+        "no dataset 'seed99': not a folder, and not a packaged dataset (packaged: daily-lunch, seed16, seed16-time)"
     )
 
 
