@@ -44,7 +44,12 @@ OKABE_ITO = {
     "black": "#000000",
     "grey": "#999999",
 }
-KIND_COLOURS = {"hit": OKABE_ITO["blue"], "contradiction": OKABE_ITO["orange"], "nohit": OKABE_ITO["grey"]}
+KIND_COLOURS = {
+    "hit": OKABE_ITO["blue"],
+    "contradiction": OKABE_ITO["orange"],
+    "nohit": OKABE_ITO["grey"],
+    "time": OKABE_ITO["green"],
+}
 FONT = {"family": "Arial, Helvetica, sans-serif", "size": 15}
 # Sequential and diverging scales that stay readable with colour-vision deficiencies.
 SEQUENTIAL = "Cividis"
@@ -566,3 +571,53 @@ def robustness_ends(df: pd.DataFrame, bonus: float) -> go.Figure:
     fig.update_layout(boxmode="group")
     marked_line(fig, bonus, f"chosen bonus {bonus:g}")
     return style(fig, "Feasible bonus interval across resamples", "resampling", "bonus (cosine units)")
+
+
+DATASET_PATTERNS = ("", "/", ".", "x", "-", "+")
+POLICY_METRICS = {
+    # metric: (axis title, which question kinds it is about, the reference line drawn)
+    "hit_at_inject": ("current memory injected (share of questions)", ("hit", "contradiction", "time"), None),
+    "false_injections": ("memories injected on no-hit questions (count)", ("nohit",), None),
+    "stale_injections": ("stale or wrong-day memories injected (count)", ("contradiction", "time"), None),
+    "headroom": ("threshold minus best no-hit score (policy's own units)", ("nohit",), 0.0),
+}
+
+
+def policy_bars(by_kind: pd.DataFrame, metric: str) -> go.Figure:
+    """One metric of ``memlab.hybrid.compare`` per policy: bars coloured by question kind and
+    patterned by dataset (``by_kind`` needs a ``dataset`` column)."""
+    title, kinds, line = POLICY_METRICS[metric]
+    fig = go.Figure()
+    datasets = list(dict.fromkeys(by_kind["dataset"]))
+    policies = list(dict.fromkeys(by_kind["policy"]))
+    for d_i, name in enumerate(datasets):
+        for kind in kinds:
+            rows = by_kind[(by_kind["dataset"] == name) & (by_kind["kind"] == kind)]
+            if rows.empty:
+                continue
+            rows = rows.set_index("policy").reindex(policies)
+            fig.add_trace(
+                go.Bar(
+                    x=policies,
+                    y=rows[metric],
+                    name=f"{name} · {kind}" if metric != "headroom" else name,
+                    marker={
+                        "color": KIND_COLOURS[kind],
+                        "pattern": {"shape": DATASET_PATTERNS[d_i % len(DATASET_PATTERNS)]},
+                        "line": {"color": OKABE_ITO["black"], "width": 1},
+                    },
+                    hovertemplate="%{x}<br>%{y}<extra>" + f"{name} · {kind}" + "</extra>",
+                )
+            )
+    fig.update_layout(barmode="group")
+    if metric == "hit_at_inject":
+        fig.update_yaxes(range=[0, 1.05], tickformat=".0%")
+    if line is not None:
+        marked_line(fig, line, "0: a no-hit memory reaches the threshold")
+    names = {
+        "hit_at_inject": "Current memory injected, by policy",
+        "false_injections": "False injections on no-hit questions, by policy",
+        "stale_injections": "Stale and wrong-day injections, by policy",
+        "headroom": "Headroom on no-hit questions, by policy",
+    }
+    return style(fig, names[metric], "retrieval policy (each at its tuned configuration)", title)

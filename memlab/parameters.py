@@ -42,6 +42,17 @@ NOTEBOOK_PARAMETERS: tuple[Parameter, ...] = (
     Parameter("pool", "int", 5000, "scale: real embedded distractors (cached after the first run)"),
     Parameter("boot", "int", 200, "robustness: bootstrap resamples of each kind"),
     Parameter("seed", "int", 0, "scale and robustness: random seed"),
+    Parameter(
+        "hybrid_datasets",
+        "str",
+        "seed16-time,daily-lunch",
+        "hybrid: datasets the policies are compared on (comma list)",
+    ),
+    Parameter("policies", "str", "", "hybrid: policies to compare (comma list); empty for all"),
+    Parameter("alpha_range", "str", "0:1:0.1", "hybrid: weight of the vector route in weighted fusion"),
+    Parameter("rrf_k_range", "str", "1,2,10,60", "hybrid: RRF k values, score 1/(k + rank)"),
+    Parameter("hybrid_bonus_range", "str", "0:0.3:0.01", "hybrid: recency bonus values of decay policies"),
+    Parameter("hybrid_tau_range", "str", "1,3,7,14,30,60", "hybrid: tau_days values of decay policies"),
     Parameter("out_dir", "str", "results/notebook", "folder for this notebook's tables and figures"),
     Parameter(
         "fig_formats", "list", ["html", "png"], "figure formats: html always; png and svg need Chromium"

@@ -41,6 +41,9 @@ class Report:
     ):
         self.out_dir = Path(out_dir)
         self.fig_formats = [f for f in fig_formats if f != "json"]
+        bad = [f for f in self.fig_formats if f not in ("html", "png", "svg")]
+        if bad:
+            raise ValueError(f"unknown figure format(s) {bad}; available: html, png, svg")
         bad = [f for f in table_formats if f not in TABLE_FORMATS]
         if bad:
             raise ValueError(f"unknown table format(s) {bad}; available: {', '.join(TABLE_FORMATS)}")

@@ -27,7 +27,7 @@ from typing import Any
 from memlab.io import atomic_write_text
 from memlab.parameters import NOTEBOOK_PARAMETERS, defaults
 
-NOTEBOOKS = ("01_reproduce", "02_sweep", "03_tune", "04_scale", "05_robustness")
+NOTEBOOKS = ("01_reproduce", "02_sweep", "03_tune", "04_scale", "05_robustness", "06_hybrid_time")
 PACKAGES = (
     "memlab",
     "numpy",
@@ -83,14 +83,17 @@ def typed(name: str, value: Any, where: str) -> Any:
         if kind == "float":
             return float(value)
         if kind == "list":
-            return [str(v) for v in value] if isinstance(value, list) else [str(value)]
+            if isinstance(value, list):
+                return [str(v) for v in value]
+            return [v.strip() for v in str(value).split(",") if v.strip()]  # html,png
     except (TypeError, ValueError):
         raise ValueError(f"{where}: {name}: expected {kind}, got {value!r}") from None
     return value
 
 
 def parse_value(text: str) -> Any:
-    """``-p key=value``: a list in YAML flow style ([html, png]) or plain text, typed later."""
+    """``-p key=value``: a list in YAML flow style ([html, png]) or plain text (a list parameter
+    also takes a comma list: html,png), typed later."""
     import yaml
 
     text = text.strip()

@@ -146,3 +146,31 @@ def test_05_robustness_writes_the_resamples(tmp_path):
     loqo = records(out / "tables" / "leave_one_question_out.json")
     assert [r["left_out"] for r in loqo] == ["", "H1", "H2", "H3", "H4", "C1", "C2", "N1", "N2", "N3", "N4"]
     assert (out / "figures" / "interval_ends.html").is_file()
+
+
+@pytest.mark.model
+def test_06_hybrid_time_compares_policies(tmp_path, cache_dir, embedded, monkeypatch):
+    monkeypatch.setenv("MEMLAB_CACHE_DIR", str(cache_dir))
+    out = execute(
+        "06_hybrid_time",
+        tmp_path,
+        source="embedded",
+        policies="vector,hybrid-rrf,gate-vector-decay",
+        hybrid_bonus_range="0,0.1,0.2",
+        hybrid_tau_range="1,60",
+        rrf_k_range="1,60",
+    )
+    chosen = records(out / "tables" / "policies.json")
+    assert [(r["dataset"], r["policy"]) for r in chosen] == [
+        (d, p) for d in ("seed16-time", "daily-lunch") for p in ("vector", "hybrid-rrf", "gate-vector-decay")
+    ]
+    assert {r["source"] for r in chosen} == {"embedded"}
+    kinds = records(out / "tables" / "by_kind.json")
+    gate_lunch = next(
+        r
+        for r in kinds
+        if (r["dataset"], r["policy"], r["kind"]) == ("daily-lunch", "gate-vector-decay", "time")
+    )
+    assert gate_lunch["questions"] == 8 and gate_lunch["gated"] == 8
+    for metric in ("hit_at_inject", "false_injections", "stale_injections", "headroom"):
+        assert (out / "figures" / f"{metric}.html").is_file()

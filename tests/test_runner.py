@@ -8,7 +8,10 @@ import nbformat
 import pytest
 
 from memlab.cli import main
-from memlab.runner import load_batch, parse_overrides
+from memlab.parameters import NOTEBOOK_PARAMETERS
+from memlab.runner import NOTEBOOKS, load_batch, parse_overrides
+
+KNOWN = ", ".join(sorted(p.name for p in NOTEBOOK_PARAMETERS))
 
 pytestmark = pytest.mark.notebook
 
@@ -67,7 +70,7 @@ def test_failing_notebook_keeps_the_others_and_exits_non_zero(tmp_path, capsys):
         (["bonus"], "-p 'bonus': expected key=value"),
         (
             ["colour=red"],
-            "-p colour: unknown parameter; notebook parameters: bonus, bonus_range, boot, candidates, dataset, fig_formats, inject, lang, model, n_range, out_dir, pool, seed, select, source, tau_days, tau_range, threshold, threshold_range",
+            "-p colour: unknown parameter; notebook parameters: " + KNOWN,
         ),
     ],
 )
@@ -83,6 +86,8 @@ def test_override_values_are_yaml():
         "fig_formats": ["html", "svg"],
         "source": "embedded",
     }
+    # a list parameter also takes a comma list
+    assert parse_overrides(["fig_formats=html,png"]) == {"fig_formats": ["html", "png"]}
 
 
 @pytest.mark.parametrize(
@@ -91,13 +96,13 @@ def test_override_values_are_yaml():
         ("runs:\n  - {parameters: {bonus: 1}}\n", "{p}: runs[1]: needs a name"),
         (
             "runs:\n  - {name: a, parameters: {bonsu: 1}}\n",
-            "{p}: runs[1] (a): unknown parameter(s) bonsu; known: bonus, bonus_range, boot, candidates, dataset, fig_formats, inject, lang, model, n_range, out_dir, pool, seed, select, source, tau_days, tau_range, threshold, threshold_range",
+            "{p}: runs[1] (a): unknown parameter(s) bonsu; known: " + KNOWN,
         ),
         ("runs:\n  - {name: a}\n  - {name: a}\n", "{p}: runs[2]: duplicate name 'a'"),
         ("jobs: []\n", "{p}: unknown key(s) jobs (allowed: notebooks, parameters, runs)"),
         (
             "runs:\n  - {name: a, notebooks: [06_magic]}\n",
-            "{p}: runs[1] (a): unknown notebook(s) 06_magic; notebooks: 01_reproduce, 02_sweep, 03_tune, 04_scale, 05_robustness",
+            "{p}: runs[1] (a): unknown notebook(s) 06_magic; notebooks: " + ", ".join(NOTEBOOKS),
         ),
     ],
 )
@@ -111,7 +116,7 @@ def test_batch_errors(tmp_path, text, message):
 
 def test_default_batch_file_loads():
     batch = load_batch("notebooks/batch.yaml")
-    assert batch.notebooks == ("01_reproduce", "02_sweep", "03_tune", "04_scale", "05_robustness")
+    assert batch.notebooks == NOTEBOOKS  # every notebook runs on embedded scores
     assert [r.name for r in batch.runs] == ["embedded-en", "published"]
     assert batch.runs[0].parameters["source"] == "embedded"
     assert batch.runs[1].notebooks == ("01_reproduce", "02_sweep", "03_tune", "05_robustness")
