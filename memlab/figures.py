@@ -583,6 +583,14 @@ POLICY_METRICS = {
 }
 
 
+TEXT_FORMATS = {
+    "hit_at_inject": "%{y:.0%}",
+    "false_injections": "%{y}",
+    "stale_injections": "%{y}",
+    "headroom": "%{y:+.2f}",
+}
+
+
 def policy_bars(by_kind: pd.DataFrame, metric: str) -> go.Figure:
     """One metric of ``memlab.hybrid.compare`` per policy: bars coloured by question kind and
     patterned by dataset (``by_kind`` needs a ``dataset`` column)."""
@@ -606,18 +614,40 @@ def policy_bars(by_kind: pd.DataFrame, metric: str) -> go.Figure:
                         "pattern": {"shape": DATASET_PATTERNS[d_i % len(DATASET_PATTERNS)]},
                         "line": {"color": OKABE_ITO["black"], "width": 1},
                     },
+                    # a value of 0 draws no bar: the label still says it
+                    texttemplate=TEXT_FORMATS[metric],
+                    textposition="outside",
+                    textfont={"size": 11},
+                    cliponaxis=False,
                     hovertemplate="%{x}<br>%{y}<extra>" + f"{name} · {kind}" + "</extra>",
                 )
             )
     fig.update_layout(barmode="group")
     if metric == "hit_at_inject":
         fig.update_yaxes(range=[0, 1.05], tickformat=".0%")
-    if line is not None:
-        marked_line(fig, line, "0: a no-hit memory reaches the threshold")
+    if line is not None:  # labelled in the legend: bar labels crowd the line
+        dash = {"dash": "dash", "color": OKABE_ITO["vermillion"], "width": 2.5}
+        fig.add_hline(y=line, line=dash, layer="above", opacity=1)
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="lines",
+                line=dash,
+                name="the threshold (a no-hit memory reaches it at 0)",
+            )
+        )
     names = {
         "hit_at_inject": "Current memory injected, by policy",
         "false_injections": "False injections on no-hit questions, by policy",
         "stale_injections": "Stale and wrong-day injections, by policy",
         "headroom": "Headroom on no-hit questions, by policy",
     }
-    return style(fig, names[metric], "retrieval policy (each at its tuned configuration)", title)
+    style(fig, names[metric], "retrieval policy (each at its tuned configuration)", title)
+    # many series: the legend goes under the plot, clear of the title
+    fig.update_layout(
+        legend={"orientation": "h", "x": 0, "xanchor": "left", "y": -0.2, "yanchor": "top"},
+        margin={"b": 130},
+        height=600,
+    )
+    return fig
