@@ -384,7 +384,7 @@ def parse_seed_range(text: str, option: str = "--seed-range") -> range:
     try:
         lo, hi = (int(p) for p in parts)
     except ValueError:
-        raise ValueError(f"{option}: expected A:B with A < B, got {text!r}") from None
+        raise ValueError(f"{option}: expected A:B with 0 <= A < B, got {text!r}") from None
     if lo >= hi or lo < 0:
         raise ValueError(f"{option}: expected A:B with 0 <= A < B, got {text!r}")
     return range(lo, hi)

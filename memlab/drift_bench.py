@@ -181,10 +181,22 @@ def run_stream(
             last = np.where(on, reinforce(last, recalled, now), last)
     scene = scene_at(arrays, write, m, arrays.asked, arrays.query_cosine, last)
     packed = pack(system.score(scene, params), arrays.tokens, budget)  # (C, B, Q, M)
-    recall = (packed & arrays.is_current).any(axis=-1).mean(axis=-1)
-    stale = (packed & arrays.is_stale).any(axis=-1).mean(axis=-1)
-    tokens = (packed * arrays.tokens).sum(axis=-1).mean(axis=-1)
-    return recall, stale, tokens
+    return context_metrics(packed, arrays.is_current, arrays.is_stale, arrays.tokens)
+
+
+def context_metrics(
+    packed: np.ndarray, is_current: np.ndarray, is_stale: np.ndarray, tokens: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Means over queries of: the context holds the current value (recall), holds a superseded
+    value (staleness), and its token count. ``packed`` is (..., Q, M); the truth is (Q, M).
+
+    Judged by the generator's value labels, never by keywords: a distractor that mentions
+    "Chicago" is neither current nor stale (seed 001's contaminated measuring stick).
+    """
+    recall = (packed & is_current).any(axis=-1).mean(axis=-1)
+    stale = (packed & is_stale).any(axis=-1).mean(axis=-1)
+    used = (packed * tokens).sum(axis=-1).mean(axis=-1)
+    return recall, stale, used
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,7 +295,11 @@ def tune(
     for write_policy, name in bar:
         bar.set_postfix_str(f"{name} / {write_policy}")
         system = READ_SYSTEMS[name]
-        configs = expand_grid(_read_grid(system, chosen, write_policy))
+        read_grid = _read_grid(system, chosen, write_policy)
+        clash = sorted(set(read_grid) & set(WRITE_POLICIES[write_policy].grid))
+        if clash:  # the chosen parameters are reported as one mapping: names must not collide
+            raise ValueError(f"{name} and {write_policy} both have parameter(s) {', '.join(clash)}")
+        configs = expand_grid(read_grid)
         params = grid_columns(configs)
         best: tuple[float, dict, dict] | None = None
         for write_params in expand_grid(WRITE_POLICIES[write_policy].grid):

@@ -5,7 +5,7 @@ retires. A write policy sees what a real system sees: each fact's embedding, its
 (filed topic, type) and its position in time, never the generator's ground-truth value.
 
 - ``store-everything``: every fact is stored.
-- ``dedup``: a fact whose cosine to a stored one is at or above ``threshold`` is skipped
+- ``dedup``: a fact whose cosine to a stored one is at or above ``duplicate_cosine`` is skipped
   (seed 004's novelty gate: it cannot tell a correction from a repeat).
 - ``contradiction-aware``: a fact filed under the same key as an active memory is a repeat if it
   is that close to one of them (skipped), else a contradiction: it is stored and retires them,
@@ -130,15 +130,15 @@ def _store_everything(cosine: np.ndarray, key: np.ndarray) -> WriteResult:
     return WriteResult(np.ones(m, dtype=bool), np.full(m, m))
 
 
-def _dedup(cosine: np.ndarray, key: np.ndarray, threshold: float) -> WriteResult:
+def _dedup(cosine: np.ndarray, key: np.ndarray, duplicate_cosine: float) -> WriteResult:
     m = len(key)
     admitted = np.zeros(m, dtype=bool)
     for i in range(m):
-        admitted[i] = not (cosine[i, :i][admitted[:i]] >= threshold).any()
+        admitted[i] = not (cosine[i, :i][admitted[:i]] >= duplicate_cosine).any()
     return WriteResult(admitted, np.full(m, m))
 
 
-def _contradiction_aware(cosine: np.ndarray, key: np.ndarray, threshold: float) -> WriteResult:
+def _contradiction_aware(cosine: np.ndarray, key: np.ndarray, duplicate_cosine: float) -> WriteResult:
     m = len(key)
     admitted = np.zeros(m, dtype=bool)
     forgotten_by = np.full(m, m)
@@ -146,11 +146,11 @@ def _contradiction_aware(cosine: np.ndarray, key: np.ndarray, threshold: float) 
         active = admitted[:i] & (forgotten_by[:i] == m)
         same = active & (key[:i] == key[i])
         if same.any():
-            if (cosine[i, :i][same] >= threshold).any():
+            if (cosine[i, :i][same] >= duplicate_cosine).any():
                 continue  # a repeat of what the store holds under this key
             admitted[i] = True  # a contradiction: stored even though the topic is familiar
             forgotten_by[:i][same] = i
-        elif not (cosine[i, :i][active] >= threshold).any():
+        elif not (cosine[i, :i][active] >= duplicate_cosine).any():
             admitted[i] = True
     return WriteResult(admitted, forgotten_by)
 
@@ -170,13 +170,13 @@ WRITE_POLICIES: dict[str, WritePolicy] = {
         WritePolicy(
             "dedup",
             _dedup,
-            {"threshold": (0.75, 0.8, 0.85, 0.9, 0.95)},
-            "skip a fact at cosine >= threshold to a stored one",
+            {"duplicate_cosine": (0.75, 0.8, 0.85, 0.9, 0.95)},
+            "skip a fact at cosine >= duplicate_cosine to a stored one",
         ),
         WritePolicy(
             "contradiction-aware",
             _contradiction_aware,
-            {"threshold": (0.75, 0.8, 0.85, 0.9, 0.95)},
+            {"duplicate_cosine": (0.75, 0.8, 0.85, 0.9, 0.95)},
             "same key and not a near-repeat: stored, and retires the old memory",
         ),
     )
