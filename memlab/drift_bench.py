@@ -384,6 +384,23 @@ class DriftResult:
     unique_texts: int
     seconds: dict[str, float] = field(default_factory=dict)
 
+    def tuned_table(self) -> pd.DataFrame:
+        """One row per (system, write policy): its tuning objective and chosen parameters."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            [
+                {
+                    "system": c.system,
+                    "write_policy": c.write_policy,
+                    "objective": c.objective,
+                    "configurations": c.configurations,
+                    "parameters": parameters_json({**c.write_params, **c.read_params}),
+                }
+                for c in self.chosen.values()
+            ]
+        )
+
     def rows(self) -> list[dict]:
         """The JSON rows: system, write_policy, budget, recall, recall_ci, staleness,
         staleness_ci, tokens, plus streams, the chosen parameters and the tokenizer."""

@@ -40,8 +40,12 @@ NOTEBOOK_PARAMETERS: tuple[Parameter, ...] = (
     ),
     Parameter("n_range", "str", "16,100,1000,10000,100000,1000000", "scale: memory counts N to measure"),
     Parameter("pool", "int", 5000, "scale: real embedded distractors (cached after the first run)"),
-    Parameter("boot", "int", 200, "robustness: bootstrap resamples of each kind"),
-    Parameter("seed", "int", 0, "scale and robustness: random seed"),
+    Parameter("boot", "int", 200, "robustness and drift: bootstrap resamples (of each kind)"),
+    Parameter("seed", "int", 0, "scale, robustness and drift: random seed"),
+    Parameter("streams", "int", 400, "drift: held-out streams, the first N seeds of seed_range"),
+    Parameter("seed_range", "str", "1000:1400", "drift: held-out seeds A:B (B excluded)"),
+    Parameter("tune_range", "str", "0:200", "drift: tuning seeds C:D, disjoint from seed_range"),
+    Parameter("budgets", "str", "16,32,64,128,256,512", "drift: token budgets, a comma list"),
     Parameter("out_dir", "str", "results/notebook", "folder for this notebook's tables and figures"),
     Parameter(
         "fig_formats", "list", ["html", "png"], "figure formats: html always; png and svg need Chromium"

@@ -27,7 +27,7 @@ from typing import Any
 from memlab.io import atomic_write_text
 from memlab.parameters import NOTEBOOK_PARAMETERS, defaults
 
-NOTEBOOKS = ("01_reproduce", "02_sweep", "03_tune", "04_scale", "05_robustness")
+NOTEBOOKS = ("01_reproduce", "02_sweep", "03_tune", "04_scale", "05_robustness", "07_drift")
 PACKAGES = (
     "memlab",
     "numpy",

@@ -35,8 +35,12 @@ threshold_range: str = "0.40:0.50:0.005"  # sweep: threshold values
 select: str = "max-margin"  # sweep: selection rule (smallest-bonus, max-headroom, max-margin)
 n_range: str = "16,100,1000,10000,100000,1000000"  # scale: memory counts N to measure
 pool: int = 5000  # scale: real embedded distractors (cached after the first run)
-boot: int = 200  # robustness: bootstrap resamples of each kind
-seed: int = 0  # scale and robustness: random seed
+boot: int = 200  # robustness and drift: bootstrap resamples (of each kind)
+seed: int = 0  # scale, robustness and drift: random seed
+streams: int = 400  # drift: held-out streams, the first N seeds of seed_range
+seed_range: str = "1000:1400"  # drift: held-out seeds A:B (B excluded)
+tune_range: str = "0:200"  # drift: tuning seeds C:D, disjoint from seed_range
+budgets: str = "16,32,64,128,256,512"  # drift: token budgets, a comma list
 out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
 fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
 

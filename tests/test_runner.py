@@ -67,7 +67,7 @@ def test_failing_notebook_keeps_the_others_and_exits_non_zero(tmp_path, capsys):
         (["bonus"], "-p 'bonus': expected key=value"),
         (
             ["colour=red"],
-            "-p colour: unknown parameter; notebook parameters: bonus, bonus_range, boot, candidates, dataset, fig_formats, inject, lang, model, n_range, out_dir, pool, seed, select, source, tau_days, tau_range, threshold, threshold_range",
+            "-p colour: unknown parameter; notebook parameters: bonus, bonus_range, boot, budgets, candidates, dataset, fig_formats, inject, lang, model, n_range, out_dir, pool, seed, seed_range, select, source, streams, tau_days, tau_range, threshold, threshold_range, tune_range",
         ),
     ],
 )
@@ -91,13 +91,13 @@ def test_override_values_are_yaml():
         ("runs:\n  - {parameters: {bonus: 1}}\n", "{p}: runs[1]: needs a name"),
         (
             "runs:\n  - {name: a, parameters: {bonsu: 1}}\n",
-            "{p}: runs[1] (a): unknown parameter(s) bonsu; known: bonus, bonus_range, boot, candidates, dataset, fig_formats, inject, lang, model, n_range, out_dir, pool, seed, select, source, tau_days, tau_range, threshold, threshold_range",
+            "{p}: runs[1] (a): unknown parameter(s) bonsu; known: bonus, bonus_range, boot, budgets, candidates, dataset, fig_formats, inject, lang, model, n_range, out_dir, pool, seed, seed_range, select, source, streams, tau_days, tau_range, threshold, threshold_range, tune_range",
         ),
         ("runs:\n  - {name: a}\n  - {name: a}\n", "{p}: runs[2]: duplicate name 'a'"),
         ("jobs: []\n", "{p}: unknown key(s) jobs (allowed: notebooks, parameters, runs)"),
         (
             "runs:\n  - {name: a, notebooks: [06_magic]}\n",
-            "{p}: runs[1] (a): unknown notebook(s) 06_magic; notebooks: 01_reproduce, 02_sweep, 03_tune, 04_scale, 05_robustness",
+            "{p}: runs[1] (a): unknown notebook(s) 06_magic; notebooks: 01_reproduce, 02_sweep, 03_tune, 04_scale, 05_robustness, 07_drift",
         ),
     ],
 )
@@ -111,7 +111,7 @@ def test_batch_errors(tmp_path, text, message):
 
 def test_default_batch_file_loads():
     batch = load_batch("notebooks/batch.yaml")
-    assert batch.notebooks == ("01_reproduce", "02_sweep", "03_tune", "04_scale", "05_robustness")
+    assert batch.notebooks == ("01_reproduce", "02_sweep", "03_tune", "04_scale", "05_robustness", "07_drift")
     assert [r.name for r in batch.runs] == ["embedded-en", "published"]
     assert batch.runs[0].parameters["source"] == "embedded"
     assert batch.runs[1].notebooks == ("01_reproduce", "02_sweep", "03_tune", "05_robustness")
