@@ -383,6 +383,7 @@ class DriftResult:
     tune_range: range
     unique_texts: int
     seconds: dict[str, float] = field(default_factory=dict)
+    model_loads: int | None = None  # embedding-model loads (0: every vector came from the cache)
 
     def tuned_table(self) -> pd.DataFrame:
         """One row per (system, write policy): its tuning objective and chosen parameters."""
@@ -470,6 +471,8 @@ def drift_benchmark(
     test_streams = generate_streams(held_out)
     arrays, unique = prepare([*tune_streams, *test_streams], encode, count_tokens)
     tune_arrays, test_arrays = arrays[: len(tune_streams)], arrays[len(tune_streams) :]
+    embedder = getattr(encode, "embedder", None)
+    loads = embedder.loads if embedder is not None else None
     seconds["prepare"] = time.perf_counter() - t0
     t1 = time.perf_counter()
     chosen = tune(tune_arrays, budgets, systems, write_policies, progress)
@@ -502,5 +505,5 @@ def drift_benchmark(
             )
     seconds["total"] = time.perf_counter() - t0
     return DriftResult(
-        pd.DataFrame(rows), chosen, tokenizer_name, model_id, held_out, tune_range, unique, seconds
+        pd.DataFrame(rows), chosen, tokenizer_name, model_id, held_out, tune_range, unique, seconds, loads
     )
