@@ -616,15 +616,22 @@ def budget_curves(table: pd.DataFrame, metric: str, tokenizer: str = "") -> go.F
                     marker={"symbol": SYSTEM_SYMBOLS[k % len(SYSTEM_SYMBOLS)], "size": 8},
                     hovertemplate=f"{system} / {write}<br>budget %{{x}} tokens<br>{metric} %{{y:.3f}}"
                     "<extra></extra>",
-                )
+                ),
+                row=1,
+                col=col,
             )
     budgets = sorted(table["budget"].unique())
     unit = f"token budget (tokens, {tokenizer})" if tokenizer else "token budget (tokens)"
     style(fig, title + " (held-out streams, 95% bootstrap intervals)", "", y_label)
     fig.update_xaxes(type="log", tickvals=budgets, ticktext=[str(b) for b in budgets])
     fig.update_yaxes(range=[-0.03, 1.03])
-    fig.update_layout(width=max(900, 420 * len(writes)), height=560, margin={"b": 110, "t": 110})
+    fig.update_layout(
+        width=max(900, 420 * len(writes)),
+        height=620,
+        margin={"b": 170, "t": 90},
+        legend={"orientation": "h", "x": 0.5, "xanchor": "center", "y": -0.22, "yanchor": "top"},
+    )
     fig.add_annotation(
-        text=unit, xref="paper", yref="paper", x=0.5, y=-0.16, showarrow=False, font={"size": 15}
+        text=unit, xref="paper", yref="paper", x=0.5, y=-0.15, showarrow=False, font={"size": 15}
     )
     return fig

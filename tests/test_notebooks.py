@@ -172,6 +172,9 @@ def test_07_drift_writes_the_table_and_the_budget_curves(tmp_path, cache_dir, mo
         fig = json.loads((out / "figures" / f"{name}.json").read_text())
         assert {t["name"] for t in fig["data"]} == set(systems)  # one line per system, per panel
         assert len(fig["data"]) == len(systems) * len(writes)
+        assert [t.get("xaxis", "x") for t in fig["data"]] == [
+            a for a in ("x", "x2", "x3") for _ in systems
+        ]  # one panel per write policy
         assert fig["layout"]["xaxis"]["type"] == "log"
         assert any("token budget (tokens, BertTokenizer" in a["text"] for a in fig["layout"]["annotations"])
         assert metric in fig["layout"]["yaxis"]["title"]["text"]
