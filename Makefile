@@ -49,6 +49,7 @@ bench: $(VENV)/.installed  ## run the benchmarks (timings printed, not asserted)
 	$(BIN)/python benchmarks/bench_tune.py
 	$(BIN)/python benchmarks/bench_scale.py
 	$(BIN)/python benchmarks/bench_compare.py
+	$(BIN)/python benchmarks/bench_drift.py
 
 clean:  ## remove .venv, results and caches
 	rm -rf $(VENV) results .pytest_cache .ruff_cache

@@ -1,4 +1,4 @@
-"""The ``memlab`` command line: evaluate, table, prompt, spec."""
+"""The ``memlab`` command line: evaluate, table, prompt, spec, sweep, ..., drift."""
 
 from __future__ import annotations
 
@@ -522,6 +522,74 @@ def cmd_robustness(args: argparse.Namespace) -> int:
     return 0
 
 
+def parse_budgets(text: str) -> list[int]:
+    """``--budgets 32,64,128``: positive token counts, sorted, duplicates dropped."""
+    try:
+        budgets = sorted({int(b) for b in str(text).split(",") if b.strip()})
+    except ValueError:
+        budgets = []
+    if not budgets or budgets[0] < 1:
+        raise ValueError(f"--budgets: expected a comma list of positive integers, got {text!r}")
+    return budgets
+
+
+def cmd_drift(args: argparse.Namespace) -> int:
+    from memlab.drift import parse_seed_range
+    from memlab.drift_bench import drift_benchmark
+
+    held_out = parse_seed_range(args.seed_range, "--seed-range")
+    tune_range = parse_seed_range(args.tune_range, "--tune-range")
+    if args.streams is not None:
+        if not 1 <= args.streams <= len(held_out):
+            raise ValueError(
+                f"--streams: expected 1 to {len(held_out)} (the seeds in --seed-range {args.seed_range}), "
+                f"got {args.streams}"
+            )
+        held_out = range(held_out.start, held_out.start + args.streams)
+    result = drift_benchmark(
+        held_out,
+        tune_range,
+        parse_budgets(args.budgets),
+        model=args.model,
+        cache_dir=args.cache_dir,
+        n_boot=args.boot,
+        seed=args.seed,
+        progress=sys.stderr.isatty(),
+    )
+    if args.format == "json":
+        emit(json.dumps(json_clean(result.rows()), indent=2), args.output)
+        return 0
+    emit(drift_table(result), args.output)
+    return 0
+
+
+def drift_table(result) -> str:
+    """The held-out table as text, then the configuration each pair was tuned to."""
+    lines = [
+        f"held-out seeds {result.held_out.start}:{result.held_out.stop} ({len(result.held_out)} streams), "
+        f"tuned on seeds {result.tune_range.start}:{result.tune_range.stop}; "
+        "95% bootstrap intervals over held-out streams",
+        f"embeddings: {result.embedding_model}; tokens: {result.tokenizer}",
+        f"{'system':<14} {'write policy':<20} {'budget':>6}  {'recall [95% CI]':<22} "
+        f"{'staleness [95% CI]':<22} {'tokens':>7}",
+    ]
+    for r in result.table.to_dict("records"):
+        lines.append(
+            f"{r['system']:<14} {r['write_policy']:<20} {r['budget']:>6}  "
+            f"{r['recall']:.3f} [{r['recall_lo']:.3f}, {r['recall_hi']:.3f}]   "
+            f"{r['staleness']:.3f} [{r['staleness_lo']:.3f}, {r['staleness_hi']:.3f}]   {r['tokens']:>7.1f}"
+        )
+    lines.append("")
+    lines.append("tuned on the tuning seeds (objective: mean over budgets of recall - staleness)")
+    for (system, write_policy), c in result.chosen.items():
+        params = ", ".join(f"{k}={v:g}" for k, v in {**c.write_params, **c.read_params}.items()) or "-"
+        lines.append(
+            f"  {system} / {write_policy}: {params} (objective {c.objective:.3f}, best of {c.configurations})"
+        )
+    lines.append("seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in result.seconds.items()))
+    return "\n".join(lines)
+
+
 def cmd_import_qdrant(args: argparse.Namespace) -> int:
     from memlab.importer import import_qdrant
 
@@ -704,6 +772,7 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "scale": (cmd_scale, "headroom as the memory count grows: measured, and an extreme-value prediction"),
     "import-qdrant": (cmd_import_qdrant, "turn an existing Qdrant collection into a dataset, vectors kept"),
     "robustness": (cmd_robustness, "leave-one-question-out and bootstrap: does the tuned spec hold?"),
+    "drift": (cmd_drift, "drifting facts: memory policies tuned on some streams, measured on held-out ones"),
     "timeparse": (cmd_timeparse, "the date range an explicit time expression names (English, Japanese)"),
     "compare": (cmd_compare, "tune retrieval policies (vector, hybrid, RRF, time gate) and compare them"),
     "generate": (cmd_generate, "write a generated dataset folder (daily-lunch: near-duplicate daily events)"),
@@ -818,6 +887,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--criteria", default=None, help="YAML file declaring criteria (default: the seed's a, b, c)"
+    )
+    add_output_options(p, ["table", "json"])
+
+    p = parsers["drift"]
+    p.add_argument(
+        "--streams", type=int, default=None, help="held-out streams: the first N seeds of --seed-range"
+    )
+    p.add_argument(
+        "--seed-range", default="1000:1400", help="held-out seeds A:B, B excluded (default: %(default)s)"
+    )
+    p.add_argument(
+        "--tune-range",
+        default="0:200",
+        help="tuning seeds C:D, disjoint from --seed-range (default: %(default)s)",
+    )
+    p.add_argument(
+        "--budgets", default="16,32,64,128,256,512", help="token budgets, a comma list (default: %(default)s)"
+    )
+    p.add_argument("--boot", type=int, default=1000, help="bootstrap resamples (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: %(default)s)")
+    p.add_argument(
+        "--model",
+        default=None,
+        help="sentence-transformers model folder or cached name; its tokenizer counts the tokens "
+        "(default: the packaged all-MiniLM-L6-v2)",
+    )
+    p.add_argument(
+        "--cache-dir", default=None, help="embedding cache (default: $MEMLAB_CACHE_DIR or ~/.cache/memlab)"
     )
     add_output_options(p, ["table", "json"])
 

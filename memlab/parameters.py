@@ -40,8 +40,8 @@ NOTEBOOK_PARAMETERS: tuple[Parameter, ...] = (
     ),
     Parameter("n_range", "str", "16,100,1000,10000,100000,1000000", "scale: memory counts N to measure"),
     Parameter("pool", "int", 5000, "scale: real embedded distractors (cached after the first run)"),
-    Parameter("boot", "int", 200, "robustness: bootstrap resamples of each kind"),
-    Parameter("seed", "int", 0, "scale and robustness: random seed"),
+    Parameter("boot", "int", 200, "robustness and drift: bootstrap resamples (of each kind)"),
+    Parameter("seed", "int", 0, "scale, robustness and drift: random seed"),
     Parameter(
         "hybrid_datasets",
         "str",
@@ -53,6 +53,10 @@ NOTEBOOK_PARAMETERS: tuple[Parameter, ...] = (
     Parameter("rrf_k_range", "str", "1,2,10,60", "hybrid: RRF k values, score 1/(k + rank)"),
     Parameter("hybrid_bonus_range", "str", "0:0.3:0.01", "hybrid: recency bonus values of decay policies"),
     Parameter("hybrid_tau_range", "str", "1,3,7,14,30,60", "hybrid: tau_days values of decay policies"),
+    Parameter("streams", "int", 400, "drift: held-out streams, the first N seeds of seed_range"),
+    Parameter("seed_range", "str", "1000:1400", "drift: held-out seeds A:B (B excluded)"),
+    Parameter("tune_range", "str", "0:200", "drift: tuning seeds C:D, disjoint from seed_range"),
+    Parameter("budgets", "str", "16,32,64,128,256,512", "drift: token budgets, a comma list"),
     Parameter("out_dir", "str", "results/notebook", "folder for this notebook's tables and figures"),
     Parameter(
         "fig_formats", "list", ["html", "png"], "figure formats: html always; png and svg need Chromium"

@@ -27,7 +27,15 @@ from typing import Any
 from memlab.io import atomic_write_text
 from memlab.parameters import NOTEBOOK_PARAMETERS, defaults
 
-NOTEBOOKS = ("01_reproduce", "02_sweep", "03_tune", "04_scale", "05_robustness", "06_hybrid_time")
+NOTEBOOKS = (
+    "01_reproduce",
+    "02_sweep",
+    "03_tune",
+    "04_scale",
+    "05_robustness",
+    "06_hybrid_time",
+    "07_drift",
+)
 PACKAGES = (
     "memlab",
     "numpy",

@@ -174,3 +174,34 @@ def test_06_hybrid_time_compares_policies(tmp_path, cache_dir, embedded, monkeyp
     assert gate_lunch["questions"] == 8 and gate_lunch["gated"] == 8
     for metric in ("hit_at_inject", "false_injections", "stale_injections", "headroom"):
         assert (out / "figures" / f"{metric}.html").is_file()
+
+
+def test_07_drift_writes_the_table_and_the_budget_curves(tmp_path, cache_dir, monkeypatch):
+    monkeypatch.setenv("MEMLAB_CACHE_DIR", str(cache_dir))
+    out = execute(
+        "07_drift", tmp_path, streams=4, seed_range="900:950", tune_range="0:4", budgets="32,128", boot=50
+    )
+    rows = records(out / "tables" / "drift.json")
+    systems = ["no-memory", "full-history", "top-k", "recency-spec", "multi-factor", "supersession"]
+    writes = ["store-everything", "dedup", "contradiction-aware"]
+    assert [(r["system"], r["write_policy"], r["budget"]) for r in rows] == [
+        (s, w, b) for w in writes for s in systems for b in (32, 128)
+    ]
+    assert all(
+        r["streams"] == 4 and r["recall_lo"] <= r["recall"] + 1e-12 <= r["recall_hi"] + 2e-12 for r in rows
+    )
+    assert all(r["recall"] == r["staleness"] == r["tokens"] == 0 for r in rows if r["system"] == "no-memory")
+    assert len(records(out / "tables" / "tuned.json")) == len(systems) * len(writes)
+    report = json.loads((out / "report.json").read_text())
+    assert report["parameters"]["seed_range"] == "900:904"
+    assert "all-MiniLM-L6-v2" in report["parameters"]["tokenizer"]
+    for name, metric in (("recall_vs_budget", "recall"), ("staleness_vs_budget", "staleness")):
+        fig = json.loads((out / "figures" / f"{name}.json").read_text())
+        assert {t["name"] for t in fig["data"]} == set(systems)  # one line per system, per panel
+        assert len(fig["data"]) == len(systems) * len(writes)
+        assert [t.get("xaxis", "x") for t in fig["data"]] == [
+            a for a in ("x", "x2", "x3") for _ in systems
+        ]  # one panel per write policy
+        assert fig["layout"]["xaxis"]["type"] == "log"
+        assert any("token budget (tokens, BertTokenizer" in a["text"] for a in fig["layout"]["annotations"])
+        assert metric in fig["layout"]["yaxis"]["title"]["text"]
