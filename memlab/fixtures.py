@@ -3,7 +3,9 @@
 A dataset is a folder with ``dataset.json`` (``reference_date``, ``language``, optional
 ``languages``, ``description``), ``memories.jsonl`` (``id``, ``date``, ``text``, optional
 ``topic``, ``supersedes``, ``type``, ``pinned``) and ``questions.jsonl`` (``id``, ``text``,
-``kind``, ``relevant``, ``current``, ``stale``, optional ``date``: when the question is asked).
+``kind``, ``relevant``, ``current``, ``stale``, optional ``date``: when the question is asked, and
+``time_range``: ``{"start": day, "end": day}``, the days it asks about as a tool call would pass
+them, which the time gate then uses instead of parsing the text).
 A second language is a second text field, ``text_<lang>``. The seed write-up's fixture ships as
 package data (``memlab/data/seed16``); ``load_dataset`` also takes any folder of that shape.
 
@@ -75,6 +77,9 @@ class Question:
     source: str = "reconstructed"
     note: str = ""
     date: datetime | None = None  # when the question is asked; None: the dataset's reference date
+    # the days the question asks about, as an application's tool call would pass them (inclusive);
+    # None: the time gate parses the question's text instead
+    time_range: tuple[date, date] | None = None
 
     def text(self, lang: str) -> str:
         try:
@@ -243,6 +248,24 @@ class _Record:
             self.problem(fieldname, str(e))
             return None
 
+    def day_range(self, fieldname: str) -> tuple[date, date] | None:
+        """``{"start": "YYYY-MM-DD", "end": "YYYY-MM-DD"}``, both days included."""
+        value = self.obj.get(fieldname)
+        if value is None:
+            return None
+        if not isinstance(value, dict) or set(value) != {"start", "end"}:
+            self.problem(fieldname, f'expected {{"start": "YYYY-MM-DD", "end": "YYYY-MM-DD"}}, got {value!r}')
+            return None
+        try:
+            start, end = (date.fromisoformat(str(value[k])) for k in ("start", "end"))
+        except ValueError as e:
+            self.problem(fieldname, f"not a calendar date: {e}")
+            return None
+        if start > end:
+            self.problem(fieldname, f"start {start} is after end {end}")
+            return None
+        return start, end
+
     def unique_id(self, seen: dict[str, int], lineno: int) -> str | None:
         """The record's ``id``, remembered in ``seen``; None (and a problem) if repeated."""
         value = self.text("id")
@@ -274,7 +297,18 @@ class _Record:
 
 
 _MEMORY_FIELDS = {"id", "date", "text", "topic", "supersedes", "type", "pinned", "source", "note"}
-_QUESTION_FIELDS = {"id", "text", "kind", "relevant", "current", "stale", "date", "source", "note"}
+_QUESTION_FIELDS = {
+    "id",
+    "text",
+    "kind",
+    "relevant",
+    "current",
+    "stale",
+    "date",
+    "time_range",
+    "source",
+    "note",
+}
 
 
 def text_field(lang: str, primary: str) -> str:
@@ -377,6 +411,7 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         kind = r.choice("kind", QUESTION_KINDS)
         texts = {lang: t for lang, fname in fields.items() if (t := r.text(fname)) is not None}
         asked = r.date("date", required=False)
+        time_range = r.day_range("time_range")
         if asked is not None and reference is not None and asked > reference:
             r.problem("date", f"{obj['date']} is after the reference date {meta['reference_date']}")
         relevant, stale = r.ids("relevant"), r.ids("stale")
@@ -403,7 +438,9 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         source = r.choice("source", MEMORY_SOURCES, default="user")
         note = r.text("note", required=False) or ""
         if qid is not None and kind and len(texts) == len(languages) and source:
-            questions.append(Question(qid, kind, texts, relevant, current, stale, source, note, asked))
+            questions.append(
+                Question(qid, kind, texts, relevant, current, stale, source, note, asked, time_range)
+            )
 
     if not problems and not memories:
         problems.append("memories.jsonl: no memories")

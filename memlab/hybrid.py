@@ -137,13 +137,16 @@ class HybridInputs:
 
 
 def question_time_ranges(dataset: Dataset, lang: str, explicit: dict[str, DateRange] | None = None):
-    """Each question's time range: an explicit one (an application's tool call passes it) skips
-    the parser; otherwise ``parse_time`` on the question's text, relative to when it is asked."""
+    """Each question's time range. An explicit one skips the parser: ``explicit[qid]`` (what an
+    application's tool call passes), else the question's own ``time_range`` field; otherwise
+    ``parse_time`` on the question's text, relative to when it is asked."""
     explicit = explicit or {}
     out = []
     for q in dataset.questions:
         if q.id in explicit:
             out.append(explicit[q.id])
+        elif q.time_range is not None:
+            out.append(DateRange(*q.time_range, "time_range"))
         else:
             out.append(parse_time(q.text(lang), (q.date or dataset.reference_date).date()))
     return tuple(out)

@@ -122,6 +122,24 @@ BAD = [
         "questions.jsonl:7: kind: a nohit question has no relevant, current or stale memories",
     ),
     ("questions.jsonl", 2, {"id": "H1"}, "questions.jsonl:2: id: duplicate id 'H1' (first on line 1)"),
+    (
+        "questions.jsonl",
+        3,
+        {"time_range": {"start": "2026-09-09", "end": "2026-09-08"}},
+        "questions.jsonl:3: time_range: start 2026-09-09 is after end 2026-09-08",
+    ),
+    (
+        "questions.jsonl",
+        3,
+        {"time_range": {"start": "2026-09-31", "end": "2026-10-01"}},
+        "questions.jsonl:3: time_range: not a calendar date: day is out of range for month",
+    ),
+    (
+        "questions.jsonl",
+        3,
+        {"time_range": "yesterday"},
+        'questions.jsonl:3: time_range: expected {"start": "YYYY-MM-DD", "end": "YYYY-MM-DD"}, got \'yesterday\'',
+    ),
     ("questions.jsonl", 9, {"text": ...}, "questions.jsonl:9: text: missing"),
 ]
 

@@ -168,6 +168,18 @@ def test_explicit_time_range_skips_the_parser():
     assert np.array(ds.memory_ids)[time_gate(inp).mask[qi]].tolist() == ["m01"]
 
 
+def test_a_question_time_range_field_skips_the_parser(dataset_copy):
+    root, edit = dataset_copy
+    edit("questions.jsonl", 5, time_range={"start": "2026-08-20", "end": "2026-08-20"})  # C1
+    ds = load_dataset(root)
+    assert ds.question("C1").time_range == (date(2026, 8, 20), date(2026, 8, 20))
+    inp = build_inputs(ds, np.full((10, 16), 0.3))
+    gate = time_gate(inp)
+    assert inp.time_ranges[4] == DateRange(date(2026, 8, 20), date(2026, 8, 20), "time_range")
+    assert np.array(ds.memory_ids)[gate.mask[4]].tolist() == ["m01"]
+    assert gate.gated.tolist() == [False] * 4 + [True] + [False] * 5
+
+
 def test_every_time_question_window_holds_its_current_memory():
     for name in ("seed16-time", "daily-lunch"):
         for lang in ("en", "ja"):
