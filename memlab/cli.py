@@ -709,6 +709,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             "configs": result.configs,
             "policies": result.chosen.to_dict("records"),
             "by_kind": result.by_kind.to_dict("records"),
+            "fusion_landscape": result.landscape.to_dict("records"),
             "questions": result.questions[
                 ["policy", "question", "kind", "gated", "current_injected", "injected", "stale_injected"]
             ].to_dict("records"),

@@ -653,6 +653,61 @@ def policy_bars(by_kind: pd.DataFrame, metric: str) -> go.Figure:
     return fig
 
 
+def fusion_landscape(landscape: pd.DataFrame, title_suffix: str = "") -> go.Figure:
+    """The best utility (current memories injected minus wrong ones) reachable at each value of a
+    fusion axis: alpha for weighted fusion (a line per policy and normalisation), k for RRF (a
+    line per policy, log axis). Open markers: no configuration at that value meets every
+    criterion. ``landscape`` is ``Comparison.landscape``."""
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        shared_yaxes=True,
+        subplot_titles=("weighted fusion: alpha (weight of the vector route)", "RRF: k in 1/(k + rank)"),
+    )
+    # colour tells the policy, the dash the normalisation
+    palette = [c for name, c in OKABE_ITO.items() if name not in ("yellow", "grey")]
+    colour_of = {p: palette[i % len(palette)] for i, p in enumerate(dict.fromkeys(landscape["policy"]))}
+    dashes = {"min-max": "solid", "z-score": "dash", "none": "dot", None: "solid"}
+    for (policy, norm), rows in landscape.groupby(["policy", landscape["norm"].fillna("")], sort=False):
+        col = 1 if rows["axis"].iloc[0] == "alpha" else 2
+        name = f"{policy} ({norm})" if norm else policy
+        fig.add_trace(
+            go.Scatter(
+                x=rows["value"],
+                y=rows["best_utility"],
+                mode="lines+markers",
+                name=name,
+                line={
+                    "color": colour_of[policy],
+                    "dash": dashes.get(norm or None, "solid"),
+                    "width": 2.5,
+                },
+                marker={"symbol": "circle-open" if not rows["any_feasible"].any() else "circle", "size": 8},
+                hovertemplate=f"{name}<br>%{{x}}: best utility %{{y}}<extra></extra>",
+            ),
+            row=1,
+            col=col,
+        )
+    style(
+        fig,
+        "Best reachable utility along each fusion axis" + title_suffix,
+        "",
+        "utility (current injected minus wrong injected, memories)",
+    )
+    ks = sorted(landscape.loc[landscape["axis"] == "rrf_k", "value"].unique())
+    fig.update_xaxes(title_text="alpha", row=1, col=1)
+    fig.update_xaxes(title_text="k", type="log", tickvals=ks, ticktext=[f"{k:g}" for k in ks], row=1, col=2)
+    fig.update_layout(
+        width=1100,
+        height=600,
+        margin={"b": 150},
+        legend={"orientation": "h", "x": 0, "xanchor": "left", "y": -0.18, "yanchor": "top"},
+    )
+    return fig
+
+
 DRIFT_METRICS = {
     "recall": (
         "Current-fact recall against the token budget",

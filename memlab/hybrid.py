@@ -385,6 +385,34 @@ class Comparison:
     by_kind: pd.DataFrame  # one row per policy and question kind
     questions: pd.DataFrame  # one row per policy and question, at the chosen configuration
     configs: int  # configurations evaluated in all
+    landscape: pd.DataFrame | None = None  # best utility at each value of a fusion axis
+
+
+def fusion_landscape(policy: Policy, table: pd.DataFrame) -> list[dict[str, Any]]:
+    """For a fused policy: the best ``utility`` reachable at each value of its fusion axis (alpha
+    per normalisation, or RRF k), over every other axis. Shows how sharply the choice matters."""
+    if policy.fusion == "none":
+        return []
+    u = utility(table)
+    axis = "alpha" if policy.fusion == "weighted" else "rrf_k"
+    norms = table["norm"].to_numpy() if policy.fusion == "weighted" else np.full(len(table), "")
+    values = table[axis].to_numpy(dtype=float)
+    feasible = table["feasible"].to_numpy(dtype=bool)
+    out = []
+    for norm in dict.fromkeys(norms):
+        for value in dict.fromkeys(values[norms == norm]):
+            at = (norms == norm) & (values == value)
+            out.append(
+                {
+                    "policy": policy.name,
+                    "axis": axis,
+                    "norm": norm or None,
+                    "value": float(value),
+                    "best_utility": int(u[at].max()),
+                    "any_feasible": bool(feasible[at].any()),
+                }
+            )
+    return out
 
 
 def compare(
@@ -397,7 +425,7 @@ def compare(
     """Tune each policy with the sweep on these questions and report it at its chosen configuration."""
     import pandas as pd
 
-    chosen_rows, kinds, questions, configs = [], [], [], 0
+    chosen_rows, kinds, questions, landscape, configs = [], [], [], [], 0
     gate = time_gate(inputs)
     chosen_policies = check_policies(policies)
     bar = None
@@ -408,6 +436,7 @@ def compare(
     for policy in chosen_policies:
         table = sweep_policy(policy, inputs, grid)
         configs += len(table)
+        landscape += fusion_landscape(policy, table)
         row = table.iloc[choose(table)]
         long = per_question(policy, inputs, row, grid).assign(gated=gate.gated)
         summary = summarize(policy, row, long)
@@ -445,7 +474,11 @@ def compare(
     if bar is not None:
         bar.close()
     return Comparison(
-        pd.DataFrame(chosen_rows), pd.DataFrame(kinds), pd.concat(questions, ignore_index=True), configs
+        pd.DataFrame(chosen_rows),
+        pd.DataFrame(kinds),
+        pd.concat(questions, ignore_index=True),
+        configs,
+        pd.DataFrame(landscape, columns=["policy", "axis", "norm", "value", "best_utility", "any_feasible"]),
     )
 
 
@@ -472,7 +505,7 @@ def compare_datasets(
         used = source if source != "published" or has_published else "embedded"
         scores = load_scores(used, dataset, lang=lang, model=model)
         result = compare(build_inputs(dataset, scores.raw, lang=lang), policies, grid)
-        for frame in (result.chosen, result.by_kind, result.questions):
+        for frame in (result.chosen, result.by_kind, result.questions, result.landscape):
             frame.insert(0, "dataset", dataset.name)
         result.chosen.insert(1, "source", used)
         out[name] = result

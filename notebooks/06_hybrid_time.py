@@ -86,6 +86,11 @@ chosen = pd.concat([r.chosen for r in results.values()], ignore_index=True)
 by_kind = pd.concat([r.by_kind for r in results.values()], ignore_index=True)
 report.table("policies", chosen, "Each policy at its tuned configuration, per dataset")
 report.table("by_kind", by_kind, "Metrics per policy and question kind")
+report.table(
+    "fusion_landscape",
+    pd.concat([r.landscape for r in results.values()], ignore_index=True),
+    "Best utility at each value of alpha (per normalisation) and of RRF k",
+)
 
 # %%
 report.figure("hit_at_inject", figures.policy_bars(by_kind, "hit_at_inject"), "Current memory injected")
@@ -98,6 +103,19 @@ report.figure("stale_injections", figures.policy_bars(by_kind, "stale_injections
 
 # %%
 report.figure("headroom", figures.policy_bars(by_kind, "headroom"), "Headroom on no-hit questions")
+
+# %% [markdown]
+# How sharply the fusion settings matter: the best utility reachable at each alpha (weighted
+# fusion, one line per normalisation) and each RRF k, over every other axis.
+
+# %%
+for name, result in results.items():
+    if len(result.landscape):
+        report.figure(
+            f"fusion_landscape_{name}",
+            figures.fusion_landscape(result.landscape, f" ({name})"),
+            f"Best utility along alpha and k, {name}",
+        )
 
 # %%
 report.finish(

@@ -174,6 +174,11 @@ def test_06_hybrid_time_compares_policies(tmp_path, cache_dir, embedded, monkeyp
     assert gate_lunch["questions"] == 8 and gate_lunch["gated"] == 8
     for metric in ("hit_at_inject", "false_injections", "stale_injections", "headroom"):
         assert (out / "figures" / f"{metric}.html").is_file()
+    landscape = records(out / "tables" / "fusion_landscape.json")
+    assert {(r["dataset"], r["policy"], r["axis"], r["value"]) for r in landscape} == {
+        (d, "hybrid-rrf", "rrf_k", k) for d in ("seed16-time", "daily-lunch") for k in (1.0, 60.0)
+    }
+    assert (out / "figures" / "fusion_landscape_daily-lunch.html").is_file()
 
 
 def test_07_drift_writes_the_table_and_the_budget_curves(tmp_path, cache_dir, monkeypatch):
