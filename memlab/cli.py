@@ -691,14 +691,14 @@ def policy_grid_from(args: argparse.Namespace):
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from memlab.hybrid import build_inputs, check_policies, compare
+    from memlab.hybrid import build_inputs, check_policies, compare, uses_keywords
 
-    policies = [p.strip() for p in args.policies.split(",")] if args.policies else None
+    policies = None if args.policies is None else [p.strip() for p in args.policies.split(",") if p.strip()]
     check_policies(policies)  # unknown names fail before any embedding
     grid = policy_grid_from(args)
     dataset = load_dataset(args.dataset)
     scores = scores_from(args, dataset)
-    inputs = build_inputs(dataset, scores.raw, lang=args.lang)
+    inputs = build_inputs(dataset, scores.raw, lang=args.lang, keyword=uses_keywords(policies))
     result = compare(inputs, policies, grid, progress=sys.stderr.isatty())
     if args.format == "json":
         doc = {
@@ -754,9 +754,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
+    from datetime import date
+
     from memlab.generate import write_generated
 
-    out = write_generated(args.generator, args.output, seed=args.seed, days=args.days)
+    options = {"seed": args.seed, "days": args.days}
+    if args.reference:
+        try:
+            options["reference"] = date.fromisoformat(args.reference)
+        except ValueError:
+            raise ValueError(f"--reference: expected YYYY-MM-DD, got {args.reference!r}") from None
+    out = write_generated(args.generator, args.output, **options)
     print(f"wrote {out}")
     return 0
 
@@ -955,7 +963,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--threshold-steps",
         type=int,
-        default=81,
+        default=201,
         help="thresholds per setting, spanning the policy's own score range (default: %(default)s)",
     )
     g.add_argument(
@@ -969,6 +977,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("output", help="new dataset folder (must not exist, or be empty)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--days", type=int, default=50, help="days of lunches (default: %(default)s)")
+    p.add_argument("--reference", default=None, help="the day the questions are asked (default: 2026-09-10)")
 
     p = parsers["validate"]
     p.add_argument("dataset", help="dataset folder (or a packaged dataset name)")

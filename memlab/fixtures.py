@@ -410,8 +410,13 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         qid = r.unique_id(question_lines, lineno)
         kind = r.choice("kind", QUESTION_KINDS)
         texts = {lang: t for lang, fname in fields.items() if (t := r.text(fname)) is not None}
+        if qid in QUESTION_KINDS:  # a sweep writes injected_<id> and injected_<kind> columns
+            r.problem("id", f"{qid!r} is reserved (a question kind): choose another id")
         asked = r.date("date", required=False)
         time_range = r.day_range("time_range")
+        asked_day = (asked or reference).astimezone(UTC).date() if (asked or reference) else None
+        if time_range is not None and asked_day is not None and time_range[1] > asked_day:
+            r.problem("time_range", f"ends {time_range[1]}, after the question is asked ({asked_day})")
         if asked is not None and reference is not None and asked > reference:
             r.problem("date", f"{obj['date']} is after the reference date {meta['reference_date']}")
         relevant, stale = r.ids("relevant"), r.ids("stale")

@@ -13,7 +13,9 @@ in ranx:
   (a route that did not return it adds 0); with two routes the weights are ``alpha, 1 - alpha``;
 - reciprocal rank fusion sums ``1 / (k + rank_r)`` with ranks from 1 (Cormack et al. 2009,
   ranx, Elasticsearch). Qdrant's ``Rrf(k)`` uses ``1 / (k + rank - 1)``, so Qdrant's k is this
-  k plus one (``memlab.store`` converts). Equal scores take ranks in memory order.
+  k plus one (``memlab.store`` converts). Equal scores share a rank (competition ranking), and
+  a route keeps every memory tied with its last candidate: no tie is broken by position.
+  Qdrant breaks ties in its own order, so its native query agrees with memlab where scores differ.
 
 Neither fused score has an absolute meaning: a min-max score of 1 means "the best this route
 found for this question", however poor that was. A threshold on a fused score is therefore
@@ -30,9 +32,11 @@ from memlab.spec import select_candidates
 
 
 def route_candidates(scores: np.ndarray, n: int, *, positive_only: bool = False) -> np.ndarray:
-    """Keep each question's top ``n`` scores (NaN elsewhere), the reference's tie order.
+    """Keep each question's top ``n`` scores (NaN elsewhere), and every score tied with the n-th.
 
-    ``positive_only``: a score of 0 or less is no match (BM25: no shared term), never a candidate.
+    A route cannot tell tied memories apart (fifty lunches share one BM25 score), so none of them
+    is dropped by position: cutting ties in memory order would favour the oldest, in date order
+    the newest. ``positive_only``: a score of 0 or less is no match (BM25: no shared term).
     """
     scores = np.asarray(scores, dtype=np.float64)
     if positive_only:
@@ -40,7 +44,9 @@ def route_candidates(scores: np.ndarray, n: int, *, positive_only: bool = False)
     out = np.full_like(scores, np.nan)
     for q in range(scores.shape[0]):
         top = select_candidates(scores[q], n)
-        out[q, top] = scores[q, top]
+        if len(top):
+            keep = np.isfinite(scores[q]) & (scores[q] >= scores[q, top[-1]])
+            out[q, keep] = scores[q, keep]
     return out
 
 
@@ -101,13 +107,15 @@ def alpha_weights(alphas: np.ndarray | float) -> np.ndarray:
 
 
 def ranks(scores: np.ndarray) -> np.ndarray:
-    """1-based rank of each candidate within its question (score desc, memory order on ties)."""
+    """1-based rank of each candidate within its question, score descending; tied scores share
+    the best rank among them (competition ranking: 1, 1, 3), so no tie is broken by position."""
     scores = np.asarray(scores, dtype=np.float64)
     out = np.full_like(scores, np.nan)
     for q in range(scores.shape[0]):
-        n = int(np.isfinite(scores[q]).sum())
-        order = select_candidates(scores[q], n)
-        out[q, order] = np.arange(1, n + 1)
+        finite = np.isfinite(scores[q])
+        descending = -np.sort(-scores[q, finite])
+        # 1 + how many scores are strictly higher
+        out[q, finite] = 1 + np.searchsorted(-descending, -scores[q, finite], side="left")
     return out
 
 

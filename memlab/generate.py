@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from memlab.timeparse import parse_time
+
 # (English, Japanese): dishes and places are drawn with replacement, so dishes repeat
 DISHES = (
     ("ramen", "ラーメン"),
@@ -69,20 +71,21 @@ def _lunch_questions(
             r - timedelta(3),
             None,
         ),
-        ("L4", "What did I have for lunch last Friday?", "先週の金曜の昼ごはんは？", _last_friday(r), None),
+        # 金曜日 (not 先週の金曜, the previous calendar week's): the last Friday, as in English
+        ("L4", "What did I have for lunch last Friday?", "金曜日の昼ごはんは？", _last_friday(r), None),
         (
             "L5",
             "What did I have for lunch on August 14?",
             "8月14日のお昼は何だった？",
-            date(r.year, 8, 14),
+            _recent(r, 8, 14),
             None,
         ),
-        ("L6", "What did I have for lunch on 8/3?", "8月3日の昼ごはんは？", date(r.year, 8, 3), None),
+        ("L6", "What did I have for lunch on 8/3?", "8月3日の昼ごはんは？", _recent(r, 8, 3), None),
         (
             "L7",
             "What did I eat for lunch on July 25th?",
             "7月25日のお昼は何を食べた？",
-            date(r.year, 7, 25),
+            _recent(r, 7, 25),
             None,
         ),
         (
@@ -93,6 +96,12 @@ def _lunch_questions(
             asked_on["L8"],
         ),
     ]
+
+
+def _recent(reference: date, month: int, day: int) -> date:
+    """The most recent such day not after the reference (a date named without a year)."""
+    this_year = date(reference.year, month, day)
+    return this_year if this_year <= reference else date(reference.year - 1, month, day)
 
 
 def _last_friday(reference: date) -> date:
@@ -162,6 +171,13 @@ def daily_lunch(seed: int = 0, days: int = 50, reference: date = date(2026, 9, 1
             )
     questions = []
     for qid, en, ja, day, asked in _lunch_questions(reference, asked_on):
+        # a guard, not the source of the labels: both wordings must name the labelled day
+        for text in (en, ja):
+            named = parse_time(text, asked or reference)
+            if named is None or not named.start <= day <= named.end:
+                raise ValueError(
+                    f"question {qid} {text!r} asked on {asked or reference} names {named}, not {day}"
+                )
         current = lunch_of[day]
         when = asked or reference
         stale = [m for d, m in sorted(lunch_of.items()) if m != current and d <= when]

@@ -20,7 +20,7 @@ sweep, with the same criteria, selection and metrics as the seed's recency bonus
 
 A fused score has no absolute scale (min-max puts every question's best candidate at 1), so a
 policy's threshold is calibrated on its own scores: the threshold axis spans the range of final
-scores the policy produces (``threshold_steps`` evenly spaced values), and the sweep picks it
+scores the policy produces (``threshold_steps`` evenly spaced values, 201 by default), and the sweep picks it
 with the criteria, like bonus and tau. Headroom is then in the policy's own units.
 """
 
@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memlab import criteria as crit
-from memlab.fixtures import QUESTION_KINDS
 from memlab.fusion import alpha_weights, normalize, ranks, route_candidates, rrf_fusion, weighted_fusion
 from memlab.sweep import Grid, Labels, sweep
 from memlab.timeparse import DateRange, parse_time
@@ -109,12 +108,23 @@ POLICIES: dict[str, Policy] = {
 
 
 def check_policies(names: Sequence[str] | None) -> tuple[Policy, ...]:
-    if not names:
+    """The named policies in the order given; None: all of them."""
+    if names is None:
         return tuple(POLICIES.values())
+    names = list(names)
+    if not names:
+        raise ValueError(f"no policy named; available: {', '.join(POLICIES)}")
     unknown = [n for n in names if n not in POLICIES]
     if unknown:
         raise ValueError(f"unknown policy(ies) {', '.join(unknown)}; available: {', '.join(POLICIES)}")
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"policy(ies) named twice: {', '.join(repeated)}")
     return tuple(POLICIES[n] for n in names)
+
+
+def uses_keywords(policies: Sequence[str] | None) -> bool:
+    return any("keyword" in p.routes for p in check_policies(policies))
 
 
 @dataclass(frozen=True)
@@ -123,7 +133,7 @@ class HybridInputs:
 
     question_ids: tuple[str, ...]
     vector: np.ndarray  # (Q, M) cosine, NaN where not retrievable
-    keyword: np.ndarray  # (Q, M) BM25, 0 = no shared term, NaN where not retrievable
+    keyword: np.ndarray | None  # (Q, M) BM25, 0 = no shared term, NaN where not retrievable
     ages: np.ndarray  # (Q, M) days from the memory to when the question is asked, inf if later
     memory_dates: tuple[date, ...]  # (M,) calendar day of each memory
     time_ranges: tuple[DateRange | None, ...]  # (Q,) the time each question names, if any
@@ -152,6 +162,29 @@ def question_time_ranges(dataset: Dataset, lang: str, explicit: dict[str, DateRa
     return tuple(out)
 
 
+def visible_keyword_scores(dataset: Dataset, lang: str) -> np.ndarray:
+    """BM25 of every memory for every question, (Q, M), NaN where not retrievable. A question
+    asked before some memories were written is scored against an index of only the memories it
+    can see, so later memories change neither its term statistics (IDF, mean length) nor its
+    candidates."""
+    from memlab.keyword import KeywordIndex
+
+    visible = dataset.visible()
+    texts = [m.text(lang) for m in dataset.memories]
+    out = np.full(visible.shape, np.nan)
+    masks: dict[bytes, list[int]] = {}
+    for q in range(len(dataset.questions)):
+        masks.setdefault(visible[q].tobytes(), []).append(q)
+    for rows in masks.values():
+        seen = np.flatnonzero(visible[rows[0]])
+        if seen.size == 0:
+            continue
+        index = KeywordIndex.build([texts[i] for i in seen], lang)
+        scores = index.scores([dataset.questions[q].text(lang) for q in rows])
+        out[np.ix_(rows, seen)] = scores
+    return out
+
+
 def build_inputs(
     dataset: Dataset,
     vector: np.ndarray,
@@ -159,19 +192,16 @@ def build_inputs(
     lang: str = "en",
     time_ranges: dict[str, DateRange] | None = None,
     criteria: tuple[crit.Criterion, ...] | None = None,
+    keyword: bool = True,
 ) -> HybridInputs:
     """Inputs for a dataset: ``vector`` is its (Q, M) cosine table (from any score source); BM25
-    is computed here over the memory texts in ``lang``."""
-    from memlab.keyword import keyword_scores
-
+    is computed here over the memory texts in ``lang`` (``keyword=False`` skips it, for the
+    vector-only policies, e.g. in a language without a keyword tokenizer)."""
     visible = dataset.visible()
-    kw = keyword_scores(
-        [m.text(lang) for m in dataset.memories], [q.text(lang) for q in dataset.questions], lang
-    )
     return HybridInputs(
         dataset.question_ids,
         np.where(visible, np.asarray(vector, dtype=np.float64), np.nan),
-        np.where(visible, kw, np.nan),
+        visible_keyword_scores(dataset, lang) if keyword else None,
         dataset.ages(),
         tuple(m.date.date() for m in dataset.memories),
         question_time_ranges(dataset, lang, time_ranges),
@@ -230,13 +260,19 @@ def policy_scores(
     NaN marks a memory that is no candidate. For ``none`` fusion the cosine table is returned
     whole (the sweep takes its top ``candidates``, as the spec does).
     """
+    if "keyword" in policy.routes and inputs.keyword is None:
+        raise ValueError(f"policy {policy.name!r} needs keyword scores: build the inputs with keyword=True")
     mask = time_gate(inputs).mask if policy.gate else inputs.visible
     vector = np.where(mask, inputs.vector, np.nan)
     if policy.fusion == "none":
         return [FusionSettings({}, vector)]
     routes = {
         "vector": route_candidates(vector, candidates),
-        "keyword": route_candidates(np.where(mask, inputs.keyword, np.nan), candidates, positive_only=True),
+        "keyword": (
+            None
+            if inputs.keyword is None
+            else route_candidates(np.where(mask, inputs.keyword, np.nan), candidates, positive_only=True)
+        ),
         # newest first: the time route always has a full list, whatever the question asks
         "time": route_candidates(np.where(mask, -inputs.ages, np.nan), candidates),
     }
@@ -261,9 +297,16 @@ class PolicyGrid:
     rrf_ks: tuple[float, ...] = (1, 2, 10, 60)
     bonus: tuple[float, ...] = tuple(np.round(np.linspace(0, 0.3, 31), 3).tolist())
     tau_days: tuple[float, ...] = (1, 3, 7, 14, 30, 60)
-    threshold_steps: int = 81
+    threshold_steps: int = 201
     candidates: int = 8
     inject: int = 3
+
+    def __post_init__(self) -> None:
+        for name in ("alphas", "norms", "rrf_ks", "bonus", "tau_days"):
+            if not getattr(self, name):
+                raise ValueError(f"policy grid axis {name!r} is empty")
+        if self.threshold_steps < 2:
+            raise ValueError(f"threshold_steps must be >= 2, got {self.threshold_steps}")
 
 
 def calibrated_thresholds(scores: np.ndarray, max_bonus: float, steps: int) -> tuple[float, ...]:
@@ -307,18 +350,19 @@ def sweep_policy(policy: Policy, inputs: HybridInputs, grid: PolicyGrid = Policy
     return out
 
 
-def utility(table: pd.DataFrame) -> np.ndarray:
+def utility(table: pd.DataFrame, labels: Labels) -> np.ndarray:
     """Per configuration: current memories injected, minus memories injected on no-hit
     questions, minus stale memories injected (each right memory in the prompt +1, each wrong -1)."""
-    hits = table[[c for c in table.columns if c.startswith("injected_") and c[9:] not in QUESTION_KINDS]]
+    with_current = [q for q, c in zip(labels.question_ids, labels.current, strict=True) if c >= 0]
+    hits = table[[f"injected_{q}" for q in with_current]].to_numpy(dtype=np.int64).sum(axis=1)
     return (
-        hits.to_numpy(dtype=np.int64).sum(axis=1)
+        hits
         - table["injected_nohit"].to_numpy(dtype=np.int64)
         - table["stale_injected"].to_numpy(dtype=np.int64)
     )
 
 
-def choose(table: pd.DataFrame) -> int:
+def choose(table: pd.DataFrame, labels: Labels) -> int:
     """The configuration a comparison reports: the highest ``utility``, then feasible before not,
     then the largest smallest criterion margin, then smaller bonus, then smaller tau, then table
     order. Every policy is judged by the same rule, at its best."""
@@ -328,7 +372,7 @@ def choose(table: pd.DataFrame) -> int:
         table["bonus"].to_numpy(dtype=float),
         -np.nan_to_num(table["min_margin"].to_numpy(dtype=float), nan=-np.inf),
         ~table["feasible"].to_numpy(dtype=bool),
-        -utility(table),
+        -utility(table, labels),
     )
     return int(np.lexsort(keys)[0])
 
@@ -364,13 +408,19 @@ def summarize(policy: Policy, row: pd.Series, long: pd.DataFrame) -> list[dict[s
     out = []
     for kind in [k for k in ("hit", "contradiction", "time", "nohit") if (long["kind"] == k).any()]:
         rows = long[long["kind"] == kind]
+        has_current = rows["has_current"].to_numpy(dtype=bool)
         out.append(
             {
                 "policy": policy.name,
                 "kind": kind,
                 "questions": len(rows),
                 "gated": int(rows["gated"].sum()),
-                "hit_at_inject": float(rows["current_injected"].mean()) if kind != "nohit" else np.nan,
+                # over the questions that have a current memory to inject
+                "hit_at_inject": (
+                    float(rows.loc[has_current, "current_injected"].mean())
+                    if kind != "nohit" and has_current.any()
+                    else np.nan
+                ),
                 "false_injections": int(rows["injected"].sum()) if kind == "nohit" else 0,
                 "stale_injections": int(rows["stale_injected"].sum()),
                 "headroom": float(row["headroom"]) if kind == "nohit" else np.nan,
@@ -388,12 +438,12 @@ class Comparison:
     landscape: pd.DataFrame | None = None  # best utility at each value of a fusion axis
 
 
-def fusion_landscape(policy: Policy, table: pd.DataFrame) -> list[dict[str, Any]]:
+def fusion_landscape(policy: Policy, table: pd.DataFrame, labels: Labels) -> list[dict[str, Any]]:
     """For a fused policy: the best ``utility`` reachable at each value of its fusion axis (alpha
     per normalisation, or RRF k), over every other axis. Shows how sharply the choice matters."""
     if policy.fusion == "none":
         return []
-    u = utility(table)
+    u = utility(table, labels)
     axis = "alpha" if policy.fusion == "weighted" else "rrf_k"
     norms = table["norm"].to_numpy() if policy.fusion == "weighted" else np.full(len(table), "")
     values = table[axis].to_numpy(dtype=float)
@@ -436,14 +486,14 @@ def compare(
     for policy in chosen_policies:
         table = sweep_policy(policy, inputs, grid)
         configs += len(table)
-        landscape += fusion_landscape(policy, table)
-        row = table.iloc[choose(table)]
-        long = per_question(policy, inputs, row, grid).assign(gated=gate.gated)
+        landscape += fusion_landscape(policy, table, inputs.labels)
+        row = table.iloc[choose(table, inputs.labels)]
+        long = per_question(policy, inputs, row, grid).assign(
+            gated=gate.gated, has_current=inputs.labels.current >= 0
+        )
         summary = summarize(policy, row, long)
         kinds += summary
         nohit = [s for s in summary if s["kind"] == "nohit"]
-        answered = [s for s in summary if s["kind"] != "nohit"]
-        n_answered = sum(s["questions"] for s in answered)
         chosen_rows.append(
             {
                 "policy": policy.name,
@@ -458,9 +508,10 @@ def compare(
                 "feasible_configs": int(table["feasible"].sum()),
                 "configs": len(table),
                 "min_margin": float(row["min_margin"]),
+                # over every question with a current memory to inject
                 "hit_at_inject": (
-                    sum(s["hit_at_inject"] * s["questions"] for s in answered) / n_answered
-                    if n_answered
+                    float(long.loc[long["has_current"], "current_injected"].mean())
+                    if long["has_current"].any()
                     else np.nan
                 ),
                 "false_injections": sum(s["false_injections"] for s in nohit),
@@ -504,7 +555,8 @@ def compare_datasets(
         has_published = dataset.path is not None and (dataset.path / "published_scores.jsonl").is_file()
         used = source if source != "published" or has_published else "embedded"
         scores = load_scores(used, dataset, lang=lang, model=model)
-        result = compare(build_inputs(dataset, scores.raw, lang=lang), policies, grid)
+        inputs = build_inputs(dataset, scores.raw, lang=lang, keyword=uses_keywords(policies))
+        result = compare(inputs, policies, grid)
         for frame in (result.chosen, result.by_kind, result.questions, result.landscape):
             frame.insert(0, "dataset", dataset.name)
         result.chosen.insert(1, "source", used)

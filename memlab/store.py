@@ -33,7 +33,9 @@ QUERY_VECTOR_PLACEHOLDER = "<query vector>"
 
 
 def rfc3339(when: datetime) -> str:
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """The instant in UTC; a naive datetime is taken as UTC, as everywhere in memlab."""
+    when = when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def spec_formula(spec: RetrievalSpec, date_field: str = DATE_FIELD) -> models.FormulaQuery:
@@ -286,6 +288,8 @@ def policy_query(
     """
     if policy.fusion == "weighted":
         raise ValueError(f"policy {policy.name!r}: weighted fusion has no native Qdrant query; use ranx")
+    if policy.fusion == "rrf" and rrf_k != int(rrf_k):
+        raise ValueError(f"Qdrant's RRF takes an integer k; got {rrf_k}")
     if asked is not None:
         spec = replace(spec, reference_date=asked)
     flt = gate_filter(store, time_range if policy.gate else None, asked)

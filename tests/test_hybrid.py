@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import replace
-from datetime import date
+from datetime import date, datetime
 
 import numpy as np
 import pytest
@@ -98,8 +98,13 @@ def test_fusion_errors():
 
 def test_route_candidates_keeps_top_n_and_drops_non_matches():
     s = np.array([[0.0, 2.0, 1.0, 2.0, -1.0]])
-    np.testing.assert_array_equal(route_candidates(s, 2), [[NAN, 2.0, NAN, 2.0, NAN]])  # ties: memory order
+    np.testing.assert_array_equal(route_candidates(s, 2), [[NAN, 2.0, NAN, 2.0, NAN]])
+    # a tie with the last candidate is kept: position breaks no tie
+    np.testing.assert_array_equal(route_candidates(s, 1), [[NAN, 2.0, NAN, 2.0, NAN]])
+    np.testing.assert_array_equal(route_candidates(s, 3), [[NAN, 2.0, 1.0, 2.0, NAN]])
     np.testing.assert_array_equal(route_candidates(s, 9, positive_only=True), [[NAN, 2.0, 1.0, 2.0, NAN]])
+    # competition ranks: tied scores share the best rank
+    np.testing.assert_array_equal(ranks(np.array([[3.0, 1.0, 3.0, NAN, 2.0]])), [[1, 4, 1, NAN, 3]])
 
 
 def test_fusion_agrees_with_ranx():
@@ -262,28 +267,38 @@ def test_sweep_rows_match_the_one_config_reference():
             )
 
 
-def test_native_qdrant_query_agrees_with_memlab():
+@pytest.mark.parametrize("name", ["seed16-time", "daily-lunch"])
+def test_native_qdrant_query_agrees_with_memlab(name):
+    """Where scores differ, Qdrant's native query (routes as prefetches with the gate's filter,
+    RrfQuery, the decay formula) injects what memlab's policy scores + the reference inject.
+    BM25 ties are common (fifty lunches share one score) and Qdrant breaks them its own way, so
+    each memory's term weights are scaled by a distinct factor here: same terms, no ties."""
     from memlab.store import MemoryStore, policy_query
 
-    ds = load_dataset("seed16-time")
+    ds = load_dataset(name)
+    n_m, n_q = len(ds.memories), len(ds.questions)
     rng = np.random.default_rng(3)
-    mem = rng.normal(size=(16, 8))
+    mem = rng.normal(size=(n_m, 8))
     mem /= np.linalg.norm(mem, axis=1, keepdims=True)
-    qv = rng.normal(size=(len(ds.questions), 8))
+    qv = rng.normal(size=(n_q, 8))
     qv /= np.linalg.norm(qv, axis=1, keepdims=True)
     idx = KeywordIndex.build([m.text("en") for m in ds.memories], "en")
+    scale = 1 + np.arange(n_m) / (7 * n_m)
+    weights = [{t: w * scale[i] for t, w in v.items()} for i, v in enumerate(idx.sparse_vectors())]
     store = MemoryStore(8, keyword=True)
-    store.add(list(ds.memory_ids), mem, [m.date for m in ds.memories], keyword_weights=idx.sparse_vectors())
-    inp = build_inputs(ds, qv @ mem.T)
+    store.add(list(ds.memory_ids), mem, [m.date for m in ds.memories], keyword_weights=weights)
+    terms = [idx.term_ids(q.text("en")) for q in ds.questions]
+    keyword = np.array([[sum(w.get(t, 0.0) for t in terms[q]) for w in weights] for q in range(n_q)])
+    inp = replace(build_inputs(ds, qv @ mem.T), keyword=np.where(ds.visible(), keyword, np.nan))
     checked = 0
-    for name in ("vector-decay", "hybrid-rrf", "rrf-time", "gate-vector-decay"):
-        policy = POLICIES[name]
-        for k, threshold, bonus in ((60, 0.0, 0.01), (1, 0.3, 0.05)):
+    for policy_name in ("vector-decay", "hybrid-rrf", "rrf-time", "gate-vector-decay"):
+        policy = POLICIES[policy_name]
+        for k, threshold, bonus in ((60, 0.0, 0.0), (1, 0.3, 0.05), (2, 0.0, 0.01)):
             if policy.fusion == "none":
                 threshold = 0.2
             spec = RetrievalSpec(candidates=5, inject=3, threshold=threshold, bonus=bonus, tau_days=7)
             (setting,) = policy_scores(policy, inp, candidates=5, rrf_ks=(k,))
-            ref_spec = spec if policy.fusion == "none" else replace(spec, candidates=16)
+            ref_spec = spec if policy.fusion == "none" else replace(spec, candidates=n_m)
             for q, question in enumerate(ds.questions):
                 r = inp.time_ranges[q]
                 native = policy_query(
@@ -291,17 +306,47 @@ def test_native_qdrant_query_agrees_with_memlab():
                     policy,
                     spec.with_reference(ds.reference_date),
                     qv[q],
-                    idx.term_ids(question.text("en")),
+                    terms[q],
                     rrf_k=k,
                     time_range=(r.start, r.end) if r else None,
+                    asked=question.date,
                 )
                 ref = [
                     c for c in retrieve(setting.scores[q], inp.ages[q], ds.memory_ids, ref_spec) if c.injected
                 ]
-                assert [i for i, _ in native] == [c.index for c in ref], (name, question.id)
+                where = (policy_name, question.id, k)
+                # the same finals in the same order (RRF sums tie often: 1/61 from either route)
                 np.testing.assert_allclose([f for _, f in native], [c.final for c in ref], atol=1e-6)
+                # the same memories, except that equal finals at the inject cut-off may be either
+                if ref:
+                    cut = ref[-1].final
+                    assert {i for i, f in native if f > cut + 1e-6} == {
+                        c.index for c in ref if c.final > cut + 1e-6
+                    }, where
                 checked += len(ref)
     assert checked > 50
+
+
+def test_native_query_needs_an_integer_k():
+    from memlab.store import MemoryStore, policy_query
+
+    store = MemoryStore(2, keyword=True)
+    with pytest.raises(ValueError, match=r"Qdrant.s RRF takes an integer k; got 0\.5"):
+        policy_query(store, POLICIES["hybrid-rrf"], RetrievalSpec(), [1.0, 0.0], rrf_k=0.5)
+
+
+def test_naive_datetimes_are_utc_in_qdrant(monkeypatch):
+    import time as _time
+
+    from memlab.store import rfc3339
+
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    _time.tzset()
+    try:
+        assert rfc3339(datetime(2026, 8, 21, 21, 0)) == "2026-08-21T21:00:00Z"
+    finally:
+        monkeypatch.delenv("TZ")
+        _time.tzset()
 
 
 def test_weighted_fusion_has_no_native_query():
@@ -394,3 +439,90 @@ def test_generate_cli(tmp_path, capsys):
     assert main(["generate", "daily-lunch", str(tmp_path / "d"), "--days", "47"]) == 0
     assert capsys.readouterr().out.strip() == f"wrote {tmp_path / 'd'}"
     assert len([m for m in load_dataset(tmp_path / "d").memories if m.id.startswith("d")]) == 47
+
+
+# --- edge cases found in review ----------------------------------------------------------------
+
+
+def test_policy_lists_and_grids_are_checked():
+    with pytest.raises(ValueError, match="no policy named; available: vector, "):
+        check_policies([])
+    with pytest.raises(ValueError, match=r"policy\(ies\) named twice: vector"):
+        check_policies(["vector", "hybrid-rrf", "vector"])
+    with pytest.raises(ValueError, match="policy grid axis 'alphas' is empty"):
+        PolicyGrid(alphas=())
+    with pytest.raises(ValueError, match="threshold_steps must be >= 2, got 1"):
+        PolicyGrid(threshold_steps=1)
+
+
+def test_vector_policies_run_without_a_keyword_tokenizer(tmp_path):
+    """A language with no BM25 tokenizer: the vector policies still compare; a keyword policy says why not."""
+    import shutil
+
+    root = tmp_path / "fr"
+    shutil.copytree(dataset_dir("seed16-time"), root)
+    for name in ("memories.jsonl", "questions.jsonl"):
+        rows = [json.loads(line) for line in (root / name).read_text().splitlines()]
+        for r in rows:
+            r["text_fr"] = r["text"]  # stands in for a French text
+        (root / name).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    meta = json.loads((root / "dataset.json").read_text())
+    (root / "dataset.json").write_text(json.dumps({**meta, "languages": ["en", "ja", "fr"]}))
+    ds = load_dataset(root)
+    cos = np.random.default_rng(0).uniform(0.1, 0.6, (len(ds.questions), len(ds.memories)))
+    inp = build_inputs(ds, cos, lang="fr", keyword=False)
+    grid = PolicyGrid(bonus=(0.0, 0.1), tau_days=(7.0,), threshold_steps=5)
+    assert list(compare(inp, ["vector", "gate-vector-decay"], grid).chosen["policy"]) == [
+        "vector",
+        "gate-vector-decay",
+    ]
+    with pytest.raises(ValueError, match="policy 'hybrid-rrf' needs keyword scores"):
+        compare(inp, ["hybrid-rrf"], grid)
+    with pytest.raises(ValueError, match="no keyword tokenizer for language 'fr'"):
+        build_inputs(ds, cos, lang="fr")
+
+
+def test_dated_questions_see_only_earlier_memories_in_bm25():
+    """L8 is asked on Aug 21: its BM25 statistics (IDF, mean length) come from the memories
+    written by then, exactly as if the later ones did not exist."""
+    ds = load_dataset("daily-lunch")
+    inp = build_inputs(ds, np.zeros((len(ds.questions), len(ds.memories))))
+    q = ds.question_ids.index("L8")
+    seen = np.flatnonzero(ds.visible()[q])
+    assert len(seen) < len(ds.memories)
+    alone = KeywordIndex.build([ds.memories[i].text("en") for i in seen], "en").scores(
+        [ds.questions[q].text("en")]
+    )
+    np.testing.assert_allclose(inp.keyword[q, seen], alone[0])
+    assert np.isnan(np.delete(inp.keyword[q], seen)).all()
+
+
+def test_generator_labels_hold_on_any_reference_day():
+    """Weekends (金曜日 and "last Friday" must name the same day) and a reference before August
+    (a date named without a year is last year's)."""
+    for reference, friday, aug14 in (
+        (date(2026, 9, 12), "2026-09-11", "2026-08-14"),  # a Saturday
+        (date(2026, 9, 13), "2026-09-11", "2026-08-14"),  # a Sunday
+        (date(2027, 3, 1), "2027-02-26", "2026-08-14"),  # a Monday, before August
+    ):
+        files = daily_lunch(reference=reference, days=400)
+        questions = {
+            json.loads(line)["id"]: json.loads(line) for line in files["questions.jsonl"].splitlines()
+        }
+        memories = {json.loads(line)["id"]: json.loads(line) for line in files["memories.jsonl"].splitlines()}
+        assert memories[questions["L4"]["current"]]["date"][:10] == friday
+        assert memories[questions["L5"]["current"]]["date"][:10] == aug14
+
+
+def test_reserved_ids_and_late_time_ranges_are_refused(dataset_copy):
+    from memlab.fixtures import DatasetError
+
+    root, edit = dataset_copy
+    edit("questions.jsonl", 1, id="time")
+    edit("questions.jsonl", 2, time_range={"start": "2026-09-10", "end": "2026-09-11"})
+    with pytest.raises(DatasetError) as e:
+        load_dataset(root)
+    assert e.value.problems == [
+        f"{root}/questions.jsonl:1: id: 'time' is reserved (a question kind): choose another id",
+        f"{root}/questions.jsonl:2: time_range: ends 2026-09-11, after the question is asked (2026-09-10)",
+    ]
