@@ -284,7 +284,9 @@ def policy_query(
     ``RrfQuery`` (its k is memlab's k + 1: Qdrant scores ``1 / (k + rank - 1)``); the recency
     bonus, threshold and inject limit are the spec's formula on top. The time route is the
     newest memories first (an ``order_by`` on the date). Weighted fusion with min-max or z-score
-    has no Qdrant counterpart (Qdrant fuses by RRF or DBSF); its reference path is ranx.
+    has no Qdrant counterpart (Qdrant fuses by RRF or DBSF); its reference path is ranx. Qdrant
+    cuts and orders tied scores its own way (memlab keeps ties, ``memlab.fusion``), so the two
+    agree where scores differ. ``time_range`` is the gate's (start, end) days, both included.
     """
     if policy.fusion == "weighted":
         raise ValueError(f"policy {policy.name!r}: weighted fusion has no native Qdrant query; use ranx")
