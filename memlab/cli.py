@@ -534,18 +534,13 @@ def parse_budgets(text: str) -> list[int]:
 
 
 def cmd_drift(args: argparse.Namespace) -> int:
-    from memlab.drift import parse_seed_range
+    from memlab.drift import held_out_seeds, parse_seed_range
     from memlab.drift_bench import drift_benchmark
 
-    held_out = parse_seed_range(args.seed_range, "--seed-range")
+    held_out = held_out_seeds(args.seed_range, args.streams)
     tune_range = parse_seed_range(args.tune_range, "--tune-range")
-    if args.streams is not None:
-        if not 1 <= args.streams <= len(held_out):
-            raise ValueError(
-                f"--streams: expected 1 to {len(held_out)} (the seeds in --seed-range {args.seed_range}), "
-                f"got {args.streams}"
-            )
-        held_out = range(held_out.start, held_out.start + args.streams)
+    if args.boot < 1:
+        raise ValueError(f"--boot: expected a positive number of resamples, got {args.boot}")
     result = drift_benchmark(
         held_out,
         tune_range,

@@ -272,7 +272,10 @@ class StreamConfig:
     p_misfile: float = 0.1  # a fact filed under another topic of the same type
     distractors: float = 1.0  # mean distractors per session (Poisson)
     p_recall: float = 0.3  # a session ends with a recall query
-    p_distractor_known: float = 0.5  # a distractor mentions a value the persona has held
+    p_distractor_known: float = 0.5  # a distractor mentions a value the persona holds in the stream
+    # the extractor types a distractor like a fact of its topic (filed under it too), so no read
+    # or write policy can drop distractors by their type alone
+    p_distractor_typed: float = 0.2
 
 
 DEFAULT_CONFIG = StreamConfig()
@@ -348,7 +351,8 @@ def generate_stream(seed: int, config: StreamConfig = DEFAULT_CONFIG) -> Stream:
             topic = _pick(rng, topics)
             pool = held[topic] if rng.random() < config.p_distractor_known else TOPICS[topic].values
             text = _pick(rng, TOPICS[topic].distractors).format(v=_pick(rng, pool))
-            sessions[s].append(Fact(text, "", "event", "", dates[s], "distractor", topic))
+            typed = TOPICS[topic].type if rng.random() < config.p_distractor_typed else "event"
+            sessions[s].append(Fact(text, "", typed, "", dates[s], "distractor", topic))
     facts: list[Fact] = []
     recalls: list[Query] = []
     for s, session in enumerate(sessions):
@@ -388,6 +392,20 @@ def parse_seed_range(text: str, option: str = "--seed-range") -> range:
     if lo >= hi or lo < 0:
         raise ValueError(f"{option}: expected A:B with 0 <= A < B, got {text!r}")
     return range(lo, hi)
+
+
+def held_out_seeds(
+    text: str, streams: int | None = None, option: str = "--seed-range", streams_option: str = "--streams"
+) -> range:
+    """The held-out seeds: the first ``streams`` of the range ``text`` (all of them when None)."""
+    seeds = parse_seed_range(text, option)
+    if streams is None:
+        return seeds
+    if not 1 <= streams <= len(seeds):
+        raise ValueError(
+            f"{streams_option}: expected 1 to {len(seeds)} (the seeds in {option} {text}), got {streams}"
+        )
+    return range(seeds.start, seeds.start + streams)
 
 
 def check_disjoint(tune: range, held_out: range) -> None:

@@ -285,7 +285,8 @@ def tune(
     """The best configuration of every (system, write policy) on these (tuning) streams."""
     from tqdm.auto import tqdm
 
-    systems = list(systems or READ_SYSTEMS)
+    # registry order, whatever order they are named in: a system's base is tuned before it
+    systems = [s for s in READ_SYSTEMS if s in set(systems or READ_SYSTEMS)]
     write_policies = list(write_policies or WRITE_POLICIES)
     budgets = np.asarray(budgets)
     chosen: dict[tuple[str, str], Choice] = {}
@@ -356,6 +357,8 @@ def bootstrap_ci(
 
     Resamples are drawn as multinomial counts over streams, so the means are one matrix product.
     """
+    if n_boot < 1:
+        raise ValueError(f"n_boot must be >= 1, got {n_boot}")
     s = per_stream.shape[0]
     counts = np.random.default_rng(seed).multinomial(s, np.full(s, 1.0 / s), size=n_boot)
     means = counts @ per_stream / s  # (n_boot, B)
@@ -448,6 +451,10 @@ def drift_benchmark(
     import pandas as pd
 
     check_disjoint(tune_range, held_out)
+    if len(held_out) == 0 or len(tune_range) == 0:
+        raise ValueError(f"empty seed range: held-out {held_out}, tuning {tune_range}")
+    if n_boot < 1:
+        raise ValueError(f"n_boot must be >= 1 (bootstrap resamples), got {n_boot}")
     budgets = sorted({int(b) for b in budgets})
     if not budgets or budgets[0] < 1:
         raise ValueError(f"budgets must be positive token counts, got {budgets}")

@@ -56,13 +56,12 @@ fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg 
 # %%
 from memlab import figures
 from memlab.cli import parse_budgets
-from memlab.drift import parse_seed_range
+from memlab.drift import held_out_seeds, parse_seed_range
 from memlab.drift_bench import drift_benchmark
 from memlab.report import Report
 
 report = Report(out_dir, fig_formats)
-held_out = parse_seed_range(seed_range, "seed_range")
-held_out = range(held_out.start, held_out.start + min(streams, len(held_out)))
+held_out = held_out_seeds(seed_range, streams, "seed_range", "streams")
 result = drift_benchmark(
     held_out,
     parse_seed_range(tune_range, "tune_range"),

@@ -69,10 +69,18 @@ def test_generated_streams_are_consistent(seed):
         assert f.kind in ("statement", "paraphrase", "repeat", "correction", "distractor")
         assert (f.value == "") == (f.kind == "distractor") == (f.topic == "")
         filed = TOPICS[f.key[0]]
-        assert f.key[1] == ("event" if f.kind == "distractor" else filed.type)  # misfiled: same type
+        # misfiled facts keep their type; a distractor is an event, or typed like its topic's facts
+        assert f.key[1] in (("event", filed.type) if f.kind == "distractor" else (filed.type,))
     repeats = [f for f in s.facts if f.kind == "repeat"]
     earlier = {(f.text, f.value) for f in s.facts if f.kind != "repeat"}
     assert all((f.text, f.value) in earlier for f in repeats)  # a repeat says an earlier fact again
+
+
+def test_some_distractors_are_typed_like_facts():
+    """Types are no oracle: about one distractor in five carries its topic's own type."""
+    distractors = [f for seed in range(200) for f in generate_stream(seed).facts if f.kind == "distractor"]
+    typed = sum(f.type != "event" for f in distractors) / len(distractors)
+    assert 0.15 < typed < 0.25
 
 
 def test_ground_truth_of_a_hand_built_stream():
@@ -398,6 +406,24 @@ def test_benchmark_refuses_overlapping_ranges_before_any_work():
         drift_benchmark(range(5, 10), range(0, 8), encode=bag_of_words, count_tokens=words)
 
 
+def test_systems_may_be_named_in_any_order():
+    kwargs = dict(encode=bag_of_words, count_tokens=words, tokenizer_name="words", n_boot=50)
+    a = drift_benchmark(
+        range(100, 103), range(0, 3), (32,), systems=["multi-factor", "supersession"], **kwargs
+    )
+    b = drift_benchmark(
+        range(100, 103), range(0, 3), (32,), systems=["supersession", "multi-factor"], **kwargs
+    )
+    assert a.table.equals(b.table)
+
+
+def test_benchmark_refuses_empty_ranges_and_no_resamples():
+    with pytest.raises(ValueError, match="n_boot must be >= 1"):
+        drift_benchmark(range(5, 10), range(0, 5), encode=bag_of_words, count_tokens=words, n_boot=0)
+    with pytest.raises(ValueError, match="empty seed range"):
+        drift_benchmark(range(5, 5), range(0, 5), encode=bag_of_words, count_tokens=words)
+
+
 def test_bootstrap_interval_of_a_constant_is_the_constant_and_seeded():
     per = np.full((10, 2), 0.25)
     assert bootstrap_ci(per, 100, 0).tolist() == [[0.25, 0.25], [0.25, 0.25]]
@@ -461,6 +487,8 @@ def test_cli_json_rows(capsys, cache_dir, monkeypatch):
         (["--streams", "500"], "--streams: expected 1 to 400 (the seeds in --seed-range 1000:1400), got 500"),
         (["--budgets", "32,x"], "--budgets: expected a comma list of positive integers, got '32,x'"),
         (["--budgets", "0,32"], "--budgets: expected a comma list of positive integers, got '0,32'"),
+        (["--boot", "0"], "--boot: expected a positive number of resamples, got 0"),
+        (["--streams", "0"], "--streams: expected 1 to 400 (the seeds in --seed-range 1000:1400), got 0"),
     ],
 )
 def test_cli_bad_input(capsys, argv, message):
