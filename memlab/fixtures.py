@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -256,11 +256,18 @@ class _Record:
         if not isinstance(value, dict) or set(value) != {"start", "end"}:
             self.problem(fieldname, f'expected {{"start": "YYYY-MM-DD", "end": "YYYY-MM-DD"}}, got {value!r}')
             return None
-        try:
-            start, end = (date.fromisoformat(str(value[k])) for k in ("start", "end"))
-        except ValueError as e:
-            self.problem(fieldname, f"not a calendar date: {e}")
-            return None
+        days = []
+        for k in ("start", "end"):
+            v = value[k]
+            if not isinstance(v, str) or len(v) != 10:
+                self.problem(fieldname, f"{k}: expected a day as YYYY-MM-DD, got {v!r}")
+                return None
+            try:
+                days.append(date.fromisoformat(v))
+            except ValueError as e:
+                self.problem(fieldname, f"{k}: {v} is not a calendar date ({e})")
+                return None
+        start, end = days
         if start > end:
             self.problem(fieldname, f"start {start} is after end {end}")
             return None
@@ -294,6 +301,34 @@ class _Record:
             self.problem(fieldname, f"{value!r} is not one of {', '.join(choices)}")
             return None
         return value
+
+
+def _check_time_question(r, fields, time_range, current_date, current, asked) -> None:
+    """A time question's current memory must lie in the time it names: its ``time_range``, else
+    what ``memlab.timeparse`` reads in each language's text (give or take the gate's one-day
+    widening). Otherwise the gate can never find it, and the label, not the policy, is wrong."""
+    from memlab.timeparse import parse_time
+
+    day = current_date.astimezone(UTC).date()
+    if time_range is not None:
+        if not time_range[0] <= day <= time_range[1]:
+            r.problem(
+                "current", f"{current!r} is dated {day}, outside time_range {time_range[0]}..{time_range[1]}"
+            )
+        return
+    for lang, fname in fields.items():
+        text = r.obj.get(fname)
+        if not isinstance(text, str):
+            continue
+        named = parse_time(text, asked.astimezone(UTC).date())
+        if named is None:
+            r.problem(fname, "a time question must name a time memlab.timeparse reads, or give a time_range")
+        elif not named.start - timedelta(days=1) <= day <= named.end + timedelta(days=1):
+            r.problem(
+                "current",
+                f"{current!r} is dated {day}, outside the time its {lang} text names "
+                f"({named.start}..{named.end}, {named.matched!r})",
+            )
 
 
 _MEMORY_FIELDS = {"id", "date", "text", "topic", "supersedes", "type", "pinned", "source", "note"}
@@ -438,6 +473,8 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
             r.problem("kind", "a contradiction question needs a current and a stale memory")
         if kind == "time" and current is None:
             r.problem("kind", "a time question needs a current memory (the one from the time it names)")
+        if kind == "time" and current in memory_dates and (asked or reference) is not None:
+            _check_time_question(r, fields, time_range, memory_dates[current], current, asked or reference)
         if current is not None and current in stale:
             r.problem("current", f"{current!r} is also listed as stale")
         source = r.choice("source", MEMORY_SOURCES, default="user")

@@ -243,4 +243,8 @@ def write_generated(name: str, out: str | Path, **options) -> Path:
         generator = GENERATORS[name]
     except KeyError:
         raise ValueError(f"unknown generator {name!r}; available: {', '.join(GENERATORS)}") from None
-    return write_folder_atomically(out, generator(**options), check=load_dataset)
+    files = generator(**options)
+    # the dataset is named after its folder, so a variant never passes for the packaged one
+    meta = json.loads(files["dataset.json"])
+    files["dataset.json"] = json.dumps({**meta, "name": Path(out).name}, indent=2, ensure_ascii=False) + "\n"
+    return write_folder_atomically(out, files, check=load_dataset)

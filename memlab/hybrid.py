@@ -542,16 +542,22 @@ def compare_datasets(
     policies: Sequence[str] | None = None,
     grid: PolicyGrid = PolicyGrid(),
 ) -> dict[str, Comparison]:
-    """``compare`` on several datasets. ``source`` applies where the dataset has such scores; the
+    """``compare`` on several datasets (keyed by their names, which must differ). ``source``
+    applies where the dataset has such scores; the
     seed's published numbers exist only for seed16, so other datasets are embedded (the
     comparison's ``chosen`` table records which source each used)."""
     from memlab.fixtures import load_dataset
     from memlab.scores import load_scores
 
     check_policies(policies)
-    out = {}
-    for name in names:
-        dataset = load_dataset(name)
+    out: dict[str, Comparison] = {}
+    for given in names:
+        dataset = load_dataset(given)
+        if dataset.name in out:
+            raise ValueError(
+                f"two datasets are named {dataset.name!r} ({given!r} and an earlier one): "
+                "rename one in its dataset.json"
+            )
         has_published = dataset.path is not None and (dataset.path / "published_scores.jsonl").is_file()
         used = source if source != "published" or has_published else "embedded"
         scores = load_scores(used, dataset, lang=lang, model=model)
@@ -560,5 +566,5 @@ def compare_datasets(
         for frame in (result.chosen, result.by_kind, result.questions, result.landscape):
             frame.insert(0, "dataset", dataset.name)
         result.chosen.insert(1, "source", used)
-        out[name] = result
+        out[dataset.name] = result
     return out

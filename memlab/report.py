@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +56,7 @@ class Report:
 
     def table(self, name: str, df: pd.DataFrame, caption: str = "") -> pd.DataFrame:
         """Write a table as parquet and JSON (records) under tables/; returns it for display."""
+        check_name(name)
         files = []
         for fmt in self.table_formats:
             path = self.out_dir / "tables" / f"{name}.{fmt}"
@@ -77,6 +79,7 @@ class Report:
 
     def figure(self, name: str, fig: go.Figure, caption: str = "") -> go.Figure:
         """Write a figure under figures/ (HTML always; PNG/SVG now, or by the runner)."""
+        check_name(name)
         stem = self.out_dir / "figures" / name
         formats = ["html"] if self.deferred else self.fig_formats
         written = export_figure(fig, stem, formats)
@@ -103,6 +106,17 @@ class Report:
             self.out_dir / "report.json",
             json.dumps(doc, indent=2, default=_json_default, ensure_ascii=False) + "\n",
         )
+
+
+def safe_name(text: str) -> str:
+    """A file-name part from free text (a dataset's name or folder): letters, digits, . _ -."""
+    return re.sub(r"[^\w.-]+", "_", text).strip("._") or "_"
+
+
+def check_name(name: str) -> None:
+    """Tables and figures are files directly under tables/ and figures/: no paths."""
+    if safe_name(name) != name:
+        raise ValueError(f"report entry name {name!r} is not a plain file name; use safe_name()")
 
 
 def export_deferred(out_dirs: list[Path]) -> list[Path]:

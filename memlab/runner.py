@@ -232,6 +232,28 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+DATASET_PARAMETERS = ("dataset", "hybrid_datasets")  # a name, a folder, or a comma list of them
+
+
+def absolute_datasets(params: dict[str, Any], base: Path | None = None) -> dict[str, Any]:
+    """Dataset folders given relative to where memlab runs, made absolute: the notebooks run in
+    the notebooks folder. Packaged names (seed16) are left as they are."""
+    base = base or Path.cwd()
+    out = dict(params)
+    for key in DATASET_PARAMETERS:
+        if not isinstance(out.get(key), str):
+            continue
+        entries = [e.strip() for e in out[key].split(",")]
+        resolved = [
+            str((base / Path(e).expanduser()).resolve())
+            if e and (base / Path(e).expanduser()).is_dir()
+            else e
+            for e in entries
+        ]
+        out[key] = ",".join(resolved)
+    return out
+
+
 def run_batch(
     batch: Batch,
     out: Path,
@@ -259,7 +281,9 @@ def run_batch(
     try:
         for k, (run, nb) in enumerate(jobs, start=1):
             out_dir = out / run.name / nb
-            params = {**defaults(), **run.parameters, **(overrides or {}), "out_dir": str(out_dir)}
+            params = absolute_datasets(
+                {**defaults(), **run.parameters, **(overrides or {}), "out_dir": str(out_dir)}
+            )
             res = Result(run.name, nb, params, str(out / run.name / f"{nb}.ipynb"), str(out_dir))
             out_dir.mkdir(parents=True, exist_ok=True)
             (out_dir / "report.json").unlink(missing_ok=True)  # never show an earlier run's results

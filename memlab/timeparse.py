@@ -85,6 +85,14 @@ def _month_day(ref: date, month: int, day: int) -> date | None:
     return None
 
 
+def _calendar(year: int, month: int, day: int) -> date | None:
+    """A date, or None when there is no such day (2026-02-30), as for 2/30."""
+    try:
+        return date(year, month, day)
+    except ValueError:
+        return None
+
+
 def _one(d: date | None) -> tuple[date, date] | None:
     return None if d is None else (d, d)
 
@@ -107,7 +115,7 @@ Resolver = Callable[[re.Match[str], date], "tuple[date, date] | None"]
 
 # Most specific first: the first pattern that matches anywhere in the text wins.
 RULES: tuple[tuple[str, Resolver], ...] = (
-    (r"\b(\d{4})-(\d{2})-(\d{2})\b", lambda m, r: _one(date(int(m[1]), int(m[2]), int(m[3])))),
+    (r"\b(\d{4})-(\d{2})-(\d{2})\b", lambda m, r: _one(_calendar(int(m[1]), int(m[2]), int(m[3])))),
     (
         r"(?:\b(?:the )?day before yesterday\b|\bthe night before last\b|一昨日|おととい)",
         lambda m, r: _one(r - timedelta(days=2)),

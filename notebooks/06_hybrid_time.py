@@ -58,7 +58,7 @@ fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg 
 # %%
 from memlab import figures
 from memlab.hybrid import PolicyGrid, compare_datasets
-from memlab.report import Report
+from memlab.report import Report, safe_name
 from memlab.sweep import parse_axis
 
 report = Report(out_dir, fig_formats)
@@ -112,7 +112,7 @@ report.figure("headroom", figures.policy_bars(by_kind, "headroom"), "Headroom on
 for name, result in results.items():
     if len(result.landscape):
         report.figure(
-            f"fusion_landscape_{name}",
+            f"fusion_landscape_{safe_name(name)}",
             figures.fusion_landscape(result.landscape, f" ({name})"),
             f"Best utility along alpha and k, {name}",
         )

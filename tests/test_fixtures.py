@@ -132,7 +132,13 @@ BAD = [
         "questions.jsonl",
         3,
         {"time_range": {"start": "2026-09-31", "end": "2026-10-01"}},
-        "questions.jsonl:3: time_range: not a calendar date: day is out of range for month",
+        "questions.jsonl:3: time_range: start: 2026-09-31 is not a calendar date (day is out of range for month)",
+    ),
+    (
+        "questions.jsonl",
+        3,
+        {"time_range": {"start": "2026-09-01", "end": "2026-09-02T10:00"}},
+        "questions.jsonl:3: time_range: end: expected a day as YYYY-MM-DD, got '2026-09-02T10:00'",
     ),
     (
         "questions.jsonl",
@@ -252,3 +258,25 @@ def test_a_dataset_without_declared_criteria_gets_generic_ones(tmp_path):
         ("current_q1", "current_reaches", "q1"),
     ]
     assert ds.memory("m2").pinned is False and ds.memory("m2").type == "fact"
+
+
+def test_time_question_labels_are_checked_against_the_time_named(dataset_copy):
+    """A time question whose current memory lies outside the time it names can never be found by
+    the gate: the loader says so, for a time_range and for the text as memlab.timeparse reads it."""
+    root, edit = dataset_copy
+    edit("questions.jsonl", 3, kind="time")  # H3: "Where did I go for the hot spring trip?" (m09, Aug 23)
+    edit("questions.jsonl", 4, kind="time", text="What happened with the keyboard yesterday?")  # m06 is Sep 3
+    edit(
+        "questions.jsonl", 1, kind="time", time_range={"start": "2026-08-01", "end": "2026-08-05"}
+    )  # m12 Aug 10
+    with pytest.raises(DatasetError) as e:
+        load_dataset(root)
+    assert e.value.problems == [
+        f"{root}/questions.jsonl:1: current: 'm12' is dated 2026-08-10, outside time_range 2026-08-01..2026-08-05",
+        f"{root}/questions.jsonl:3: text: a time question must name a time memlab.timeparse reads, or give a time_range",
+        f"{root}/questions.jsonl:3: text_ja: a time question must name a time memlab.timeparse reads, or give a time_range",
+        f"{root}/questions.jsonl:4: current: 'm06' is dated 2026-09-03, outside the time its en text names "
+        "(2026-09-09..2026-09-09, 'yesterday')",
+        # its Japanese text still names no time
+        f"{root}/questions.jsonl:4: text_ja: a time question must name a time memlab.timeparse reads, or give a time_range",
+    ]

@@ -54,6 +54,7 @@ CASES = [
     (THU, "lately", None, None),
     (THU, "How do I take my coffee again?", None, None),
     (THU, "what about 2/30?", None, None),  # no such date
+    (THU, "and on 2026-02-30?", None, None),  # no such date, written in full
     # Japanese
     (THU, "昨日なに食べたっけ", "2026-09-09", "2026-09-09"),
     (THU, "一昨日の夜", "2026-09-08", "2026-09-08"),
