@@ -686,7 +686,7 @@ def policy_grid_from(args: argparse.Namespace):
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from memlab.hybrid import build_inputs, check_policies, compare, uses_keywords
+    from memlab.hybrid import POLICIES, build_inputs, check_policies, compare, uses_keywords
 
     policies = None if args.policies is None else [p.strip() for p in args.policies.split(",") if p.strip()]
     check_policies(policies)  # unknown names fail before any embedding
@@ -706,7 +706,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             "by_kind": result.by_kind.to_dict("records"),
             "fusion_landscape": result.landscape.to_dict("records"),
             "questions": result.questions[
-                ["policy", "question", "kind", "gated", "current_injected", "injected", "stale_injected"]
+                ["policy", "question", "kind", "names_time", "current_injected", "injected", "stale_injected"]
             ].to_dict("records"),
         }
         emit(json.dumps(json_clean(doc), indent=2), args.output)
@@ -726,8 +726,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
             setting.append(f"{r['norm']} alpha={r['alpha']:g}")
         if r["rrf_k"] is not None and r["rrf_k"] == r["rrf_k"]:
             setting.append(f"k={r['rrf_k']:g}")
-        if r["bonus"] > 0:
-            setting.append(f"bonus={r['bonus']:g} tau={r['tau_days']:g}d")
+        if POLICIES[r["policy"]].decay:
+            setting.append(f"bonus={r['bonus']:g}" + (f" tau={r['tau_days']:g}d" if r["bonus"] > 0 else ""))
         lines.append(
             f"{r['policy']:>18} {', '.join(setting) or '-':<34} {r['threshold']:>9.4f} "
             f"{'yes' if r['feasible'] else 'no':>8} {r['hit_at_inject']:>10.1%} {r['false_injections']:>10} "
@@ -971,7 +971,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("generator", choices=["daily-lunch"], help="which dataset to generate")
     p.add_argument("output", help="new dataset folder (must not exist, or be empty)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--days", type=int, default=50, help="days of lunches (default: %(default)s)")
+    p.add_argument(
+        "--days",
+        type=int,
+        default=50,
+        help="days of lunches, at least 47 to reach the oldest day asked about (default: %(default)s)",
+    )
     p.add_argument("--reference", default=None, help="the day the questions are asked (default: 2026-09-10)")
 
     p = parsers["validate"]

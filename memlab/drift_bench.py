@@ -387,6 +387,8 @@ class DriftResult:
     unique_texts: int
     seconds: dict[str, float] = field(default_factory=dict)
     model_loads: int | None = None  # embedding-model loads (0: every vector came from the cache)
+    n_boot: int = 0  # bootstrap resamples behind each interval
+    boot_seed: int = 0
 
     def tuned_table(self) -> pd.DataFrame:
         """One row per (system, write policy): its tuning objective and chosen parameters."""
@@ -407,7 +409,8 @@ class DriftResult:
 
     def rows(self) -> list[dict]:
         """The JSON rows: system, write_policy, budget, recall, recall_ci, staleness,
-        staleness_ci, tokens, plus streams, the chosen parameters and the tokenizer."""
+        staleness_ci, tokens, plus streams, the chosen parameters, the tokenizer and the run's
+        settings (seed ranges, bootstrap resamples and seed, embedding model)."""
         out = []
         for r in self.table.to_dict("records"):
             out.append(
@@ -423,6 +426,12 @@ class DriftResult:
                     "streams": int(r["streams"]),
                     "parameters": json.loads(r["parameters"]),
                     "tokenizer": self.tokenizer,
+                    # enough to rerun it: the seeds, the resampling and the model
+                    "held_out_seeds": f"{self.held_out.start}:{self.held_out.stop}",
+                    "tuning_seeds": f"{self.tune_range.start}:{self.tune_range.stop}",
+                    "boot": self.n_boot,
+                    "boot_seed": self.boot_seed,
+                    "embedding_model": self.embedding_model,
                 }
             )
         return out
@@ -512,5 +521,15 @@ def drift_benchmark(
             )
     seconds["total"] = time.perf_counter() - t0
     return DriftResult(
-        pd.DataFrame(rows), chosen, tokenizer_name, model_id, held_out, tune_range, unique, seconds, loads
+        pd.DataFrame(rows),
+        chosen,
+        tokenizer_name,
+        model_id,
+        held_out,
+        tune_range,
+        unique,
+        seconds,
+        loads,
+        n_boot,
+        seed,
     )

@@ -102,6 +102,10 @@ class Embedder:
         if self._model is None:
             from sentence_transformers import SentenceTransformer
 
+            if not self.progress:  # transformers draws a "Loading weights" bar on stderr otherwise
+                from transformers.utils import logging as hf_logging
+
+                hf_logging.disable_progress_bar()
             try:
                 self._model = SentenceTransformer(
                     self.model_path,

@@ -617,6 +617,7 @@ def policy_bars(by_kind: pd.DataFrame, metric: str) -> go.Figure:
                     # a value of 0 draws no bar: the label still says it
                     texttemplate=TEXT_FORMATS[metric],
                     textposition="outside",
+                    textangle=-90,  # upright labels overlap over narrow grouped bars
                     textfont={"size": 11},
                     cliponaxis=False,
                     hovertemplate="%{x}<br>%{y}<extra>" + f"{name} · {kind}" + "</extra>",
@@ -654,7 +655,8 @@ def policy_bars(by_kind: pd.DataFrame, metric: str) -> go.Figure:
 
 
 def fusion_landscape(landscape: pd.DataFrame, title_suffix: str = "") -> go.Figure:
-    """The best utility (current memories injected minus wrong ones) reachable at each value of a
+    """The best utility (current memories injected minus wrong ones: no-hit or stale; a count of
+    memories) reachable at each value of a
     fusion axis: alpha for weighted fusion (a line per policy and normalisation), k for RRF (a
     line per policy, log axis). Open markers: no configuration at that value meets every
     criterion. ``landscape`` is ``Comparison.landscape``."""
@@ -694,7 +696,7 @@ def fusion_landscape(landscape: pd.DataFrame, title_suffix: str = "") -> go.Figu
         fig,
         "Best reachable utility along each fusion axis" + title_suffix,
         "",
-        "utility (current injected minus wrong injected, memories)",
+        "best utility (memories)",
     )
     ks = sorted(landscape.loc[landscape["axis"] == "rrf_k", "value"].unique())
     fig.update_xaxes(title_text="alpha", row=1, col=1)

@@ -404,7 +404,8 @@ KIND_METRICS = ("hit_at_inject", "false_injections", "stale_injections", "headro
 def summarize(policy: Policy, row: pd.Series, long: pd.DataFrame) -> list[dict[str, Any]]:
     """Per question kind: hit@inject of the current memory, false injections (memories injected on
     no-hit questions), stale injections, and the headroom (threshold minus the best no-hit final).
-    ``long`` is ``per_question``'s frame with a ``gated`` column."""
+    ``long`` is ``per_question``'s frame with a ``names_time`` column (the question names a time,
+    so a gated policy gates it)."""
     out = []
     for kind in [k for k in ("hit", "contradiction", "time", "nohit") if (long["kind"] == k).any()]:
         rows = long[long["kind"] == kind]
@@ -414,7 +415,7 @@ def summarize(policy: Policy, row: pd.Series, long: pd.DataFrame) -> list[dict[s
                 "policy": policy.name,
                 "kind": kind,
                 "questions": len(rows),
-                "gated": int(rows["gated"].sum()),
+                "naming_time": int(rows["names_time"].sum()),
                 # over the questions that have a current memory to inject
                 "hit_at_inject": (
                     float(rows.loc[has_current, "current_injected"].mean())
@@ -489,7 +490,7 @@ def compare(
         landscape += fusion_landscape(policy, table, inputs.labels)
         row = table.iloc[choose(table, inputs.labels)]
         long = per_question(policy, inputs, row, grid).assign(
-            gated=gate.gated, has_current=inputs.labels.current >= 0
+            names_time=gate.gated, has_current=inputs.labels.current >= 0
         )
         summary = summarize(policy, row, long)
         kinds += summary

@@ -358,10 +358,9 @@ def _table_html(path: Path, limit: int = 25) -> str:
 
     df = pd.read_json(path, orient="records") if path.suffix == ".json" else pd.read_parquet(path)
     more = f"<p class='meta'>first {limit} of {len(df)} rows</p>" if len(df) > limit else ""
-    return (
-        df.head(limit).to_html(classes="data", index=False, float_format=lambda v: f"{v:.4g}", border=0)
-        + more
-    )
+    # wide tables scroll sideways inside the page instead of running off it
+    table = df.head(limit).to_html(classes="data", index=False, float_format=lambda v: f"{v:.4g}", border=0)
+    return f"<div style='overflow-x:auto'>{table}</div>" + more
 
 
 def render_index(manifest: dict[str, Any], results: list[Result], out: Path) -> str:

@@ -171,7 +171,7 @@ def test_06_hybrid_time_compares_policies(tmp_path, cache_dir, embedded, monkeyp
         for r in kinds
         if (r["dataset"], r["policy"], r["kind"]) == ("daily-lunch", "gate-vector-decay", "time")
     )
-    assert gate_lunch["questions"] == 8 and gate_lunch["gated"] == 8
+    assert gate_lunch["questions"] == 8 and gate_lunch["naming_time"] == 8
     for metric in ("hit_at_inject", "false_injections", "stale_injections", "headroom"):
         assert (out / "figures" / f"{metric}.html").is_file()
     landscape = records(out / "tables" / "fusion_landscape.json")
