@@ -551,14 +551,17 @@ def compare_datasets(
     from memlab.scores import load_scores
 
     check_policies(policies)
-    out: dict[str, Comparison] = {}
-    for given in names:
-        dataset = load_dataset(given)
-        if dataset.name in out:
+    datasets = [load_dataset(given) for given in names]  # every name checked before any embedding
+    seen: dict[str, str] = {}
+    for given, dataset in zip(names, datasets, strict=True):
+        if dataset.name in seen:
             raise ValueError(
-                f"two datasets are named {dataset.name!r} ({given!r} and an earlier one): "
+                f"two datasets are named {dataset.name!r} ({seen[dataset.name]!r} and {given!r}): "
                 "rename one in its dataset.json"
             )
+        seen[dataset.name] = given
+    out: dict[str, Comparison] = {}
+    for dataset in datasets:
         has_published = dataset.path is not None and (dataset.path / "published_scores.jsonl").is_file()
         used = source if source != "published" or has_published else "embedded"
         scores = load_scores(used, dataset, lang=lang, model=model)

@@ -526,3 +526,26 @@ def test_reserved_ids_and_late_time_ranges_are_refused(dataset_copy):
         f"{root}/questions.jsonl:1: id: 'time' is reserved (a question kind): choose another id",
         f"{root}/questions.jsonl:2: time_range: ends 2026-09-11, after the question is asked (2026-09-10)",
     ]
+
+
+def test_generated_variants_take_their_folder_name_and_names_must_differ(tmp_path):
+    from memlab.hybrid import compare_datasets
+
+    out = write_generated("daily-lunch", tmp_path / "my-lunches", seed=1)
+    assert load_dataset(out).name == "my-lunches"
+    (tmp_path / "copy").mkdir()
+    for f in dataset_dir("daily-lunch").iterdir():
+        (tmp_path / "copy" / f.name).write_bytes(f.read_bytes())
+    with pytest.raises(ValueError, match=r"two datasets are named .daily-lunch. \(.daily-lunch. and "):
+        compare_datasets(
+            ["daily-lunch", str(tmp_path / "copy")], policies=["vector"], grid=PolicyGrid(threshold_steps=3)
+        )
+
+
+def test_report_names_are_plain_file_names(tmp_path):
+    from memlab.report import Report, safe_name
+
+    assert safe_name("/tmp/ux/my-device") == "tmp_ux_my-device"
+    assert safe_name("../x") == "x"
+    with pytest.raises(ValueError, match="report entry name 'a/b' is not a plain file name"):
+        Report(tmp_path, ["html"]).table("a/b", __import__("pandas").DataFrame())

@@ -120,3 +120,15 @@ def test_default_batch_file_loads():
     assert [r.name for r in batch.runs] == ["embedded-en", "published"]
     assert batch.runs[0].parameters["source"] == "embedded"
     assert batch.runs[1].notebooks == ("01_reproduce", "02_sweep", "03_tune", "05_robustness")
+
+
+def test_dataset_folders_are_made_absolute_before_the_notebooks_run(tmp_path):
+    from memlab.runner import absolute_datasets
+
+    (tmp_path / "mine").mkdir()
+    params = {"dataset": "mine", "hybrid_datasets": "seed16-time, mine", "bonus": 0.05}
+    assert absolute_datasets(params, tmp_path) == {
+        "dataset": str(tmp_path / "mine"),
+        "hybrid_datasets": f"seed16-time,{tmp_path / 'mine'}",  # packaged names stay names
+        "bonus": 0.05,
+    }
