@@ -575,11 +575,31 @@ def robustness_ends(df: pd.DataFrame, bonus: float) -> go.Figure:
 
 DATASET_PATTERNS = ("", "/", ".", "x", "-", "+")
 POLICY_METRICS = {
-    # metric: (axis title, which question kinds it is about, the reference line drawn)
-    "hit_at_inject": ("current memory injected (share of questions)", ("hit", "contradiction", "time"), None),
-    "false_injections": ("memories injected on no-hit questions (count)", ("nohit",), None),
-    "stale_injections": ("stale or wrong-day memories injected (count)", ("contradiction", "time"), None),
-    "headroom": ("threshold minus best no-hit score (policy's own units)", ("nohit",), 0.0),
+    # metric: (figure title, axis title, which question kinds it is about, the reference line drawn)
+    "hit_at_inject": (
+        "Current memory injected, by policy",
+        "current memory injected (share of questions)",
+        ("hit", "contradiction", "time"),
+        None,
+    ),
+    "false_injections": (
+        "False injections on no-hit questions, by policy",
+        "memories injected on no-hit questions (count)",
+        ("nohit",),
+        None,
+    ),
+    "stale_injections": (
+        "Stale and wrong-day injections, by policy",
+        "stale or wrong-day memories injected (count)",
+        ("contradiction", "time"),
+        None,
+    ),
+    "headroom": (
+        "Headroom on no-hit questions, by policy",
+        "threshold minus best no-hit score (policy's own units)",
+        ("nohit",),
+        0.0,
+    ),
 }
 
 
@@ -594,7 +614,7 @@ TEXT_FORMATS = {
 def policy_bars(by_kind: pd.DataFrame, metric: str) -> go.Figure:
     """One metric of ``memlab.hybrid.compare`` per policy: bars coloured by question kind and
     patterned by dataset (``by_kind`` needs a ``dataset`` column)."""
-    title, kinds, line = POLICY_METRICS[metric]
+    figure_title, title, kinds, line = POLICY_METRICS[metric]
     fig = go.Figure()
     datasets = list(dict.fromkeys(by_kind["dataset"]))
     policies = list(dict.fromkeys(by_kind["policy"]))
@@ -638,13 +658,7 @@ def policy_bars(by_kind: pd.DataFrame, metric: str) -> go.Figure:
                 name="the threshold (a no-hit memory reaches it at 0)",
             )
         )
-    names = {
-        "hit_at_inject": "Current memory injected, by policy",
-        "false_injections": "False injections on no-hit questions, by policy",
-        "stale_injections": "Stale and wrong-day injections, by policy",
-        "headroom": "Headroom on no-hit questions, by policy",
-    }
-    style(fig, names[metric], "retrieval policy (each at its tuned configuration)", title)
+    style(fig, figure_title, "retrieval policy (each at its tuned configuration)", title)
     # many series: the legend goes under the plot, clear of the title
     fig.update_layout(
         legend={"orientation": "h", "x": 0, "xanchor": "left", "y": -0.2, "yanchor": "top"},

@@ -128,8 +128,8 @@ NOHIT_QUESTIONS = (
 
 def daily_lunch(seed: int = 0, days: int = 50, reference: date = date(2026, 9, 10)) -> dict[str, str]:
     """The dataset's files (dataset.json, memories.jsonl, questions.jsonl) as text."""
-    asked_on = {"L8": reference - timedelta(20)}
-    oldest = min(day for *_, day, _ in _lunch_questions(reference, asked_on))
+    lunch_questions = _lunch_questions(reference, {"L8": reference - timedelta(20)})
+    oldest = min(day for *_, day, _ in lunch_questions)
     if reference - timedelta(days) > oldest:
         raise ValueError(
             f"days must be >= {(reference - oldest).days} so every question's day holds a lunch "
@@ -170,7 +170,7 @@ def daily_lunch(seed: int = 0, days: int = 50, reference: date = date(2026, 9, 1
                 }
             )
     questions = []
-    for qid, en, ja, day, asked in _lunch_questions(reference, asked_on):
+    for qid, en, ja, day, asked in lunch_questions:
         # a guard, not the source of the labels: both wordings must name the labelled day
         for text in (en, ja):
             named = parse_time(text, asked or reference)

@@ -267,16 +267,14 @@ def policy_scores(
     if policy.fusion == "none":
         return [FusionSettings({}, vector)]
     routes = {
-        "vector": route_candidates(vector, candidates),
-        "keyword": (
-            None
-            if inputs.keyword is None
-            else route_candidates(np.where(mask, inputs.keyword, np.nan), candidates, positive_only=True)
+        "vector": lambda: route_candidates(vector, candidates),
+        "keyword": lambda: route_candidates(
+            np.where(mask, inputs.keyword, np.nan), candidates, positive_only=True
         ),
         # newest first: the time route always has a full list, whatever the question asks
-        "time": route_candidates(np.where(mask, -inputs.ages, np.nan), candidates),
+        "time": lambda: route_candidates(np.where(mask, -inputs.ages, np.nan), candidates),
     }
-    used = [routes[r] for r in policy.routes]
+    used = [routes[r]() for r in policy.routes]
     if policy.fusion == "weighted":
         out = []
         for norm in norms:
@@ -362,17 +360,17 @@ def utility(table: pd.DataFrame, labels: Labels) -> np.ndarray:
     )
 
 
-def choose(table: pd.DataFrame, labels: Labels) -> int:
-    """The configuration a comparison reports: the highest ``utility``, then feasible before not,
-    then the largest smallest criterion margin, then smaller bonus, then smaller tau, then table
-    order. Every policy is judged by the same rule, at its best."""
+def choose(table: pd.DataFrame, value: np.ndarray) -> int:
+    """The configuration a comparison reports: the highest ``value`` (the table's ``utility``),
+    then feasible before not, then the largest smallest criterion margin, then smaller bonus,
+    then smaller tau, then table order. Every policy is judged by the same rule, at its best."""
     keys = (
         np.arange(len(table)),
         table["tau_days"].to_numpy(dtype=float),
         table["bonus"].to_numpy(dtype=float),
         -np.nan_to_num(table["min_margin"].to_numpy(dtype=float), nan=-np.inf),
         ~table["feasible"].to_numpy(dtype=bool),
-        -utility(table, labels),
+        -value,
     )
     return int(np.lexsort(keys)[0])
 
@@ -396,9 +394,6 @@ def per_question(policy: Policy, inputs: HybridInputs, row: pd.Series, grid: Pol
         inject=(int(row["inject"]),),
     )
     return sweep(setting.scores, inputs.ages, inputs.labels, g, inputs.criteria, long=True)
-
-
-KIND_METRICS = ("hit_at_inject", "false_injections", "stale_injections", "headroom")
 
 
 def summarize(policy: Policy, row: pd.Series, long: pd.DataFrame) -> list[dict[str, Any]]:
@@ -439,12 +434,12 @@ class Comparison:
     landscape: pd.DataFrame | None = None  # best utility at each value of a fusion axis
 
 
-def fusion_landscape(policy: Policy, table: pd.DataFrame, labels: Labels) -> list[dict[str, Any]]:
-    """For a fused policy: the best ``utility`` reachable at each value of its fusion axis (alpha
-    per normalisation, or RRF k), over every other axis. Shows how sharply the choice matters."""
+def fusion_landscape(policy: Policy, table: pd.DataFrame, u: np.ndarray) -> list[dict[str, Any]]:
+    """For a fused policy: the best utility ``u`` (per row of ``table``) reachable at each value of
+    its fusion axis (alpha per normalisation, or RRF k), over every other axis. Shows how sharply
+    the choice matters."""
     if policy.fusion == "none":
         return []
-    u = utility(table, labels)
     axis = "alpha" if policy.fusion == "weighted" else "rrf_k"
     norms = table["norm"].to_numpy() if policy.fusion == "weighted" else np.full(len(table), "")
     values = table[axis].to_numpy(dtype=float)
@@ -487,8 +482,9 @@ def compare(
     for policy in chosen_policies:
         table = sweep_policy(policy, inputs, grid)
         configs += len(table)
-        landscape += fusion_landscape(policy, table, inputs.labels)
-        row = table.iloc[choose(table, inputs.labels)]
+        u = utility(table, inputs.labels)
+        landscape += fusion_landscape(policy, table, u)
+        row = table.iloc[choose(table, u)]
         long = per_question(policy, inputs, row, grid).assign(
             names_time=gate.gated, has_current=inputs.labels.current >= 0
         )

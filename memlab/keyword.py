@@ -131,8 +131,3 @@ class KeywordIndex:
             for k in range(indptr[term_id], indptr[term_id + 1]):
                 out[int(indices[k])][term_id] = float(data[k])
         return out
-
-
-def keyword_scores(memory_texts: Sequence[str], question_texts: Sequence[str], lang: str) -> np.ndarray:
-    """BM25 score of every memory for every question, (Q, M)."""
-    return KeywordIndex.build(memory_texts, lang).scores(question_texts)

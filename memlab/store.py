@@ -208,17 +208,10 @@ class MemoryStore:
         """
         if asked is not None:
             spec = replace(spec, reference_date=asked)
-        only_before = (
-            None
-            if asked is None
-            else models.Filter(
-                must=[models.FieldCondition(key=DATE_FIELD, range=models.DatetimeRange(lte=rfc3339(asked)))]
-            )
-        )
         req = spec_query(
             spec,
             np.asarray(vector, dtype=float).tolist(),
-            prefetch_filter=only_before,
+            prefetch_filter=asked_filter(asked),
             exact=self.exact is not None,
         )
         res = self.client.query_points(
@@ -231,26 +224,23 @@ class MemoryStore:
         return [(int(p.id), float(p.score)) for p in res.points]
 
 
+def _not_after(asked: datetime) -> models.FieldCondition:
+    return models.FieldCondition(key=DATE_FIELD, range=models.DatetimeRange(lte=rfc3339(asked)))
+
+
+def asked_filter(asked: datetime | None) -> models.Filter | None:
+    """Memories written by the time the question is asked (None: no cut-off)."""
+    return None if asked is None else models.Filter(must=[_not_after(asked)])
+
+
 def window_filter(start: date, end: date, asked: datetime | None = None) -> models.Filter:
     """Memories dated on the calendar days ``start`` .. ``end`` (UTC), and not after ``asked``."""
     lo = datetime.combine(start, time(), tzinfo=UTC)
     hi = datetime.combine(end + timedelta(days=1), time(), tzinfo=UTC)
-    conditions = [
-        models.FieldCondition(key=DATE_FIELD, range=models.DatetimeRange(gte=rfc3339(lo), lt=rfc3339(hi)))
-    ]
-    if asked is not None:
-        conditions.append(
-            models.FieldCondition(key=DATE_FIELD, range=models.DatetimeRange(lte=rfc3339(asked)))
-        )
-    return models.Filter(must=conditions)
-
-
-def _asked_filter(asked: datetime | None) -> models.Filter | None:
-    if asked is None:
-        return None
-    return models.Filter(
-        must=[models.FieldCondition(key=DATE_FIELD, range=models.DatetimeRange(lte=rfc3339(asked)))]
+    window = models.FieldCondition(
+        key=DATE_FIELD, range=models.DatetimeRange(gte=rfc3339(lo), lt=rfc3339(hi))
     )
+    return models.Filter(must=[window] if asked is None else [window, _not_after(asked)])
 
 
 def gate_filter(
@@ -259,7 +249,7 @@ def gate_filter(
     """The time gate as a payload filter: the named days; widened by a day on each side, once,
     when they hold no memory (counted in Qdrant); no range: only the ``asked`` cut-off."""
     if time_range is None:
-        return _asked_filter(asked)
+        return asked_filter(asked)
     start, end = time_range
     gate = window_filter(start, end, asked)
     if store.client.count(store.collection, count_filter=gate, exact=True).count == 0:
