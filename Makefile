@@ -35,8 +35,8 @@ run: $(VENV)/.installed  ## run the notebooks on the default batch (embedded def
 test: $(VENV)/.installed-test  ## install the test extras and run the test suite
 	$(BIN)/python -m pytest
 
-notebooks: $(VENV)/.installed  ## rewrite the notebooks' parameters cells from memlab.parameters and sync the .ipynb
-	$(BIN)/python -m memlab.parameters notebooks/[0-9]*.py
+notebooks: $(VENV)/.installed  ## rewrite the notebooks' parameters cells from memlab.app.parameters and sync the .ipynb
+	$(BIN)/python -m memlab.app.parameters notebooks/[0-9]*.py
 	$(BIN)/jupytext --sync notebooks/[0-9]*.py
 
 lint: $(VENV)/.installed-test  ## ruff check and format check

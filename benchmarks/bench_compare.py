@@ -14,9 +14,9 @@ import json
 import statistics
 import time
 
-from memlab.fixtures import load_dataset
-from memlab.hybrid import PolicyGrid, build_inputs, compare
-from memlab.scores import load_scores
+from memlab.datasets.model import load_dataset
+from memlab.studies.hybrid import PolicyGrid, build_inputs, compare
+from memlab.scoring.sources import load_scores
 
 
 def main() -> None:

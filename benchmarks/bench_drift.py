@@ -13,9 +13,9 @@ import argparse
 import json
 import time
 
-from memlab.cli import drift_table, parse_budgets
-from memlab.drift import held_out_seeds, parse_seed_range
-from memlab.drift_bench import drift_benchmark
+from memlab.app.cli import drift_table, parse_budgets
+from memlab.studies.drift_streams import held_out_seeds, parse_seed_range
+from memlab.studies.drift_benchmark import drift_benchmark
 
 
 def main() -> None:

@@ -3,7 +3,7 @@
 Runs every measurement side by side in one process tree (this machine is noisy), `repeat` times
 each, and prints medians:
 - python start-up alone (`python -c pass`);
-- python + importing what the command imports (`memlab.cli`, `memlab.scores`, qdrant-client,
+- python + importing what the command imports (`memlab.app.cli`, `memlab.scoring.sources`, qdrant-client,
   pandas...), without running it;
 - the whole command, end to end;
 - the work itself (dataset, cached vectors, Qdrant, re-rank, criteria) timed in-process.
@@ -33,7 +33,7 @@ def wall(cmd: list[str], env: dict[str, str]) -> float:
 
 def import_breakdown(env: dict[str, str]) -> list[tuple[str, float]]:
     """Cumulative import time of the heaviest top-level packages (python -X importtime)."""
-    code = "import memlab.cli, memlab.scores, memlab.evaluate, memlab.embeddings, memlab.store"
+    code = "import memlab.app.cli, memlab.scoring.sources, memlab.tuning.evaluate, memlab.scoring.embeddings, memlab.scoring.store"
     proc = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", code], env=env, capture_output=True, text=True, check=True
     )
@@ -60,7 +60,7 @@ def main() -> None:
     imports = [
         sys.executable,
         "-c",
-        "import memlab.cli, memlab.scores, memlab.evaluate, memlab.embeddings, memlab.store",
+        "import memlab.app.cli, memlab.scoring.sources, memlab.tuning.evaluate, memlab.scoring.embeddings, memlab.scoring.store",
     ]
     runs: dict[str, list[float]] = {"start-up": [], "start-up + imports": [], "evaluate (warm)": []}
     for _ in range(args.repeat):  # interleaved, so drift hits every measurement alike
@@ -69,9 +69,9 @@ def main() -> None:
         runs["evaluate (warm)"].append(wall(evaluate, env))
 
     os.environ.update(env)
-    from memlab.evaluate import evaluate as run_evaluate
-    from memlab.fixtures import load_dataset
-    from memlab.scores import load_scores
+    from memlab.tuning.evaluate import evaluate as run_evaluate
+    from memlab.datasets.model import load_dataset
+    from memlab.scoring.sources import load_scores
 
     inproc = []
     for _ in range(args.repeat):

@@ -24,13 +24,13 @@ import tracemalloc
 
 import numpy as np
 
-from memlab.criteria import dataset_criteria
-from memlab.fixtures import load_dataset
-from memlab.scores import load_scores
-from memlab.selection import select_streaming
-from memlab.spec import retrieve
-from memlab.store import MemoryStore
-from memlab.sweep import Grid, Labels, sweep, sweep_chunks
+from memlab.core.criteria import dataset_criteria
+from memlab.datasets.model import load_dataset
+from memlab.scoring.sources import load_scores
+from memlab.core.selection import select_streaming
+from memlab.core.spec import retrieve
+from memlab.scoring.store import MemoryStore
+from memlab.core.sweep import Grid, Labels, sweep, sweep_chunks
 
 
 def grid_of(size: int) -> Grid:
@@ -75,7 +75,7 @@ def main() -> None:
     tracemalloc.stop()
 
     # -- the baseline on a sample of the same grid --------------------------------------
-    from memlab.embeddings import Embedder
+    from memlab.scoring.embeddings import Embedder
 
     emb = Embedder()
     store = MemoryStore.from_dataset(dataset, emb.encode_documents([m.text("en") for m in dataset.memories]))

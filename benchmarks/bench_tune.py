@@ -17,8 +17,8 @@ import time
 
 import numpy as np
 
-from memlab.fixtures import load_dataset
-from memlab.tune import TuningPanel
+from memlab.datasets.model import load_dataset
+from memlab.app.panel import TuningPanel
 
 
 def measure(source: str, moves: int) -> dict[str, float]:

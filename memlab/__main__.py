@@ -1,5 +1,5 @@
 import sys
 
-from memlab.cli import main
+from memlab.app.cli import main
 
 sys.exit(main())

@@ -54,8 +54,9 @@ fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg 
 # %%
 from dataclasses import replace
 
-from memlab import RetrievalSpec, candidate_table, evaluate, figures, load_dataset, load_scores, tables
-from memlab.report import Report
+from memlab import RetrievalSpec, candidate_table, evaluate, load_dataset, load_scores
+from memlab.output import figures, tables
+from memlab.output.report import Report
 
 report = Report(out_dir, fig_formats)
 data = load_dataset(dataset)

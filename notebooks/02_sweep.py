@@ -53,11 +53,13 @@ fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg 
 # %%
 import pandas as pd
 
-from memlab import RetrievalSpec, evaluate, figures, load_dataset, load_scores, selection
-from memlab.criteria import dataset_criteria
-from memlab.feasible import feasible_bonus, intervals_json
-from memlab.report import Report
-from memlab.sweep import Grid, Labels, parse_axis, sweep
+from memlab import RetrievalSpec, evaluate, load_dataset, load_scores
+from memlab.core import selection
+from memlab.output import figures
+from memlab.core.criteria import dataset_criteria
+from memlab.core.feasible import feasible_bonus, intervals_json
+from memlab.output.report import Report
+from memlab.core.sweep import Grid, Labels, parse_axis, sweep
 
 report = Report(out_dir, fig_formats)
 data = load_dataset(dataset)

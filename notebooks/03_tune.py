@@ -51,9 +51,10 @@ out_dir: str = "results/notebook"  # folder for this notebook's tables and figur
 fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
 
 # %%
-from memlab import RetrievalSpec, load_dataset, tables
-from memlab.report import Report
-from memlab.tune import TuningPanel
+from memlab import RetrievalSpec, load_dataset
+from memlab.output import tables
+from memlab.output.report import Report
+from memlab.app.panel import TuningPanel
 
 report = Report(out_dir, fig_formats)
 data = load_dataset(dataset)

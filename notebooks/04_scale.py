@@ -55,10 +55,11 @@ fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg 
 # %%
 import pandas as pd
 
-from memlab import RetrievalSpec, figures, load_dataset, load_scores
-from memlab.report import Report
-from memlab.scale import embedded_inputs, scale_study
-from memlab.sweep import parse_axis
+from memlab import RetrievalSpec, load_dataset, load_scores
+from memlab.output import figures
+from memlab.output.report import Report
+from memlab.studies.scale import embedded_inputs, scale_study
+from memlab.core.sweep import parse_axis
 
 report = Report(out_dir, fig_formats)
 data = load_dataset(dataset)

@@ -52,9 +52,10 @@ out_dir: str = "results/notebook"  # folder for this notebook's tables and figur
 fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
 
 # %%
-from memlab import RetrievalSpec, figures, load_dataset, load_scores
-from memlab.report import Report
-from memlab.robustness import robustness, summarize
+from memlab import RetrievalSpec, load_dataset, load_scores
+from memlab.output import figures
+from memlab.output.report import Report
+from memlab.studies.robustness import robustness, summarize
 
 report = Report(out_dir, fig_formats)
 data = load_dataset(dataset)

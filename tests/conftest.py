@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from memlab.fixtures import dataset_dir, load_dataset
-from memlab.scores import load_scores
+from memlab.datasets.model import dataset_dir, load_dataset
+from memlab.scoring.sources import load_scores
 
 
 @pytest.fixture(scope="session")

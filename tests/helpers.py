@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
-from memlab.criteria import Criterion
-from memlab.fixtures import Dataset, Memory, Question
-from memlab.scores import ScoreTable
+from memlab.core.criteria import Criterion
+from memlab.datasets.model import Dataset, Memory, Question
+from memlab.scoring.sources import ScoreTable
 
 REF = datetime(2026, 9, 10, tzinfo=UTC)
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from memlab.cli import main
-from memlab.figures import find_browser
+from memlab.app.cli import main
+from memlab.output.figures import find_browser
 
 pytestmark = pytest.mark.browser
 NB_DIR = Path(__file__).resolve().parents[1] / "notebooks"

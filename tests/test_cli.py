@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memlab.cli import main
+from memlab.app.cli import main
 
 
 def run(capsys, *argv):

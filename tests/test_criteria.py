@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memlab.criteria import SEED_CRITERIA, Criterion, QuestionSummary, check, headroom
+from memlab.core.criteria import SEED_CRITERIA, Criterion, QuestionSummary, check, headroom
 
 IDS = ("C1", "H2", "N1", "N2")
 KINDS = ("contradiction", "hit", "nohit", "nohit")

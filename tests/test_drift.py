@@ -10,8 +10,8 @@ from datetime import date
 import numpy as np
 import pytest
 
-from memlab.cli import main
-from memlab.drift import (
+from memlab.app.cli import main
+from memlab.studies.drift_streams import (
     TOPICS,
     Fact,
     Query,
@@ -21,8 +21,8 @@ from memlab.drift import (
     ground_truth,
     parse_seed_range,
 )
-from memlab.drift_bench import bootstrap_ci, context_metrics, drift_benchmark, prepare, run_stream
-from memlab.policies import (
+from memlab.studies.drift_benchmark import bootstrap_ci, context_metrics, drift_benchmark, prepare, run_stream
+from memlab.studies.memory_systems import (
     READ_SYSTEMS,
     WRITE_POLICIES,
     Scene,
@@ -36,7 +36,7 @@ from memlab.policies import (
     superseded,
     write_policy,
 )
-from memlab.spec import RetrievalSpec, retrieve
+from memlab.core.spec import RetrievalSpec, retrieve
 
 D = date(2026, 1, 1)
 

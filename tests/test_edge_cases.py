@@ -10,16 +10,16 @@ from datetime import UTC, datetime, timedelta, timezone
 import numpy as np
 import pytest
 
-from memlab.cli import main
-from memlab.criteria import load_criteria
-from memlab.evaluate import candidate_table
-from memlab.fixtures import DatasetError, load_dataset
-from memlab.io import atomic_write_text
-from memlab.runner import load_batch, parse_overrides
-from memlab.scale import TopK
-from memlab.selection import select
-from memlab.spec import RetrievalSpec, age_days
-from memlab.sweep import Grid, Labels, sweep
+from memlab.app.cli import main
+from memlab.core.criteria import load_criteria
+from memlab.tuning.evaluate import candidate_table
+from memlab.datasets.model import DatasetError, load_dataset
+from memlab.output.io import atomic_write_text
+from memlab.app.runner import load_batch, parse_overrides
+from memlab.studies.scale import TopK
+from memlab.core.selection import select
+from memlab.core.spec import RetrievalSpec, age_days
+from memlab.core.sweep import Grid, Labels, sweep
 
 
 def test_max_margin_on_the_candidate_table(seed, published):
@@ -123,7 +123,7 @@ def test_atomic_files_get_the_usual_mode(tmp_path):
 def test_import_reference_date_is_checked_before_writing(tmp_path):
     from qdrant_client import QdrantClient, models
 
-    from memlab.importer import import_qdrant
+    from memlab.datasets.qdrant_import import import_qdrant
 
     client = QdrantClient(path=str(tmp_path / "q"))
     client.create_collection(

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memlab.embeddings import Embedder, resolve_model
-from memlab.scores import load_scores
+from memlab.scoring.embeddings import Embedder, resolve_model
+from memlab.scoring.sources import load_scores
 
 pytestmark = pytest.mark.model
 TEXTS = [

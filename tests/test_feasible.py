@@ -9,10 +9,10 @@ from helpers import criteria_for, make_dataset
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlab.criteria import SEED_CRITERIA, Criterion
-from memlab.feasible import Lines, feasible_bonus, intervals_json, intervals_text, rank_below
-from memlab.spec import age_days
-from memlab.sweep import Grid, Labels, sweep
+from memlab.core.criteria import SEED_CRITERIA, Criterion
+from memlab.core.feasible import Lines, feasible_bonus, intervals_json, intervals_text, rank_below
+from memlab.core.spec import age_days
+from memlab.core.sweep import Grid, Labels, sweep
 
 DENSE = tuple(np.round(np.linspace(0.0, 0.3, 3001), 12).tolist())  # step 1e-4
 
@@ -128,8 +128,7 @@ def test_random_regions_match_dense_grid(case):
 
 
 def test_kind_without_closed_form_is_named(seed, published):
-    from memlab import feasible
-
+    from memlab.core import feasible
     ages = age_days(seed.memory_dates(), seed.reference_date)
     saved = feasible.REGIONS.pop("current_injected")
     try:

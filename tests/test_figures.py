@@ -7,8 +7,8 @@ import warnings
 
 import pytest
 
-from memlab import figures
-from memlab.evaluate import evaluate
+from memlab.output import figures
+from memlab.tuning.evaluate import evaluate
 
 HAS_BROWSER = figures.find_browser() is not None
 

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from memlab.fixtures import DatasetError, dataset_dir, load_dataset
+from memlab.datasets.model import DatasetError, dataset_dir, load_dataset
 
 
 def test_seed16_shape(seed):
@@ -239,7 +239,7 @@ def test_declared_criteria_are_checked(dataset_copy):
 
 def test_a_dataset_without_declared_criteria_gets_generic_ones(tmp_path):
     """The README's example: no-hit questions stay quiet, every current memory reaches the threshold."""
-    from memlab.criteria import dataset_criteria
+    from memlab.core.criteria import dataset_criteria
 
     (tmp_path / "dataset.json").write_text('{"reference_date": "2026-11-29", "language": "en"}')
     (tmp_path / "memories.jsonl").write_text(
@@ -262,7 +262,7 @@ def test_a_dataset_without_declared_criteria_gets_generic_ones(tmp_path):
 
 def test_time_question_labels_are_checked_against_the_time_named(dataset_copy):
     """A time question whose current memory lies outside the time it names can never be found by
-    the gate: the loader says so, for a time_range and for the text as memlab.timeparse reads it."""
+    the gate: the loader says so, for a time_range and for the text as memlab.datasets.timeparse reads it."""
     root, edit = dataset_copy
     edit("questions.jsonl", 3, kind="time")  # H3: "Where did I go for the hot spring trip?" (m09, Aug 23)
     edit("questions.jsonl", 4, kind="time", text="What happened with the keyboard yesterday?")  # m06 is Sep 3
@@ -273,10 +273,10 @@ def test_time_question_labels_are_checked_against_the_time_named(dataset_copy):
         load_dataset(root)
     assert e.value.problems == [
         f"{root}/questions.jsonl:1: current: 'm12' is dated 2026-08-10, outside time_range 2026-08-01..2026-08-05",
-        f"{root}/questions.jsonl:3: text: a time question must name a time memlab.timeparse reads, or give a time_range",
-        f"{root}/questions.jsonl:3: text_ja: a time question must name a time memlab.timeparse reads, or give a time_range",
+        f"{root}/questions.jsonl:3: text: a time question must name a time memlab.datasets.timeparse reads, or give a time_range",
+        f"{root}/questions.jsonl:3: text_ja: a time question must name a time memlab.datasets.timeparse reads, or give a time_range",
         f"{root}/questions.jsonl:4: current: 'm06' is dated 2026-09-03, outside the time its en text names "
         "(2026-09-09..2026-09-09, 'yesterday')",
         # its Japanese text still names no time
-        f"{root}/questions.jsonl:4: text_ja: a time question must name a time memlab.timeparse reads, or give a time_range",
+        f"{root}/questions.jsonl:4: text_ja: a time question must name a time memlab.datasets.timeparse reads, or give a time_range",
     ]

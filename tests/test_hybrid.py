@@ -10,11 +10,11 @@ from datetime import date, datetime
 import numpy as np
 import pytest
 
-from memlab.cli import main
-from memlab.fixtures import dataset_dir, load_dataset
-from memlab.fusion import alpha_weights, normalize, ranks, route_candidates, rrf_fusion, weighted_fusion
-from memlab.generate import daily_lunch, write_generated
-from memlab.hybrid import (
+from memlab.app.cli import main
+from memlab.datasets.model import dataset_dir, load_dataset
+from memlab.retrieval.fusion import alpha_weights, normalize, ranks, route_candidates, rrf_fusion, weighted_fusion
+from memlab.datasets.generate import daily_lunch, write_generated
+from memlab.studies.hybrid import (
     POLICIES,
     PolicyGrid,
     build_inputs,
@@ -23,9 +23,9 @@ from memlab.hybrid import (
     policy_scores,
     time_gate,
 )
-from memlab.keyword import KeywordIndex, tokenize
-from memlab.spec import RetrievalSpec, retrieve
-from memlab.timeparse import DateRange
+from memlab.retrieval.keyword import KeywordIndex, tokenize
+from memlab.core.spec import RetrievalSpec, retrieve
+from memlab.datasets.timeparse import DateRange
 
 NAN = np.nan
 
@@ -232,7 +232,7 @@ def test_near_duplicates_only_time_separates_on_paper():
 def test_sweep_rows_match_the_one_config_reference():
     ds, inp = fake_inputs()
     grid = PolicyGrid(alphas=(0.2, 0.8), rrf_ks=(2, 60), bonus=(0.0, 0.1), tau_days=(3.0,), threshold_steps=5)
-    from memlab.hybrid import per_question, sweep_policy
+    from memlab.studies.hybrid import per_question, sweep_policy
 
     for name in ("hybrid-weighted", "hybrid-rrf", "gate-decay", "gate-vector-decay"):
         policy = POLICIES[name]
@@ -273,7 +273,7 @@ def test_native_qdrant_query_agrees_with_memlab(name):
     RrfQuery, the decay formula) injects what memlab's policy scores + the reference inject.
     BM25 ties are common (fifty lunches share one score) and Qdrant breaks them its own way, so
     each memory's term weights are scaled by a distinct factor here: same terms, no ties."""
-    from memlab.store import MemoryStore, policy_query
+    from memlab.scoring.store import MemoryStore, policy_query
 
     ds = load_dataset(name)
     n_m, n_q = len(ds.memories), len(ds.questions)
@@ -328,7 +328,7 @@ def test_native_qdrant_query_agrees_with_memlab(name):
 
 
 def test_native_query_needs_an_integer_k():
-    from memlab.store import MemoryStore, policy_query
+    from memlab.scoring.store import MemoryStore, policy_query
 
     store = MemoryStore(2, keyword=True)
     with pytest.raises(ValueError, match=r"Qdrant.s RRF takes an integer k; got 0\.5"):
@@ -338,7 +338,7 @@ def test_native_query_needs_an_integer_k():
 def test_naive_datetimes_are_utc_in_qdrant(monkeypatch):
     import time as _time
 
-    from memlab.store import rfc3339
+    from memlab.scoring.store import rfc3339
 
     monkeypatch.setenv("TZ", "Asia/Tokyo")
     _time.tzset()
@@ -350,7 +350,7 @@ def test_naive_datetimes_are_utc_in_qdrant(monkeypatch):
 
 
 def test_weighted_fusion_has_no_native_query():
-    from memlab.store import MemoryStore, policy_query
+    from memlab.scoring.store import MemoryStore, policy_query
 
     store = MemoryStore(2, keyword=True)
     with pytest.raises(ValueError, match="policy 'gate-decay': weighted fusion has no native Qdrant query"):
@@ -515,7 +515,7 @@ def test_generator_labels_hold_on_any_reference_day():
 
 
 def test_reserved_ids_and_late_time_ranges_are_refused(dataset_copy):
-    from memlab.fixtures import DatasetError
+    from memlab.datasets.model import DatasetError
 
     root, edit = dataset_copy
     edit("questions.jsonl", 1, id="time")
@@ -529,7 +529,7 @@ def test_reserved_ids_and_late_time_ranges_are_refused(dataset_copy):
 
 
 def test_generated_variants_take_their_folder_name_and_names_must_differ(tmp_path):
-    from memlab.hybrid import compare_datasets
+    from memlab.studies.hybrid import compare_datasets
 
     out = write_generated("daily-lunch", tmp_path / "my-lunches", seed=1)
     assert load_dataset(out).name == "my-lunches"
@@ -543,7 +543,7 @@ def test_generated_variants_take_their_folder_name_and_names_must_differ(tmp_pat
 
 
 def test_report_names_are_plain_file_names(tmp_path):
-    from memlab.report import Report, safe_name
+    from memlab.output.report import Report, safe_name
 
     assert safe_name("/tmp/ux/my-device") == "tmp_ux_my-device"
     assert safe_name("../x") == "x"

@@ -10,8 +10,8 @@ import nbformat
 import papermill as pm
 import pytest
 
-from memlab.parameters import NOTEBOOK_PARAMETERS, literal, parameters_cell
-from memlab.runner import NOTEBOOKS
+from memlab.app.parameters import NOTEBOOK_PARAMETERS, literal, parameters_cell
+from memlab.app.runner import NOTEBOOKS
 
 NB_DIR = Path(__file__).resolve().parents[1] / "notebooks"
 pytestmark = pytest.mark.notebook

@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from memlab.embeddings import Embedder
-from memlab.spec import RetrievalSpec, age_days, retrieve
-from memlab.store import MemoryStore, spec_query_json
+from memlab.scoring.embeddings import Embedder
+from memlab.core.spec import RetrievalSpec, age_days, retrieve
+from memlab.scoring.store import MemoryStore, spec_query_json
 
 REF = datetime(2026, 9, 10, tzinfo=UTC)
 
@@ -138,7 +138,7 @@ def test_dated_questions_native_query_matches_reference():
     """Questions asked in the past: ages count from then, later memories are filtered in the prefetch."""
     from helpers import criteria_for, make_dataset, score_table
 
-    from memlab.evaluate import evaluate
+    from memlab.tuning.evaluate import evaluate
 
     rng = np.random.default_rng(5)
     n_m, n_q = 60, 12

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import math
 
-from memlab.cli import main
-from memlab.robustness import robustness, summarize
-from memlab.spec import RetrievalSpec
+from memlab.app.cli import main
+from memlab.studies.robustness import robustness, summarize
+from memlab.core.spec import RetrievalSpec
 
 
 def test_leave_one_question_out_moves_the_ends_as_on_paper(seed, published):

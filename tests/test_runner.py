@@ -7,9 +7,9 @@ import json
 import nbformat
 import pytest
 
-from memlab.cli import main
-from memlab.parameters import NOTEBOOK_PARAMETERS
-from memlab.runner import NOTEBOOKS, load_batch, parse_overrides
+from memlab.app.cli import main
+from memlab.app.parameters import NOTEBOOK_PARAMETERS
+from memlab.app.runner import NOTEBOOKS, load_batch, parse_overrides
 
 KNOWN = ", ".join(sorted(p.name for p in NOTEBOOK_PARAMETERS))
 
@@ -123,7 +123,7 @@ def test_default_batch_file_loads():
 
 
 def test_dataset_folders_are_made_absolute_before_the_notebooks_run(tmp_path):
-    from memlab.runner import absolute_datasets
+    from memlab.app.runner import absolute_datasets
 
     (tmp_path / "mine").mkdir()
     params = {"dataset": "mine", "hybrid_datasets": "seed16-time, mine", "bonus": 0.05}

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from memlab.spec import (
+from memlab.core.spec import (
     RetrievalSpec,
     age_days,
     final_score,

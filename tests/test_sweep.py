@@ -10,11 +10,11 @@ from helpers import REF, criteria_for, make_dataset, score_table
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memlab.criteria import SEED_CRITERIA, Criterion
-from memlab.evaluate import SEED_CANDIDATES, candidate_table, evaluate
-from memlab.spec import age_days
-from memlab.store import MemoryStore
-from memlab.sweep import Grid, Labels, parse_axis, sweep, sweep_chunks, sweep_dataset
+from memlab.core.criteria import SEED_CRITERIA, Criterion
+from memlab.tuning.evaluate import SEED_CANDIDATES, candidate_table, evaluate
+from memlab.core.spec import age_days
+from memlab.scoring.store import MemoryStore
+from memlab.core.sweep import Grid, Labels, parse_axis, sweep, sweep_chunks, sweep_dataset
 
 PROPERTY = settings(
     max_examples=300,

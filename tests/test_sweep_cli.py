@@ -7,9 +7,9 @@ import json
 import pandas as pd
 import pytest
 
-from memlab.cli import main
-from memlab.criteria import load_criteria
-from memlab.io import TableWriter
+from memlab.app.cli import main
+from memlab.core.criteria import load_criteria
+from memlab.output.io import TableWriter
 
 
 def run(capsys, *argv):
@@ -227,7 +227,7 @@ def test_table_writer_leaves_nothing_on_failure(tmp_path):
 
 
 def test_metrics_are_a_registry(capsys, tmp_path):
-    from memlab.sweep import METRICS, check_metrics
+    from memlab.core.sweep import METRICS, check_metrics
 
     assert list(METRICS) == ["headroom", "current", "injected", "stale"]
     with pytest.raises(ValueError) as e:

@@ -11,8 +11,8 @@ from datetime import date
 
 import pytest
 
-from memlab.cli import main
-from memlab.timeparse import parse_time
+from memlab.app.cli import main
+from memlab.datasets.timeparse import parse_time
 
 THU = date(2026, 9, 10)
 MON = date(2026, 9, 7)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memlab.tune import TuningPanel
+from memlab.app.panel import TuningPanel
 
 
 def test_panel_updates_figure_criteria_and_prompt(seed):

@@ -1,0 +1,111 @@
+"""The parameters every memlab notebook takes, in the order of its ``parameters`` cell.
+
+One definition: the notebooks' cells are checked against it (papermill.inspect_notebook) by the
+tests, and ``memlab run`` rejects a ``-p`` key that is not here.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NamedTuple
+
+
+class Parameter(NamedTuple):
+    name: str
+    type: str
+    default: Any
+    help: str
+
+
+NOTEBOOK_PARAMETERS: tuple[Parameter, ...] = (
+    Parameter("source", "str", "published", "score source: published (the seed's numbers) or embedded"),
+    Parameter("lang", "str", "en", "text language to embed: en or ja"),
+    Parameter(
+        "model",
+        "str",
+        "",
+        "sentence-transformers model folder or cached name; empty for the packaged all-MiniLM-L6-v2",
+    ),
+    Parameter("dataset", "str", "seed16", "packaged dataset name or dataset folder"),
+    Parameter("bonus", "float", 0.05, "recency bonus at age 0 (cosine units)"),
+    Parameter("tau_days", "float", 14.0, "recency decay constant (days)"),
+    Parameter("threshold", "float", 0.45, "post-bonus score a memory needs to be injected"),
+    Parameter("candidates", "int", 8, "raw nearest neighbours fetched before the re-sort"),
+    Parameter("inject", "int", 3, "most memories injected into the prompt"),
+    Parameter("bonus_range", "str", "0:0.1:0.001", "sweep: bonus values, start:stop:step or a comma list"),
+    Parameter("tau_range", "str", "1:60:1", "sweep: tau_days values"),
+    Parameter("threshold_range", "str", "0.40:0.50:0.005", "sweep: threshold values"),
+    Parameter(
+        "select", "str", "max-margin", "sweep: selection rule (smallest-bonus, max-headroom, max-margin)"
+    ),
+    Parameter("n_range", "str", "16,100,1000,10000,100000,1000000", "scale: memory counts N to measure"),
+    Parameter("pool", "int", 5000, "scale: real embedded distractors (cached after the first run)"),
+    Parameter("boot", "int", 200, "robustness and drift: bootstrap resamples (of each kind)"),
+    Parameter("seed", "int", 0, "scale, robustness and drift: random seed"),
+    Parameter(
+        "hybrid_datasets",
+        "str",
+        "seed16-time,daily-lunch",
+        "hybrid: datasets the policies are compared on (comma list)",
+    ),
+    Parameter("policies", "str", "", "hybrid: policies to compare (comma list); empty for all"),
+    Parameter("alpha_range", "str", "0:1:0.1", "hybrid: weight of the vector route in weighted fusion"),
+    Parameter("rrf_k_range", "str", "1,2,10,60", "hybrid: RRF k values, score 1/(k + rank)"),
+    Parameter("hybrid_bonus_range", "str", "0:0.3:0.01", "hybrid: recency bonus values of decay policies"),
+    Parameter("hybrid_tau_range", "str", "1,3,7,14,30,60", "hybrid: tau_days values of decay policies"),
+    Parameter("streams", "int", 400, "drift: held-out streams, the first N seeds of seed_range"),
+    Parameter("seed_range", "str", "1000:1400", "drift: held-out seeds A:B (B excluded)"),
+    Parameter("tune_range", "str", "0:200", "drift: tuning seeds C:D, disjoint from seed_range"),
+    Parameter("budgets", "str", "16,32,64,128,256,512", "drift: token budgets, a comma list"),
+    Parameter("out_dir", "str", "results/notebook", "folder for this notebook's tables and figures"),
+    Parameter(
+        "fig_formats", "list", ["html", "png"], "figure formats: html always; png and svg need Chromium"
+    ),
+)
+
+
+def literal(value: Any) -> str:
+    """A default as the cell writes it (ruff's style: double-quoted strings)."""
+    return json.dumps(value) if isinstance(value, str | list) else repr(value)
+
+
+def parameters_cell() -> str:
+    """The source of the ``parameters`` cell, as the notebooks carry it."""
+    return "\n".join(f"{p.name}: {p.type} = {literal(p.default)}  # {p.help}" for p in NOTEBOOK_PARAMETERS)
+
+
+def defaults() -> dict[str, Any]:
+    return {p.name: p.default for p in NOTEBOOK_PARAMETERS}
+
+
+def rewrite_parameters_cell(script: str) -> str:
+    """A jupytext percent script with its ``parameters`` cell replaced by the current definition."""
+    marker = '# %% tags=["parameters"]\n'
+    head, found, rest = script.partition(marker)
+    if not found:
+        raise ValueError("no '# %% tags=[\"parameters\"]' cell")
+    _, sep, tail = rest.partition("\n# %%")
+    if not sep:
+        raise ValueError("the parameters cell is the last cell; expected code after it")
+    return head + marker + parameters_cell() + "\n\n" + "# %%" + tail
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m memlab.app.parameters notebooks/*.py``: rewrite each script's parameters cell.
+
+    Run ``jupytext --sync`` on the scripts afterwards (``make notebooks`` does both) so the
+    .ipynb files follow and keep their cell ids.
+    """
+    import sys
+    from pathlib import Path
+
+    from memlab.output.io import atomic_write_text
+
+    for name in sys.argv[1:] if argv is None else argv:
+        path = Path(name)
+        atomic_write_text(path, rewrite_parameters_cell(path.read_text(encoding="utf-8")))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,416 @@
+"""``memlab run``: execute the notebooks through papermill for every parameter set of a batch.
+
+For each run of the batch and each notebook: an executed notebook ``OUT/<run>/<notebook>.ipynb``
+and its results under ``OUT/<run>/<notebook>/`` (tables as parquet and JSON, figures under
+``figures/``). Then, for the whole batch: PNG/SVG of every figure with one kaleido browser,
+``manifest.json`` (parameters, package versions, git commit, start/end/duration and status per
+notebook) and ``index.html`` (every figure and table, a link to every executed notebook).
+
+A failing notebook is saved with its error and reported; the others still run; the exit status
+is non-zero at the end.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from memlab.output.io import atomic_write_text
+from memlab.app.parameters import NOTEBOOK_PARAMETERS, defaults
+
+NOTEBOOKS = (
+    "01_reproduce",
+    "02_sweep",
+    "03_tune",
+    "04_scale",
+    "05_robustness",
+    "06_hybrid_time",
+    "07_drift",
+)
+PACKAGES = (
+    "memlab",
+    "numpy",
+    "pandas",
+    "qdrant-client",
+    "sentence-transformers",
+    "torch",
+    "plotly",
+    "kaleido",
+    "papermill",
+    "ipywidgets",
+)
+
+
+@dataclass(frozen=True)
+class Run:
+    name: str
+    parameters: dict[str, Any]
+    notebooks: tuple[str, ...] | None = None  # None: the batch's notebooks
+
+
+@dataclass(frozen=True)
+class Batch:
+    notebooks: tuple[str, ...]
+    runs: tuple[Run, ...]
+    source: str = "(defaults)"
+
+
+@dataclass
+class Result:
+    run: str
+    notebook: str
+    parameters: dict[str, Any]
+    output: str
+    out_dir: str
+    status: str = "pending"
+    error: str | None = None
+    start: str | None = None
+    end: str | None = None
+    duration_s: float | None = None
+    report: dict[str, Any] = field(default_factory=dict)
+
+
+def typed(name: str, value: Any, where: str) -> Any:
+    """A parameter value converted to its declared type (``str`` stays text: "1:30:1" is a range,
+    not YAML's base-60 number 5401)."""
+    kind = next(p.type for p in NOTEBOOK_PARAMETERS if p.name == name)
+    try:
+        if kind == "str":
+            return "" if value is None else str(value)
+        if kind == "int":
+            return int(value)
+        if kind == "float":
+            return float(value)
+        if kind == "list":
+            if isinstance(value, list):
+                return [str(v) for v in value]
+            return [v.strip() for v in str(value).split(",") if v.strip()]  # html,png
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}: {name}: expected {kind}, got {value!r}") from None
+    return value
+
+
+def parse_value(text: str) -> Any:
+    """``-p key=value``: a list in YAML flow style ([html, png]) or plain text (a list parameter
+    also takes a comma list: html,png), typed later."""
+    import yaml
+
+    text = text.strip()
+    if text.startswith("["):
+        return yaml.load(text, Loader=yaml.BaseLoader)  # scalars stay text
+    return text
+
+
+def parse_overrides(pairs: list[str]) -> dict[str, Any]:
+    known = {p.name for p in NOTEBOOK_PARAMETERS}
+    out = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise ValueError(f"-p {pair!r}: expected key=value")
+        key, value = pair.split("=", 1)
+        if key not in known:
+            raise ValueError(f"-p {key}: unknown parameter; notebook parameters: {', '.join(sorted(known))}")
+        out[key] = typed(key, parse_value(value), "-p")
+    return out
+
+
+def check_parameters(where: str, params: Any) -> dict[str, Any]:
+    known = {p.name for p in NOTEBOOK_PARAMETERS}
+    if not isinstance(params, dict):
+        raise ValueError(f"{where}: parameters must be a mapping, got {params!r}")
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise ValueError(
+            f"{where}: unknown parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+        )
+    return {k: typed(k, v, where) for k, v in params.items()}
+
+
+def load_batch(path: str | Path | None) -> Batch:
+    """A batch file: ``notebooks`` (default all), shared ``parameters``, and ``runs`` (name + parameters)."""
+    if path is None:
+        return Batch(NOTEBOOKS, (Run("default", {}),))
+    import yaml
+
+    path = Path(path)
+    try:
+        # BaseLoader keeps every scalar as text; each parameter is then converted to its declared
+        # type (safe_load would read tau_range: 1:30:1 as the base-60 number 5401)
+        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.BaseLoader) or {}
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no batch file {path}") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise ValueError(f"{path}{line}: invalid YAML: {getattr(e, 'problem', e)}") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path}: expected a mapping with notebooks, parameters and runs")
+    unknown = sorted(set(doc) - {"notebooks", "parameters", "runs"})
+    if unknown:
+        raise ValueError(
+            f"{path}: unknown key(s) {', '.join(unknown)} (allowed: notebooks, parameters, runs)"
+        )
+    notebooks = tuple(doc.get("notebooks") or NOTEBOOKS)
+    shared = check_parameters(f"{path}: parameters", doc.get("parameters") or {})
+    runs = []
+    for i, item in enumerate(doc.get("runs") or [{"name": "default"}], start=1):
+        if not isinstance(item, dict) or not item.get("name"):
+            raise ValueError(f"{path}: runs[{i}]: needs a name")
+        name = str(item["name"])
+        if not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
+            raise ValueError(f"{path}: runs[{i}]: name {name!r} must be letters, digits, '-', '_' or '.'")
+        if name in {r.name for r in runs}:
+            raise ValueError(f"{path}: runs[{i}]: duplicate name {name!r}")
+        own = item.get("notebooks")
+        unknown_nb = sorted(set(own or []) - set(NOTEBOOKS))
+        if unknown_nb:
+            raise ValueError(
+                f"{path}: runs[{i}] ({name}): unknown notebook(s) {', '.join(unknown_nb)}; "
+                f"notebooks: {', '.join(NOTEBOOKS)}"
+            )
+        params = check_parameters(f"{path}: runs[{i}] ({name})", item.get("parameters") or {})
+        runs.append(Run(name, {**shared, **params}, tuple(own) if own else None))
+    return Batch(notebooks, tuple(runs), str(path))
+
+
+def find_notebooks_dir(explicit: str | Path | None = None) -> Path:
+    candidates = (
+        [Path(explicit)]
+        if explicit
+        else [Path.cwd() / "notebooks", Path(__file__).resolve().parents[1] / "notebooks"]
+    )
+    for c in candidates:
+        if (c / f"{NOTEBOOKS[0]}.ipynb").is_file():
+            return c
+    raise FileNotFoundError(
+        f"no memlab notebooks found in {', '.join(map(str, candidates))} (pass --notebooks DIR)"
+    )
+
+
+def kernel_name() -> str:
+    """The kernelspec ``memlab`` that the set-up installs into .venv, else this interpreter's."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    specs = KernelSpecManager().find_kernel_specs()
+    return "memlab" if "memlab" in specs else "python3"
+
+
+def git_commit() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            cwd=Path(__file__).resolve().parents[1],
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None
+
+
+def versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+DATASET_PARAMETERS = ("dataset", "hybrid_datasets")  # a name, a folder, or a comma list of them
+
+
+def absolute_datasets(params: dict[str, Any], base: Path | None = None) -> dict[str, Any]:
+    """Dataset folders given relative to where memlab runs, made absolute: the notebooks run in
+    the notebooks folder. Packaged names (seed16) are left as they are."""
+    base = base or Path.cwd()
+    out = dict(params)
+    for key in DATASET_PARAMETERS:
+        if not isinstance(out.get(key), str):
+            continue
+        entries = [e.strip() for e in out[key].split(",")]
+        resolved = [
+            str((base / Path(e).expanduser()).resolve())
+            if e and (base / Path(e).expanduser()).is_dir()
+            else e
+            for e in entries
+        ]
+        out[key] = ",".join(resolved)
+    return out
+
+
+def run_batch(
+    batch: Batch,
+    out: Path,
+    overrides: dict[str, Any] | None = None,
+    notebooks_dir: Path | None = None,
+    log=print,
+) -> tuple[list[Result], Path]:
+    """Execute every (run, notebook); return the results and the path of index.html."""
+    import papermill as pm
+
+    from memlab.output.report import export_deferred
+
+    notebooks_dir = find_notebooks_dir(notebooks_dir)
+    out = out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    kernel = kernel_name()
+    jobs = [(r, nb) for r in batch.runs for nb in (r.notebooks or batch.notebooks)]
+    for nb in {nb for _, nb in jobs}:
+        if not (notebooks_dir / f"{nb}.ipynb").is_file():
+            raise FileNotFoundError(f"no notebook {nb}.ipynb in {notebooks_dir}")
+    started, t0 = now(), time.perf_counter()
+    results: list[Result] = []
+    # PNG/SVG are made once for the whole batch, after the notebooks (one kaleido browser)
+    os.environ["MEMLAB_DEFER_STATIC"] = "1"
+    try:
+        for k, (run, nb) in enumerate(jobs, start=1):
+            out_dir = out / run.name / nb
+            params = absolute_datasets(
+                {**defaults(), **run.parameters, **(overrides or {}), "out_dir": str(out_dir)}
+            )
+            res = Result(run.name, nb, params, str(out / run.name / f"{nb}.ipynb"), str(out_dir))
+            out_dir.mkdir(parents=True, exist_ok=True)
+            (out_dir / "report.json").unlink(missing_ok=True)  # never show an earlier run's results
+            log(f"[{k}/{len(jobs)}] {run.name}/{nb} ...")
+            res.start, t1 = now(), time.perf_counter()
+            try:
+                pm.execute_notebook(
+                    str(notebooks_dir / f"{nb}.ipynb"),
+                    res.output,
+                    parameters=params,
+                    kernel_name=kernel,
+                    cwd=str(notebooks_dir),
+                    progress_bar=False,
+                    log_output=False,
+                )
+                res.status = "ok"
+            except pm.PapermillExecutionError as e:
+                res.status, res.error = "failed", f"{e.ename}: {e.evalue}"
+            except Exception as e:  # a kernel that died, a notebook that could not be read...
+                res.status, res.error = "failed", f"{type(e).__name__}: {e}"
+            res.end, res.duration_s = now(), round(time.perf_counter() - t1, 2)
+            report = Path(out_dir) / "report.json"
+            if res.status == "ok" and report.is_file():
+                res.report = json.loads(report.read_text(encoding="utf-8"))
+            log(
+                f"[{k}/{len(jobs)}] {run.name}/{nb} {res.status} in {res.duration_s:.1f} s"
+                + (f": {res.error}" if res.error else "")
+            )
+            results.append(res)
+    finally:
+        os.environ.pop("MEMLAB_DEFER_STATIC", None)
+    static_t = time.perf_counter()
+    written = export_deferred([Path(r.out_dir) for r in results if r.status == "ok"])
+    if written:
+        log(f"exported {len(written)} PNG/SVG files in {time.perf_counter() - static_t:.1f} s")
+    manifest = {
+        "memlab": versions()["memlab"],
+        "batch": batch.source,
+        "notebooks_dir": str(notebooks_dir),
+        "kernel": kernel,
+        "git_commit": git_commit(),
+        "python": sys.version.split()[0],
+        "packages": versions(),
+        "started": started,
+        "finished": now(),
+        "duration_s": round(time.perf_counter() - t0, 2),
+        "status": "ok" if all(r.status == "ok" for r in results) else "failed",
+        "notebooks": [{k: v for k, v in r.__dict__.items() if k != "report"} for r in results],
+    }
+    atomic_write_text(out / "manifest.json", json.dumps(manifest, indent=2, default=str) + "\n")
+    index = atomic_write_text(out / "index.html", render_index(manifest, results, out))
+    return results, index
+
+
+# ---------------------------------------------------------------------------------------------
+# index.html
+
+_CSS = """
+body{font-family:Arial,Helvetica,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+h1{font-size:1.6em} h2{border-bottom:2px solid #0072B2;padding-bottom:.2em;margin-top:2em}
+h3{margin-top:1.5em} .ok{color:#009E73;font-weight:bold} .failed{color:#D55E00;font-weight:bold}
+figure{margin:1em 0} figure img{max-width:100%;border:1px solid #ddd}
+figure iframe{width:100%;height:560px;border:1px solid #ddd}
+table.data{border-collapse:collapse;font-size:.9em;margin:.5em 0}
+table.data td,table.data th{border:1px solid #ccc;padding:3px 7px;text-align:left;white-space:nowrap}
+pre{background:#f6f6f6;padding:.6em;overflow-x:auto} .meta{color:#666;font-size:.9em}
+"""
+
+
+def _table_html(path: Path, limit: int = 25) -> str:
+    import pandas as pd
+
+    df = pd.read_json(path, orient="records") if path.suffix == ".json" else pd.read_parquet(path)
+    more = f"<p class='meta'>first {limit} of {len(df)} rows</p>" if len(df) > limit else ""
+    # wide tables scroll sideways inside the page instead of running off it
+    table = df.head(limit).to_html(classes="data", index=False, float_format=lambda v: f"{v:.4g}", border=0)
+    return f"<div style='overflow-x:auto'>{table}</div>" + more
+
+
+def render_index(manifest: dict[str, Any], results: list[Result], out: Path) -> str:
+    e = html.escape
+    parts = [
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>memlab run</title>"
+        f"<style>{_CSS}</style></head><body><h1>memlab run</h1>",
+        f"<p class='meta'>{e(manifest['started'])} · {manifest['duration_s']} s · "
+        f"status <span class='{e(manifest['status'])}'>{e(manifest['status'])}</span> · "
+        f"commit {e(str(manifest['git_commit'])[:12])} · batch {e(manifest['batch'])} · "
+        f"<a href='manifest.json'>manifest.json</a></p>",
+    ]
+    for run in dict.fromkeys(r.run for r in results):
+        parts.append(f"<h2>{e(run)}</h2>")
+        for r in (r for r in results if r.run == run):
+            rel_nb = Path(r.output).relative_to(out).as_posix()
+            parts.append(
+                f"<h3>{e(r.notebook)} <span class='{e(r.status)}'>{e(r.status)}</span></h3>"
+                f"<p class='meta'><a href='{e(rel_nb)}'>executed notebook</a> · {r.duration_s} s</p>"
+            )
+            if r.error:
+                parts.append(f"<pre>{e(r.error)}</pre>")
+            base = Path(r.out_dir)
+            for entry in r.report.get("entries", []):
+                rel = base.relative_to(out).as_posix()
+                if entry["type"] == "figure":
+                    png = base / "figures" / f"{entry['name']}.png"
+                    page = f"{rel}/figures/{entry['name']}.html"
+                    body = (
+                        f"<img src='{e(rel)}/figures/{e(entry['name'])}.png' alt='{e(entry['caption'])}'>"
+                        if png.is_file()
+                        else f"<iframe src='{e(page)}' loading='lazy'></iframe>"
+                    )
+                    parts.append(
+                        f"<figure>{body}<figcaption>{e(entry['caption'])} · "
+                        f"<a href='{e(page)}'>interactive</a></figcaption></figure>"
+                    )
+                elif entry["type"] == "table":
+                    files = " · ".join(
+                        f"<a href='{e(rel)}/{e(f)}'>{e(Path(f).suffix[1:])}</a>" for f in entry["files"]
+                    )
+                    json_file = next((base / f for f in entry["files"] if f.endswith(".json")), None)
+                    table = _table_html(json_file) if json_file and json_file.is_file() else ""
+                    parts.append(
+                        f"<h4>{e(entry['caption'] or entry['name'])}</h4>{table}<p class='meta'>{files}</p>"
+                    )
+                elif entry["type"] == "value":
+                    parts.append(
+                        f"<h4>{e(entry['caption'] or entry['name'])}</h4>"
+                        f"<pre>{e(json.dumps(entry['value'], indent=1, default=str))}</pre>"
+                    )
+    parts.append("</body></html>")
+    return "\n".join(parts)

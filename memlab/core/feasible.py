@@ -1,0 +1,226 @@
+"""The exact feasible region in the bonus, for each tau and threshold, in closed form.
+
+With tau, threshold, candidates and inject fixed, a candidate's final score is linear in the
+bonus: ``raw + bonus * w`` with ``w = exp(-age / tau)``. So every criterion holds on a set of
+bonus values that can be written down exactly:
+
+- ``nohit_below``: every candidate of every no-hit question stays below the threshold, an
+  intersection of half-lines ``bonus < (threshold - raw) / w``;
+- ``current_reaches``: ``bonus >= (threshold - raw_c) / w_c`` (empty if the memory is not a
+  candidate);
+- ``current_injected``: that, and the memory's rank after the re-sort is below ``inject``. Each
+  other candidate overtakes it on a half-line ending where the two lines cross; the rank is
+  piecewise constant between those crossings, so the set is a union of intervals.
+
+The bonus is never negative: the region is intersected with ``[0, +inf)``. Intervals keep
+their open and closed ends (``portion`` does the interval algebra).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+import portion as P
+
+from memlab.core import criteria as crit
+from memlab.core.spec import recency_weight, rescore, select_candidates
+from memlab.core.sweep import Labels
+
+
+@dataclass(frozen=True)
+class Lines:
+    """One question's candidates as lines in the bonus: ``final = raw + bonus * weight``."""
+
+    index: np.ndarray  # memory index, in candidate order (raw desc, then fixture order)
+    raw: np.ndarray
+    weight: np.ndarray
+
+    def position(self, memory: int) -> int:
+        hit = np.flatnonzero(self.index == memory)
+        return int(hit[0]) if hit.size else -1
+
+
+def first_true(x: float, holds: Callable[[float], bool]) -> float:
+    """The float nearest ``x`` at which a predicate that is False below and True above turns True.
+
+    The closed forms ``(threshold - raw) / w`` are exact in real numbers; the reference compares
+    floats (``rescore(raw, w, b) >= threshold``), which can flip one or two ulps away. Snapping
+    each end makes membership in the region agree with the reference's own comparisons.
+    """
+    if not np.isfinite(x):
+        return x
+    b = float(x)
+    for _ in range(256):
+        if holds(b):
+            below = float(np.nextafter(b, -np.inf))
+            if not holds(below):
+                return b
+            b = below
+        else:
+            b = float(np.nextafter(b, np.inf))
+    return b
+
+
+def _at_least(w: float, r: float, threshold: float) -> P.Interval:
+    """{b : r + b w >= threshold}, as the reference compares it."""
+    if w > 0:
+        return P.closed(first_true((threshold - r) / w, lambda b: rescore(r, w, b) >= threshold), P.inf)
+    return P.open(-P.inf, P.inf) if r >= threshold else P.empty()
+
+
+def _below(w: float, r: float, threshold: float) -> P.Interval:
+    """{b : r + b w < threshold}, as the reference compares it."""
+    if w > 0:
+        return P.open(-P.inf, first_true((threshold - r) / w, lambda b: not rescore(r, w, b) < threshold))
+    return P.open(-P.inf, P.inf) if r < threshold else P.empty()
+
+
+def _overtakes(lines: Lines, p: int, c: int) -> P.Interval:
+    """Bonus values where candidate ``p`` is ranked before candidate ``c`` after the re-sort.
+
+    ``p`` comes first when its final score is higher, or equal and ``p`` is earlier in
+    candidate order (higher raw score, then fixture order): the reference's tie rule.
+    """
+    rp, rc, wp, wc = lines.raw[p], lines.raw[c], lines.weight[p], lines.weight[c]
+    wins_tie = p < c
+
+    def beats(b: float) -> bool:
+        fp, fc = rescore(rp, wp, b), rescore(rc, wc, b)
+        return bool(fp > fc or (fp == fc and wins_tie))
+
+    dw = wp - wc
+    if dw == 0:
+        return P.open(-P.inf, P.inf) if beats(0.0) else P.empty()
+    x = -(rp - rc) / dw  # where the two lines cross
+    if dw > 0:  # p gains on c as the bonus grows: beats turns True at the crossing
+        return P.closed(first_true(x, beats), P.inf)
+    return P.open(-P.inf, first_true(x, lambda b: not beats(b)))
+
+
+def rank_below(lines: Lines, c: int, limit: int) -> P.Interval:
+    """{b : fewer than ``limit`` candidates are ranked before candidate ``c``}."""
+    others = [_overtakes(lines, p, c) for p in range(len(lines.index)) if p != c]
+    if len(others) < limit:
+        return P.open(-P.inf, P.inf)
+    cuts = sorted({e for iv in others for a in iv for e in (a.lower, a.upper) if e not in (P.inf, -P.inf)})
+    # the rank is constant on each cut point and on each open piece between cuts
+    probes = [(x, P.singleton(x)) for x in cuts]
+    edges = [-P.inf, *cuts, P.inf]
+    for lo, hi in pairwise(edges):
+        probes.append((_inside(lo, hi), P.open(lo, hi)))
+    region = P.empty()
+    for b, piece in probes:
+        if sum(b in iv for iv in others) < limit:
+            region |= piece
+    return region
+
+
+def _inside(lo: Any, hi: Any) -> float:
+    """A point strictly inside the open interval (lo, hi)."""
+    if lo == -P.inf and hi == P.inf:
+        return 0.0
+    if lo == -P.inf:
+        return hi - max(1.0, abs(hi))
+    if hi == P.inf:
+        return lo + max(1.0, abs(lo))
+    return (lo + hi) / 2
+
+
+def _nohit_below(ctx: dict[str, Any], cols: np.ndarray) -> P.Interval:
+    region = P.open(-P.inf, P.inf)
+    for q in np.flatnonzero(cols):
+        lines = ctx["lines"][q]
+        for r, w in zip(lines.raw, lines.weight, strict=True):
+            region &= _below(w, r, ctx["threshold"])
+    return region
+
+
+def _current(ctx: dict[str, Any], cols: np.ndarray) -> tuple[Lines, int]:
+    q = int(cols.argmax())
+    lines = ctx["lines"][q]
+    return lines, lines.position(int(ctx["labels"].current[q]))
+
+
+def _current_reaches(ctx: dict[str, Any], cols: np.ndarray) -> P.Interval:
+    lines, c = _current(ctx, cols)
+    if c < 0:
+        return P.empty()
+    return _at_least(lines.weight[c], lines.raw[c], ctx["threshold"])
+
+
+def _current_injected(ctx: dict[str, Any], cols: np.ndarray) -> P.Interval:
+    lines, c = _current(ctx, cols)
+    if c < 0:
+        return P.empty()
+    reaches = _at_least(lines.weight[c], lines.raw[c], ctx["threshold"])
+    return reaches & rank_below(lines, c, ctx["inject"])
+
+
+REGIONS: dict[str, Callable[[dict[str, Any], np.ndarray], P.Interval]] = {
+    "nohit_below": _nohit_below,
+    "current_reaches": _current_reaches,
+    "current_injected": _current_injected,
+}
+
+
+def feasible_bonus(
+    raw: np.ndarray,
+    ages: np.ndarray,
+    labels: Labels,
+    criteria: tuple[crit.Criterion, ...] | None = None,
+    *,
+    tau_days: float,
+    threshold: float,
+    candidates: int = 8,
+    inject: int = 3,
+) -> P.Interval:
+    """The exact set of bonus values >= 0 where every criterion holds."""
+    criteria = labels.criteria() if criteria is None else criteria
+    weight = recency_weight(np.broadcast_to(np.asarray(ages, dtype=np.float64), raw.shape), tau_days)
+    lines = []
+    for q in range(raw.shape[0]):
+        idx = select_candidates(raw[q], candidates)  # the reference's own candidate order
+        lines.append(Lines(idx, raw[q, idx], weight[q, idx]))
+    ctx = {"lines": lines, "labels": labels, "threshold": threshold, "inject": inject}
+    region = P.closed(0, P.inf)
+    for c in criteria:
+        if c.kind not in REGIONS:
+            raise ValueError(
+                f"criterion {c.name!r}: no closed-form region for kind {c.kind!r}; "
+                f"available: {', '.join(REGIONS)}"
+            )
+        cols = crit.question_mask(c, labels.question_ids, labels.kinds)
+        region &= REGIONS[c.kind](ctx, cols)
+    return region
+
+
+def intervals_json(region: P.Interval) -> dict[str, list]:
+    """``{"intervals": [[lo, hi], ...], "closed": [[lo_closed, hi_closed], ...]}``; +inf is null."""
+
+    def num(x: Any) -> float | None:
+        return None if x in (P.inf, -P.inf) else float(x)
+
+    parts = [] if region.empty else list(region)
+    return {
+        "intervals": [[num(a.lower), num(a.upper)] for a in parts],
+        "closed": [[a.left == P.CLOSED, a.right == P.CLOSED] for a in parts],
+    }
+
+
+def intervals_text(region: P.Interval, digits: int = 6) -> str:
+    if region.empty:
+        return "empty"
+
+    def end(x: Any) -> str:
+        return "+inf" if x == P.inf else f"{float(x):.{digits}g}"
+
+    def one(a: P.Interval) -> str:
+        left = "[" if a.left == P.CLOSED else "("
+        right = "]" if a.right == P.CLOSED else ")"
+        return f"{left}{end(a.lower)}, {end(a.upper)}{right}"
+
+    return " | ".join(one(a) for a in region)

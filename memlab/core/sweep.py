@@ -1,0 +1,578 @@
+"""The vectorised sweep: every (bonus, tau, threshold, candidates, inject) at once.
+
+``sweep`` is a pure function over arrays. It never loops over configurations in Python; it uses
+the structure of the spec instead:
+
+- which memories are candidates depends only on ``candidates`` (top-k by raw score), so each
+  question's candidates are the first k of one sorted list;
+- a candidate's final score depends only on (bonus, tau): ``rescore(raw, weight(tau), bonus)``,
+  the same function the one-config reference calls;
+- threshold and inject only enter through comparisons, broadcast last.
+
+Configurations are laid out in C order over ``AXES`` (bonus slowest, inject fastest); row ``i``
+of the result is configuration ``i`` of ``Grid.values``. The order is recorded in
+``DataFrame.attrs``. Large grids are evaluated in chunks of whole (bonus, tau) pairs
+(``sweep_chunks``), so memory stays bounded whatever the grid size.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import reduce
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from memlab.core import criteria as crit
+from memlab.datasets.model import QUESTION_KINDS, Dataset
+from memlab.core.spec import RetrievalSpec, recency_weight, rescore, select_candidates
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+AXES = ("bonus", "tau_days", "threshold", "candidates", "inject")
+_INT_AXES = ("candidates", "inject")
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Values per axis; axes not given take the RetrievalSpec defaults (one value)."""
+
+    bonus: tuple[float, ...] = (RetrievalSpec.bonus,)
+    tau_days: tuple[float, ...] = (RetrievalSpec.tau_days,)
+    threshold: tuple[float, ...] = (RetrievalSpec.threshold,)
+    candidates: tuple[int, ...] = (RetrievalSpec.candidates,)
+    inject: tuple[int, ...] = (RetrievalSpec.inject,)
+
+    def __post_init__(self) -> None:
+        for name in AXES:
+            raw = getattr(self, name)
+            values = tuple(np.atleast_1d(np.asarray(raw)).tolist())
+            if not values:
+                raise ValueError(f"grid axis {name!r} is empty")
+            if name in _INT_AXES:
+                if not all(isinstance(v, int) and v >= 1 for v in values):
+                    raise ValueError(f"grid axis {name!r} needs integers >= 1, got {list(values)}")
+            elif not all(isinstance(v, int | float) and math.isfinite(v) for v in values):
+                raise ValueError(f"grid axis {name!r} needs finite numbers, got {list(values)}")
+            object.__setattr__(self, name, values)
+        if min(self.tau_days) <= 0:
+            raise ValueError(f"grid axis 'tau_days' needs values > 0, got {min(self.tau_days)}")
+        if min(self.bonus) < 0:
+            raise ValueError(f"grid axis 'bonus' needs values >= 0, got {min(self.bonus)}")
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(len(getattr(self, a)) for a in AXES)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def values(self, start: int = 0, stop: int | None = None) -> dict[str, np.ndarray]:
+        """Each axis's value for configurations ``start .. stop-1`` (C order)."""
+        flat = np.arange(start, self.size if stop is None else stop)
+        idx = np.unravel_index(flat, self.shape)
+        return {a: np.asarray(getattr(self, a))[i] for a, i in zip(AXES, idx, strict=True)}
+
+    def spec(self, i: int) -> RetrievalSpec:
+        """Configuration ``i`` as a RetrievalSpec (for the one-config reference)."""
+        v = self.values(i, i + 1)
+        return RetrievalSpec(
+            candidates=int(v["candidates"][0]),
+            inject=int(v["inject"][0]),
+            threshold=float(v["threshold"][0]),
+            bonus=float(v["bonus"][0]),
+            tau_days=float(v["tau_days"][0]),
+        )
+
+
+@dataclass(frozen=True)
+class Labels:
+    """What the criteria need to know about each question, as arrays over memory indices."""
+
+    question_ids: tuple[str, ...]
+    kinds: tuple[str, ...]
+    current: np.ndarray  # (Q,) memory index of the current memory, -1 if none
+    stale: tuple[tuple[int, ...], ...]  # per question, memory indices of stale memories
+
+    def criteria(self) -> tuple[crit.Criterion, ...]:
+        """``generic_criteria`` for these labels (used when none are given)."""
+        return crit.generic_criteria(self.question_ids, self.kinds, self.current >= 0)
+
+    @classmethod
+    def from_dataset(cls, dataset: Dataset) -> Labels:
+        index = {m: i for i, m in enumerate(dataset.memory_ids)}
+        return cls(
+            dataset.question_ids,
+            tuple(q.kind for q in dataset.questions),
+            np.array([index[q.current] if q.current else -1 for q in dataset.questions]),
+            tuple(tuple(index[s] for s in q.stale) for q in dataset.questions),
+        )
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Everything about the scores that does not depend on the grid's (bonus, tau) chunk.
+
+    Arrays are laid out candidate-position first (P), so reductions over the few positions are
+    element-wise operations across P slices instead of reductions along a short last axis.
+    """
+
+    cand: np.ndarray  # (Q, P) memory index at each candidate position, -1 if none
+    raw: np.ndarray  # (P, Q) raw score at each position (NaN if none)
+    weight: np.ndarray  # (P, Q, T) recency weight of each position for each tau
+    known: np.ndarray  # (P, Q) the position holds a memory
+    tracked_q: np.ndarray  # (L,) question of each tracked memory (currents, then stale ones)
+    tracked_pos: np.ndarray  # (L,) its candidate position, -1 if not among the top P
+    current_l: np.ndarray  # (Q,) index into tracked of the question's current memory, -1 if none
+    stale_l: np.ndarray  # (S,) indices into tracked of the stale memories
+
+
+def prepare(raw: np.ndarray, ages: np.ndarray, labels: Labels, grid: Grid) -> Prepared:
+    """Candidate lists (top max(candidates) by raw, the reference's own order) and weights."""
+    raw = np.asarray(raw, dtype=np.float64)
+    n_q = raw.shape[0]
+    kmax = max(1, min(max(grid.candidates), raw.shape[1]))
+    cand = np.full((n_q, kmax), -1)
+    for q in range(n_q):  # one sort per question, shared by every configuration
+        top = select_candidates(raw[q], kmax)
+        cand[q, : len(top)] = top
+    known = cand >= 0
+    raw_c = np.where(known, raw[np.arange(n_q)[:, None], np.maximum(cand, 0)], np.nan)
+    ages = np.broadcast_to(np.asarray(ages, dtype=np.float64), raw.shape)  # (M,) or per question (Q, M)
+    ages_c = ages[np.arange(n_q)[:, None], np.maximum(cand, 0)]
+    tau = np.asarray(grid.tau_days, dtype=np.float64)
+    weight = recency_weight(ages_c[None], tau[:, None, None])  # (T, Q, P)
+
+    tracked_q, tracked_mem, current_l, stale_l = [], [], np.full(n_q, -1), []
+    for q in range(n_q):
+        if labels.current[q] >= 0:
+            current_l[q] = len(tracked_q)
+            tracked_q.append(q)
+            tracked_mem.append(labels.current[q])
+    for q in range(n_q):
+        for m in labels.stale[q]:
+            stale_l.append(len(tracked_q))
+            tracked_q.append(q)
+            tracked_mem.append(m)
+    if not tracked_q:  # no current or stale labels at all: track one absent memory
+        tracked_q, tracked_mem = [0], [-2]
+    tq = np.array(tracked_q, dtype=int)
+    pos = np.array(
+        [
+            int(np.flatnonzero(cand[q] == m)[0]) if (cand[q] == m).any() else -1
+            for q, m in zip(tq, tracked_mem, strict=True)
+        ],
+        dtype=int,
+    )
+    return Prepared(
+        cand,
+        np.ascontiguousarray(raw_c.T),
+        np.ascontiguousarray(weight.transpose(2, 1, 0)),
+        np.ascontiguousarray(known.T),
+        tq,
+        pos,
+        current_l,
+        np.array(stale_l, dtype=int),
+    )
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A rectangle of the (bonus, tau) plane whose configurations are consecutive rows."""
+
+    b0: int
+    b1: int
+    t0: int
+    t1: int
+
+    def pairs(self) -> int:
+        return (self.b1 - self.b0) * (self.t1 - self.t0)
+
+
+def _evaluate_chunk(
+    prep: Prepared,
+    labels: Labels,
+    grid: Grid,
+    criteria: tuple[crit.Criterion, ...],
+    chunk: Chunk,
+    long: bool,
+    metrics: tuple[str, ...] = tuple(),
+) -> dict[str, np.ndarray]:
+    """Columns for the configurations of one chunk.
+
+    Array axes: P candidate positions, n = (bonus, tau) pairs of the chunk, H thresholds,
+    K candidates values, I inject values, Q questions, L tracked memories.
+    """
+    bonus = np.asarray(grid.bonus, dtype=np.float64)[chunk.b0 : chunk.b1]
+    taus = np.asarray(grid.tau_days, dtype=np.float64)[chunk.t0 : chunk.t1]
+    thr = np.asarray(grid.threshold, dtype=np.float64)
+    k_vals = np.asarray(grid.candidates)
+    i_vals = np.asarray(grid.inject)
+    n_b, n_t = len(bonus), len(taus)
+    n, n_h, n_k, n_i = n_b * n_t, len(thr), len(k_vals), len(i_vals)
+    n_p, n_q = prep.raw.shape
+
+    # (P, Q, n): every candidate's final score, through the reference's own formula.
+    # Questions come before configurations so that each question's slices are contiguous.
+    final = rescore(
+        prep.raw[:, :, None, None],
+        prep.weight[:, :, None, chunk.t0 : chunk.t1],
+        bonus[None, None, :, None],
+    ).reshape(n_p, n_q, n)
+    pos = np.arange(n_p)
+    valid = prep.known[:, :, None] & (pos[:, None, None] < k_vals[None, None, :])  # (P, Q, K)
+    masked = np.where(valid[:, :, None, :], final[..., None], -np.inf)  # (P, Q, n, K)
+
+    # the top max(inject) finals of each question, best first, by insertion over positions
+    i_max = int(min(i_vals.max(), n_p))
+    tops = [np.full((n_q, n, n_k), -np.inf) for _ in range(i_max)]
+    for p in range(n_p):
+        x = masked[p]
+        for j in range(i_max):
+            higher = np.maximum(tops[j], x)
+            x = np.minimum(tops[j], x)
+            tops[j] = higher
+    best = tops[0].copy()  # (Q, n, K)
+    best[np.isneginf(best)] = np.nan  # no candidate at all
+
+    # tracked memories (current and stale): final score, whether a candidate, and rank after
+    # the re-sort (final desc; ties by raw desc, then fixture order = candidate-position order)
+    tq, tpos = prep.tracked_q, prep.tracked_pos
+    present = tpos >= 0
+    f_t = np.where(present[:, None], final[np.maximum(tpos, 0), tq], np.nan)[:, :, None]  # (L, n, 1)
+    in_cand = present[:, None] & (tpos[:, None] < k_vals[None, :])  # (L, K)
+    rank = np.zeros((len(tq), n, n_k), dtype=np.int64)
+    for p in range(n_p):
+        fp = masked[p][tq]  # (L, n, K)
+        rank += (fp > f_t) | ((fp == f_t) & (p < tpos)[:, None, None])
+    t_final = np.where(in_cand[:, None, :], f_t, np.nan)  # (L, n, K)
+    t_reach = t_final[:, :, None, :] >= thr[None, None, :, None]  # (L, n, H, K)
+    t_injected = t_reach[..., None] & (rank[:, :, None, :, None] < i_vals)  # (L, n, H, K, I)
+
+    # how many memories each question injects: min(inject, candidates at or above threshold);
+    # only the top max(inject) finals can matter
+    kind_of = np.array([QUESTION_KINDS.index(k) for k in labels.kinds])
+    injected_by_kind = np.zeros((len(QUESTION_KINDS), n, n_h, n_k, n_i), dtype=np.int64)
+    n_injected = np.empty((n_q, n, n_h, n_k, n_i), dtype=np.int64) if long else None
+    for q in range(n_q):
+        count = np.zeros((n, n_h, n_k), dtype=np.int64)
+        for j in range(i_max):
+            count += tops[j][q][:, None, :] >= thr[None, :, None]
+        per_inject = np.minimum(count[..., None], i_vals)  # (n, H, K, I)
+        injected_by_kind[kind_of[q]] += per_inject
+        if n_injected is not None:
+            n_injected[q] = per_inject
+
+    # per-question summary for the criteria kernels, shaped (n, H|1, K, I|1, Q)
+    has_current = prep.current_l >= 0
+    cl = np.maximum(prep.current_l, 0)
+    current_final = np.where(has_current, np.moveaxis(t_final[cl], 0, -1), np.nan)[:, None, :, None, :]
+    current_inj = np.where(has_current, np.moveaxis(t_injected[cl], 0, -1), False)  # (n, H, K, I, Q)
+    summary = crit.QuestionSummary(np.moveaxis(best, 0, -1)[:, None, :, None, :], current_final, current_inj)
+    thr_b = thr[None, :, None, None]
+    verdicts = crit.check(criteria, summary, labels.question_ids, labels.kinds, thr_b)
+    nohit = np.array([k == "nohit" for k in labels.kinds])
+    room = crit.headroom(summary.best_final, nohit, thr_b)
+
+    shape = (n, n_h, n_k, n_i)
+
+    def flat(a: np.ndarray) -> np.ndarray:
+        return np.broadcast_to(a, shape).ravel()
+
+    cols: dict[str, np.ndarray] = {
+        "bonus": flat(np.repeat(bonus, n_t)[:, None, None, None]),
+        "tau_days": flat(np.tile(taus, n_b)[:, None, None, None]),
+        "threshold": flat(thr[None, :, None, None]),
+        "candidates": flat(k_vals[None, None, :, None]),
+        "inject": flat(i_vals[None, None, None, :]),
+    }
+    margins = []
+    for c in criteria:
+        value, passed, margin = verdicts[c.name]
+        cols[f"{c.name}_value"] = flat(value)
+        cols[f"{c.name}_pass"] = flat(passed)
+        cols[f"{c.name}_margin"] = flat(margin)
+        margins.append(cols[f"{c.name}_margin"])
+    facts = {
+        "flat": flat,
+        "room": room,
+        "labels": labels,
+        "has_current": has_current,
+        "thr": thr_b,
+        "current_final": current_final,
+        "current_inj": current_inj,
+        "injected_by_kind": injected_by_kind,
+        "t_injected": t_injected,
+        "stale_l": prep.stale_l,
+        "shape": shape,
+    }
+    for name in metrics:
+        cols.update(METRICS[name].columns(facts))
+    rows = n * n_h * n_k * n_i
+    cols["min_margin"] = reduce(np.minimum, margins) if margins else np.full(rows, np.inf)
+    # no criteria at all: nothing to fail
+    cols["feasible"] = reduce(np.logical_and, [cols[f"{c.name}_pass"] for c in criteria], np.ones(rows, bool))
+
+    if long:
+        cols = _long_columns(
+            cols,
+            prep,
+            labels,
+            masked,
+            i_max,
+            n_injected,
+            summary,
+            current_final,
+            current_inj,
+            t_injected,
+            thr_b,
+            shape,
+            _first_row(grid, chunk),
+        )
+    return cols
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A group of output columns, computed from the chunk's per-question facts."""
+
+    name: str
+    meaning: str
+    columns: Callable[[dict[str, Any]], dict[str, np.ndarray]]
+
+
+def _headroom(f: dict[str, Any]) -> dict[str, np.ndarray]:
+    return {"headroom": f["flat"](f["room"])}
+
+
+def _current(f: dict[str, Any]) -> dict[str, np.ndarray]:
+    out = {}
+    for q in np.flatnonzero(f["has_current"]):
+        qid = f["labels"].question_ids[q]
+        out[f"margin_{qid}"] = f["flat"](f["current_final"][..., q] - f["thr"])
+        out[f"injected_{qid}"] = f["flat"](f["current_inj"][..., q])
+    return out
+
+
+def _injected(f: dict[str, Any]) -> dict[str, np.ndarray]:
+    return {f"injected_{kind}": f["injected_by_kind"][k].ravel() for k, kind in enumerate(QUESTION_KINDS)}
+
+
+def _stale(f: dict[str, Any]) -> dict[str, np.ndarray]:
+    count = np.zeros(f["shape"], dtype=np.int64)
+    for l_idx in f["stale_l"]:
+        count += f["t_injected"][l_idx]
+    return {"stale_injected": count.ravel()}
+
+
+METRICS: dict[str, Metric] = {
+    m.name: m
+    for m in (
+        Metric("headroom", "threshold minus the best post-bonus score over the no-hit questions", _headroom),
+        Metric(
+            "current",
+            "per question with a current memory: margin_<id> (final minus threshold, NaN "
+            "when not a candidate) and injected_<id>",
+            _current,
+        ),
+        Metric("injected", "memories injected over the questions of each kind: injected_<kind>", _injected),
+        Metric("stale", "stale memories injected: stale_injected", _stale),
+    )
+}
+
+
+def check_metrics(names: Sequence[str] | None) -> tuple[str, ...]:
+    """The metric groups to compute (all when None), in registry order; unknown names are an error."""
+    if names is None:
+        return tuple(METRICS)
+    unknown = [n for n in names if n not in METRICS]
+    if unknown:
+        raise ValueError(f"unknown metric(s) {', '.join(unknown)}; available: {', '.join(METRICS)}")
+    return tuple(m for m in METRICS if m in names)
+
+
+def _long_columns(
+    cols,
+    prep,
+    labels,
+    masked,
+    i_max,
+    n_injected,
+    summary,
+    current_final,
+    current_inj,
+    t_injected,
+    thr_b,
+    shape,
+    first_row,
+) -> dict[str, np.ndarray]:
+    """One row per configuration and question, with the injected memories slot by slot."""
+    n_q = len(labels.question_ids)
+    full = (*shape, n_q)
+    stale_per_q = np.zeros(full, dtype=np.int64)
+    for l_idx in prep.stale_l:
+        stale_per_q[..., prep.tracked_q[l_idx]] += t_injected[l_idx]
+    rows = int(np.prod(shape))
+    config = np.arange(first_row, first_row + rows)
+    out = {
+        "config": np.repeat(config, n_q),
+        "question": np.tile(np.asarray(labels.question_ids, dtype=object), rows),
+        "kind": np.tile(np.asarray(labels.kinds, dtype=object), rows),
+        **{a: np.repeat(cols[a], n_q) for a in AXES},
+        "best_final": np.broadcast_to(summary.best_final, full).ravel(),
+        "current_final": np.broadcast_to(current_final, full).ravel(),
+        "current_margin": np.broadcast_to(current_final - thr_b[..., None], full).ravel(),
+        "current_injected": np.broadcast_to(current_inj, full).ravel(),
+        "injected": np.moveaxis(n_injected, 0, -1).ravel(),
+        "stale_injected": stale_per_q.ravel(),
+    }
+    # which memories, slot by slot (memory index in dataset order, -1 when empty): a stable sort
+    # on -final keeps candidate order among equal finals, the reference's tie rule
+    by_pos = masked.transpose(2, 3, 1, 0)  # (n, K, Q, P)
+    order = np.argsort(-by_pos, axis=-1, kind="stable")[..., :i_max]
+    top = np.take_along_axis(by_pos, order, axis=-1)
+    top_mem = prep.cand[np.arange(n_q)[None, None, :, None], order]  # (n, K, Q, i_max)
+    n_inj = np.moveaxis(n_injected, 0, -1)  # (n, H, K, I, Q)
+    for j in range(i_max):
+        filled = j < n_inj
+        out[f"slot_{j + 1}"] = np.where(filled, top_mem[:, None, :, None, :, j], -1).ravel()
+        out[f"slot_{j + 1}_final"] = np.where(filled, top[:, None, :, None, :, j], np.nan).ravel()
+    return out
+
+
+def _first_row(grid: Grid, chunk: Chunk) -> int:
+    per_pair = len(grid.threshold) * len(grid.candidates) * len(grid.inject)
+    return (chunk.b0 * len(grid.tau_days) + chunk.t0) * per_pair
+
+
+def plan_chunks(grid: Grid, chunk_rows: int) -> list[Chunk]:
+    """Rectangles of consecutive rows with about ``chunk_rows`` configurations each: several
+    bonus values with every tau, or, when one bonus row alone is too large, a range of taus."""
+    per_pair = len(grid.threshold) * len(grid.candidates) * len(grid.inject)
+    n_b, n_t = len(grid.bonus), len(grid.tau_days)
+    budget = max(1, chunk_rows // per_pair)  # (bonus, tau) pairs per chunk
+    if budget >= n_t:
+        step = budget // n_t
+        return [Chunk(b, min(b + step, n_b), 0, n_t) for b in range(0, n_b, step)]
+    return [Chunk(b, b + 1, t, min(t + budget, n_t)) for b in range(n_b) for t in range(0, n_t, budget)]
+
+
+def _frame(cols: dict[str, np.ndarray], grid: Grid, index_start: int, long: bool) -> pd.DataFrame:
+    import pandas as pd
+
+    df = pd.DataFrame(cols, copy=False)
+    if not long:
+        df.index = pd.RangeIndex(index_start, index_start + len(df), name="config")
+    df.attrs.update({"axes": list(AXES), "shape": list(grid.shape), "order": "C (inject fastest)"})
+    return df
+
+
+def sweep_chunks(
+    raw: np.ndarray,
+    ages: np.ndarray,
+    labels: Labels,
+    grid: Grid,
+    criteria: tuple[crit.Criterion, ...] | None = None,
+    *,
+    long: bool = False,
+    chunk_rows: int = 1 << 20,
+    progress: bool = False,
+    metrics: Sequence[str] | None = None,
+) -> Iterator[pd.DataFrame]:
+    """The sweep as consecutive DataFrames of about ``chunk_rows`` configurations each."""
+    n_mem = np.shape(ages)[-1]
+    if raw.ndim != 2 or raw.shape != (len(labels.question_ids), n_mem):
+        raise ValueError(f"score table has shape {raw.shape}, expected ({len(labels.question_ids)}, {n_mem})")
+    criteria = labels.criteria() if criteria is None else criteria
+    chosen = check_metrics(metrics)
+    prep = prepare(raw, ages, labels, grid)
+    chunks = plan_chunks(grid, chunk_rows)
+    bar = None
+    if progress and len(chunks) > 1:
+        from tqdm import tqdm
+
+        # disable=None: tqdm stays quiet when stderr is not a terminal (CI logs, papermill)
+        bar = tqdm(total=grid.size, unit="config", unit_scale=True, disable=None)
+    try:
+        per_pair = len(grid.threshold) * len(grid.candidates) * len(grid.inject)
+        for chunk in chunks:
+            cols = _evaluate_chunk(prep, labels, grid, criteria, chunk, long, chosen)
+            yield _frame(cols, grid, _first_row(grid, chunk), long)
+            if bar is not None:
+                bar.update(chunk.pairs() * per_pair)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def sweep(
+    raw: np.ndarray,
+    ages: np.ndarray,
+    labels: Labels,
+    grid: Grid,
+    criteria: tuple[crit.Criterion, ...] | None = None,
+    *,
+    long: bool = False,
+    chunk_rows: int = 1 << 20,
+    metrics: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Every configuration of the grid: one row each (or one per configuration and question).
+
+    Columns: the axes; per criterion ``<name>_value``, ``<name>_pass``, ``<name>_margin``;
+    ``headroom``; per question with a current memory ``margin_<id>`` (its final score minus the
+    threshold, NaN when it is not a candidate) and ``injected_<id>``; ``injected_<kind>`` (memories
+    injected over the questions of each kind); ``stale_injected``; ``min_margin`` (the smallest
+    criterion margin); ``feasible``.
+    """
+    import pandas as pd
+
+    frames = list(
+        sweep_chunks(raw, ages, labels, grid, criteria, long=long, chunk_rows=chunk_rows, metrics=metrics)
+    )
+    if len(frames) == 1:
+        return frames[0]
+    out = pd.concat(frames, ignore_index=long)
+    out.attrs.update(frames[0].attrs)
+    return out
+
+
+def sweep_dataset(
+    dataset: Dataset,
+    raw: np.ndarray,
+    grid: Grid,
+    criteria: tuple[crit.Criterion, ...] | None = None,
+    **kwargs: Any,
+) -> pd.DataFrame:
+    """``sweep`` with ages and labels taken from a dataset."""
+    criteria = crit.dataset_criteria(dataset) if criteria is None else criteria
+    raw = np.where(dataset.visible(), raw, np.nan)  # not retrievable before it was written
+    return sweep(raw, dataset.ages(), Labels.from_dataset(dataset), grid, criteria, **kwargs)
+
+
+def parse_axis(text: str, name: str = "value", integer: bool = False) -> tuple[float, ...] | tuple[int, ...]:
+    """``start:stop:step`` (stop included), a comma list, or one number."""
+    conv = int if integer else float
+    try:
+        if ":" in text:
+            parts = text.split(":")
+            if len(parts) != 3:
+                raise ValueError
+            start, stop, step = (conv(p) for p in parts)
+            if step <= 0 or stop < start:
+                raise ValueError(f"--{name}: '{text}' needs step > 0 and stop >= start")
+            n = math.floor((stop - start) / step + 1e-9) + 1
+            values = start + step * np.arange(n)
+            # round away binary noise (0.1 * 3 = 0.30000000000000004) for readable output
+            return tuple(int(v) for v in values) if integer else tuple(np.round(values, 12).tolist())
+        return tuple(conv(p) for p in text.split(","))
+    except ValueError as e:
+        if e.args and str(e.args[0]).startswith("--"):
+            raise
+        kind = "integer" if integer else "number"
+        raise ValueError(
+            f"--{name}: '{text}' is not start:stop:step (stop included), a comma list or a {kind}"
+        ) from None

@@ -1,0 +1,539 @@
+"""Datasets: memories and questions as frozen records, read through one validating loader.
+
+A dataset is a folder with ``dataset.json`` (``reference_date``, ``language``, optional
+``languages``, ``description``), ``memories.jsonl`` (``id``, ``date``, ``text``, optional
+``topic``, ``supersedes``, ``type``, ``pinned``) and ``questions.jsonl`` (``id``, ``text``,
+``kind``, ``relevant``, ``current``, ``stale``, optional ``date``: when the question is asked, and
+``time_range``: ``{"start": day, "end": day}``, the days it asks about as a tool call would pass
+them, which the time gate then uses instead of parsing the text).
+A second language is a second text field, ``text_<lang>``. The seed write-up's fixture ships as
+package data (``memlab/datasets/packaged/seed16``); ``load_dataset`` also takes any folder of that shape.
+
+Every problem is reported as ``file:line: field: problem`` and all problems of a dataset are
+reported together, so one run of the loader lists everything to fix.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+# time: the question names a time ("yesterday", 8月20日) and its current memory is the one from
+# then; ``stale`` lists same-topic memories from outside that time (the wrong day's lunch).
+QUESTION_KINDS = ("hit", "contradiction", "nohit", "time")
+MEMORY_SOURCES = ("seed", "reconstructed", "imported", "synthetic", "user")
+DEFAULT_DATASET = "seed16"
+
+
+class DatasetError(ValueError):
+    """A dataset failed validation; ``problems`` holds one ``file:line: field: problem`` each."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One stored memory: the date stays inside the embedded text and in the payload."""
+
+    id: str
+    date: datetime  # timezone-aware (UTC); a plain YYYY-MM-DD means midnight UTC
+    texts: Mapping[str, str]  # language -> "YYYY-MM-DD: fact sentence with an explicit subject"
+    topic: str
+    source: str
+    supersedes: str | None = None
+    note: str = ""
+    type: str = ""
+    pinned: bool = False
+
+    def text(self, lang: str) -> str:
+        try:
+            return self.texts[lang]
+        except KeyError:
+            raise ValueError(
+                f"memory {self.id!r} has no text in language {lang!r}; "
+                f"it has: {', '.join(sorted(self.texts))}"
+            ) from None
+
+
+@dataclass(frozen=True)
+class Question:
+    """One test question with its labels: which memories answer it and which must win."""
+
+    id: str
+    kind: str  # hit | contradiction | nohit | time
+    texts: Mapping[str, str]
+    relevant: tuple[str, ...] = ()
+    current: str | None = None  # the memory that must win (the newest true fact)
+    stale: tuple[str, ...] = ()  # older memories the current one replaces
+    source: str = "reconstructed"
+    note: str = ""
+    date: datetime | None = None  # when the question is asked; None: the dataset's reference date
+    # the days the question asks about, as an application's tool call would pass them (inclusive);
+    # None: the time gate parses the question's text instead
+    time_range: tuple[date, date] | None = None
+
+    def text(self, lang: str) -> str:
+        try:
+            return self.texts[lang]
+        except KeyError:
+            raise ValueError(
+                f"question {self.id!r} has no text in language {lang!r}; "
+                f"it has: {', '.join(sorted(self.texts))}"
+            ) from None
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    reference_date: datetime
+    languages: tuple[str, ...]
+    memories: tuple[Memory, ...]
+    questions: tuple[Question, ...]
+    description: str = ""
+    provenance: str = ""
+    path: Path | None = field(default=None, compare=False)
+    vectors: dict[str, Any] | None = field(default=None, compare=False)  # stored memory vectors
+    criteria: tuple[Any, ...] | None = field(default=None, compare=False)  # declared in dataset.json
+
+    @property
+    def memory_ids(self) -> tuple[str, ...]:
+        return tuple(m.id for m in self.memories)
+
+    @property
+    def question_ids(self) -> tuple[str, ...]:
+        return tuple(q.id for q in self.questions)
+
+    def memory(self, memory_id: str) -> Memory:
+        for m in self.memories:
+            if m.id == memory_id:
+                return m
+        raise KeyError(f"no memory {memory_id!r} in dataset {self.name!r}")
+
+    def question(self, question_id: str) -> Question:
+        for q in self.questions:
+            if q.id == question_id:
+                return q
+        raise KeyError(
+            f"no question {question_id!r} in dataset {self.name!r}; questions: {', '.join(self.question_ids)}"
+        )
+
+    def memory_dates(self) -> np.ndarray:
+        """Memory dates as ``datetime64[s]`` (UTC), in fixture order."""
+        return np.array([naive_utc(m.date) for m in self.memories], dtype="datetime64[s]")
+
+    def question_references(self, default: datetime | None = None) -> np.ndarray:
+        """When each question is asked (``datetime64[s]``): its own date, else ``default``
+        (the dataset's reference date unless given)."""
+        ref = default or self.reference_date
+        return np.array([naive_utc(q.date or ref) for q in self.questions], dtype="datetime64[s]")
+
+    def ages(self, default: datetime | None = None) -> np.ndarray:
+        """(questions, memories) fractional days from each memory's date to when each question is
+        asked; +inf for a memory written after the question (never retrievable, weight 0)."""
+        refs = self.question_references(default)
+        days = (refs[:, None] - self.memory_dates()[None, :]).astype(np.float64) / 86_400.0
+        return np.where(days >= 0, days, np.inf)
+
+    def visible(self, default: datetime | None = None) -> np.ndarray:
+        """(questions, memories): the memory exists when the question is asked."""
+        return self.question_references(default)[:, None] >= self.memory_dates()[None, :]
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+
+
+def naive_utc(when: datetime) -> datetime:
+    """The same instant as a naive UTC datetime (numpy's datetime64 has no time zones)."""
+    return when.astimezone(UTC).replace(tzinfo=None) if when.tzinfo else when
+
+
+def parse_datetime(value: Any) -> datetime:
+    """``YYYY-MM-DD`` (midnight UTC) or an ISO 8601 date-time; naive times are taken as UTC."""
+    if not isinstance(value, str):
+        raise ValueError(f"expected a date string like '2026-09-01', got {value!r}")
+    try:
+        if len(value) == 10:
+            d = date.fromisoformat(value)
+            return datetime(d.year, d.month, d.day, tzinfo=UTC)
+        dt = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a date (YYYY-MM-DD or ISO 8601)") from None
+    return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
+
+
+def dataset_dir(name_or_path: str | Path = DEFAULT_DATASET) -> Path:
+    """A packaged dataset by name (``seed16``) or a folder path."""
+    p = Path(name_or_path)
+    if p.is_dir():
+        return p
+    packaged = resources.files("memlab.datasets") / "packaged" / str(name_or_path)
+    if packaged.is_dir():
+        return Path(str(packaged))
+    available = sorted(d.name for d in (resources.files("memlab.datasets") / "packaged").iterdir() if d.is_dir())
+    raise FileNotFoundError(
+        f"no dataset {str(name_or_path)!r}: not a folder, and not a packaged dataset "
+        f"(packaged: {', '.join(available)})"
+    )
+
+
+def read_jsonl(path: Path, problems: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (line number, object) for each non-blank line; bad lines become problems."""
+    if not path.is_file():
+        problems.append(f"{path.name}: file missing in {path.parent}")
+        return
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                problems.append(f"{path.name}:{lineno}: invalid JSON: {e.msg}")
+                continue
+            if not isinstance(obj, dict):
+                problems.append(f"{path.name}:{lineno}: expected a JSON object")
+                continue
+            yield lineno, obj
+
+
+class _Record:
+    """Field access for one JSONL line that turns every mistake into a located problem."""
+
+    def __init__(self, fname: str, lineno: int, obj: dict[str, Any], problems: list[str]):
+        self.where = f"{fname}:{lineno}"
+        self.obj = obj
+        self.problems = problems
+
+    def problem(self, fieldname: str, text: str) -> None:
+        self.problems.append(f"{self.where}: {fieldname}: {text}")
+
+    def unknown_fields(self, allowed: set[str]) -> None:
+        for key in self.obj:
+            if key not in allowed:
+                self.problem(key, f"unknown field (allowed: {', '.join(sorted(allowed))})")
+
+    def text(self, fieldname: str, required: bool = True) -> str | None:
+        if fieldname not in self.obj or self.obj[fieldname] is None:
+            if required:
+                self.problem(fieldname, "missing")
+            return None
+        value = self.obj[fieldname]
+        if not isinstance(value, str):
+            self.problem(fieldname, f"expected a string, got {value!r}")
+            return None
+        if required and not value.strip():
+            self.problem(fieldname, "empty")
+            return None
+        return value
+
+    def date(self, fieldname: str, required: bool) -> datetime | None:
+        value = self.obj.get(fieldname)
+        if value is None:
+            if required:
+                self.problem(fieldname, "missing")
+            return None
+        try:
+            return parse_datetime(value)
+        except ValueError as e:
+            self.problem(fieldname, str(e))
+            return None
+
+    def day_range(self, fieldname: str) -> tuple[date, date] | None:
+        """``{"start": "YYYY-MM-DD", "end": "YYYY-MM-DD"}``, both days included."""
+        value = self.obj.get(fieldname)
+        if value is None:
+            return None
+        if not isinstance(value, dict) or set(value) != {"start", "end"}:
+            self.problem(fieldname, f'expected {{"start": "YYYY-MM-DD", "end": "YYYY-MM-DD"}}, got {value!r}')
+            return None
+        days = []
+        for k in ("start", "end"):
+            v = value[k]
+            if not isinstance(v, str) or len(v) != 10:
+                self.problem(fieldname, f"{k}: expected a day as YYYY-MM-DD, got {v!r}")
+                return None
+            try:
+                days.append(date.fromisoformat(v))
+            except ValueError as e:
+                self.problem(fieldname, f"{k}: {v} is not a calendar date ({e})")
+                return None
+        start, end = days
+        if start > end:
+            self.problem(fieldname, f"start {start} is after end {end}")
+            return None
+        return start, end
+
+    def unique_id(self, seen: dict[str, int], lineno: int) -> str | None:
+        """The record's ``id``, remembered in ``seen``; None (and a problem) if repeated."""
+        value = self.text("id")
+        if value is not None and value in seen:
+            self.problem("id", f"duplicate id {value!r} (first on line {seen[value]})")
+            return None
+        if value is not None:
+            seen[value] = lineno
+        return value
+
+    def ids(self, fieldname: str) -> tuple[str, ...]:
+        value = self.obj.get(fieldname, [])
+        if value is None:
+            return ()
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.problem(fieldname, f"expected a list of ids, got {value!r}")
+            return ()
+        return tuple(value)
+
+    def choice(self, fieldname: str, choices: tuple[str, ...], default: str | None = None):
+        value = self.obj.get(fieldname, default)
+        if value is None:
+            self.problem(fieldname, "missing")
+            return None
+        if value not in choices:
+            self.problem(fieldname, f"{value!r} is not one of {', '.join(choices)}")
+            return None
+        return value
+
+
+def _check_time_question(r, fields, time_range, current_date, current, asked) -> None:
+    """A time question's current memory must lie in the time it names: its ``time_range``, else
+    what ``memlab.datasets.timeparse`` reads in each language's text (give or take the gate's one-day
+    widening). Otherwise the gate can never find it, and the label, not the policy, is wrong."""
+    from memlab.datasets.timeparse import parse_time
+
+    day = current_date.astimezone(UTC).date()
+    if time_range is not None:
+        if not time_range[0] <= day <= time_range[1]:
+            r.problem(
+                "current", f"{current!r} is dated {day}, outside time_range {time_range[0]}..{time_range[1]}"
+            )
+        return
+    for lang, fname in fields.items():
+        text = r.obj.get(fname)
+        if not isinstance(text, str):
+            continue
+        named = parse_time(text, asked.astimezone(UTC).date())
+        if named is None:
+            r.problem(fname, "a time question must name a time memlab.datasets.timeparse reads, or give a time_range")
+        elif not named.start - timedelta(days=1) <= day <= named.end + timedelta(days=1):
+            r.problem(
+                "current",
+                f"{current!r} is dated {day}, outside the time its {lang} text names "
+                f"({named.start}..{named.end}, {named.matched!r})",
+            )
+
+
+_MEMORY_FIELDS = {"id", "date", "text", "topic", "supersedes", "type", "pinned", "source", "note"}
+_QUESTION_FIELDS = {
+    "id",
+    "text",
+    "kind",
+    "relevant",
+    "current",
+    "stale",
+    "date",
+    "time_range",
+    "source",
+    "note",
+}
+
+
+def text_field(lang: str, primary: str) -> str:
+    """The dataset's own language is ``text``; every other language is ``text_<lang>``."""
+    return "text" if lang == primary else f"text_{lang}"
+
+
+def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
+    """Load and validate a dataset folder; raise ``DatasetError`` listing every problem."""
+    root = dataset_dir(name_or_path)
+    problems: list[str] = []
+
+    meta_path = root / "dataset.json"
+    meta: dict[str, Any] = {}
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        problems.append(f"dataset.json: file missing in {root}")
+    except json.JSONDecodeError as e:
+        problems.append(f"dataset.json:{e.lineno}: invalid JSON: {e.msg}")
+    if not isinstance(meta, dict):
+        problems.append("dataset.json: expected a JSON object")
+        meta = {}
+    reference: datetime | None = None
+    if "reference_date" not in meta and meta_path.is_file():
+        problems.append("dataset.json: reference_date: missing")
+    elif "reference_date" in meta:
+        try:
+            reference = parse_datetime(meta["reference_date"])
+        except ValueError as e:
+            problems.append(f"dataset.json: reference_date: {e}")
+    primary = meta.get("language", "en")
+    languages = meta.get("languages", [primary])
+    languages = tuple(languages) if isinstance(languages, list) else ()
+    if not isinstance(primary, str) or not primary:
+        problems.append(f"dataset.json: language: expected a language code, got {primary!r}")
+        primary = "en"
+    valid = all(isinstance(x, str) and x for x in languages)
+    if not languages or not valid or primary not in languages:
+        problems.append(
+            f"dataset.json: languages: expected a list of codes including {primary!r}, "
+            f"got {list(languages)!r}"
+        )
+        languages = (primary,)
+    languages = (primary, *[x for x in languages if x != primary])
+    fields = {lang: text_field(lang, primary) for lang in languages}
+    # The seed's stored form keeps the date inside the embedded text (dropping it pushed an
+    # unrelated memory over the threshold); datasets imported from a device may not.
+    date_prefix = meta.get("date_prefix", True)
+    if not isinstance(date_prefix, bool):
+        problems.append(f"dataset.json: date_prefix: expected true or false, got {date_prefix!r}")
+        date_prefix = True
+
+    memories: list[Memory] = []
+    memory_lines: dict[str, int] = {}
+    memory_dates: dict[str, datetime] = {}
+    supersedes_refs: list[tuple[_Record, str]] = []
+    for lineno, obj in read_jsonl(root / "memories.jsonl", problems):
+        r = _Record("memories.jsonl", lineno, obj, problems)
+        r.unknown_fields(_MEMORY_FIELDS | set(fields.values()))
+        mid = r.unique_id(memory_lines, lineno)
+        when = r.date("date", required=True)
+        if when is not None and reference is not None and when > reference:
+            r.problem("date", f"{obj['date']} is after the reference date {meta['reference_date']}")
+        if mid is not None and when is not None:
+            memory_dates[mid] = when
+        texts = {}
+        for lang, fname in fields.items():
+            t = r.text(fname)
+            if t is None:
+                continue
+            # the date as written (a local time keeps its own calendar date, not the UTC one)
+            written = str(obj["date"])[:10] if when is not None else ""
+            if date_prefix and when is not None and not t.startswith(f"{written}: "):
+                r.problem(fname, f"must start with the date, as '{written}: ...'")
+            texts[lang] = t
+        topic = r.text("topic", required=False) or ""
+        mtype = r.text("type", required=False) or ""
+        pinned = obj.get("pinned", False)
+        if not isinstance(pinned, bool):
+            r.problem("pinned", f"expected true or false, got {pinned!r}")
+            pinned = False
+        source = r.choice("source", MEMORY_SOURCES, default="user")
+        sup = r.text("supersedes", required=False)
+        if sup is not None:
+            supersedes_refs.append((r, sup))
+        note = r.text("note", required=False) or ""
+        if mid is not None and when is not None and len(texts) == len(languages) and source:
+            memories.append(Memory(mid, when, texts, topic, source, sup, note, mtype, pinned))
+    for r, sup in supersedes_refs:
+        if sup not in memory_lines:
+            r.problem("supersedes", f"unknown memory id {sup!r}")
+
+    questions: list[Question] = []
+    question_lines: dict[str, int] = {}
+    for lineno, obj in read_jsonl(root / "questions.jsonl", problems):
+        r = _Record("questions.jsonl", lineno, obj, problems)
+        r.unknown_fields(_QUESTION_FIELDS | set(fields.values()))
+        qid = r.unique_id(question_lines, lineno)
+        kind = r.choice("kind", QUESTION_KINDS)
+        texts = {lang: t for lang, fname in fields.items() if (t := r.text(fname)) is not None}
+        if qid in QUESTION_KINDS:  # a sweep writes injected_<id> and injected_<kind> columns
+            r.problem("id", f"{qid!r} is reserved (a question kind): choose another id")
+        asked = r.date("date", required=False)
+        time_range = r.day_range("time_range")
+        asked_day = (asked or reference).astimezone(UTC).date() if (asked or reference) else None
+        if time_range is not None and asked_day is not None and time_range[1] > asked_day:
+            r.problem("time_range", f"ends {time_range[1]}, after the question is asked ({asked_day})")
+        if asked is not None and reference is not None and asked > reference:
+            r.problem("date", f"{obj['date']} is after the reference date {meta['reference_date']}")
+        relevant, stale = r.ids("relevant"), r.ids("stale")
+        current = r.text("current", required=False)
+        for fname, ids in (("relevant", relevant), ("stale", stale), ("current", (current,))):
+            for ref in ids:
+                if ref is None:
+                    continue
+                if ref not in memory_lines:
+                    r.problem(fname, f"unknown memory id {ref!r}")
+                elif asked is not None and ref in memory_dates and memory_dates[ref] > asked:
+                    r.problem(
+                        fname,
+                        f"{ref!r} is dated after the question ({obj['date']}), so it cannot be retrieved",
+                    )
+        if kind == "nohit" and (relevant or current or stale):
+            r.problem("kind", "a nohit question has no relevant, current or stale memories")
+        if kind == "contradiction" and (current is None or not stale):
+            r.problem("kind", "a contradiction question needs a current and a stale memory")
+        if kind == "time" and current is None:
+            r.problem("kind", "a time question needs a current memory (the one from the time it names)")
+        if kind == "time" and current in memory_dates and (asked or reference) is not None:
+            _check_time_question(r, fields, time_range, memory_dates[current], current, asked or reference)
+        if current is not None and current in stale:
+            r.problem("current", f"{current!r} is also listed as stale")
+        source = r.choice("source", MEMORY_SOURCES, default="user")
+        note = r.text("note", required=False) or ""
+        if qid is not None and kind and len(texts) == len(languages) and source:
+            questions.append(
+                Question(qid, kind, texts, relevant, current, stale, source, note, asked, time_range)
+            )
+
+    if not problems and not memories:
+        problems.append("memories.jsonl: no memories")
+    if not problems and not questions:
+        problems.append("questions.jsonl: no questions")
+    # declared criteria are checked once the questions are sound (no cascade of follow-on errors)
+    criteria = None if problems else _declared_criteria(meta.get("criteria"), question_lines, problems)
+    if problems:
+        raise DatasetError([f"{root}/{p}" if not p.startswith("/") else p for p in problems])
+    if reference is None:  # unreachable: a missing reference date is a problem above
+        raise DatasetError([f"{root}/dataset.json: reference_date: missing"])
+    return Dataset(
+        name=str(meta.get("name", root.name)),
+        reference_date=reference,
+        languages=languages,
+        memories=tuple(memories),
+        questions=tuple(questions),
+        description=str(meta.get("description", "")),
+        provenance=str(meta.get("provenance", "")),
+        path=root,
+        vectors=meta.get("vectors"),
+        criteria=criteria,
+    )
+
+
+def _declared_criteria(
+    items: Any, question_ids: dict[str, int], problems: list[str]
+) -> tuple[Any, ...] | None:
+    """``criteria`` in dataset.json: a list of {name, kind, question, description}."""
+    from memlab.core.criteria import Criterion
+
+    if items is None:
+        return None
+    if not isinstance(items, list) or not items:
+        problems.append("dataset.json: criteria: expected a non-empty list")
+        return None
+    out = []
+    for i, item in enumerate(items, start=1):
+        where = f"dataset.json: criteria[{i}]"
+        if not isinstance(item, dict) or not item.get("name") or not item.get("kind"):
+            problems.append(f"{where}: expected an object with name and kind")
+            continue
+        q = item.get("question")
+        if q is not None and not isinstance(q, str):
+            problems.append(f"{where}: question: expected a question id, got {q!r}")
+            continue
+        if q is not None and q not in question_ids:
+            problems.append(f"{where}: question: unknown question id {q!r}")
+            continue
+        try:
+            out.append(Criterion(item["name"], item["kind"], q, item.get("description", "")))
+        except ValueError as e:
+            problems.append(f"{where}: {e}")
+    return tuple(out)

@@ -1,0 +1,195 @@
+"""Import an existing Qdrant collection as a memlab dataset, without re-embedding.
+
+``import_qdrant`` reads every point's vector and payload (a date field and a text field),
+checks them all, and writes a dataset folder: ``dataset.json`` (recording the vectors' file,
+dimension and model), ``memories.jsonl``, ``vectors.npy`` (one row per memory, in file order)
+and ``questions.jsonl`` (copied from ``questions`` when given; otherwise empty, to be filled).
+Problems are reported together as ``collection NAME: point ID: field: problem`` and nothing is
+written; the folder appears whole or not at all.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memlab.datasets.model import DatasetError, parse_datetime
+from memlab.output.io import write_folder_atomically
+
+
+def _parse_date(value: Any) -> datetime:
+    if isinstance(value, int | float) and not isinstance(value, bool):  # epoch seconds
+        from datetime import UTC
+
+        return datetime.fromtimestamp(float(value), tz=UTC)
+    return parse_datetime(value)
+
+
+def import_qdrant(
+    *,
+    collection: str,
+    date_field: str,
+    text_field: str,
+    out: str | Path,
+    path: str | None = None,
+    url: str | None = None,
+    vector_name: str | None = None,
+    model: str | None = None,
+    questions: str | Path | None = None,
+    reference_date: str | None = None,
+    language: str = "en",
+    progress: bool = False,
+) -> Path:
+    from qdrant_client import QdrantClient
+
+    if bool(path) == bool(url):
+        raise ValueError("give exactly one of --path (local Qdrant folder) or --url (Qdrant server)")
+    out = Path(out)
+    if out.exists() and any(out.iterdir()):
+        raise FileExistsError(f"{out} exists and is not empty: choose a new folder")
+    client = QdrantClient(path=path) if path else QdrantClient(url=url)
+    try:
+        if not client.collection_exists(collection):
+            names = ", ".join(sorted(c.name for c in client.get_collections().collections)) or "none"
+            raise ValueError(f"no collection {collection!r} (collections: {names})")
+        vectors_cfg = client.get_collection(collection).config.params.vectors
+        named = isinstance(vectors_cfg, dict)
+        if named:
+            if vector_name is None:
+                if len(vectors_cfg) != 1:
+                    raise ValueError(
+                        f"collection {collection!r} has named vectors "
+                        f"{', '.join(sorted(vectors_cfg))}: pass --vector-name"
+                    )
+                vector_name = next(iter(vectors_cfg))
+            if vector_name not in vectors_cfg:
+                raise ValueError(
+                    f"collection {collection!r} has no vector {vector_name!r} "
+                    f"(it has: {', '.join(sorted(vectors_cfg))})"
+                )
+            dim = vectors_cfg[vector_name].size
+        else:
+            if vector_name is not None:
+                raise ValueError(f"collection {collection!r} has one unnamed vector: drop --vector-name")
+            dim = vectors_cfg.size
+        points = _scroll_all(client, collection, vector_name if named else None, progress)
+    finally:
+        client.close()
+
+    where = f"collection {collection}"
+    problems: list[str] = []
+    rows, vecs = [], []
+    for p in points:
+        pid = str(p.id)
+        payload = p.payload or {}
+        vector = p.vector.get(vector_name) if isinstance(p.vector, dict) else p.vector
+        if date_field not in payload:
+            problems.append(f"{where}: point {pid}: {date_field}: missing")
+            continue
+        try:
+            when = _parse_date(payload[date_field])
+        except (ValueError, OverflowError, OSError) as e:
+            problems.append(f"{where}: point {pid}: {date_field}: {e}")
+            continue
+        text = payload.get(text_field)
+        if not isinstance(text, str) or not text.strip():
+            problems.append(f"{where}: point {pid}: {text_field}: missing or not text")
+            continue
+        if vector is None or len(vector) != dim:
+            problems.append(
+                f"{where}: point {pid}: vector: expected {dim} dimensions, "
+                f"got {None if vector is None else len(vector)}"
+            )
+            continue
+        if not all(math.isfinite(x) for x in vector):
+            problems.append(f"{where}: point {pid}: vector: contains NaN or infinity")
+            continue
+        rows.append(
+            {"id": pid, "date": when.isoformat().replace("+00:00", "Z"), "text": text, "source": "imported"}
+        )
+        vecs.append(vector)
+    if not points:
+        problems.append(f"{where}: no points")
+    if problems:
+        raise DatasetError(problems)
+
+    latest = max(parse_datetime(r["date"]) for r in rows)
+    if reference_date is not None:
+        try:
+            ref = parse_datetime(reference_date)
+        except ValueError as e:
+            raise ValueError(f"--reference-date: {e}") from None
+        if ref < latest:
+            raise ValueError(
+                f"--reference-date {reference_date} is before the newest memory ({latest.isoformat()})"
+            )
+    meta = {
+        "name": collection,
+        "reference_date": reference_date or latest.isoformat().replace("+00:00", "Z"),
+        "language": language,
+        "description": f"imported from Qdrant collection {collection!r} ({len(rows)} memories)",
+        "provenance": f"{'path ' + str(path) if path else 'url ' + str(url)}; date field {date_field!r}, "
+        f"text field {text_field!r}" + (f", vector {vector_name!r}" if vector_name else ""),
+        "date_prefix": False,
+        "vectors": {"file": "vectors.npy", "dim": dim, "model": model, "order": "memories.jsonl"},
+    }
+    # the folder appears whole or not at all; with questions, it must load (they must fit)
+    buf = io.BytesIO()
+    np.save(buf, np.asarray(vecs, dtype=np.float32))
+    files: dict[str, str | bytes] = {
+        "dataset.json": json.dumps(meta, indent=2, ensure_ascii=False) + "\n",
+        "memories.jsonl": "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
+        "vectors.npy": buf.getvalue(),
+        "questions.jsonl": Path(questions).read_bytes() if questions is not None else "",
+    }
+    from memlab.datasets.model import load_dataset
+
+    write_folder_atomically(out, files, check=load_dataset if questions is not None else None)
+    return out
+
+
+def _scroll_all(client, collection: str, vector_name: str | None, progress: bool) -> list:
+    total = client.count(collection, exact=True).count
+    bar = None
+    if progress and total > 1000:
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, unit="point", disable=None)
+    points, offset = [], None
+    while True:
+        batch, offset = client.scroll(
+            collection,
+            limit=1000,
+            offset=offset,
+            with_payload=True,
+            with_vectors=[vector_name] if vector_name else True,
+        )
+        points.extend(batch)
+        if bar is not None:
+            bar.update(len(batch))
+        if offset is None:
+            break
+    if bar is not None:
+        bar.close()
+    return points
+
+
+def stored_vectors(dataset) -> np.ndarray:
+    """The memory vectors kept beside an imported dataset, checked against its memories."""
+    spec = dataset.vectors or {}
+    path = Path(dataset.path) / spec.get("file", "vectors.npy")
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: the dataset's stored vectors are missing")
+    vecs = np.load(path)
+    if vecs.ndim != 2 or len(vecs) != len(dataset.memories):
+        raise ValueError(f"{path}: {vecs.shape} vectors for {len(dataset.memories)} memories")
+    if not np.isfinite(vecs).all():
+        raise ValueError(f"{path}: contains NaN or infinity")
+    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+    return vecs / np.where(norms == 0, 1, norms)

@@ -1,0 +1,136 @@
+"""What a notebook writes: tables and figures under its output folder, listed in report.json.
+
+A notebook makes one ``Report(out_dir, fig_formats)``, calls ``table`` and ``figure`` for each
+result, and ``finish`` at the end. ``memlab run`` reads ``report.json`` to build its index page.
+
+Under ``memlab run`` (``MEMLAB_DEFER_STATIC=1`` in the kernel's environment) PNG and SVG are
+left to the runner, which makes them for the whole batch with one kaleido browser.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memlab.output.figures import STATIC_FORMATS, export_figure, export_static_batch, static_export
+from memlab.output.io import atomic_write_bytes, atomic_write_text
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import plotly.graph_objects as go
+
+TABLE_FORMATS = ("parquet", "csv", "json")
+
+
+def _json_default(x: Any) -> Any:
+    if hasattr(x, "item"):
+        return x.item()
+    if hasattr(x, "tolist"):
+        return x.tolist()
+    return str(x)
+
+
+class Report:
+    def __init__(
+        self,
+        out_dir: str | Path,
+        fig_formats: list[str] | tuple[str, ...] = ("html", "png"),
+        table_formats: tuple[str, ...] = ("parquet", "json"),
+    ):
+        self.out_dir = Path(out_dir)
+        self.fig_formats = [f for f in fig_formats if f != "json"]
+        bad = [f for f in self.fig_formats if f not in ("html", "png", "svg")]
+        if bad:
+            raise ValueError(f"unknown figure format(s) {bad}; available: html, png, svg")
+        bad = [f for f in table_formats if f not in TABLE_FORMATS]
+        if bad:
+            raise ValueError(f"unknown table format(s) {bad}; available: {', '.join(TABLE_FORMATS)}")
+        self.table_formats = table_formats
+        self.entries: list[dict[str, Any]] = []
+        self.deferred = os.environ.get("MEMLAB_DEFER_STATIC") == "1"
+        (self.out_dir / "figures").mkdir(parents=True, exist_ok=True)
+        (self.out_dir / "tables").mkdir(parents=True, exist_ok=True)
+
+    def table(self, name: str, df: pd.DataFrame, caption: str = "") -> pd.DataFrame:
+        """Write a table as parquet and JSON (records) under tables/; returns it for display."""
+        check_name(name)
+        files = []
+        for fmt in self.table_formats:
+            path = self.out_dir / "tables" / f"{name}.{fmt}"
+            if fmt == "parquet":
+                import io
+
+                buf = io.BytesIO()
+                df.to_parquet(buf, index=False)
+                atomic_write_bytes(path, buf.getvalue())
+            elif fmt == "csv":
+                atomic_write_text(path, df.to_csv(index=False))
+            else:
+                records = json.loads(df.to_json(orient="records", double_precision=15))
+                atomic_write_text(path, json.dumps(records, indent=1, ensure_ascii=False) + "\n")
+            files.append(str(path.relative_to(self.out_dir)))
+        self.entries.append(
+            {"type": "table", "name": name, "caption": caption, "files": files, "rows": len(df)}
+        )
+        return df
+
+    def figure(self, name: str, fig: go.Figure, caption: str = "") -> go.Figure:
+        """Write a figure under figures/ (HTML always; PNG/SVG now, or by the runner)."""
+        check_name(name)
+        stem = self.out_dir / "figures" / name
+        formats = ["html"] if self.deferred else self.fig_formats
+        written = export_figure(fig, stem, formats)
+        self.entries.append(
+            {
+                "type": "figure",
+                "name": name,
+                "caption": caption or (fig.layout.title.text or name),
+                "files": [str(p.relative_to(self.out_dir)) for p in written],
+                "static": [f for f in self.fig_formats if f in STATIC_FORMATS],
+            }
+        )
+        return fig
+
+    def value(self, name: str, value: Any, caption: str = "") -> Any:
+        """A single named result (a chosen configuration, a headroom...)."""
+        self.entries.append({"type": "value", "name": name, "caption": caption, "value": value})
+        return value
+
+    def finish(self, parameters: dict[str, Any] | None = None) -> Path:
+        """Write report.json listing everything this notebook wrote."""
+        doc = {"parameters": parameters or {}, "entries": self.entries}
+        return atomic_write_text(
+            self.out_dir / "report.json",
+            json.dumps(doc, indent=2, default=_json_default, ensure_ascii=False) + "\n",
+        )
+
+
+def safe_name(text: str) -> str:
+    """A file-name part from free text (a dataset's name or folder): letters, digits, . _ -."""
+    return re.sub(r"[^\w.-]+", "_", text).strip("._") or "_"
+
+
+def check_name(name: str) -> None:
+    """Tables and figures are files directly under tables/ and figures/: no paths."""
+    if safe_name(name) != name:
+        raise ValueError(f"report entry name {name!r} is not a plain file name; use safe_name()")
+
+
+def export_deferred(out_dirs: list[Path]) -> list[Path]:
+    """Make the PNG/SVG every report under ``out_dirs`` asked for, with one kaleido browser."""
+    jobs: dict[tuple[str, ...], list[Path]] = {}
+    for d in out_dirs:
+        report = d / "report.json"
+        if not report.is_file():
+            continue
+        for e in json.loads(report.read_text(encoding="utf-8"))["entries"]:
+            if e["type"] == "figure" and e.get("static"):
+                jobs.setdefault(tuple(e["static"]), []).append(d / "figures" / f"{e['name']}.json")
+    written: list[Path] = []
+    with static_export():  # one browser for every group
+        for formats, files in jobs.items():
+            written += export_static_batch(files, formats)
+    return written

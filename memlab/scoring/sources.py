@@ -1,0 +1,212 @@
+"""Score sources: where the raw cosine between each question and each memory comes from.
+
+A source returns a ``ScoreTable``: raw cosine, question x memory, with NaN where a pair is
+unknown (the published numbers are sparse: an unknown pair is missing, never zero).
+
+Sources are a registry (``SOURCES``): ``published`` (the seed's own numbers), ``embedded``
+(embed the dataset text with a sentence-transformers model, store it in Qdrant and score).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memlab.datasets.model import Dataset, DatasetError, _Record, read_jsonl
+
+
+@dataclass(frozen=True)
+class ScoreTable:
+    question_ids: tuple[str, ...]
+    memory_ids: tuple[str, ...]
+    raw: np.ndarray  # float64, shape (questions, memories), NaN = unknown
+    source: str
+    details: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        shape = (len(self.question_ids), len(self.memory_ids))
+        if self.raw.shape != shape:
+            raise ValueError(f"score table has shape {self.raw.shape}, expected {shape}")
+
+    def row(self, question_id: str) -> np.ndarray:
+        return self.raw[self.question_ids.index(question_id)]
+
+    def retrievable(self, dataset: Dataset, default_reference=None) -> np.ndarray:
+        """Raw scores with NaN where the memory did not exist yet when the question was asked."""
+        return np.where(dataset.visible(default_reference), self.raw, np.nan)
+
+
+# ---------------------------------------------------------------------------------------------
+# published: the numbers the seed write-up states (Qwen3-Embedding-0.6B, 256 dimensions)
+
+
+@dataclass(frozen=True)
+class PublishedScore:
+    question: str
+    memory: str
+    raw: float
+    stated: dict[str, float]  # the seed's own numbers for this pair (raw, bonus, final, maxima)
+    table: str  # which table of the seed states them
+    inferred: tuple[str, ...]  # what had to be inferred: memory identity, date, raw
+    note: str = ""
+
+
+_PUBLISHED_FIELDS = {"question", "memory", "raw", "stated", "table", "inferred", "note"}
+_INFERABLE = ("memory", "date", "raw")
+
+
+def load_published(dataset: Dataset) -> list[PublishedScore]:
+    """Read ``published_scores.jsonl`` beside the dataset, checking every id it names."""
+    if dataset.path is None or not (dataset.path / "published_scores.jsonl").is_file():
+        raise FileNotFoundError(
+            f"dataset {dataset.name!r} has no published_scores.jsonl: source 'published' is only "
+            "available for the seed fixture (use --source embedded)"
+        )
+    problems: list[str] = []
+    rows: list[PublishedScore] = []
+    seen: dict[tuple[str, str], int] = {}
+    for lineno, obj in read_jsonl(dataset.path / "published_scores.jsonl", problems):
+        r = _Record("published_scores.jsonl", lineno, obj, problems)
+        r.unknown_fields(_PUBLISHED_FIELDS)
+        q, m = r.text("question"), r.text("memory")
+        if q is not None and q not in dataset.question_ids:
+            r.problem("question", f"unknown question id {q!r}")
+            q = None
+        if m is not None and m not in dataset.memory_ids:
+            r.problem("memory", f"unknown memory id {m!r}")
+            m = None
+        raw = obj.get("raw")
+        if not isinstance(raw, int | float) or isinstance(raw, bool) or not -1 <= raw <= 1:
+            r.problem("raw", f"expected a cosine in [-1, 1], got {raw!r}")
+            raw = None
+        inferred = r.ids("inferred")
+        for item in inferred:
+            if item not in _INFERABLE:
+                r.problem("inferred", f"{item!r} is not one of {', '.join(_INFERABLE)}")
+        stated = obj.get("stated", {})
+        if not isinstance(stated, dict):
+            r.problem("stated", f"expected an object, got {stated!r}")
+            stated = {}
+        if q is not None and m is not None:
+            if (q, m) in seen:
+                r.problem("memory", f"pair ({q}, {m}) already given on line {seen[q, m]}")
+                continue
+            seen[q, m] = lineno
+        if q is not None and m is not None and raw is not None:
+            rows.append(
+                PublishedScore(
+                    q,
+                    m,
+                    float(raw),
+                    dict(stated),
+                    r.text("table") or "",
+                    tuple(inferred),
+                    r.text("note", required=False) or "",
+                )
+            )
+    if problems:
+        raise DatasetError([f"{dataset.path}/{p}" for p in problems])
+    return rows
+
+
+def published_scores(dataset: Dataset, **_: Any) -> ScoreTable:
+    """The seed's published raw scores as a sparse table: unknown pairs are NaN."""
+    rows = load_published(dataset)
+    raw = np.full((len(dataset.questions), len(dataset.memories)), np.nan)
+    for s in rows:
+        raw[dataset.question_ids.index(s.question), dataset.memory_ids.index(s.memory)] = s.raw
+    meta = json.loads((Path(dataset.path or ".") / "published.json").read_text(encoding="utf-8"))
+    return ScoreTable(
+        dataset.question_ids,
+        dataset.memory_ids,
+        raw,
+        "published",
+        {"model": meta.get("model", ""), "pairs": len(rows)},
+    )
+
+
+def embedded_scores(
+    dataset: Dataset,
+    *,
+    lang: str = "en",
+    model: str | None = None,
+    truncate_dim: int | None = None,
+    qdrant_path: str | None = None,
+    qdrant_url: str | None = None,
+    cache_dir: str | Path | None = None,
+    progress: bool = False,
+    **_: Any,
+) -> ScoreTable:
+    """Embed the dataset (cached), store the memories in Qdrant and read every raw cosine back."""
+    from memlab.scoring.embeddings import Embedder
+    from memlab.scoring.store import MemoryStore
+
+    if lang not in dataset.languages:
+        raise ValueError(
+            f"dataset {dataset.name!r} has no language {lang!r}; it has: {', '.join(dataset.languages)}"
+        )
+    if dataset.vectors:  # imported: the memory vectors are kept as stored, only questions are embedded
+        from memlab.scoring.embeddings import resolve_model
+        from memlab.datasets.qdrant_import import stored_vectors
+
+        made_with = dataset.vectors.get("model")
+        if model is None and made_with is None:
+            raise ValueError(
+                f"dataset {dataset.name!r} keeps vectors from an unrecorded model: pass --model, "
+                "the model that made them, to embed the questions alike"
+            )
+        if (
+            model is not None
+            and made_with is not None
+            and resolve_model(model)[1] != resolve_model(made_with)[1]
+        ):
+            raise ValueError(
+                f"dataset {dataset.name!r} keeps vectors made with {made_with!r}; questions would be "
+                f"embedded with {model!r}: pass --model {made_with}"
+            )
+        embedder = Embedder(
+            model or made_with, truncate_dim=truncate_dim, cache_dir=cache_dir, progress=progress
+        )
+        mem_vecs = stored_vectors(dataset)
+        q_vecs = embedder.encode_queries([q.text(lang) for q in dataset.questions])
+        if q_vecs.shape[1] != mem_vecs.shape[1]:
+            raise ValueError(
+                f"questions embed to {q_vecs.shape[1]} dimensions with {embedder.model_id}, "
+                f"but the stored memory vectors have {mem_vecs.shape[1]}"
+            )
+    else:
+        embedder = Embedder(model, truncate_dim=truncate_dim, cache_dir=cache_dir, progress=progress)
+        mem_vecs = embedder.encode_documents([m.text(lang) for m in dataset.memories])
+        q_vecs = embedder.encode_queries([q.text(lang) for q in dataset.questions])
+    store = MemoryStore.from_dataset(dataset, mem_vecs, lang=lang, path=qdrant_path, url=qdrant_url)
+    raw = store.score_table(q_vecs)
+    return ScoreTable(
+        dataset.question_ids,
+        dataset.memory_ids,
+        raw,
+        "embedded",
+        {
+            "model": embedder.model_id,
+            "dim": int(mem_vecs.shape[1]),
+            "lang": lang,
+            "models_loaded": embedder.loads,
+        },
+    )
+
+
+ScoreSource = Callable[..., ScoreTable]
+SOURCES: dict[str, ScoreSource] = {"published": published_scores, "embedded": embedded_scores}
+
+
+def load_scores(source: str, dataset: Dataset, **options: Any) -> ScoreTable:
+    """Scores from a named source (see ``SOURCES``)."""
+    try:
+        fn = SOURCES[source]
+    except KeyError:
+        raise ValueError(f"unknown score source {source!r}; available: {', '.join(SOURCES)}") from None
+    return fn(dataset, **options)

@@ -1,0 +1,358 @@
+"""Memory policies from the seed systems, as registries of small functions over arrays.
+
+Write side (``WRITE_POLICIES``): which facts enter the store, and which stored ones a new fact
+retires. A write policy sees what a real system sees: each fact's embedding, its extractor key
+(filed topic, type) and its position in time, never the generator's ground-truth value.
+
+- ``store-everything``: every fact is stored.
+- ``dedup``: a fact whose cosine to a stored one is at or above ``duplicate_cosine`` is skipped
+  (seed 004's novelty gate: it cannot tell a correction from a repeat).
+- ``contradiction-aware``: a fact filed under the same key as an active memory is a repeat if it
+  is that close to one of them (skipped), else a contradiction: it is stored and retires them,
+  even though it is not novel (seed 004's fix). Other facts go through the ``dedup`` test. A
+  retired memory is forgotten: no read system sees it again.
+
+Read side (``READ_SYSTEMS``): each system turns a scene (queries, the visible store, its
+timestamps) into one score per (configuration, budget, query, memory); ``-inf`` means "never
+packed". Then ``pack`` fills the token budget greedily in score order.
+
+- ``no-memory``: an empty context.
+- ``full-history``: newest first until the budget is full.
+- ``top-k``: the ``k`` highest raw cosines.
+- ``recency-spec``: the seed's spec (``memlab.core.spec``): top ``candidates`` by cosine, plus
+  ``bonus * exp(-age / tau)``, kept at or above ``threshold``, the first ``inject``.
+- ``multi-factor``: seed 001's ``alpha*cosine + beta*recency + gamma*salience + delta*prior``,
+  with per-type half-lives, pinned types and reinforce-on-recall.
+- ``supersession``: the tuned multi-factor score, with memories superseded by a newer one of the
+  same key, or of the same type at cosine >= ``supersede_cosine`` (paraphrases filed under another
+  topic), pushed down by ``retired_penalty`` (``inf``: excluded).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from memlab.core.spec import recency_weight, rescore
+
+# Per-type half-lives of salience (days) and the type prior. Preferences are pinned: a user's
+# stated taste does not fade because it was not mentioned for a while (seed 001).
+TYPE_HALF_LIFE_DAYS = {"profile": 180.0, "preference": np.inf, "routine": 60.0, "event": 14.0}
+PINNED_TYPES = tuple(t for t, h in TYPE_HALF_LIFE_DAYS.items() if np.isinf(h))
+TYPE_PRIOR = {"profile": 1.0, "preference": 1.0, "routine": 0.8, "event": 0.2}
+TYPE_ORDER = tuple(TYPE_HALF_LIFE_DAYS)
+
+
+# ---------------------------------------------------------------------------------------------
+# formulas
+
+
+def half_life_decay(age_days: np.ndarray | float, half_life_days: np.ndarray | float) -> np.ndarray:
+    """``0.5 ** (age / half_life)``: 1 at age 0, 0.5 at one half-life; 1 forever when pinned (inf)."""
+    return np.power(0.5, np.asarray(age_days, dtype=np.float64) / half_life_days)
+
+
+def effective_salience(
+    salience: np.ndarray | float, days_since_access: np.ndarray | float, half_life_days: np.ndarray | float
+) -> np.ndarray:
+    """Salience faded since the memory was last written or recalled (seed 001's graded decay)."""
+    return salience * half_life_decay(days_since_access, half_life_days)
+
+
+def reinforce(last_access: np.ndarray, recalled: np.ndarray, when: float) -> np.ndarray:
+    """Reinforce-on-recall: a recalled memory's last access becomes ``when`` (never moves back)."""
+    return np.where(recalled, np.maximum(last_access, when), last_access)
+
+
+def multi_factor_score(cosine, recency, salience, prior, alpha, beta, gamma, delta) -> np.ndarray:
+    """``alpha*cosine + beta*recency + gamma*salience + delta*prior`` (seed 001)."""
+    return alpha * cosine + beta * recency + gamma * salience + delta * prior
+
+
+def superseded(
+    visible: np.ndarray,
+    newer_same_key: np.ndarray,
+    newer_same_type: np.ndarray,
+    cosine: np.ndarray,
+    threshold: np.ndarray | float,
+) -> np.ndarray:
+    """Which memories a newer visible one supersedes: same (topic, type) key, or same type at
+    cosine >= ``threshold`` (the pass for paraphrases filed under another topic).
+
+    ``newer_*[i, j]``: memory j is newer than i and shares i's key / type; ``cosine`` is (M, M).
+    ``threshold`` may be an array of shape (C,): the result is then (C, M).
+    """
+    thr = np.asarray(threshold, dtype=np.float64)[..., None, None]
+    by = newer_same_key | (newer_same_type & (cosine >= thr))
+    return (by & visible).any(axis=-1)
+
+
+def pack(scores: np.ndarray, tokens: np.ndarray, budget: np.ndarray | float) -> np.ndarray:
+    """Greedy packing: memories in score order (ties: earlier memory first) while the running token
+    count stays within ``budget``; packing stops at the first memory that does not fit.
+
+    ``scores`` is (..., M) with ``-inf`` for memories that may not be packed; ``budget`` broadcasts
+    against ``scores.shape[:-1]``. Returns a boolean mask of packed memories, shaped like
+    ``scores`` broadcast with the budget.
+    """
+    order = np.argsort(-scores, axis=-1, kind="stable")
+    packable = np.isfinite(np.take_along_axis(scores, order, axis=-1))
+    used = np.cumsum(np.where(packable, tokens[order], 0), axis=-1)
+    keep = packable & (used <= np.asarray(budget)[..., None])
+    out = np.zeros(keep.shape, dtype=bool)
+    np.put_along_axis(out, np.broadcast_to(order, keep.shape), keep, axis=-1)
+    return out
+
+
+def rank_within(values: np.ndarray) -> np.ndarray:
+    """0 for the highest value along the last axis, 1 for the next...; ties by position."""
+    order = np.argsort(-values, axis=-1, kind="stable")
+    ranks = np.empty_like(order)
+    np.put_along_axis(ranks, order, np.arange(values.shape[-1]), axis=-1)
+    return ranks
+
+
+# ---------------------------------------------------------------------------------------------
+# write policies
+
+
+class WriteResult(NamedTuple):
+    admitted: np.ndarray  # (M,) bool: the fact was stored
+    forgotten_by: np.ndarray  # (M,) int: the fact whose write retired it; M: never
+
+
+def _store_everything(cosine: np.ndarray, key: np.ndarray) -> WriteResult:
+    m = len(key)
+    return WriteResult(np.ones(m, dtype=bool), np.full(m, m))
+
+
+def _dedup(cosine: np.ndarray, key: np.ndarray, duplicate_cosine: float) -> WriteResult:
+    m = len(key)
+    admitted = np.zeros(m, dtype=bool)
+    for i in range(m):
+        admitted[i] = not (cosine[i, :i][admitted[:i]] >= duplicate_cosine).any()
+    return WriteResult(admitted, np.full(m, m))
+
+
+def _contradiction_aware(cosine: np.ndarray, key: np.ndarray, duplicate_cosine: float) -> WriteResult:
+    m = len(key)
+    admitted = np.zeros(m, dtype=bool)
+    forgotten_by = np.full(m, m)
+    for i in range(m):
+        active = admitted[:i] & (forgotten_by[:i] == m)
+        same = active & (key[:i] == key[i])
+        if same.any():
+            if (cosine[i, :i][same] >= duplicate_cosine).any():
+                continue  # a repeat of what the store holds under this key
+            admitted[i] = True  # a contradiction: stored even though the topic is familiar
+            forgotten_by[:i][same] = i
+        elif not (cosine[i, :i][active] >= duplicate_cosine).any():
+            admitted[i] = True
+    return WriteResult(admitted, forgotten_by)
+
+
+@dataclass(frozen=True)
+class WritePolicy:
+    name: str
+    write: Callable[..., WriteResult]  # (cosine (M, M), key (M,), **params)
+    grid: dict[str, tuple]
+    description: str
+
+
+WRITE_POLICIES: dict[str, WritePolicy] = {
+    p.name: p
+    for p in (
+        WritePolicy("store-everything", _store_everything, {}, "every fact is stored"),
+        WritePolicy(
+            "dedup",
+            _dedup,
+            {"duplicate_cosine": (0.75, 0.8, 0.85, 0.9, 0.95)},
+            "skip a fact at cosine >= duplicate_cosine to a stored one",
+        ),
+        WritePolicy(
+            "contradiction-aware",
+            _contradiction_aware,
+            {"duplicate_cosine": (0.75, 0.8, 0.85, 0.9, 0.95)},
+            "same key and not a near-repeat: stored, and retires the old memory",
+        ),
+    )
+}
+
+
+def write_policy(name: str) -> WritePolicy:
+    try:
+        return WRITE_POLICIES[name]
+    except KeyError:
+        raise ValueError(f"unknown write policy {name!r}; available: {', '.join(WRITE_POLICIES)}") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# read systems
+
+
+@dataclass(frozen=True)
+class Scene:
+    """What a read system sees when queries are asked on day ``now``.
+
+    ``cosine`` is (Q, M) and already ``-inf`` for memories not visible (not yet said, not stored,
+    or forgotten). ``last_access`` is (C, B or 1, M): the day each memory was last written or
+    recalled, per configuration and budget.
+    """
+
+    cosine: np.ndarray
+    visible: np.ndarray  # (M,) bool
+    now: float  # day number
+    created: np.ndarray  # (M,) day each memory was written
+    position: np.ndarray  # (M,) order in which memories were written
+    half_life: np.ndarray  # (M,) salience half-life of each memory's type (inf: pinned)
+    prior: np.ndarray  # (M,) type prior
+    newer_same_key: np.ndarray  # (M, M)
+    newer_same_type: np.ndarray  # (M, M)
+    memory_cosine: np.ndarray  # (M, M)
+    last_access: np.ndarray  # (C, B or 1, M)
+
+
+def _column(params: dict[str, np.ndarray], name: str) -> np.ndarray:
+    """A parameter as (C, 1, 1, 1), to broadcast over (config, budget, query, memory)."""
+    return np.asarray(params[name], dtype=np.float64).reshape(-1, 1, 1, 1)
+
+
+def _no_memory(scene: Scene, params) -> np.ndarray:
+    return np.full((1, 1, *scene.cosine.shape), -np.inf)
+
+
+def _full_history(scene: Scene, params) -> np.ndarray:
+    newest_first = np.where(scene.visible, scene.position.astype(np.float64), -np.inf)
+    return np.broadcast_to(newest_first, (1, 1, *scene.cosine.shape))
+
+
+def _top_k(scene: Scene, params) -> np.ndarray:
+    within = rank_within(scene.cosine) < _column(params, "k")
+    return np.where(within, scene.cosine, -np.inf)
+
+
+def _recency_spec(scene: Scene, params) -> np.ndarray:
+    raw = scene.cosine
+    candidate = rank_within(raw) < _column(params, "candidates")
+    age = scene.now - scene.created
+    final = rescore(raw, recency_weight(age, _column(params, "tau_days")), _column(params, "bonus"))
+    reaches = candidate & (final >= _column(params, "threshold"))
+    ranked = np.where(reaches, final, -np.inf)
+    injected = reaches & (rank_within(ranked) < _column(params, "inject"))
+    return np.where(injected, final, -np.inf)
+
+
+def _multi_factor(scene: Scene, params) -> np.ndarray:
+    recency = half_life_decay(scene.now - scene.created, _column(params, "recency_half_life_days"))
+    since = (scene.now - scene.last_access)[:, :, None, :]  # (C, B, 1, M)
+    salience = effective_salience(1.0, since, scene.half_life * _column(params, "half_life_scale"))
+    score = multi_factor_score(
+        scene.cosine,
+        recency,
+        salience,
+        scene.prior,
+        _column(params, "alpha"),
+        _column(params, "beta"),
+        _column(params, "gamma"),
+        _column(params, "delta"),
+    )
+    return np.where(np.isfinite(scene.cosine), score, -np.inf)
+
+
+def _supersession(scene: Scene, params) -> np.ndarray:
+    score = _multi_factor(scene, params)
+    retired = superseded(
+        scene.visible,
+        scene.newer_same_key,
+        scene.newer_same_type,
+        scene.memory_cosine,
+        np.asarray(params["supersede_cosine"], dtype=np.float64),
+    )  # (C, M)
+    penalty = _column(params, "retired_penalty")
+    return np.where(retired[:, None, None, :], score - penalty, score)
+
+
+@dataclass(frozen=True)
+class ReadSystem:
+    name: str
+    score: Callable[[Scene, dict[str, np.ndarray]], np.ndarray]
+    grid: dict[str, tuple]
+    description: str
+    base: str | None = None  # a system whose tuned parameters this one starts from
+    reinforces: bool = False  # reads last_access: recalls during the stream are simulated
+
+
+MULTI_FACTOR_GRID: dict[str, tuple] = {
+    "alpha": (1.0,),  # only ratios matter: packing reads the order of the scores, not their scale
+    "beta": (0.0, 0.1, 0.3, 1.0),
+    "gamma": (0.0, 0.1, 0.3),
+    "delta": (0.0, 0.1, 0.3),
+    "recency_half_life_days": (14.0, 60.0, 180.0),
+    "half_life_scale": (1.0,),
+    "reinforce": (0, 1),
+}
+
+READ_SYSTEMS: dict[str, ReadSystem] = {
+    s.name: s
+    for s in (
+        ReadSystem("no-memory", _no_memory, {}, "an empty context"),
+        ReadSystem("full-history", _full_history, {}, "newest first until the budget is full"),
+        ReadSystem("top-k", _top_k, {"k": (1, 2, 3, 5, 8, 1000)}, "the k nearest by cosine"),
+        ReadSystem(
+            "recency-spec",
+            _recency_spec,
+            {
+                "candidates": (8, 20),
+                "bonus": (0.0, 0.05, 0.1, 0.2, 0.4),
+                "tau_days": (1.0, 14.0, 60.0),
+                "threshold": (0.1, 0.2, 0.3, 0.45),
+                "inject": (1, 3, 8),
+            },
+            "the seed's recency bonus spec: cosine + bonus*exp(-age/tau), threshold, inject",
+        ),
+        ReadSystem(
+            "multi-factor",
+            _multi_factor,
+            MULTI_FACTOR_GRID,
+            "alpha*cosine + beta*recency + gamma*salience + delta*type prior",
+            reinforces=True,
+        ),
+        ReadSystem(
+            "supersession",
+            _supersession,
+            {
+                # 1.01: no cosine pass, the (topic, type) key alone
+                "supersede_cosine": (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.01),
+                "retired_penalty": (0.1, 0.3, 1.0, np.inf),
+            },
+            "the tuned multi-factor score; superseded memories down-weighted or excluded",
+            base="multi-factor",
+            reinforces=True,
+        ),
+    )
+}
+
+
+def read_system(name: str) -> ReadSystem:
+    try:
+        return READ_SYSTEMS[name]
+    except KeyError:
+        raise ValueError(f"unknown read system {name!r}; available: {', '.join(READ_SYSTEMS)}") from None
+
+
+def expand_grid(grid: dict[str, tuple]) -> list[dict[str, float]]:
+    """Every combination, in a deterministic order: keys sorted, values in the order given
+    (so a tie goes to the combination listed first, as in scikit-learn's ParameterGrid)."""
+    keys = sorted(grid)
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(grid[k] for k in keys))]
+
+
+def grid_columns(configs: list[dict[str, float]]) -> dict[str, np.ndarray]:
+    """A list of configurations as one array per parameter (length C)."""
+    if not configs or not configs[0]:
+        return {}
+    return {k: np.array([c[k] for c in configs], dtype=np.float64) for k in configs[0]}

@@ -1,0 +1,136 @@
+"""How robust tuned values are: leave-one-question-out and bootstrap resamples.
+
+For a chosen configuration (bonus, tau, threshold, candidates, inject), each resample of the
+dataset asks: does the configuration still satisfy every criterion, where does the exact
+feasible bonus interval (at that tau and threshold) begin and end, and what is the headroom?
+
+Resamples:
+- ``loqo``: every question left out once (criteria naming it are dropped with it);
+- ``questions``: bootstrap over questions, drawn with replacement (seeded);
+- ``memories``: bootstrap over the memories no label names (the distractors), drawn with
+  replacement; labelled memories are always kept, so every criterion stays measurable.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import portion as P
+
+from memlab.core import criteria as crit
+from memlab.core.feasible import feasible_bonus
+from memlab.core.spec import RetrievalSpec
+from memlab.core.sweep import Grid, Labels, sweep
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from memlab.datasets.model import Dataset
+
+
+def _subset(raw, ages, labels: Labels, criteria, q_idx, m_idx):
+    raw, ages = raw[np.ix_(q_idx, m_idx)], np.broadcast_to(ages, raw.shape)[np.ix_(q_idx, m_idx)]
+    position = {m: j for j, m in enumerate(m_idx)}  # first copy of each memory
+    sub = Labels(
+        tuple(labels.question_ids[i] for i in q_idx),
+        tuple(labels.kinds[i] for i in q_idx),
+        np.array([position.get(labels.current[i], -1) if labels.current[i] >= 0 else -1 for i in q_idx]),
+        tuple(tuple(position[s] for s in labels.stale[i] if s in position) for i in q_idx),
+    )
+    kept = tuple(c for c in criteria if c.question is None or c.question in sub.question_ids)
+    kept = tuple(c for c in kept if c.question is not None or any(k == "nohit" for k in sub.kinds))
+    return raw, ages, sub, kept
+
+
+def _measure(raw, ages, labels, criteria, spec: RetrievalSpec) -> dict[str, float | bool]:
+    grid = Grid(
+        bonus=(spec.bonus,),
+        tau_days=(spec.tau_days,),
+        threshold=(spec.threshold,),
+        candidates=(spec.candidates,),
+        inject=(spec.inject,),
+    )
+    row = sweep(raw, ages, labels, grid, criteria).iloc[0]
+    region = feasible_bonus(
+        raw,
+        ages,
+        labels,
+        criteria,
+        tau_days=spec.tau_days,
+        threshold=spec.threshold,
+        candidates=spec.candidates,
+        inject=spec.inject,
+    )
+    # the interval holding the chosen bonus, else the region's outer ends
+    parts = [] if region.empty else list(region)
+    around = next((a for a in parts if spec.bonus in a), None)
+
+    def end(x) -> float:
+        return np.inf if x == P.inf else -np.inf if x == -P.inf else float(x)
+
+    lo = np.nan if not parts else end((around or parts[0]).lower)
+    hi = np.nan if not parts else end((around or parts[-1]).upper)
+    return {
+        "feasible": bool(row["feasible"]),
+        "lo": lo,
+        "hi": hi,
+        "headroom": float(row["headroom"]),
+        "min_margin": float(row["min_margin"]),
+    }
+
+
+def robustness(
+    dataset: Dataset,
+    raw: np.ndarray,
+    spec: RetrievalSpec,
+    criteria: tuple[crit.Criterion, ...] | None = None,
+    n_boot: int = 200,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """One row per resample: kind, index, what was left out, feasible, lo, hi, headroom, min_margin."""
+    import pandas as pd
+
+    criteria = crit.dataset_criteria(dataset) if criteria is None else criteria
+    raw = np.where(dataset.visible(), raw, np.nan)
+    ages = dataset.ages()
+    labels = Labels.from_dataset(dataset)
+    n_q, n_m = raw.shape
+    all_q, all_m = np.arange(n_q), np.arange(n_m)
+    rows = [{"kind": "all", "index": 0, "left_out": "", **_measure(raw, ages, labels, criteria, spec)}]
+    for i in all_q:
+        q_idx = np.delete(all_q, i)
+        sub = _subset(raw, ages, labels, criteria, q_idx, all_m)
+        rows.append(
+            {"kind": "loqo", "index": int(i), "left_out": labels.question_ids[i], **_measure(*sub, spec)}
+        )
+    rng = np.random.default_rng(seed)
+    named = {m for i in all_q for m in (*labels.stale[i], labels.current[i]) if m >= 0}
+    named |= {dataset.memory_ids.index(m) for q in dataset.questions for m in q.relevant}
+    free = np.array([m for m in all_m if m not in named])
+    for b in range(n_boot):
+        q_idx = np.sort(rng.integers(0, n_q, n_q))
+        sub = _subset(raw, ages, labels, criteria, q_idx, all_m)
+        rows.append({"kind": "questions", "index": b, "left_out": "", **_measure(*sub, spec)})
+    for b in range(n_boot if len(free) else 0):
+        m_idx = np.concatenate([np.array(sorted(named), dtype=int), np.sort(rng.choice(free, len(free)))])
+        sub = _subset(raw, ages, labels, criteria, all_q, m_idx)
+        rows.append({"kind": "memories", "index": b, "left_out": "", **_measure(*sub, spec)})
+    return pd.DataFrame(rows)
+
+
+def summarize(df: pd.DataFrame) -> pd.DataFrame:
+    """Per kind of resample: how often the configuration stays feasible, and quantiles."""
+    out = df.groupby("kind", sort=False).agg(
+        resamples=("feasible", "size"),
+        feasible_share=("feasible", "mean"),
+        lo_median=("lo", "median"),
+        lo_p05=("lo", lambda s: s.quantile(0.05)),
+        lo_p95=("lo", lambda s: s.quantile(0.95)),
+        hi_median=("hi", "median"),
+        hi_p05=("hi", lambda s: s.quantile(0.05)),
+        hi_p95=("hi", lambda s: s.quantile(0.95)),
+        headroom_median=("headroom", "median"),
+        headroom_p05=("headroom", lambda s: s.quantile(0.05)),
+    )
+    return out.reset_index()

@@ -1,0 +1,542 @@
+"""Headroom at scale: how the best post-bonus score on no-hit questions grows with N memories.
+
+What the figures rest on:
+- distractors are synthetic dated memories from templates over everyday topics (seeded,
+  deterministic), dated uniformly over the year before the reference date;
+- a pool of them (thousands to tens of thousands) is embedded for real, once, through the cache;
+- beyond the pool, vectors come from a multivariate Gaussian fitted to the pool's unit vectors
+  (mean and full covariance), each sample L2-normalised: ``GaussianVectors``. At sizes where
+  both exist the curve is measured on real and on model vectors side by side.
+- top-k is exact: chunked matrix products (numpy BLAS) merged with ``argpartition``, never a
+  loop over memories, so memory stays bounded by the chunk size.
+- the prediction is an extreme-value model: the pool is cut into blocks, each block's spec
+  outcome (the best post-bonus score among its top ``candidates`` by raw score) is fitted with a
+  generalised extreme-value law (scipy) and carried to any N by max-stability (``MaxLaw``).
+  The no-hit maximum over several questions is the product of their laws; ``n_zero_headroom``
+  is the N where its median reaches the threshold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from memlab.core.spec import RetrievalSpec, recency_weight, rescore
+
+# Everyday topics for a companion device's user: (subject phrases, objects, details).
+TEMPLATES: tuple[str, ...] = (
+    "The user {verb} {thing} {when}.",
+    "The user said {thing} {opinion}.",
+    "The user is planning to {plan} {when}.",
+    "The user mentioned that {person} {event}.",
+    "The user {verb} {thing} with {person} {when}.",
+    "The user wants to {plan} because {reason}.",
+)
+SLOTS: dict[str, tuple[str, ...]] = {
+    "verb": (
+        "bought",
+        "repaired",
+        "cleaned",
+        "borrowed",
+        "returned",
+        "ordered",
+        "sold",
+        "found",
+        "lost",
+        "painted",
+        "tried",
+        "cooked",
+        "watched",
+        "read",
+        "planted",
+        "booked",
+    ),
+    "thing": (
+        "a new umbrella",
+        "the bicycle",
+        "a houseplant",
+        "the kitchen shelf",
+        "a jigsaw puzzle",
+        "a winter coat",
+        "the garden hose",
+        "a rice cooker",
+        "a board game",
+        "a library book",
+        "the car tyres",
+        "a pair of sneakers",
+        "a coffee grinder",
+        "the bathroom fan",
+        "a camping tent",
+        "a desk lamp",
+        "a pot of curry",
+        "a sourdough loaf",
+        "the fish tank",
+        "a knitted scarf",
+        "a concert ticket",
+        "a yoga mat",
+        "the window blinds",
+        "a map of Kyoto",
+    ),
+    "when": (
+        "last weekend",
+        "this morning",
+        "after work",
+        "on Sunday",
+        "yesterday evening",
+        "during lunch",
+        "before the holidays",
+        "at the end of the month",
+        "last night",
+        "today",
+    ),
+    "opinion": (
+        "was better than expected",
+        "was too expensive",
+        "broke after a week",
+        "is surprisingly useful",
+        "needs a replacement",
+        "smells odd",
+        "was a good deal",
+    ),
+    "plan": (
+        "visit the aquarium",
+        "learn to juggle",
+        "paint the fence",
+        "join a choir",
+        "try bouldering",
+        "bake bread",
+        "rearrange the living room",
+        "start a vegetable garden",
+        "take a pottery class",
+        "go fishing",
+        "visit grandparents",
+        "sort old photos",
+    ),
+    "person": (
+        "a neighbour",
+        "an old classmate",
+        "the landlord",
+        "a cousin",
+        "a coworker",
+        "the dentist",
+        "a friend from university",
+        "the barber",
+        "a sister",
+        "the postman",
+    ),
+    "event": (
+        "moved to another city",
+        "got a new dog",
+        "started a bakery",
+        "ran a marathon",
+        "had a baby",
+        "changed jobs",
+        "won a quiz night",
+        "broke an arm",
+    ),
+    "reason": (
+        "the weather was nice",
+        "a friend recommended it",
+        "it was on sale",
+        "the old one wore out",
+        "there is a long weekend",
+        "a magazine mentioned it",
+    ),
+}
+
+
+def distractor_texts(
+    n: int, reference: np.datetime64 | datetime, seed: int = 0, span_days: int = 365
+) -> tuple[list[str], np.ndarray]:
+    """``n`` dated memory texts ("YYYY-MM-DD: The user ...") and their ages in days, seeded.
+
+    Texts are unique while the template space lasts (about 100,000 combinations).
+    """
+    if isinstance(reference, datetime):
+        reference = np.datetime64(
+            reference.astimezone(UTC).replace(tzinfo=None) if reference.tzinfo else reference, "D"
+        )
+    rng = np.random.default_rng(seed)
+    texts: list[str] = []
+    seen: set[str] = set()
+    ages = rng.integers(0, span_days, size=n).astype(np.float64)
+    tries = 0
+    while len(texts) < n:
+        template = TEMPLATES[rng.integers(len(TEMPLATES))]
+        fill = {k: v[rng.integers(len(v))] for k, v in SLOTS.items()}
+        sentence = template.format(**fill)
+        tries += 1
+        if sentence in seen and tries < 20 * n:
+            continue
+        seen.add(sentence)
+        date = (reference - np.timedelta64(int(ages[len(texts)]), "D")).astype("datetime64[D]")
+        texts.append(f"{date}: {sentence}")
+    return texts, ages
+
+
+def sample_from_dataset(
+    dataset, n: int, seed: int = 0, lang: str | None = None
+) -> tuple[list[str], np.ndarray]:
+    """``n`` memory texts drawn (with replacement) from a dataset, with their ages in days."""
+    rng = np.random.default_rng(seed)
+    lang = lang or dataset.languages[0]
+    idx = rng.integers(0, len(dataset.memories), size=n)
+    ages = dataset.ages()[0]
+    return [dataset.memories[i].text(lang) for i in idx], ages[idx]
+
+
+def embedded_inputs(
+    dataset,
+    pool: int,
+    *,
+    lang: str,
+    model: str | None = None,
+    truncate_dim: int | None = None,
+    cache_dir=None,
+    seed: int = 0,
+    progress: bool = False,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(question vectors, pool vectors, pool ages in days): the dataset's questions and ``pool``
+    template distractors embedded through the cache, with the model an imported dataset records."""
+    from memlab.scoring.embeddings import Embedder
+
+    model = model or (dataset.vectors or {}).get("model")
+    embedder = Embedder(model, truncate_dim=truncate_dim, cache_dir=cache_dir, progress=progress)
+    queries = embedder.encode_queries([q.text(lang) for q in dataset.questions])
+    texts, ages = distractor_texts(pool, dataset.reference_date, seed=seed)
+    return queries, embedder.encode_documents(texts), ages
+
+
+@dataclass(frozen=True)
+class GaussianVectors:
+    """A multivariate Gaussian fitted to unit vectors; samples are L2-normalised."""
+
+    mean: np.ndarray
+    chol: np.ndarray  # lower Cholesky factor of the covariance
+
+    @classmethod
+    def fit(cls, vectors: np.ndarray) -> GaussianVectors:
+        x = np.asarray(vectors, dtype=np.float64)
+        cov = np.cov(x, rowvar=False) + 1e-8 * np.eye(x.shape[1])
+        return cls(x.mean(axis=0), np.linalg.cholesky(cov))
+
+    def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        z = rng.standard_normal((n, len(self.mean)), dtype=np.float32)
+        v = z @ self.chol.T.astype(np.float32) + self.mean.astype(np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+class TopK:
+    """Running exact top-k by raw score per question over a stream of memory chunks."""
+
+    def __init__(self, queries: np.ndarray, k: int, asked_days_before: np.ndarray | None = None):
+        self.q = np.asarray(queries, dtype=np.float32)
+        self.k = k
+        # days before the reference date that each question is asked: a memory aged less than
+        # that did not exist yet for it
+        self.before = (
+            np.zeros(len(self.q)) if asked_days_before is None else np.asarray(asked_days_before, float)
+        )
+        n_q = len(self.q)
+        self.raw = np.full((n_q, 0), -np.inf, dtype=np.float32)
+        self.age = np.zeros((n_q, 0), dtype=np.float64)
+        self.seen = 0
+
+    def add(self, vectors: np.ndarray, ages: np.ndarray) -> None:
+        scores = self.q @ np.asarray(vectors, dtype=np.float32).T  # (Q, n): one BLAS call
+        own_age = np.asarray(ages, dtype=np.float64)[None, :] - self.before[:, None]
+        scores = np.where(own_age >= 0, scores, -np.inf)  # written after the question
+        raw = np.concatenate([self.raw, scores], axis=1)
+        age = np.concatenate([self.age, own_age], axis=1)
+        if raw.shape[1] > self.k:
+            keep = np.argpartition(-raw, self.k - 1, axis=1)[:, : self.k]
+            raw = np.take_along_axis(raw, keep, axis=1)
+            age = np.take_along_axis(age, keep, axis=1)
+        self.raw, self.age = raw, age
+        self.seen += len(vectors)
+
+    def best_final(self, spec: RetrievalSpec, candidates: int | None = None) -> np.ndarray:
+        """Per question: the best post-bonus score among the top ``candidates`` by raw score."""
+        k = min(candidates or spec.candidates, self.raw.shape[1])
+        top = np.argsort(-self.raw, axis=1, kind="stable")[:, :k]
+        raw = np.take_along_axis(self.raw, top, axis=1).astype(np.float64)
+        age = np.take_along_axis(self.age, top, axis=1)
+        return rescore(raw, recency_weight(age, spec.tau_days), spec.bonus).max(axis=1)
+
+
+def stream(
+    real: tuple[np.ndarray, np.ndarray] | None,
+    model: GaussianVectors | None,
+    total: int,
+    seed: int = 0,
+    chunk: int = 50_000,
+    span_days: int = 365,
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Memory chunks: the real pool first (if given), then model samples up to ``total``."""
+    rng = np.random.default_rng(seed)
+    done = 0
+    if real is not None:
+        vecs, ages = real
+        for s in range(0, min(total, len(vecs)), chunk):
+            e = min(s + chunk, total, len(vecs))
+            yield vecs[s:e], ages[s:e]
+            done = e
+    while done < total:
+        if model is None:
+            raise ValueError(f"only {done} real vectors for N = {total}, and no vector model to draw more")
+        n = min(chunk, total - done)
+        yield model.sample(n, rng), rng.integers(0, span_days, size=n).astype(np.float64)
+        done += n
+
+
+def curve(
+    queries: np.ndarray,
+    sizes: Sequence[int],
+    chunks: Iterator[tuple[np.ndarray, np.ndarray]],
+    spec: RetrievalSpec,
+    base_raw: tuple[np.ndarray, np.ndarray] | None = None,
+    asked_days_before: np.ndarray | None = None,
+) -> list[np.ndarray]:
+    """Best post-bonus candidate score per question at each total size in ``sizes``.
+
+    ``base_raw`` = (raw, ages) of the dataset's own memories for these queries, counted first.
+    """
+    top = TopK(queries, max(spec.candidates, 1), asked_days_before)
+    n0 = 0
+    if base_raw is not None:
+        raw, ages = base_raw
+        top.raw = np.where(np.isfinite(raw), raw, -np.inf).astype(np.float32)
+        top.age = np.broadcast_to(ages, raw.shape).astype(np.float64)
+        n0 = raw.shape[1]
+    out: list[np.ndarray] = []
+    pending = sorted(sizes)
+    for n in pending:
+        if n < n0:
+            raise ValueError(f"--n: {n} is smaller than the dataset's own {n0} memories")
+    buffer: tuple[np.ndarray, np.ndarray] | None = None
+    for n in pending:
+        need = n - n0 - top.seen
+        while need > 0:
+            if buffer is None:
+                buffer = next(chunks)
+            vecs, ages = buffer
+            take = min(need, len(vecs))
+            top.add(vecs[:take], ages[:take])
+            buffer = None if take == len(vecs) else (vecs[take:], ages[take:])
+            need -= take
+        out.append(top.best_final(spec))
+    return out
+
+
+@dataclass(frozen=True)
+class MaxLaw:
+    """The law of the maximum of N post-bonus scores for one question.
+
+    A generalised extreme-value law (scipy's ``genextreme``) fitted to block maxima of the pool's
+    scores, carried to N by max-stability: if the maximum of ``block`` scores is
+    GEV(loc, scale, xi), the maximum of m * block is GEV(loc + scale (m^xi - 1) / xi, scale m^xi,
+    xi), the Gumbel law ``loc + scale ln m`` when xi = 0. A negative xi (a bounded tail, as
+    cosines have) slows the growth.
+    """
+
+    c: float  # scipy's shape, c = -xi
+    loc: float  # at N = block
+    scale: float
+    block: int
+
+    @classmethod
+    def fit(cls, scores: np.ndarray, block: int | None = None) -> MaxLaw:
+        """Fit block maxima of plain scores (50 blocks unless ``block`` is given)."""
+        block = block or max(10, len(scores) // 50)
+        n_blocks = len(scores) // block
+        if n_blocks < 10:
+            raise ValueError(
+                f"need at least {10 * block} pool scores to fit block maxima of {block}, got {len(scores)}"
+            )
+        return cls.from_maxima(scores[: n_blocks * block].reshape(n_blocks, block).max(axis=1), block)
+
+    @classmethod
+    def from_maxima(cls, maxima: np.ndarray, block: int) -> MaxLaw:
+        """Fit per-block maxima. Cosines are bounded, so the tail may be bounded or Gumbel but
+        not heavy: the shape is kept to 0 <= c <= 0.5."""
+        from scipy import stats
+
+        c, loc, scale = stats.genextreme.fit(maxima)
+        if not 0 <= c <= 0.5:
+            c, loc, scale = stats.genextreme.fit(maxima, fc=float(np.clip(c, 0.0, 0.5)))
+        return cls(float(c), float(loc), float(scale), block)
+
+    def at(self, n: float) -> tuple[float, float]:
+        """(loc, scale) of the maximum of n scores."""
+        m, xi = n / self.block, -self.c
+        if abs(xi) < 1e-9:
+            return self.loc + self.scale * np.log(m), self.scale
+        return self.loc + self.scale * (m**xi - 1) / xi, self.scale * m**xi
+
+    def cdf(self, x: np.ndarray, n: float) -> np.ndarray:
+        from scipy import stats
+
+        loc, scale = self.at(n)
+        return stats.genextreme.cdf(x, self.c, loc, scale)
+
+
+def max_quantile(laws: Sequence[MaxLaw], n: float, q: float, floor: float = -np.inf) -> float:
+    """Quantile ``q`` of max(floor, max over questions of the maximum of n scores)."""
+    from scipy.optimize import brentq
+
+    def f(x: float) -> float:
+        return float(np.prod([law.cdf(x, n) for law in laws])) - q
+
+    params = [law.at(n) for law in laws]
+    lo = min(loc for loc, _ in params) - 40 * max(s for _, s in params)
+    hi = max(loc for loc, _ in params) + 40 * max(s for _, s in params)
+    for _ in range(60):  # widen the bracket until it holds the quantile
+        if f(hi) >= 0 and f(lo) <= 0:
+            break
+        width = hi - lo
+        hi, lo = (hi + width, lo) if f(hi) < 0 else (hi, lo - width)
+    else:
+        raise ValueError(f"no quantile {q} for N = {n:g}: the fitted laws are degenerate")
+    return max(floor, brentq(f, lo, hi))
+
+
+def n_reaching(laws: Sequence[MaxLaw], level: float, q: float = 0.5, n_max: float = 1e15) -> float | None:
+    """Smallest N at which quantile ``q`` of the maximum reaches ``level`` (None beyond n_max)."""
+    from scipy.optimize import brentq
+
+    def g(log_n: float) -> float:
+        return max_quantile(laws, float(np.exp(log_n)), q) - level
+
+    lo, hi = np.log(1.0), np.log(n_max)
+    if g(lo) >= 0:
+        return 1.0
+    if g(hi) < 0:
+        return None
+    return float(np.exp(brentq(g, lo, hi)))
+
+
+def block_outcomes(
+    queries: np.ndarray,
+    pool: np.ndarray,
+    pool_ages: np.ndarray,
+    spec: RetrievalSpec,
+    block: int,
+    asked_days_before: np.ndarray | None = None,
+) -> np.ndarray:
+    """(Q, blocks): what the spec sees in each block of ``block`` pool memories on its own, the
+    best post-bonus score among the block's top ``candidates`` by raw score."""
+    raw = (np.asarray(queries, np.float32) @ np.asarray(pool, np.float32).T).astype(np.float64)
+    n_blocks = raw.shape[1] // block
+    if n_blocks < 10:
+        raise ValueError(
+            f"need at least {10 * block} pool memories for blocks of {block}, got {raw.shape[1]}"
+        )
+    before = np.zeros(len(raw)) if asked_days_before is None else np.asarray(asked_days_before, float)
+    ages = np.asarray(pool_ages, dtype=np.float64)[None, :] - before[:, None]  # from when each is asked
+    raw = np.where(ages >= 0, raw, -np.inf)[:, : n_blocks * block].reshape(len(raw), n_blocks, block)
+    ages = ages[:, : n_blocks * block].reshape(len(raw), n_blocks, block)
+    k = min(spec.candidates, block)
+    top = np.argpartition(-raw, k - 1, axis=2)[..., :k]
+    weight = recency_weight(np.take_along_axis(ages, top, axis=2), spec.tau_days)
+    return rescore(np.take_along_axis(raw, top, axis=2), weight, spec.bonus).max(axis=2)
+
+
+def scale_study(
+    dataset,
+    scores_raw: np.ndarray,
+    queries: np.ndarray,
+    pool: np.ndarray,
+    pool_ages: np.ndarray,
+    sizes: Sequence[int],
+    spec: RetrievalSpec,
+    seed: int = 0,
+    block: int | None = None,
+    chunk: int = 50_000,
+) -> dict[str, Any]:
+    """The no-hit maximum and each hit question's best distractor against N, measured and predicted."""
+    spec = spec.with_reference(dataset.reference_date)
+    ages = dataset.ages()
+    raw = np.where(dataset.visible(), scores_raw, np.nan)
+    kinds = [q.kind for q in dataset.questions]
+    nohit = np.array([k == "nohit" for k in kinds])
+    model = GaussianVectors.fit(pool)
+    n0 = len(dataset.memories)
+
+    # measured: dataset memories + real pool (then model beyond), and dataset + model only
+    base = (raw, ages)
+    sizes = sorted(sizes)
+    within_pool = [n for n in sizes if n - n0 <= len(pool)]
+    before = np.datetime64(dataset.reference_date.replace(tzinfo=None), "s") - dataset.question_references()
+    before = before.astype(np.float64) / 86_400.0  # days before the reference each question is asked
+    real = curve(
+        queries, within_pool, stream((pool, pool_ages), None, len(pool), seed, chunk), spec, base, before
+    )
+    synth = curve(queries, sizes, stream(None, model, max(sizes) - n0, seed + 1, chunk), spec, base, before)
+
+    # predicted: extreme-value laws of the spec's outcome on blocks of the real pool, per question
+    block = block or max(10, len(pool) // 50)
+    outcomes = block_outcomes(queries, pool, pool_ages, spec, block, before)
+    laws = [MaxLaw.from_maxima(outcomes[i], block) for i in range(len(queries))]
+    own_best = np.array(
+        [
+            np.nanmax(rescore(raw[i], recency_weight(ages[i], spec.tau_days), spec.bonus))
+            if np.isfinite(raw[i]).any()
+            else -np.inf
+            for i in range(len(queries))
+        ]
+    )
+    nohit_laws = [laws[i] for i in np.flatnonzero(nohit)]
+    floor = float(own_best[nohit].max()) if nohit.any() else -np.inf
+    rows = []
+    real_by_n = dict(zip(within_pool, real, strict=True))
+    for n, best in zip(sizes, synth, strict=True):
+        d = max(n - n0, 1)
+        measured = float(np.nanmax(best[nohit])) if nohit.any() else float("nan")
+        rows.append(
+            {
+                "n": int(n),
+                "nohit_max": measured,
+                "nohit_max_real": float(np.nanmax(real_by_n[n][nohit]))
+                if n in real_by_n and nohit.any()
+                else None,
+                "headroom": spec.threshold - measured,
+                "predicted_nohit_max": max_quantile(nohit_laws, d, 0.5, floor) if nohit_laws else None,
+                "predicted_lo": max_quantile(nohit_laws, d, 0.05, floor) if nohit_laws else None,
+                "predicted_hi": max_quantile(nohit_laws, d, 0.95, floor) if nohit_laws else None,
+            }
+        )
+    n_zero = n_reaching(nohit_laws, spec.threshold) if nohit_laws else None
+    # hit questions: N at which the best distractor is predicted to pass the current memory
+    hits = []
+    for i, q in enumerate(dataset.questions):
+        if not q.current:
+            continue
+        c = dataset.memory_ids.index(q.current)
+        if not np.isfinite(raw[i, c]):
+            continue
+        current_final = float(rescore(raw[i, c], recency_weight(ages[i, c], spec.tau_days), spec.bonus))
+        n_pass = n_reaching([laws[i]], current_final)
+        hits.append(
+            {
+                "question": q.id,
+                "current": q.current,
+                "current_final": current_final,
+                "margin": current_final - spec.threshold,
+                "n_distractor_passes_current": None if n_pass is None else n_pass + n0,
+            }
+        )
+    return {
+        "rows": rows,
+        "n_zero_headroom": None if n_zero is None else n_zero + n0,
+        "hits": hits,
+        "spec": spec.as_dict(),
+        "basis": (
+            f"{n0} dataset memories, then {len(pool):,} real embeddings of template distractors; "
+            "nohit_max: dataset + vectors from a Gaussian fitted to the pool (L2-normalised); "
+            f"prediction: GEV laws fitted to the spec's outcome on blocks of {block} pool memories"
+        ),
+    }

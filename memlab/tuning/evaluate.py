@@ -1,0 +1,212 @@
+"""Evaluate one spec on a dataset: per-question candidates, criteria verdicts and headroom.
+
+``evaluate`` runs the one-config reference (``memlab.core.spec.retrieve``) for every question and
+checks the declared criteria; ``candidate_table`` does that for a list of (bonus, tau) pairs and
+applies a selection rule, reproducing the seed's four-candidate table.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from memlab.core import criteria as crit
+from memlab.datasets.model import Dataset
+from memlab.scoring.sources import ScoreTable
+from memlab.core.selection import select
+from memlab.core.spec import Candidate, RetrievalSpec, retrieve
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# The seed's four hand-picked (bonus, tau_days) candidates.
+SEED_CANDIDATES: tuple[tuple[float, float], ...] = ((0.03, 30), (0.04, 30), (0.04, 14), (0.05, 14))
+
+
+@dataclass(frozen=True)
+class QuestionResult:
+    question_id: str
+    kind: str
+    text: str
+    candidates: tuple[Candidate, ...]
+
+    @property
+    def injected(self) -> tuple[Candidate, ...]:
+        return tuple(c for c in self.candidates if c.injected)
+
+
+@dataclass(frozen=True)
+class CriterionResult:
+    name: str
+    kind: str
+    question: str | None
+    value: float | None  # None: nothing to measure (e.g. no no-hit question has a candidate)
+    passed: bool
+    description: str
+    margin: float | None = None  # signed distance from the threshold, positive when passing
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    spec: RetrievalSpec
+    source: str
+    lang: str
+    results: tuple[QuestionResult, ...]
+    criteria: tuple[CriterionResult, ...]
+    headroom: float | None
+    details: dict[str, Any]
+
+    @property
+    def feasible(self) -> bool:
+        return all(c.passed for c in self.criteria)
+
+    def result(self, question_id: str) -> QuestionResult:
+        for r in self.results:
+            if r.question_id == question_id:
+                return r
+        raise KeyError(f"no question {question_id!r}")
+
+    def failing(self) -> list[str]:
+        return [c.name for c in self.criteria if not c.passed]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "spec": self.spec.as_dict(),
+            "source": {"name": self.source, "lang": self.lang, **self.details},
+            "questions": [
+                {
+                    "id": r.question_id,
+                    "kind": r.kind,
+                    "text": r.text,
+                    "candidates": [
+                        {
+                            "memory": c.memory_id,
+                            "date": self.details["dates"][c.index],
+                            "raw": c.raw,
+                            "bonus": c.bonus,
+                            "final": c.final,
+                            "reaches": c.reaches,
+                            "injected": c.injected,
+                        }
+                        for c in r.candidates
+                    ],
+                }
+                for r in self.results
+            ],
+            "criteria": {
+                c.name: {
+                    "value": c.value,
+                    "pass": c.passed,
+                    "margin": c.margin,
+                    "kind": c.kind,
+                    "question": c.question,
+                    "description": c.description,
+                }
+                for c in self.criteria
+            },
+            "headroom": self.headroom,
+            "feasible": self.feasible,
+        }
+
+
+def _finite_or_none(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+def summarize(dataset: Dataset, results: Sequence[QuestionResult]) -> crit.QuestionSummary:
+    """One configuration's per-question facts, as the arrays the criterion kernels take."""
+    best, current, injected = [], [], []
+    for q, r in zip(dataset.questions, results, strict=True):
+        best.append(max((c.final for c in r.candidates), default=np.nan))
+        hit = next((c for c in r.candidates if c.memory_id == q.current), None)
+        current.append(np.nan if hit is None else hit.final)
+        injected.append(hit is not None and hit.injected)
+    return crit.QuestionSummary(np.array(best), np.array(current), np.array(injected))
+
+
+def evaluate(
+    dataset: Dataset,
+    scores: ScoreTable,
+    spec: RetrievalSpec | None = None,
+    criteria: tuple[crit.Criterion, ...] | None = None,
+    lang: str = "en",
+) -> Evaluation:
+    """Run the reference retrieval for every question and check the criteria."""
+    spec = (spec or RetrievalSpec()).with_reference(dataset.reference_date)
+    criteria = crit.dataset_criteria(dataset) if criteria is None else criteria
+    if scores.memory_ids != dataset.memory_ids or scores.question_ids != dataset.question_ids:
+        raise ValueError("score table and dataset disagree on question or memory ids")
+    ages = dataset.ages(spec.reference_date)  # per question: its own date, else the spec's
+    raw = scores.retrievable(dataset, spec.reference_date)
+    results = tuple(
+        QuestionResult(q.id, q.kind, q.text(lang), tuple(retrieve(raw[i], ages[i], dataset.memory_ids, spec)))
+        for i, q in enumerate(dataset.questions)
+    )
+    summary = summarize(dataset, results)
+    kinds = tuple(q.kind for q in dataset.questions)
+    verdicts = crit.check(criteria, summary, dataset.question_ids, kinds, spec.threshold)
+    checked = tuple(
+        CriterionResult(
+            c.name,
+            c.kind,
+            c.question,
+            _finite_or_none(float(verdicts[c.name][0])),
+            bool(verdicts[c.name][1]),
+            c.description,
+            _finite_or_none(float(verdicts[c.name][2])),
+        )
+        for c in criteria
+    )
+    nohit = np.array([k == "nohit" for k in kinds])
+    room = float(crit.headroom(summary.best_final, nohit, spec.threshold))
+    details = {**scores.details, "dates": [f"{m.date:%Y-%m-%d}" for m in dataset.memories]}
+    return Evaluation(spec, scores.source, lang, results, checked, _finite_or_none(room), details)
+
+
+def candidate_table(
+    dataset: Dataset,
+    scores: ScoreTable,
+    pairs: Sequence[tuple[float, float]] = SEED_CANDIDATES,
+    base: RetrievalSpec | None = None,
+    criteria: tuple[crit.Criterion, ...] | None = None,
+    rule: str = "smallest-bonus",
+    lang: str = "en",
+) -> pd.DataFrame:
+    """Evaluate each (bonus, tau_days) pair and mark the one the selection rule picks.
+
+    One row per pair: bonus, tau_days, threshold, headroom, each criterion's value and pass,
+    feasible, verdict ("fails (c)", "feasible", "adopted") and chosen.
+    """
+    import pandas as pd  # only the table needs it; keeps `memlab evaluate` start-up short
+
+    base = base or RetrievalSpec()
+    criteria = crit.dataset_criteria(dataset) if criteria is None else criteria
+    rows = []
+    for bonus, tau in pairs:
+        ev = evaluate(dataset, scores, replace(base, bonus=bonus, tau_days=tau), criteria, lang)
+        row: dict[str, Any] = {
+            "bonus": bonus,
+            "tau_days": tau,
+            "threshold": ev.spec.threshold,
+            "headroom": ev.headroom,
+        }
+        for c in ev.criteria:
+            row[f"{c.name}_value"] = c.value
+            row[f"{c.name}_pass"] = c.passed
+        margins = [c.margin for c in ev.criteria if c.margin is not None]
+        row["min_margin"] = min(margins) if margins else float("inf")
+        row["feasible"] = ev.feasible
+        row["failing"] = ", ".join(ev.failing())
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    chosen = select(table, rule)
+    table["chosen"] = [i == chosen for i in range(len(table))]
+    table["verdict"] = [
+        "adopted" if ch else ("feasible" if ok else f"fails ({why})")
+        for ch, ok, why in zip(table["chosen"], table["feasible"], table["failing"], strict=True)
+    ]
+    return table.drop(columns="failing")
