@@ -15,8 +15,8 @@ import statistics
 import time
 
 from memlab.datasets.model import load_dataset
-from memlab.studies.hybrid import PolicyGrid, build_inputs, compare
 from memlab.scoring.sources import load_scores
+from memlab.studies.hybrid import PolicyGrid, build_inputs, compare
 
 
 def main() -> None:

@@ -14,8 +14,8 @@ import json
 import time
 
 from memlab.app.cli import drift_table, parse_budgets
-from memlab.studies.drift_streams import held_out_seeds, parse_seed_range
 from memlab.studies.drift_benchmark import drift_benchmark
+from memlab.studies.drift_streams import held_out_seeds, parse_seed_range
 
 
 def main() -> None:

@@ -69,9 +69,9 @@ def main() -> None:
         runs["evaluate (warm)"].append(wall(evaluate, env))
 
     os.environ.update(env)
-    from memlab.tuning.evaluate import evaluate as run_evaluate
     from memlab.datasets.model import load_dataset
     from memlab.scoring.sources import load_scores
+    from memlab.tuning.evaluate import evaluate as run_evaluate
 
     inproc = []
     for _ in range(args.repeat):

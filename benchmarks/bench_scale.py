@@ -17,9 +17,9 @@ import time
 
 import numpy as np
 
+from memlab.core.spec import RetrievalSpec
 from memlab.scoring.embeddings import Embedder
 from memlab.studies.scale import GaussianVectors, TopK, distractor_texts, stream
-from memlab.core.spec import RetrievalSpec
 
 
 def main() -> None:

@@ -25,12 +25,14 @@ import tracemalloc
 import numpy as np
 
 from memlab.core.criteria import dataset_criteria
-from memlab.datasets.model import load_dataset
-from memlab.scoring.sources import load_scores
+from memlab.core.grid import Grid
+from memlab.core.labels import Labels
 from memlab.core.selection import select_streaming
 from memlab.core.spec import retrieve
+from memlab.core.sweep import sweep, sweep_chunks
+from memlab.datasets.model import load_dataset
+from memlab.scoring.sources import load_scores
 from memlab.scoring.store import MemoryStore
-from memlab.core.sweep import Grid, Labels, sweep, sweep_chunks
 
 
 def grid_of(size: int) -> Grid:

@@ -17,8 +17,8 @@ import time
 
 import numpy as np
 
-from memlab.datasets.model import load_dataset
 from memlab.app.panel import TuningPanel
+from memlab.datasets.model import load_dataset
 
 
 def measure(source: str, moves: int) -> dict[str, float]:

@@ -1,10 +1,10 @@
 """memlab: measure and tune how an LLM agent's long-term memory is recalled."""
 
 from memlab.core.criteria import SEED_CRITERIA, Criterion
-from memlab.tuning.evaluate import SEED_CANDIDATES, Evaluation, candidate_table, evaluate
+from memlab.core.spec import RetrievalSpec, final_score, recency_bonus, recency_weight, retrieve
 from memlab.datasets.model import Dataset, DatasetError, Memory, Question, load_dataset
 from memlab.scoring.sources import SOURCES, ScoreTable, load_scores
-from memlab.core.spec import RetrievalSpec, final_score, recency_bonus, recency_weight, retrieve
+from memlab.tuning.evaluate import SEED_CANDIDATES, Evaluation, candidate_table, evaluate
 
 __version__ = "0.1.0"
 

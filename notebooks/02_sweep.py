@@ -55,11 +55,13 @@ import pandas as pd
 
 from memlab import RetrievalSpec, evaluate, load_dataset, load_scores
 from memlab.core import selection
-from memlab.output import figures
 from memlab.core.criteria import dataset_criteria
 from memlab.core.feasible import feasible_bonus, intervals_json
+from memlab.core.grid import Grid, parse_axis
+from memlab.core.labels import Labels
+from memlab.core.sweep import sweep
+from memlab.output import figures
 from memlab.output.report import Report
-from memlab.core.sweep import Grid, Labels, parse_axis, sweep
 
 report = Report(out_dir, fig_formats)
 data = load_dataset(dataset)

@@ -52,9 +52,9 @@ fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg 
 
 # %%
 from memlab import RetrievalSpec, load_dataset
+from memlab.app.panel import TuningPanel
 from memlab.output import tables
 from memlab.output.report import Report
-from memlab.app.panel import TuningPanel
 
 report = Report(out_dir, fig_formats)
 data = load_dataset(dataset)

@@ -56,10 +56,10 @@ fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg 
 import pandas as pd
 
 from memlab import RetrievalSpec, load_dataset, load_scores
+from memlab.core.grid import parse_axis
 from memlab.output import figures
 from memlab.output.report import Report
 from memlab.studies.scale import embedded_inputs, scale_study
-from memlab.core.sweep import parse_axis
 
 report = Report(out_dir, fig_formats)
 data = load_dataset(dataset)

@@ -56,10 +56,10 @@ out_dir: str = "results/notebook"  # folder for this notebook's tables and figur
 fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
 
 # %%
+from memlab.core.grid import parse_axis
 from memlab.output import figures
-from memlab.studies.hybrid import PolicyGrid, compare_datasets
 from memlab.output.report import Report, safe_name
-from memlab.core.sweep import parse_axis
+from memlab.studies.hybrid import PolicyGrid, compare_datasets
 
 report = Report(out_dir, fig_formats)
 grid = PolicyGrid(

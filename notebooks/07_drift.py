@@ -54,11 +54,11 @@ out_dir: str = "results/notebook"  # folder for this notebook's tables and figur
 fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
 
 # %%
-from memlab.output import figures
 from memlab.app.cli import parse_budgets
-from memlab.studies.drift_streams import held_out_seeds, parse_seed_range
-from memlab.studies.drift_benchmark import drift_benchmark
+from memlab.output import figures
 from memlab.output.report import Report
+from memlab.studies.drift_benchmark import drift_benchmark
+from memlab.studies.drift_streams import held_out_seeds, parse_seed_range
 
 report = Report(out_dir, fig_formats)
 held_out = held_out_seeds(seed_range, streams, "seed_range", "streams")

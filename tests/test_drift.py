@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 
 from memlab.app.cli import main
+from memlab.core.spec import RetrievalSpec, retrieve
+from memlab.studies.drift_benchmark import bootstrap_ci, context_metrics, drift_benchmark, prepare, run_stream
 from memlab.studies.drift_streams import (
     TOPICS,
     Fact,
@@ -21,7 +23,6 @@ from memlab.studies.drift_streams import (
     ground_truth,
     parse_seed_range,
 )
-from memlab.studies.drift_benchmark import bootstrap_ci, context_metrics, drift_benchmark, prepare, run_stream
 from memlab.studies.memory_systems import (
     READ_SYSTEMS,
     WRITE_POLICIES,
@@ -36,7 +37,6 @@ from memlab.studies.memory_systems import (
     superseded,
     write_policy,
 )
-from memlab.core.spec import RetrievalSpec, retrieve
 
 D = date(2026, 1, 1)
 

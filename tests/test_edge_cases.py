@@ -11,15 +11,17 @@ import numpy as np
 import pytest
 
 from memlab.app.cli import main
-from memlab.core.criteria import load_criteria
-from memlab.tuning.evaluate import candidate_table
-from memlab.datasets.model import DatasetError, load_dataset
-from memlab.output.io import atomic_write_text
 from memlab.app.runner import load_batch, parse_overrides
-from memlab.studies.scale import TopK
+from memlab.core.criteria import load_criteria
+from memlab.core.grid import Grid
+from memlab.core.labels import Labels
 from memlab.core.selection import select
 from memlab.core.spec import RetrievalSpec, age_days
-from memlab.core.sweep import Grid, Labels, sweep
+from memlab.core.sweep import sweep
+from memlab.datasets.model import DatasetError, load_dataset
+from memlab.output.io import atomic_write_text
+from memlab.studies.scale import TopK
+from memlab.tuning.evaluate import candidate_table
 
 
 def test_max_margin_on_the_candidate_table(seed, published):

@@ -11,8 +11,10 @@ from hypothesis import strategies as st
 
 from memlab.core.criteria import SEED_CRITERIA, Criterion
 from memlab.core.feasible import Lines, feasible_bonus, intervals_json, intervals_text, rank_below
+from memlab.core.grid import Grid
+from memlab.core.labels import Labels
 from memlab.core.spec import age_days
-from memlab.core.sweep import Grid, Labels, sweep
+from memlab.core.sweep import sweep
 
 DENSE = tuple(np.round(np.linspace(0.0, 0.3, 3001), 12).tolist())  # step 1e-4
 

@@ -11,9 +11,19 @@ import numpy as np
 import pytest
 
 from memlab.app.cli import main
-from memlab.datasets.model import dataset_dir, load_dataset
-from memlab.retrieval.fusion import alpha_weights, normalize, ranks, route_candidates, rrf_fusion, weighted_fusion
+from memlab.core.spec import RetrievalSpec, retrieve
 from memlab.datasets.generate import daily_lunch, write_generated
+from memlab.datasets.model import dataset_dir, load_dataset
+from memlab.datasets.timeparse import DateRange
+from memlab.retrieval.fusion import (
+    alpha_weights,
+    normalize,
+    ranks,
+    route_candidates,
+    rrf_fusion,
+    weighted_fusion,
+)
+from memlab.retrieval.keyword import KeywordIndex, tokenize
 from memlab.studies.hybrid import (
     POLICIES,
     PolicyGrid,
@@ -23,9 +33,6 @@ from memlab.studies.hybrid import (
     policy_scores,
     time_gate,
 )
-from memlab.retrieval.keyword import KeywordIndex, tokenize
-from memlab.core.spec import RetrievalSpec, retrieve
-from memlab.datasets.timeparse import DateRange
 
 NAN = np.nan
 

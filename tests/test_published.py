@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from memlab.tuning.evaluate import SEED_CANDIDATES, candidate_table, evaluate
+from memlab.core.spec import RetrievalSpec, age_days, recency_bonus
 from memlab.datasets.model import dataset_dir
 from memlab.scoring.sources import load_published
-from memlab.core.spec import RetrievalSpec, age_days, recency_bonus
+from memlab.tuning.evaluate import SEED_CANDIDATES, candidate_table, evaluate
 
 
 def stated_table():

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from memlab.scoring.embeddings import Embedder
 from memlab.core.spec import RetrievalSpec, age_days, retrieve
+from memlab.scoring.embeddings import Embedder
 from memlab.scoring.store import MemoryStore, spec_query_json
 
 REF = datetime(2026, 9, 10, tzinfo=UTC)

@@ -6,8 +6,8 @@ import json
 import math
 
 from memlab.app.cli import main
-from memlab.studies.robustness import robustness, summarize
 from memlab.core.spec import RetrievalSpec
+from memlab.studies.robustness import robustness, summarize
 
 
 def test_leave_one_question_out_moves_the_ends_as_on_paper(seed, published):

@@ -9,8 +9,16 @@ import numpy as np
 import pytest
 
 from memlab.app.cli import main
-from memlab.studies.scale import GaussianVectors, MaxLaw, TopK, distractor_texts, max_quantile, n_reaching, stream
 from memlab.core.spec import RetrievalSpec, recency_weight, rescore
+from memlab.studies.scale import (
+    GaussianVectors,
+    MaxLaw,
+    TopK,
+    distractor_texts,
+    max_quantile,
+    n_reaching,
+    stream,
+)
 
 REF = np.datetime64("2026-09-10")
 

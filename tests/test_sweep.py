@@ -11,10 +11,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memlab.core.criteria import SEED_CRITERIA, Criterion
-from memlab.tuning.evaluate import SEED_CANDIDATES, candidate_table, evaluate
+from memlab.core.grid import Grid, parse_axis
+from memlab.core.labels import Labels
 from memlab.core.spec import age_days
+from memlab.core.sweep import sweep, sweep_chunks
 from memlab.scoring.store import MemoryStore
-from memlab.core.sweep import Grid, Labels, parse_axis, sweep, sweep_chunks, sweep_dataset
+from memlab.tuning.evaluate import SEED_CANDIDATES, candidate_table, evaluate
+from memlab.tuning.sweep_dataset import sweep_dataset
 
 PROPERTY = settings(
     max_examples=300,

@@ -10,9 +10,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from memlab.datasets.model import DEFAULT_DATASET, QUESTION_KINDS, DatasetError, load_dataset
-from memlab.output.io import atomic_write_text
+from memlab.core.labels import QUESTION_KINDS
 from memlab.core.spec import RetrievalSpec
+from memlab.datasets.model import DEFAULT_DATASET, DatasetError, load_dataset
+from memlab.output.io import atomic_write_text
 
 DEFAULTS = RetrievalSpec()
 
@@ -239,8 +240,8 @@ def cmd_table(args: argparse.Namespace) -> int:
 
 
 def cmd_prompt(args: argparse.Namespace) -> int:
-    from memlab.tuning.evaluate import evaluate
     from memlab.output.prompt import b_format
+    from memlab.tuning.evaluate import evaluate
 
     dataset = load_dataset(args.dataset)
     question = dataset.question(args.question)
@@ -289,7 +290,7 @@ def criteria_from(args: argparse.Namespace, dataset):
 
 
 def grid_from(args: argparse.Namespace):
-    from memlab.core.sweep import Grid, parse_axis
+    from memlab.core.grid import Grid, parse_axis
 
     return Grid(
         bonus=parse_axis(args.bonus, "bonus"),
@@ -317,9 +318,10 @@ def describe_row(row: dict[str, Any], criteria) -> str:
 def cmd_sweep(args: argparse.Namespace) -> int:
     import time
 
-    from memlab.output.io import TableWriter
+    from memlab.core.labels import Labels
     from memlab.core.selection import select_streaming
-    from memlab.core.sweep import Labels, sweep_chunks
+    from memlab.core.sweep import sweep_chunks
+    from memlab.output.io import TableWriter
 
     grid = grid_from(args)
     dataset = load_dataset(args.dataset)
@@ -371,7 +373,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def cmd_feasible(args: argparse.Namespace) -> int:
     from memlab.core.feasible import feasible_bonus, intervals_json, intervals_text
-    from memlab.core.sweep import Labels, parse_axis
+    from memlab.core.grid import parse_axis
+    from memlab.core.labels import Labels
 
     taus = parse_axis(args.tau, "tau")
     thresholds = parse_axis(args.threshold, "threshold")
@@ -445,8 +448,8 @@ def scale_inputs(args: argparse.Namespace):
 
 
 def cmd_scale(args: argparse.Namespace) -> int:
+    from memlab.core.grid import parse_axis
     from memlab.studies.scale import scale_study
-    from memlab.core.sweep import parse_axis
 
     sizes = sorted({int(n) for n in parse_axis(args.n, "n", integer=True)})
     dataset, scores, queries, pool, ages = scale_inputs(args)
@@ -534,8 +537,8 @@ def parse_budgets(text: str) -> list[int]:
 
 
 def cmd_drift(args: argparse.Namespace) -> int:
-    from memlab.studies.drift_streams import held_out_seeds, parse_seed_range
     from memlab.studies.drift_benchmark import drift_benchmark
+    from memlab.studies.drift_streams import held_out_seeds, parse_seed_range
 
     held_out = held_out_seeds(args.seed_range, args.streams)
     tune_range = parse_seed_range(args.tune_range, "--tune-range")
@@ -663,9 +666,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def policy_grid_from(args: argparse.Namespace):
+    from memlab.core.grid import parse_axis
     from memlab.retrieval.fusion import NORMALIZATIONS
     from memlab.studies.hybrid import PolicyGrid
-    from memlab.core.sweep import parse_axis
 
     norms = tuple(n.strip() for n in args.norm.split(","))
     unknown = [n for n in norms if n not in NORMALIZATIONS]

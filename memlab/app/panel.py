@@ -14,12 +14,12 @@ from dataclasses import replace
 from typing import Any
 
 from memlab.core.criteria import Criterion, dataset_criteria
-from memlab.tuning.evaluate import Evaluation, evaluate
-from memlab.output.figures import question_bars, question_frame
+from memlab.core.spec import RetrievalSpec
 from memlab.datasets.model import Dataset
+from memlab.output.figures import question_bars, question_frame
 from memlab.output.prompt import b_format
 from memlab.scoring.sources import SOURCES, ScoreTable, load_scores
-from memlab.core.spec import RetrievalSpec
+from memlab.tuning.evaluate import Evaluation, evaluate
 
 
 class TuningPanel:

@@ -24,8 +24,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from memlab.output.io import atomic_write_text
 from memlab.app.parameters import NOTEBOOK_PARAMETERS, defaults
+from memlab.output.io import atomic_write_text
 
 NOTEBOOKS = (
     "01_reproduce",

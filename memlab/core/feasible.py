@@ -27,8 +27,8 @@ import numpy as np
 import portion as P
 
 from memlab.core import criteria as crit
+from memlab.core.labels import Labels
 from memlab.core.spec import recency_weight, rescore, select_candidates
-from memlab.core.sweep import Labels
 
 
 @dataclass(frozen=True)

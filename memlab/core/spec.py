@@ -24,12 +24,16 @@ import numpy as np
 SECONDS_PER_DAY = 86_400.0
 
 
-def age_days(dates: np.ndarray, reference: np.datetime64 | datetime) -> np.ndarray:
-    """Fractional days from each date (``datetime64``) to the reference date."""
+def age_days(dates: np.ndarray, reference: np.ndarray | np.datetime64 | datetime) -> np.ndarray:
+    """Fractional days from each date (``datetime64``) to the reference (broadcast).
+
+    The one place memlab turns two instants into an age: the dataset's ages, the scale study's
+    question offsets and the store's decay scale all count days with it.
+    """
     if isinstance(reference, datetime) and reference.tzinfo is not None:  # the same instant in UTC
         reference = reference.astimezone(UTC).replace(tzinfo=None)
-    ref = np.datetime64(reference, "s")
-    return (ref - dates.astype("datetime64[s]")).astype(np.float64) / SECONDS_PER_DAY
+    ref = np.asarray(reference, dtype="datetime64[s]")
+    return (ref - np.asarray(dates).astype("datetime64[s]")).astype(np.float64) / SECONDS_PER_DAY
 
 
 def recency_weight(age: np.ndarray | float, tau_days: np.ndarray | float) -> np.ndarray:

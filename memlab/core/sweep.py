@@ -17,7 +17,6 @@ of the result is configuration ``i`` of ``Grid.values``. The order is recorded i
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import reduce
@@ -26,91 +25,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memlab.core import criteria as crit
-from memlab.datasets.model import QUESTION_KINDS, Dataset
-from memlab.core.spec import RetrievalSpec, recency_weight, rescore, select_candidates
+from memlab.core.grid import AXES, Grid
+from memlab.core.labels import QUESTION_KINDS, Labels
+from memlab.core.spec import recency_weight, rescore, select_candidates
 
 if TYPE_CHECKING:
     import pandas as pd
 
-AXES = ("bonus", "tau_days", "threshold", "candidates", "inject")
-_INT_AXES = ("candidates", "inject")
-
-
-@dataclass(frozen=True)
-class Grid:
-    """Values per axis; axes not given take the RetrievalSpec defaults (one value)."""
-
-    bonus: tuple[float, ...] = (RetrievalSpec.bonus,)
-    tau_days: tuple[float, ...] = (RetrievalSpec.tau_days,)
-    threshold: tuple[float, ...] = (RetrievalSpec.threshold,)
-    candidates: tuple[int, ...] = (RetrievalSpec.candidates,)
-    inject: tuple[int, ...] = (RetrievalSpec.inject,)
-
-    def __post_init__(self) -> None:
-        for name in AXES:
-            raw = getattr(self, name)
-            values = tuple(np.atleast_1d(np.asarray(raw)).tolist())
-            if not values:
-                raise ValueError(f"grid axis {name!r} is empty")
-            if name in _INT_AXES:
-                if not all(isinstance(v, int) and v >= 1 for v in values):
-                    raise ValueError(f"grid axis {name!r} needs integers >= 1, got {list(values)}")
-            elif not all(isinstance(v, int | float) and math.isfinite(v) for v in values):
-                raise ValueError(f"grid axis {name!r} needs finite numbers, got {list(values)}")
-            object.__setattr__(self, name, values)
-        if min(self.tau_days) <= 0:
-            raise ValueError(f"grid axis 'tau_days' needs values > 0, got {min(self.tau_days)}")
-        if min(self.bonus) < 0:
-            raise ValueError(f"grid axis 'bonus' needs values >= 0, got {min(self.bonus)}")
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(len(getattr(self, a)) for a in AXES)
-
-    @property
-    def size(self) -> int:
-        return math.prod(self.shape)
-
-    def values(self, start: int = 0, stop: int | None = None) -> dict[str, np.ndarray]:
-        """Each axis's value for configurations ``start .. stop-1`` (C order)."""
-        flat = np.arange(start, self.size if stop is None else stop)
-        idx = np.unravel_index(flat, self.shape)
-        return {a: np.asarray(getattr(self, a))[i] for a, i in zip(AXES, idx, strict=True)}
-
-    def spec(self, i: int) -> RetrievalSpec:
-        """Configuration ``i`` as a RetrievalSpec (for the one-config reference)."""
-        v = self.values(i, i + 1)
-        return RetrievalSpec(
-            candidates=int(v["candidates"][0]),
-            inject=int(v["inject"][0]),
-            threshold=float(v["threshold"][0]),
-            bonus=float(v["bonus"][0]),
-            tau_days=float(v["tau_days"][0]),
-        )
-
-
-@dataclass(frozen=True)
-class Labels:
-    """What the criteria need to know about each question, as arrays over memory indices."""
-
-    question_ids: tuple[str, ...]
-    kinds: tuple[str, ...]
-    current: np.ndarray  # (Q,) memory index of the current memory, -1 if none
-    stale: tuple[tuple[int, ...], ...]  # per question, memory indices of stale memories
-
-    def criteria(self) -> tuple[crit.Criterion, ...]:
-        """``generic_criteria`` for these labels (used when none are given)."""
-        return crit.generic_criteria(self.question_ids, self.kinds, self.current >= 0)
-
-    @classmethod
-    def from_dataset(cls, dataset: Dataset) -> Labels:
-        index = {m: i for i, m in enumerate(dataset.memory_ids)}
-        return cls(
-            dataset.question_ids,
-            tuple(q.kind for q in dataset.questions),
-            np.array([index[q.current] if q.current else -1 for q in dataset.questions]),
-            tuple(tuple(index[s] for s in q.stale) for q in dataset.questions),
-        )
 
 
 @dataclass(frozen=True)
@@ -538,41 +459,3 @@ def sweep(
     out = pd.concat(frames, ignore_index=long)
     out.attrs.update(frames[0].attrs)
     return out
-
-
-def sweep_dataset(
-    dataset: Dataset,
-    raw: np.ndarray,
-    grid: Grid,
-    criteria: tuple[crit.Criterion, ...] | None = None,
-    **kwargs: Any,
-) -> pd.DataFrame:
-    """``sweep`` with ages and labels taken from a dataset."""
-    criteria = crit.dataset_criteria(dataset) if criteria is None else criteria
-    raw = np.where(dataset.visible(), raw, np.nan)  # not retrievable before it was written
-    return sweep(raw, dataset.ages(), Labels.from_dataset(dataset), grid, criteria, **kwargs)
-
-
-def parse_axis(text: str, name: str = "value", integer: bool = False) -> tuple[float, ...] | tuple[int, ...]:
-    """``start:stop:step`` (stop included), a comma list, or one number."""
-    conv = int if integer else float
-    try:
-        if ":" in text:
-            parts = text.split(":")
-            if len(parts) != 3:
-                raise ValueError
-            start, stop, step = (conv(p) for p in parts)
-            if step <= 0 or stop < start:
-                raise ValueError(f"--{name}: '{text}' needs step > 0 and stop >= start")
-            n = math.floor((stop - start) / step + 1e-9) + 1
-            values = start + step * np.arange(n)
-            # round away binary noise (0.1 * 3 = 0.30000000000000004) for readable output
-            return tuple(int(v) for v in values) if integer else tuple(np.round(values, 12).tolist())
-        return tuple(conv(p) for p in text.split(","))
-    except ValueError as e:
-        if e.args and str(e.args[0]).startswith("--"):
-            raise
-        kind = "integer" if integer else "number"
-        raise ValueError(
-            f"--{name}: '{text}' is not start:stop:step (stop included), a comma list or a {kind}"
-        ) from None

@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-# time: the question names a time ("yesterday", 8月20日) and its current memory is the one from
-# then; ``stale`` lists same-topic memories from outside that time (the wrong day's lunch).
-QUESTION_KINDS = ("hit", "contradiction", "nohit", "time")
+from memlab.core.labels import QUESTION_KINDS
+from memlab.core.spec import age_days
+
 MEMORY_SOURCES = ("seed", "reconstructed", "imported", "synthetic", "user")
 DEFAULT_DATASET = "seed16"
 
@@ -140,7 +140,7 @@ class Dataset:
         """(questions, memories) fractional days from each memory's date to when each question is
         asked; +inf for a memory written after the question (never retrievable, weight 0)."""
         refs = self.question_references(default)
-        days = (refs[:, None] - self.memory_dates()[None, :]).astype(np.float64) / 86_400.0
+        days = age_days(self.memory_dates()[None, :], refs[:, None])
         return np.where(days >= 0, days, np.inf)
 
     def visible(self, default: datetime | None = None) -> np.ndarray:

@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import plotly.graph_objects as go
 
-from memlab.output.io import atomic_write_bytes, atomic_write_text
 from memlab.core.spec import recency_bonus
+from memlab.output.io import atomic_write_bytes, atomic_write_text
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from memlab.tuning.evaluate import Evaluation
     from memlab.datasets.model import Dataset
+    from memlab.tuning.evaluate import Evaluation
 
 # Okabe & Ito (2008), safe for the common colour-vision deficiencies.
 OKABE_ITO = {

@@ -9,8 +9,8 @@ import numpy as np
 if TYPE_CHECKING:
     import pandas as pd
 
-    from memlab.tuning.evaluate import Evaluation
     from memlab.datasets.model import Dataset
+    from memlab.tuning.evaluate import Evaluation
 
 
 def rerun_table(ev: Evaluation, dataset: Dataset, question_id: str) -> pd.DataFrame:

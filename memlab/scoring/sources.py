@@ -151,8 +151,8 @@ def embedded_scores(
             f"dataset {dataset.name!r} has no language {lang!r}; it has: {', '.join(dataset.languages)}"
         )
     if dataset.vectors:  # imported: the memory vectors are kept as stored, only questions are embedded
-        from memlab.scoring.embeddings import resolve_model
         from memlab.datasets.qdrant_import import stored_vectors
+        from memlab.scoring.embeddings import resolve_model
 
         made_with = dataset.vectors.get("model")
         if model is None and made_with is None:

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 from qdrant_client import QdrantClient, models
 
-from memlab.datasets.model import Dataset
 from memlab.core.spec import SECONDS_PER_DAY, RetrievalSpec
+from memlab.datasets.model import Dataset
 
 DATE_FIELD = "date"
 KEYWORD_VECTOR = "bm25"  # the sparse vector holding each memory's BM25 term weights

@@ -34,9 +34,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memlab.core import criteria as crit
-from memlab.retrieval.fusion import alpha_weights, normalize, ranks, route_candidates, rrf_fusion, weighted_fusion
-from memlab.core.sweep import Grid, Labels, sweep
+from memlab.core.grid import Grid
+from memlab.core.labels import Labels
+from memlab.core.sweep import sweep
 from memlab.datasets.timeparse import DateRange, parse_time
+from memlab.retrieval.fusion import (
+    alpha_weights,
+    normalize,
+    ranks,
+    route_candidates,
+    rrf_fusion,
+    weighted_fusion,
+)
 
 if TYPE_CHECKING:
     import pandas as pd

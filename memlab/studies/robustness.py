@@ -20,8 +20,10 @@ import portion as P
 
 from memlab.core import criteria as crit
 from memlab.core.feasible import feasible_bonus
+from memlab.core.grid import Grid
+from memlab.core.labels import Labels
 from memlab.core.spec import RetrievalSpec
-from memlab.core.sweep import Grid, Labels, sweep
+from memlab.core.sweep import sweep
 
 if TYPE_CHECKING:
     import pandas as pd

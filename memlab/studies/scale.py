@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from memlab.core.spec import RetrievalSpec, recency_weight, rescore
+from memlab.core.spec import RetrievalSpec, age_days, recency_weight, rescore
 
 # Everyday topics for a companion device's user: (subject phrases, objects, details).
 TEMPLATES: tuple[str, ...] = (
@@ -470,8 +470,8 @@ def scale_study(
     base = (raw, ages)
     sizes = sorted(sizes)
     within_pool = [n for n in sizes if n - n0 <= len(pool)]
-    before = np.datetime64(dataset.reference_date.replace(tzinfo=None), "s") - dataset.question_references()
-    before = before.astype(np.float64) / 86_400.0  # days before the reference each question is asked
+    # days before the reference each question is asked
+    before = age_days(dataset.question_references(), dataset.reference_date)
     real = curve(
         queries, within_pool, stream((pool, pool_ages), None, len(pool), seed, chunk), spec, base, before
     )

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memlab.core import criteria as crit
-from memlab.datasets.model import Dataset
-from memlab.scoring.sources import ScoreTable
 from memlab.core.selection import select
 from memlab.core.spec import Candidate, RetrievalSpec, retrieve
+from memlab.datasets.model import Dataset
+from memlab.scoring.sources import ScoreTable
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -1,0 +1,27 @@
+"""memlab's exceptions: one base class the command line catches.
+
+Each subclass also derives from the built-in exception it refines, so ``except ValueError`` in
+a caller keeps working. Anything that is not a ``MemlabError`` is a bug in memlab and shows as a
+traceback.
+"""
+
+from __future__ import annotations
+
+
+class MemlabError(Exception):
+    """A problem with what the user gave memlab: a value, a file, a name."""
+
+
+class InputError(MemlabError, ValueError):
+    """A value, option or file content memlab cannot use; the message says which and why."""
+
+
+class UnknownNameError(MemlabError, KeyError):
+    """A name that is not in a registry (a question id, a dataset, a rule); lists what exists."""
+
+    def __str__(self) -> str:  # KeyError's str() quotes its message
+        return str(self.args[0]) if self.args else ""
+
+
+class MissingFileError(MemlabError, FileNotFoundError):
+    """A file or folder the user named does not exist."""

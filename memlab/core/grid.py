@@ -1,0 +1,91 @@
+"""The grid a sweep runs over: values per axis, in a deterministic C order, and the axis parser."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from memlab.core.spec import RetrievalSpec
+
+AXES = ("bonus", "tau_days", "threshold", "candidates", "inject")
+INTEGER_AXES = ("candidates", "inject")
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Values per axis; axes not given take the RetrievalSpec defaults (one value)."""
+
+    bonus: tuple[float, ...] = (RetrievalSpec.bonus,)
+    tau_days: tuple[float, ...] = (RetrievalSpec.tau_days,)
+    threshold: tuple[float, ...] = (RetrievalSpec.threshold,)
+    candidates: tuple[int, ...] = (RetrievalSpec.candidates,)
+    inject: tuple[int, ...] = (RetrievalSpec.inject,)
+
+    def __post_init__(self) -> None:
+        for name in AXES:
+            raw = getattr(self, name)
+            values = tuple(np.atleast_1d(np.asarray(raw)).tolist())
+            if not values:
+                raise ValueError(f"grid axis {name!r} is empty")
+            if name in INTEGER_AXES:
+                if not all(isinstance(v, int) and v >= 1 for v in values):
+                    raise ValueError(f"grid axis {name!r} needs integers >= 1, got {list(values)}")
+            elif not all(isinstance(v, int | float) and math.isfinite(v) for v in values):
+                raise ValueError(f"grid axis {name!r} needs finite numbers, got {list(values)}")
+            object.__setattr__(self, name, values)
+        if min(self.tau_days) <= 0:
+            raise ValueError(f"grid axis 'tau_days' needs values > 0, got {min(self.tau_days)}")
+        if min(self.bonus) < 0:
+            raise ValueError(f"grid axis 'bonus' needs values >= 0, got {min(self.bonus)}")
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(len(getattr(self, a)) for a in AXES)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def values(self, start: int = 0, stop: int | None = None) -> dict[str, np.ndarray]:
+        """Each axis's value for configurations ``start .. stop-1`` (C order)."""
+        flat = np.arange(start, self.size if stop is None else stop)
+        idx = np.unravel_index(flat, self.shape)
+        return {a: np.asarray(getattr(self, a))[i] for a, i in zip(AXES, idx, strict=True)}
+
+    def spec(self, i: int) -> RetrievalSpec:
+        """Configuration ``i`` as a RetrievalSpec (for the one-config reference)."""
+        v = self.values(i, i + 1)
+        return RetrievalSpec(
+            candidates=int(v["candidates"][0]),
+            inject=int(v["inject"][0]),
+            threshold=float(v["threshold"][0]),
+            bonus=float(v["bonus"][0]),
+            tau_days=float(v["tau_days"][0]),
+        )
+
+
+def parse_axis(text: str, name: str = "value", integer: bool = False) -> tuple[float, ...] | tuple[int, ...]:
+    """``start:stop:step`` (stop included), a comma list, or one number."""
+    conv = int if integer else float
+    try:
+        if ":" in text:
+            parts = text.split(":")
+            if len(parts) != 3:
+                raise ValueError
+            start, stop, step = (conv(p) for p in parts)
+            if step <= 0 or stop < start:
+                raise ValueError(f"--{name}: '{text}' needs step > 0 and stop >= start")
+            n = math.floor((stop - start) / step + 1e-9) + 1
+            values = start + step * np.arange(n)
+            # round away binary noise (0.1 * 3 = 0.30000000000000004) for readable output
+            return tuple(int(v) for v in values) if integer else tuple(np.round(values, 12).tolist())
+        return tuple(conv(p) for p in text.split(","))
+    except ValueError as e:
+        if e.args and str(e.args[0]).startswith("--"):
+            raise
+        kind = "integer" if integer else "number"
+        raise ValueError(
+            f"--{name}: '{text}' is not start:stop:step (stop included), a comma list or a {kind}"
+        ) from None
