@@ -1,6 +1,6 @@
-"""How long comparing the retrieval policies takes, per dataset, with a warm embedding cache.
+"""How long comparing the retrieval retrievers takes, per dataset, with a warm embedding cache.
 
-For each dataset: embedding (cached) + BM25 + the gate, then every policy swept over its axes
+For each dataset: embedding (cached) + BM25 + the gate, then every retriever swept over its axes
 (alpha x normalisation, RRF k, bonus x tau, calibrated thresholds) with the default grid, and
 the chosen configurations. Prints configurations per second and a final JSON line.
 
@@ -15,8 +15,9 @@ import statistics
 import time
 
 from memlab.datasets.model import load_dataset
+from memlab.retrieval.inputs import build_inputs
 from memlab.scoring.sources import load_scores
-from memlab.studies.hybrid import PolicyGrid, build_inputs, compare
+from memlab.studies.hybrid import RetrieverGrid, compare
 
 
 def main() -> None:
@@ -34,14 +35,14 @@ def main() -> None:
             scores = load_scores("embedded", dataset, lang=args.lang)
             inputs = build_inputs(dataset, scores.raw, lang=args.lang)
             t1 = time.perf_counter()
-            result = compare(inputs, None, PolicyGrid())
+            result = compare(inputs, None, RetrieverGrid())
             t2 = time.perf_counter()
             prepare.append(t1 - t0)
             run.append(t2 - t1)
             configs = result.configs
         p, r = statistics.median(prepare), statistics.median(run)
         print(
-            f"{name:>12}: scores + BM25 + gate {p:.2f} s; {configs} configurations, 7 policies, {r:.2f} s "
+            f"{name:>12}: scores + BM25 + gate {p:.2f} s; {configs} configurations, 7 retrievers, {r:.2f} s "
             f"({configs / r:,.0f}/s)"
         )
         out[name] = {"prepare_s": round(p, 3), "compare_s": round(r, 3), "configs": configs}

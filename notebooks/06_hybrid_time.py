@@ -14,12 +14,12 @@
 # ---
 
 # %% [markdown]
-# # 06 · Keywords, fusion and time: which policy recalls the right memory?
+# # 06 · Keywords, fusion and time: which retriever recalls the right memory?
 #
-# The same questions through seven retrieval policies: cosine only, the seed's recency bonus,
+# The same questions through seven retrievers: cosine only, the seed's recency bonus,
 # weighted fusion of cosine and BM25, reciprocal rank fusion (RRF), RRF with time as a third
 # route, and a time gate (explicit time expressions filter the candidates) with the decay term.
-# Each policy is tuned by the sweep on its own score scale (its threshold included) and shown at
+# Each retriever is tuned by the sweep on its own score scale (its threshold included) and shown at
 # its best configuration: current memories injected minus wrong ones (no-hit, stale, wrong day).
 # Datasets: `seed16-time` (the seed's 16 memories; questions that name a time beside the seed's
 # ten) and `daily-lunch` (fifty near-identical lunches that only their dates tell apart).
@@ -42,12 +42,12 @@ n_range: str = "16,100,1000,10000,100000,1000000"  # scale: memory counts N to m
 pool: int = 5000  # scale: real embedded distractors (cached after the first run)
 boot: int = 200  # robustness and drift: bootstrap resamples (of each kind)
 seed: int = 0  # scale, robustness and drift: random seed
-hybrid_datasets: str = "seed16-time,daily-lunch"  # hybrid: datasets the policies are compared on (comma list)
-policies: str = ""  # hybrid: policies to compare (comma list); empty for all
+hybrid_datasets: str = "seed16-time,daily-lunch"  # hybrid: datasets the retrievers are compared on (comma list)
+retrievers: str = ""  # hybrid: retrievers to compare (comma list); empty for all
 alpha_range: str = "0:1:0.1"  # hybrid: weight of the vector route in weighted fusion
 rrf_k_range: str = "1,2,10,60"  # hybrid: RRF k values, score 1/(k + rank)
-hybrid_bonus_range: str = "0:0.3:0.01"  # hybrid: recency bonus values of decay policies
-hybrid_tau_range: str = "1,3,7,14,30,60"  # hybrid: tau_days values of decay policies
+hybrid_bonus_range: str = "0:0.3:0.01"  # hybrid: recency bonus values of decay retrievers
+hybrid_tau_range: str = "1,3,7,14,30,60"  # hybrid: tau_days values of decay retrievers
 streams: int = 400  # drift: held-out streams, the first N seeds of seed_range
 seed_range: str = "1000:1400"  # drift: held-out seeds A:B (B excluded)
 tune_range: str = "0:200"  # drift: tuning seeds C:D, disjoint from seed_range
@@ -59,10 +59,10 @@ fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg 
 from memlab.core.grid import parse_axis
 from memlab.output import figures
 from memlab.output.report import Report, safe_name
-from memlab.studies.hybrid import PolicyGrid, compare_datasets
+from memlab.studies.hybrid import RetrieverGrid, compare_datasets
 
 report = Report(out_dir, fig_formats)
-grid = PolicyGrid(
+grid = RetrieverGrid(
     alphas=parse_axis(alpha_range, "alpha_range"),
     rrf_ks=parse_axis(rrf_k_range, "rrf_k_range"),
     bonus=parse_axis(hybrid_bonus_range, "hybrid_bonus_range"),
@@ -75,7 +75,7 @@ results = compare_datasets(
     source=source,
     lang=lang,
     model=model or None,
-    policies=[p.strip() for p in policies.split(",") if p.strip()] or None,
+    retrievers=[p.strip() for p in retrievers.split(",") if p.strip()] or None,
     grid=grid,
 )
 
@@ -84,8 +84,8 @@ import pandas as pd
 
 chosen = pd.concat([r.chosen for r in results.values()], ignore_index=True)
 by_kind = pd.concat([r.by_kind for r in results.values()], ignore_index=True)
-report.table("policies", chosen, "Each policy at its tuned configuration, per dataset")
-report.table("by_kind", by_kind, "Metrics per policy and question kind")
+report.table("retrievers", chosen, "Each retriever at its tuned configuration, per dataset")
+report.table("by_kind", by_kind, "Metrics per retriever and question kind")
 report.table(
     "fusion_landscape",
     pd.concat([r.landscape for r in results.values()], ignore_index=True),
@@ -93,16 +93,16 @@ report.table(
 )
 
 # %%
-report.figure("hit_at_inject", figures.policy_bars(by_kind, "hit_at_inject"), "Current memory injected")
+report.figure("hit_at_inject", figures.retriever_bars(by_kind, "hit_at_inject"), "Current memory injected")
 
 # %%
-report.figure("false_injections", figures.policy_bars(by_kind, "false_injections"), "False injections")
+report.figure("false_injections", figures.retriever_bars(by_kind, "false_injections"), "False injections")
 
 # %%
-report.figure("stale_injections", figures.policy_bars(by_kind, "stale_injections"), "Stale injections")
+report.figure("stale_injections", figures.retriever_bars(by_kind, "stale_injections"), "Stale injections")
 
 # %%
-report.figure("headroom", figures.policy_bars(by_kind, "headroom"), "Headroom on no-hit questions")
+report.figure("headroom", figures.retriever_bars(by_kind, "headroom"), "Headroom on no-hit questions")
 
 # %% [markdown]
 # How sharply the fusion settings matter: the best utility reachable at each alpha (weighted
@@ -123,7 +123,7 @@ report.finish(
         "source": source,
         "lang": lang,
         "hybrid_datasets": hybrid_datasets,
-        "policies": policies or "all",
+        "retrievers": retrievers or "all",
         "alpha_range": alpha_range,
         "rrf_k_range": rrf_k_range,
         "hybrid_bonus_range": hybrid_bonus_range,

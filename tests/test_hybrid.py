@@ -1,4 +1,4 @@
-"""Keyword route, fusion, the time gate and the policies: values on paper, ranx and Qdrant agreeing."""
+"""Keyword route, fusion, the time gate and the retrievers: values on paper, ranx and Qdrant agreeing."""
 
 from __future__ import annotations
 
@@ -23,16 +23,11 @@ from memlab.retrieval.fusion import (
     rrf_fusion,
     weighted_fusion,
 )
+from memlab.retrieval.gate import time_gate
+from memlab.retrieval.inputs import build_inputs
 from memlab.retrieval.keyword import KeywordIndex, tokenize
-from memlab.studies.hybrid import (
-    POLICIES,
-    PolicyGrid,
-    build_inputs,
-    check_policies,
-    compare,
-    policy_scores,
-    time_gate,
-)
+from memlab.retrieval.retrievers import RETRIEVERS, check_retrievers, retriever_scores
+from memlab.studies.hybrid import RetrieverGrid, compare
 
 NAN = np.nan
 
@@ -203,11 +198,11 @@ def test_every_time_question_window_holds_its_current_memory():
                     assert gate.mask[i, ds.memory_ids.index(q.current)], (name, lang, q.id)
 
 
-# --- policies: the sweep, the reference and Qdrant agree --------------------------------------
+# --- retrievers: the sweep, the reference and Qdrant agree --------------------------------------
 
 
 def test_policies_registry_and_errors():
-    assert list(POLICIES) == [
+    assert list(RETRIEVERS) == [
         "vector",
         "vector-decay",
         "hybrid-weighted",
@@ -216,8 +211,8 @@ def test_policies_registry_and_errors():
         "gate-decay",
         "gate-vector-decay",
     ]
-    with pytest.raises(ValueError, match=r"unknown policy\(ies\) bm42; available: vector, vector-decay"):
-        check_policies(["vector", "bm42"])
+    with pytest.raises(ValueError, match=r"unknown retriever\(ies\) bm42; available: vector, vector-decay"):
+        check_retrievers(["vector", "bm42"])
 
 
 def test_near_duplicates_only_time_separates_on_paper():
@@ -227,9 +222,9 @@ def test_near_duplicates_only_time_separates_on_paper():
     lunch = np.array([m.id.startswith("d") for m in ds.memories])
     cos = np.where(lunch[None, :], 0.6, 0.1).repeat(len(ds.questions), axis=0)
     inp = build_inputs(ds, cos)
-    grid = PolicyGrid(bonus=(0.0,), tau_days=(1.0,), threshold_steps=11, alphas=(1.0,), norms=("none",))
+    grid = RetrieverGrid(bonus=(0.0,), tau_days=(1.0,), threshold_steps=11, alphas=(1.0,), norms=("none",))
     result = compare(inp, ["vector", "gate-vector-decay"], grid)
-    by = result.by_kind.set_index(["policy", "kind"])
+    by = result.by_kind.set_index(["retriever", "kind"])
     assert by.loc[("gate-vector-decay", "time"), "hit_at_inject"] == 1.0
     assert by.loc[("gate-vector-decay", "time"), "stale_injections"] == 0
     # vector only: with the threshold at 0.6 it injects the three oldest lunches for every question
@@ -238,20 +233,20 @@ def test_near_duplicates_only_time_separates_on_paper():
 
 def test_sweep_rows_match_the_one_config_reference():
     ds, inp = fake_inputs()
-    grid = PolicyGrid(alphas=(0.2, 0.8), rrf_ks=(2, 60), bonus=(0.0, 0.1), tau_days=(3.0,), threshold_steps=5)
-    from memlab.studies.hybrid import per_question, sweep_policy
+    grid = RetrieverGrid(alphas=(0.2, 0.8), rrf_ks=(2, 60), bonus=(0.0, 0.1), tau_days=(3.0,), threshold_steps=5)
+    from memlab.studies.hybrid import per_question, sweep_retriever
 
     for name in ("hybrid-weighted", "hybrid-rrf", "gate-decay", "gate-vector-decay"):
-        policy = POLICIES[name]
-        table = sweep_policy(policy, inp, grid)
+        retriever = RETRIEVERS[name]
+        table = sweep_retriever(retriever, inp, grid)
         for i in np.random.default_rng(1).choice(len(table), 5, replace=False):
             row = table.iloc[i]
-            long = per_question(policy, inp, row, grid)
+            long = per_question(retriever, inp, row, grid)
             params = {
                 k: row[k] for k in ("norm", "alpha", "rrf_k") if row[k] is not None and row[k] == row[k]
             }
-            (setting,) = policy_scores(
-                policy,
+            (setting,) = retriever_scores(
+                retriever,
                 inp,
                 alphas=(params.get("alpha", 0.5),),
                 norms=(params.get("norm", "min-max"),),
@@ -277,10 +272,10 @@ def test_sweep_rows_match_the_one_config_reference():
 @pytest.mark.parametrize("name", ["seed16-time", "daily-lunch"])
 def test_native_qdrant_query_agrees_with_memlab(name):
     """Where scores differ, Qdrant's native query (routes as prefetches with the gate's filter,
-    RrfQuery, the decay formula) injects what memlab's policy scores + the reference inject.
+    RrfQuery, the decay formula) injects what memlab's retriever scores + the reference inject.
     BM25 ties are common (fifty lunches share one score) and Qdrant breaks them its own way, so
     each memory's term weights are scaled by a distinct factor here: same terms, no ties."""
-    from memlab.scoring.store import MemoryStore, policy_query
+    from memlab.scoring.store import MemoryStore, retriever_query
 
     ds = load_dataset(name)
     n_m, n_q = len(ds.memories), len(ds.questions)
@@ -299,18 +294,18 @@ def test_native_qdrant_query_agrees_with_memlab(name):
     inp = replace(build_inputs(ds, qv @ mem.T), keyword=np.where(ds.visible(), keyword, np.nan))
     checked = 0
     for policy_name in ("vector-decay", "hybrid-rrf", "rrf-time", "gate-vector-decay"):
-        policy = POLICIES[policy_name]
+        retriever = RETRIEVERS[policy_name]
         for k, threshold, bonus in ((60, 0.0, 0.0), (1, 0.3, 0.05), (2, 0.0, 0.01)):
-            if policy.fusion == "none":
+            if retriever.fusion == "none":
                 threshold = 0.2
             spec = RetrievalSpec(candidates=5, inject=3, threshold=threshold, bonus=bonus, tau_days=7)
-            (setting,) = policy_scores(policy, inp, candidates=5, rrf_ks=(k,))
-            ref_spec = spec if policy.fusion == "none" else replace(spec, candidates=n_m)
+            (setting,) = retriever_scores(retriever, inp, candidates=5, rrf_ks=(k,))
+            ref_spec = spec if retriever.fusion == "none" else replace(spec, candidates=n_m)
             for q, question in enumerate(ds.questions):
                 r = inp.time_ranges[q]
-                native = policy_query(
+                native = retriever_query(
                     store,
-                    policy,
+                    retriever,
                     spec.with_reference(ds.reference_date),
                     qv[q],
                     terms[q],
@@ -335,11 +330,11 @@ def test_native_qdrant_query_agrees_with_memlab(name):
 
 
 def test_native_query_needs_an_integer_k():
-    from memlab.scoring.store import MemoryStore, policy_query
+    from memlab.scoring.store import MemoryStore, retriever_query
 
     store = MemoryStore(2, keyword=True)
     with pytest.raises(ValueError, match=r"Qdrant.s RRF takes an integer k; got 0\.5"):
-        policy_query(store, POLICIES["hybrid-rrf"], RetrievalSpec(), [1.0, 0.0], rrf_k=0.5)
+        retriever_query(store, RETRIEVERS["hybrid-rrf"], RetrievalSpec(), [1.0, 0.0], rrf_k=0.5)
 
 
 def test_naive_datetimes_are_utc_in_qdrant(monkeypatch):
@@ -357,11 +352,11 @@ def test_naive_datetimes_are_utc_in_qdrant(monkeypatch):
 
 
 def test_weighted_fusion_has_no_native_query():
-    from memlab.scoring.store import MemoryStore, policy_query
+    from memlab.scoring.store import MemoryStore, retriever_query
 
     store = MemoryStore(2, keyword=True)
-    with pytest.raises(ValueError, match="policy 'gate-decay': weighted fusion has no native Qdrant query"):
-        policy_query(store, POLICIES["gate-decay"], RetrievalSpec(), [1.0, 0.0])
+    with pytest.raises(ValueError, match="retriever 'gate-decay': weighted fusion has no native Qdrant query"):
+        retriever_query(store, RETRIEVERS["gate-decay"], RetrievalSpec(), [1.0, 0.0])
 
 
 # --- datasets --------------------------------------------------------------------------------
@@ -415,7 +410,7 @@ def test_compare_cli_json(capsys):
             "published",
             "--dataset",
             "seed16",
-            "--policies",
+            "--retrievers",
             "vector,vector-decay,hybrid-rrf",
             "--bonus",
             "0:0.1:0.05",
@@ -428,16 +423,16 @@ def test_compare_cli_json(capsys):
     out = capsys.readouterr().out
     assert code == 0
     doc = json.loads(out)
-    assert [p["policy"] for p in doc["policies"]] == ["vector", "vector-decay", "hybrid-rrf"]
+    assert [p["retriever"] for p in doc["retrievers"]] == ["vector", "vector-decay", "hybrid-rrf"]
     assert {"hit_at_inject", "false_injections", "stale_injections", "headroom", "threshold"} <= set(
-        doc["policies"][0]
+        doc["retrievers"][0]
     )
     assert {r["kind"] for r in doc["by_kind"]} == {"hit", "contradiction", "nohit"}
 
 
 def test_compare_cli_errors(capsys):
-    assert main(["compare", "--policies", "vector,bm42"]) == 2
-    assert "memlab: error: unknown policy(ies) bm42; available: vector" in capsys.readouterr().err
+    assert main(["compare", "--retrievers", "vector,bm42"]) == 2
+    assert "memlab: error: unknown retriever(ies) bm42; available: vector" in capsys.readouterr().err
     assert main(["compare", "--norm", "l2"]) == 2
     assert "memlab: error: --norm: unknown l2; available: min-max, z-score, none" in capsys.readouterr().err
 
@@ -452,18 +447,18 @@ def test_generate_cli(tmp_path, capsys):
 
 
 def test_policy_lists_and_grids_are_checked():
-    with pytest.raises(ValueError, match="no policy named; available: vector, "):
-        check_policies([])
-    with pytest.raises(ValueError, match=r"policy\(ies\) named twice: vector"):
-        check_policies(["vector", "hybrid-rrf", "vector"])
-    with pytest.raises(ValueError, match="policy grid axis 'alphas' is empty"):
-        PolicyGrid(alphas=())
+    with pytest.raises(ValueError, match="no retriever named; available: vector, "):
+        check_retrievers([])
+    with pytest.raises(ValueError, match=r"retriever\(ies\) named twice: vector"):
+        check_retrievers(["vector", "hybrid-rrf", "vector"])
+    with pytest.raises(ValueError, match="retriever grid axis 'alphas' is empty"):
+        RetrieverGrid(alphas=())
     with pytest.raises(ValueError, match="threshold_steps must be >= 2, got 1"):
-        PolicyGrid(threshold_steps=1)
+        RetrieverGrid(threshold_steps=1)
 
 
 def test_vector_policies_run_without_a_keyword_tokenizer(tmp_path):
-    """A language with no BM25 tokenizer: the vector policies still compare; a keyword policy says why not."""
+    """A language with no BM25 tokenizer: the vector retrievers still compare; a keyword retriever says why not."""
     import shutil
 
     root = tmp_path / "fr"
@@ -478,12 +473,12 @@ def test_vector_policies_run_without_a_keyword_tokenizer(tmp_path):
     ds = load_dataset(root)
     cos = np.random.default_rng(0).uniform(0.1, 0.6, (len(ds.questions), len(ds.memories)))
     inp = build_inputs(ds, cos, lang="fr", keyword=False)
-    grid = PolicyGrid(bonus=(0.0, 0.1), tau_days=(7.0,), threshold_steps=5)
-    assert list(compare(inp, ["vector", "gate-vector-decay"], grid).chosen["policy"]) == [
+    grid = RetrieverGrid(bonus=(0.0, 0.1), tau_days=(7.0,), threshold_steps=5)
+    assert list(compare(inp, ["vector", "gate-vector-decay"], grid).chosen["retriever"]) == [
         "vector",
         "gate-vector-decay",
     ]
-    with pytest.raises(ValueError, match="policy 'hybrid-rrf' needs keyword scores"):
+    with pytest.raises(ValueError, match="retriever 'hybrid-rrf' needs keyword scores"):
         compare(inp, ["hybrid-rrf"], grid)
     with pytest.raises(ValueError, match="no keyword tokenizer for language 'fr'"):
         build_inputs(ds, cos, lang="fr")
@@ -545,7 +540,7 @@ def test_generated_variants_take_their_folder_name_and_names_must_differ(tmp_pat
         (tmp_path / "copy" / f.name).write_bytes(f.read_bytes())
     with pytest.raises(ValueError, match=r"two datasets are named .daily-lunch. \(.daily-lunch. and "):
         compare_datasets(
-            ["daily-lunch", str(tmp_path / "copy")], policies=["vector"], grid=PolicyGrid(threshold_steps=3)
+            ["daily-lunch", str(tmp_path / "copy")], retrievers=["vector"], grid=RetrieverGrid(threshold_steps=3)
         )
 
 

@@ -149,19 +149,19 @@ def test_05_robustness_writes_the_resamples(tmp_path):
 
 
 @pytest.mark.model
-def test_06_hybrid_time_compares_policies(tmp_path, cache_dir, embedded, monkeypatch):
+def test_06_hybrid_time_compares_retrievers(tmp_path, cache_dir, embedded, monkeypatch):
     monkeypatch.setenv("MEMLAB_CACHE_DIR", str(cache_dir))
     out = execute(
         "06_hybrid_time",
         tmp_path,
         source="embedded",
-        policies="vector,hybrid-rrf,gate-vector-decay",
+        retrievers="vector,hybrid-rrf,gate-vector-decay",
         hybrid_bonus_range="0,0.1,0.2",
         hybrid_tau_range="1,60",
         rrf_k_range="1,60",
     )
-    chosen = records(out / "tables" / "policies.json")
-    assert [(r["dataset"], r["policy"]) for r in chosen] == [
+    chosen = records(out / "tables" / "retrievers.json")
+    assert [(r["dataset"], r["retriever"]) for r in chosen] == [
         (d, p) for d in ("seed16-time", "daily-lunch") for p in ("vector", "hybrid-rrf", "gate-vector-decay")
     ]
     assert {r["source"] for r in chosen} == {"embedded"}
@@ -169,13 +169,13 @@ def test_06_hybrid_time_compares_policies(tmp_path, cache_dir, embedded, monkeyp
     gate_lunch = next(
         r
         for r in kinds
-        if (r["dataset"], r["policy"], r["kind"]) == ("daily-lunch", "gate-vector-decay", "time")
+        if (r["dataset"], r["retriever"], r["kind"]) == ("daily-lunch", "gate-vector-decay", "time")
     )
     assert gate_lunch["questions"] == 8 and gate_lunch["naming_time"] == 8
     for metric in ("hit_at_inject", "false_injections", "stale_injections", "headroom"):
         assert (out / "figures" / f"{metric}.html").is_file()
     landscape = records(out / "tables" / "fusion_landscape.json")
-    assert {(r["dataset"], r["policy"], r["axis"], r["value"]) for r in landscape} == {
+    assert {(r["dataset"], r["retriever"], r["axis"], r["value"]) for r in landscape} == {
         (d, "hybrid-rrf", "rrf_k", k) for d in ("seed16-time", "daily-lunch") for k in (1.0, 60.0)
     }
     assert (out / "figures" / "fusion_landscape_daily-lunch.html").is_file()

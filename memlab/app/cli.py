@@ -665,10 +665,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def policy_grid_from(args: argparse.Namespace):
+def retriever_grid_from(args: argparse.Namespace):
     from memlab.core.grid import parse_axis
     from memlab.retrieval.fusion import NORMALIZATIONS
-    from memlab.studies.hybrid import PolicyGrid
+    from memlab.studies.hybrid import RetrieverGrid
 
     norms = tuple(n.strip() for n in args.norm.split(","))
     unknown = [n for n in norms if n not in NORMALIZATIONS]
@@ -676,7 +676,7 @@ def policy_grid_from(args: argparse.Namespace):
         raise ValueError(f"--norm: unknown {', '.join(unknown)}; available: {', '.join(NORMALIZATIONS)}")
     if args.threshold_steps < 2:
         raise ValueError(f"--threshold-steps: needs at least 2, got {args.threshold_steps}")
-    return PolicyGrid(
+    return RetrieverGrid(
         alphas=parse_axis(args.alpha, "alpha"),
         norms=norms,
         rrf_ks=parse_axis(args.rrf_k, "rrf-k"),
@@ -689,15 +689,17 @@ def policy_grid_from(args: argparse.Namespace):
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from memlab.studies.hybrid import POLICIES, build_inputs, check_policies, compare, uses_keywords
+    from memlab.retrieval.inputs import build_inputs
+    from memlab.retrieval.retrievers import RETRIEVERS, check_retrievers, uses_keywords
+    from memlab.studies.hybrid import compare
 
-    policies = None if args.policies is None else [p.strip() for p in args.policies.split(",") if p.strip()]
-    check_policies(policies)  # unknown names fail before any embedding
-    grid = policy_grid_from(args)
+    retrievers = None if args.retrievers is None else [p.strip() for p in args.retrievers.split(",") if p.strip()]
+    check_retrievers(retrievers)  # unknown names fail before any embedding
+    grid = retriever_grid_from(args)
     dataset = load_dataset(args.dataset)
     scores = scores_from(args, dataset)
-    inputs = build_inputs(dataset, scores.raw, lang=args.lang, keyword=uses_keywords(policies))
-    result = compare(inputs, policies, grid, progress=sys.stderr.isatty())
+    inputs = build_inputs(dataset, scores.raw, lang=args.lang, keyword=uses_keywords(retrievers))
+    result = compare(inputs, retrievers, grid, progress=sys.stderr.isatty())
     if args.format == "json":
         doc = {
             "dataset": dataset.name,
@@ -705,11 +707,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
             "source": scores.source,
             "model": scores.details.get("model"),
             "configs": result.configs,
-            "policies": result.chosen.to_dict("records"),
+            "retrievers": result.chosen.to_dict("records"),
             "by_kind": result.by_kind.to_dict("records"),
             "fusion_landscape": result.landscape.to_dict("records"),
             "questions": result.questions[
-                ["policy", "question", "kind", "names_time", "current_injected", "injected", "stale_injected"]
+                ["retriever", "question", "kind", "names_time", "current_injected", "injected", "stale_injected"]
             ].to_dict("records"),
         }
         emit(json.dumps(json_clean(doc), indent=2), args.output)
@@ -718,9 +720,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     lines = [
         f"dataset {dataset.name} ({args.lang}, {len(dataset.questions)} questions, {gated} naming a time), "
         f"scores: {scores.source} {scores.details.get('model', '')}".rstrip(),
-        f"{result.configs} configurations; each policy at its best: current memories injected minus "
-        "wrong ones (no-hit, stale), then feasible, then margin; thresholds calibrated per policy",
-        f"{'policy':>18} {'setting':<34} {'threshold':>9} {'feasible':>8} {'hit@inject':>10} "
+        f"{result.configs} configurations; each retriever at its best: current memories injected minus "
+        "wrong ones (no-hit, stale), then feasible, then margin; thresholds calibrated per retriever",
+        f"{'retriever':>18} {'setting':<34} {'threshold':>9} {'feasible':>8} {'hit@inject':>10} "
         f"{'false inj.':>10} {'stale inj.':>10} {'headroom':>9}",
     ]
     for r in result.chosen.to_dict("records"):
@@ -729,10 +731,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
             setting.append(f"{r['norm']} alpha={r['alpha']:g}")
         if r["rrf_k"] is not None and r["rrf_k"] == r["rrf_k"]:
             setting.append(f"k={r['rrf_k']:g}")
-        if POLICIES[r["policy"]].decay:
+        if RETRIEVERS[r["retriever"]].decay:
             setting.append(f"bonus={r['bonus']:g}" + (f" tau={r['tau_days']:g}d" if r["bonus"] > 0 else ""))
         lines.append(
-            f"{r['policy']:>18} {', '.join(setting) or '-':<34} {r['threshold']:>9.4f} "
+            f"{r['retriever']:>18} {', '.join(setting) or '-':<34} {r['threshold']:>9.4f} "
             f"{'yes' if r['feasible'] else 'no':>8} {r['hit_at_inject']:>10.1%} {r['false_injections']:>10} "
             f"{r['stale_injections']:>10} {fmt(r['headroom'], signed=True):>9}"
         )
@@ -740,13 +742,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     lines.append("hit@inject by question kind (false injections on no-hit questions)")
     table = result.by_kind
     kinds = [k for k in ("hit", "contradiction", "time", "nohit") if (table["kind"] == k).any()]
-    lines.append(f"{'policy':>18} " + " ".join(f"{k:>14}" for k in kinds))
-    for policy, rows in table.groupby("policy", sort=False):
+    lines.append(f"{'retriever':>18} " + " ".join(f"{k:>14}" for k in kinds))
+    for retriever, rows in table.groupby("retriever", sort=False):
         cells = []
         for k in kinds:
             r = rows[rows["kind"] == k].iloc[0]
             cells.append(f"{r['false_injections']:>14}" if k == "nohit" else f"{r['hit_at_inject']:>14.1%}")
-        lines.append(f"{policy:>18} " + " ".join(cells))
+        lines.append(f"{retriever:>18} " + " ".join(cells))
     emit("\n".join(lines), args.output)
     return 0
 
@@ -779,9 +781,9 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "scale": (cmd_scale, "headroom as the memory count grows: measured, and an extreme-value prediction"),
     "import-qdrant": (cmd_import_qdrant, "turn an existing Qdrant collection into a dataset, vectors kept"),
     "robustness": (cmd_robustness, "leave-one-question-out and bootstrap: does the tuned spec hold?"),
-    "drift": (cmd_drift, "drifting facts: memory policies tuned on some streams, measured on held-out ones"),
+    "drift": (cmd_drift, "drifting facts: memory systems tuned on some streams, measured on held-out ones"),
     "timeparse": (cmd_timeparse, "the date range an explicit time expression names (English, Japanese)"),
-    "compare": (cmd_compare, "tune retrieval policies (vector, hybrid, RRF, time gate) and compare them"),
+    "compare": (cmd_compare, "tune retrievers (vector, hybrid, RRF, time gate) and compare them"),
     "generate": (cmd_generate, "write a generated dataset folder (daily-lunch: near-duplicate daily events)"),
 }
 
@@ -948,7 +950,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = parsers["compare"]
     add_source_options(p)
     p.add_argument(
-        "--policies", default=None, help="comma list of policies (default: all); see memlab.studies.hybrid.POLICIES"
+        "--retrievers", default=None, help="comma list of retrievers (default: all); see memlab.retrieval.retrievers.RETRIEVERS"
     )
     g = p.add_argument_group("grid (start:stop:step with stop included, a comma list, or one value)")
     g.add_argument("--alpha", default="0:1:0.1", help="weighted fusion: weight of the vector route")
@@ -956,13 +958,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--norm", default="min-max,z-score,none", help="weighted fusion normalisations (comma list)"
     )
     g.add_argument("--rrf-k", default="1,2,10,60", help="RRF k, score 1/(k + rank), rank from 1")
-    g.add_argument("--bonus", default="0:0.3:0.01", help="decay policies: recency bonus")
-    g.add_argument("--tau", default="1,3,7,14,30,60", help="decay policies: tau_days")
+    g.add_argument("--bonus", default="0:0.3:0.01", help="decay retrievers: recency bonus")
+    g.add_argument("--tau", default="1,3,7,14,30,60", help="decay retrievers: tau_days")
     g.add_argument(
         "--threshold-steps",
         type=int,
         default=201,
-        help="thresholds per setting, spanning the policy's own score range (default: %(default)s)",
+        help="thresholds per setting, spanning the retriever's own score range (default: %(default)s)",
     )
     g.add_argument(
         "--candidates", type=int, default=DEFAULTS.candidates, help="per route (default: %(default)s)"

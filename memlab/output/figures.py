@@ -574,29 +574,29 @@ def robustness_ends(df: pd.DataFrame, bonus: float) -> go.Figure:
 
 
 DATASET_PATTERNS = ("", "/", ".", "x", "-", "+")
-POLICY_METRICS = {
+RETRIEVER_METRICS = {
     # metric: (figure title, axis title, which question kinds it is about, the reference line drawn)
     "hit_at_inject": (
-        "Current memory injected, by policy",
+        "Current memory injected, by retriever",
         "current memory injected (share of questions)",
         ("hit", "contradiction", "time"),
         None,
     ),
     "false_injections": (
-        "False injections on no-hit questions, by policy",
+        "False injections on no-hit questions, by retriever",
         "memories injected on no-hit questions (count)",
         ("nohit",),
         None,
     ),
     "stale_injections": (
-        "Stale and wrong-day injections, by policy",
+        "Stale and wrong-day injections, by retriever",
         "stale or wrong-day memories injected (count)",
         ("contradiction", "time"),
         None,
     ),
     "headroom": (
-        "Headroom on no-hit questions, by policy",
-        "threshold minus best no-hit score (policy's own units)",
+        "Headroom on no-hit questions, by retriever",
+        "threshold minus best no-hit score (retriever's own units)",
         ("nohit",),
         0.0,
     ),
@@ -611,22 +611,22 @@ TEXT_FORMATS = {
 }
 
 
-def policy_bars(by_kind: pd.DataFrame, metric: str) -> go.Figure:
-    """One metric of ``memlab.studies.hybrid.compare`` per policy: bars coloured by question kind and
+def retriever_bars(by_kind: pd.DataFrame, metric: str) -> go.Figure:
+    """One metric of ``memlab.studies.hybrid.compare`` per retriever: bars coloured by question kind and
     patterned by dataset (``by_kind`` needs a ``dataset`` column)."""
-    figure_title, title, kinds, line = POLICY_METRICS[metric]
+    figure_title, title, kinds, line = RETRIEVER_METRICS[metric]
     fig = go.Figure()
     datasets = list(dict.fromkeys(by_kind["dataset"]))
-    policies = list(dict.fromkeys(by_kind["policy"]))
+    retrievers = list(dict.fromkeys(by_kind["retriever"]))
     for d_i, name in enumerate(datasets):
         for kind in kinds:
             rows = by_kind[(by_kind["dataset"] == name) & (by_kind["kind"] == kind)]
             if rows.empty:
                 continue
-            rows = rows.set_index("policy").reindex(policies)
+            rows = rows.set_index("retriever").reindex(retrievers)
             fig.add_trace(
                 go.Bar(
-                    x=policies,
+                    x=retrievers,
                     y=rows[metric],
                     name=f"{name} · {kind}" if metric != "headroom" else name,
                     marker={
@@ -658,7 +658,7 @@ def policy_bars(by_kind: pd.DataFrame, metric: str) -> go.Figure:
                 name="the threshold (a no-hit memory reaches it at 0)",
             )
         )
-    style(fig, figure_title, "retrieval policy (each at its tuned configuration)", title)
+    style(fig, figure_title, "retrieval retriever (each at its tuned configuration)", title)
     # many series: the legend goes under the plot, clear of the title
     fig.update_layout(
         legend={"orientation": "h", "x": 0, "xanchor": "left", "y": -0.2, "yanchor": "top"},
@@ -671,8 +671,8 @@ def policy_bars(by_kind: pd.DataFrame, metric: str) -> go.Figure:
 def fusion_landscape(landscape: pd.DataFrame, title_suffix: str = "") -> go.Figure:
     """The best utility (current memories injected minus wrong ones: no-hit or stale; a count of
     memories) reachable at each value of a
-    fusion axis: alpha for weighted fusion (a line per policy and normalisation), k for RRF (a
-    line per policy, log axis). Open markers: no configuration at that value meets every
+    fusion axis: alpha for weighted fusion (a line per retriever and normalisation), k for RRF (a
+    line per retriever, log axis). Open markers: no configuration at that value meets every
     criterion. ``landscape`` is ``Comparison.landscape``."""
     from plotly.subplots import make_subplots
 
@@ -682,13 +682,13 @@ def fusion_landscape(landscape: pd.DataFrame, title_suffix: str = "") -> go.Figu
         shared_yaxes=True,
         subplot_titles=("weighted fusion: alpha (weight of the vector route)", "RRF: k in 1/(k + rank)"),
     )
-    # colour tells the policy, the dash the normalisation
+    # colour tells the retriever, the dash the normalisation
     palette = [c for name, c in OKABE_ITO.items() if name not in ("yellow", "grey")]
-    colour_of = {p: palette[i % len(palette)] for i, p in enumerate(dict.fromkeys(landscape["policy"]))}
+    colour_of = {p: palette[i % len(palette)] for i, p in enumerate(dict.fromkeys(landscape["retriever"]))}
     dashes = {"min-max": "solid", "z-score": "dash", "none": "dot", None: "solid"}
-    for (policy, norm), rows in landscape.groupby(["policy", landscape["norm"].fillna("")], sort=False):
+    for (retriever, norm), rows in landscape.groupby(["retriever", landscape["norm"].fillna("")], sort=False):
         col = 1 if rows["axis"].iloc[0] == "alpha" else 2
-        name = f"{policy} ({norm})" if norm else policy
+        name = f"{retriever} ({norm})" if norm else retriever
         fig.add_trace(
             go.Scatter(
                 x=rows["value"],
@@ -696,7 +696,7 @@ def fusion_landscape(landscape: pd.DataFrame, title_suffix: str = "") -> go.Figu
                 mode="lines+markers",
                 name=name,
                 line={
-                    "color": colour_of[policy],
+                    "color": colour_of[retriever],
                     "dash": dashes.get(norm or None, "solid"),
                     "width": 2.5,
                 },

@@ -257,9 +257,9 @@ def gate_filter(
     return gate
 
 
-def policy_query(
+def retriever_query(
     store: MemoryStore,
-    policy: Any,
+    retriever: Any,
     spec: RetrievalSpec,
     vector: Sequence[float],
     keyword_terms: Sequence[int] = (),
@@ -268,7 +268,7 @@ def policy_query(
     time_range: tuple[date, date] | None = None,
     asked: datetime | None = None,
 ) -> list[tuple[int, float]]:
-    """A ``memlab.studies.hybrid`` policy as one native Qdrant query: (memory index, final score) injected.
+    """A ``memlab.studies.hybrid`` retriever as one native Qdrant query: (memory index, final score) injected.
 
     Routes are prefetches with the gate's payload filter inside them; RRF is Qdrant's
     ``RrfQuery`` (its k is memlab's k + 1: Qdrant scores ``1 / (k + rank - 1)``); the recency
@@ -278,13 +278,13 @@ def policy_query(
     cuts and orders tied scores its own way (memlab keeps ties, ``memlab.retrieval.fusion``), so the two
     agree where scores differ. ``time_range`` is the gate's (start, end) days, both included.
     """
-    if policy.fusion == "weighted":
-        raise ValueError(f"policy {policy.name!r}: weighted fusion has no native Qdrant query; use ranx")
-    if policy.fusion == "rrf" and rrf_k != int(rrf_k):
+    if retriever.fusion == "weighted":
+        raise ValueError(f"retriever {retriever.name!r}: weighted fusion has no native Qdrant query; use ranx")
+    if retriever.fusion == "rrf" and rrf_k != int(rrf_k):
         raise ValueError(f"Qdrant's RRF takes an integer k; got {rrf_k}")
     if asked is not None:
         spec = replace(spec, reference_date=asked)
-    flt = gate_filter(store, time_range if policy.gate else None, asked)
+    flt = gate_filter(store, time_range if retriever.gate else None, asked)
     exact = store.exact
     routes = {
         "vector": models.Prefetch(
@@ -304,10 +304,10 @@ def policy_query(
             filter=flt,
         ),
     }
-    if policy.fusion == "none":
+    if retriever.fusion == "none":
         prefetch = routes["vector"]
     else:
-        used = [routes[r] for r in policy.routes if r != "keyword" or keyword_terms]
+        used = [routes[r] for r in retriever.routes if r != "keyword" or keyword_terms]
         prefetch = models.Prefetch(
             prefetch=used,
             query=models.RrfQuery(rrf=models.Rrf(k=int(rrf_k) + 1)),

@@ -1,0 +1,100 @@
+"""What the retrievers read, per question and memory: cosine, BM25, ages, named times, labels."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+import numpy as np
+
+from memlab.core import criteria as crit
+from memlab.core.labels import Labels
+from memlab.datasets.model import Dataset
+from memlab.datasets.timeparse import DateRange, parse_time
+
+
+@dataclass(frozen=True)
+class RetrievalInputs:
+    """Everything the retrievers read, per question (Q) and memory (M)."""
+
+    question_ids: tuple[str, ...]
+    vector: np.ndarray  # (Q, M) cosine, NaN where not retrievable
+    keyword: np.ndarray | None  # (Q, M) BM25, 0 = no shared term, NaN where not retrievable
+    ages: np.ndarray  # (Q, M) days from the memory to when the question is asked, inf if later
+    memory_dates: tuple[date, ...]  # (M,) calendar day of each memory
+    time_ranges: tuple[DateRange | None, ...]  # (Q,) the time each question names, if any
+    labels: Labels
+    criteria: tuple[crit.Criterion, ...]
+    meta: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def visible(self) -> np.ndarray:
+        return np.isfinite(self.ages)
+
+
+def question_time_ranges(dataset: Dataset, lang: str, explicit: dict[str, DateRange] | None = None):
+    """Each question's time range. An explicit one skips the parser: ``explicit[qid]`` (what an
+    application's tool call passes), else the question's own ``time_range`` field; otherwise
+    ``parse_time`` on the question's text, relative to when it is asked."""
+    explicit = explicit or {}
+    out = []
+    for q in dataset.questions:
+        if q.id in explicit:
+            out.append(explicit[q.id])
+        elif q.time_range is not None:
+            out.append(DateRange(*q.time_range, "time_range"))
+        else:
+            out.append(parse_time(q.text(lang), (q.date or dataset.reference_date).date()))
+    return tuple(out)
+
+
+def visible_keyword_scores(dataset: Dataset, lang: str) -> np.ndarray:
+    """BM25 of every memory for every question, (Q, M), NaN where not retrievable. A question
+    asked before some memories were written is scored against an index of only the memories it
+    can see, so later memories change neither its term statistics (IDF, mean length) nor its
+    candidates."""
+    from memlab.retrieval.keyword import KeywordIndex
+
+    visible = dataset.visible()
+    texts = [m.text(lang) for m in dataset.memories]
+    out = np.full(visible.shape, np.nan)
+    masks: dict[bytes, list[int]] = {}
+    for q in range(len(dataset.questions)):
+        masks.setdefault(visible[q].tobytes(), []).append(q)
+    for rows in masks.values():
+        seen = np.flatnonzero(visible[rows[0]])
+        if seen.size == 0:
+            continue
+        index = KeywordIndex.build([texts[i] for i in seen], lang)
+        scores = index.scores([dataset.questions[q].text(lang) for q in rows])
+        out[np.ix_(rows, seen)] = scores
+    return out
+
+
+def build_inputs(
+    dataset: Dataset,
+    vector: np.ndarray,
+    *,
+    lang: str = "en",
+    time_ranges: dict[str, DateRange] | None = None,
+    criteria: tuple[crit.Criterion, ...] | None = None,
+    keyword: bool = True,
+) -> RetrievalInputs:
+    """Inputs for a dataset: ``vector`` is its (Q, M) cosine table (from any score source); BM25
+    is computed here over the memory texts in ``lang`` (``keyword=False`` skips it, for the
+    vector-only retrievers, e.g. in a language without a keyword tokenizer)."""
+    visible = dataset.visible()
+    return RetrievalInputs(
+        dataset.question_ids,
+        np.where(visible, np.asarray(vector, dtype=np.float64), np.nan),
+        visible_keyword_scores(dataset, lang) if keyword else None,
+        dataset.ages(),
+        tuple(m.date.date() for m in dataset.memories),
+        question_time_ranges(dataset, lang, time_ranges),
+        Labels.from_dataset(dataset),
+        crit.dataset_criteria(dataset) if criteria is None else criteria,
+        {"dataset": dataset.name, "lang": lang},
+    )
+
+
