@@ -113,7 +113,7 @@ for name, result in results.items():
     if len(result.landscape):
         report.figure(
             f"fusion_landscape_{safe_name(name)}",
-            figures.fusion_landscape(result.landscape, f" ({name})"),
+            figures.fusion_landscape_figure(result.landscape, f" ({name})"),
             f"Best utility along alpha and k, {name}",
         )
 

@@ -41,7 +41,7 @@ def test_html_is_offline(tmp_path, seed, published, monkeypatch):
 def test_without_a_browser_one_warning_and_html_only(tmp_path, seed, published, monkeypatch):
     monkeypatch.setenv("PATH", "")
     monkeypatch.delenv("BROWSER_PATH", raising=False)
-    monkeypatch.setattr(figures, "_warned", False)
+    monkeypatch.setattr(figures.export, "_warned", False)
     fig = bars(seed, published)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any, NamedTuple
 
+from memlab.core.errors import InputError
+
 
 class Parameter(NamedTuple):
     name: str
@@ -83,10 +85,10 @@ def rewrite_parameters_cell(script: str) -> str:
     marker = '# %% tags=["parameters"]\n'
     head, found, rest = script.partition(marker)
     if not found:
-        raise ValueError("no '# %% tags=[\"parameters\"]' cell")
+        raise InputError("no '# %% tags=[\"parameters\"]' cell")
     _, sep, tail = rest.partition("\n# %%")
     if not sep:
-        raise ValueError("the parameters cell is the last cell; expected code after it")
+        raise InputError("the parameters cell is the last cell; expected code after it")
     return head + marker + parameters_cell() + "\n\n" + "# %%" + tail
 
 

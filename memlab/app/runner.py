@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from memlab.app.parameters import NOTEBOOK_PARAMETERS, defaults
+from memlab.core.errors import InputError, MissingFileError
 from memlab.output.io import atomic_write_text
 
 NOTEBOOKS = (
@@ -95,7 +96,7 @@ def typed(name: str, value: Any, where: str) -> Any:
                 return [str(v) for v in value]
             return [v.strip() for v in str(value).split(",") if v.strip()]  # html,png
     except (TypeError, ValueError):
-        raise ValueError(f"{where}: {name}: expected {kind}, got {value!r}") from None
+        raise InputError(f"{where}: {name}: expected {kind}, got {value!r}") from None
     return value
 
 
@@ -115,10 +116,10 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
     out = {}
     for pair in pairs:
         if "=" not in pair:
-            raise ValueError(f"-p {pair!r}: expected key=value")
+            raise InputError(f"-p {pair!r}: expected key=value")
         key, value = pair.split("=", 1)
         if key not in known:
-            raise ValueError(f"-p {key}: unknown parameter; notebook parameters: {', '.join(sorted(known))}")
+            raise InputError(f"-p {key}: unknown parameter; notebook parameters: {', '.join(sorted(known))}")
         out[key] = typed(key, parse_value(value), "-p")
     return out
 
@@ -126,10 +127,10 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
 def check_parameters(where: str, params: Any) -> dict[str, Any]:
     known = {p.name for p in NOTEBOOK_PARAMETERS}
     if not isinstance(params, dict):
-        raise ValueError(f"{where}: parameters must be a mapping, got {params!r}")
+        raise InputError(f"{where}: parameters must be a mapping, got {params!r}")
     unknown = sorted(set(params) - known)
     if unknown:
-        raise ValueError(
+        raise InputError(
             f"{where}: unknown parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
         )
     return {k: typed(k, v, where) for k, v in params.items()}
@@ -147,16 +148,16 @@ def load_batch(path: str | Path | None) -> Batch:
         # type (safe_load would read tau_range: 1:30:1 as the base-60 number 5401)
         doc = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.BaseLoader) or {}
     except FileNotFoundError:
-        raise FileNotFoundError(f"no batch file {path}") from None
+        raise MissingFileError(f"no batch file {path}") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
-        raise ValueError(f"{path}{line}: invalid YAML: {getattr(e, 'problem', e)}") from None
+        raise InputError(f"{path}{line}: invalid YAML: {getattr(e, 'problem', e)}") from None
     if not isinstance(doc, dict):
-        raise ValueError(f"{path}: expected a mapping with notebooks, parameters and runs")
+        raise InputError(f"{path}: expected a mapping with notebooks, parameters and runs")
     unknown = sorted(set(doc) - {"notebooks", "parameters", "runs"})
     if unknown:
-        raise ValueError(
+        raise InputError(
             f"{path}: unknown key(s) {', '.join(unknown)} (allowed: notebooks, parameters, runs)"
         )
     notebooks = tuple(doc.get("notebooks") or NOTEBOOKS)
@@ -164,16 +165,16 @@ def load_batch(path: str | Path | None) -> Batch:
     runs = []
     for i, item in enumerate(doc.get("runs") or [{"name": "default"}], start=1):
         if not isinstance(item, dict) or not item.get("name"):
-            raise ValueError(f"{path}: runs[{i}]: needs a name")
+            raise InputError(f"{path}: runs[{i}]: needs a name")
         name = str(item["name"])
         if not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
-            raise ValueError(f"{path}: runs[{i}]: name {name!r} must be letters, digits, '-', '_' or '.'")
+            raise InputError(f"{path}: runs[{i}]: name {name!r} must be letters, digits, '-', '_' or '.'")
         if name in {r.name for r in runs}:
-            raise ValueError(f"{path}: runs[{i}]: duplicate name {name!r}")
+            raise InputError(f"{path}: runs[{i}]: duplicate name {name!r}")
         own = item.get("notebooks")
         unknown_nb = sorted(set(own or []) - set(NOTEBOOKS))
         if unknown_nb:
-            raise ValueError(
+            raise InputError(
                 f"{path}: runs[{i}] ({name}): unknown notebook(s) {', '.join(unknown_nb)}; "
                 f"notebooks: {', '.join(NOTEBOOKS)}"
             )
@@ -191,7 +192,7 @@ def find_notebooks_dir(explicit: str | Path | None = None) -> Path:
     for c in candidates:
         if (c / f"{NOTEBOOKS[0]}.ipynb").is_file():
             return c
-    raise FileNotFoundError(
+    raise MissingFileError(
         f"no memlab notebooks found in {', '.join(map(str, candidates))} (pass --notebooks DIR)"
     )
 
@@ -273,7 +274,7 @@ def run_batch(
     jobs = [(r, nb) for r in batch.runs for nb in (r.notebooks or batch.notebooks)]
     for nb in {nb for _, nb in jobs}:
         if not (notebooks_dir / f"{nb}.ipynb").is_file():
-            raise FileNotFoundError(f"no notebook {nb}.ipynb in {notebooks_dir}")
+            raise MissingFileError(f"no notebook {nb}.ipynb in {notebooks_dir}")
     started, t0 = now(), time.perf_counter()
     results: list[Result] = []
     # PNG/SVG are made once for the whole batch, after the notebooks (one kaleido browser)

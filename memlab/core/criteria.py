@@ -20,6 +20,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from memlab.core.errors import InputError
+
 
 class QuestionSummary(NamedTuple):
     """Per-question facts a criterion can look at; arrays shaped (..., questions)."""
@@ -38,12 +40,12 @@ class Criterion:
 
     def __post_init__(self) -> None:
         if self.kind not in CRITERION_KINDS:
-            raise ValueError(
+            raise InputError(
                 f"criterion {self.name!r}: unknown kind {self.kind!r}; "
                 f"available: {', '.join(CRITERION_KINDS)}"
             )
         if CRITERION_KINDS[self.kind].needs_question and self.question is None:
-            raise ValueError(f"criterion {self.name!r} of kind {self.kind!r} needs a question")
+            raise InputError(f"criterion {self.name!r} of kind {self.kind!r} needs a question")
 
 
 def nohit_max(best_final: np.ndarray, nohit: np.ndarray) -> np.ndarray:
@@ -155,7 +157,7 @@ def question_mask(criterion: Criterion, question_ids: tuple[str, ...], kinds: tu
     """Which questions (columns) a criterion looks at."""
     if criterion.question is not None:
         if criterion.question not in question_ids:
-            raise ValueError(
+            raise InputError(
                 f"criterion {criterion.name!r} names question {criterion.question!r}, "
                 f"which is not in the dataset ({', '.join(question_ids)})"
             )
@@ -174,7 +176,7 @@ def check(
     """name -> (value, pass, margin) per criterion, shaped like the summary's leading axes."""
     names = [c.name for c in criteria]
     if len(set(names)) != len(names):
-        raise ValueError(f"criterion names must be unique, got {names}")
+        raise InputError(f"criterion names must be unique, got {names}")
     out = {}
     for c in criteria:
         cols = question_mask(c, question_ids, kinds)
@@ -197,11 +199,11 @@ def load_criteria(path: str | Path) -> tuple[Criterion, ...]:
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
-        raise ValueError(f"{path}{line}: invalid YAML: {getattr(e, 'problem', e)}") from None
+        raise InputError(f"{path}{line}: invalid YAML: {getattr(e, 'problem', e)}") from None
     if isinstance(root, yaml.MappingNode):
         root = next((v for k, v in root.value if k.value == "criteria"), None)
     if not isinstance(root, yaml.SequenceNode) or not root.value:
-        raise ValueError(f"{path}: expected a list of criteria (or a 'criteria:' list)")
+        raise InputError(f"{path}: expected a list of criteria (or a 'criteria:' list)")
     out, problems = [], []
     for node in root.value:
         where = f"{path}:{node.start_mark.line + 1}"
@@ -229,5 +231,5 @@ def load_criteria(path: str | Path) -> tuple[Criterion, ...]:
     for name in sorted({n for n in names if names.count(n) > 1}):
         problems.append(f"{path}: name: {name!r} is declared more than once")
     if problems:
-        raise ValueError("\n".join(problems))
+        raise InputError("\n".join(problems))
     return tuple(out)

@@ -25,3 +25,7 @@ class UnknownNameError(MemlabError, KeyError):
 
 class MissingFileError(MemlabError, FileNotFoundError):
     """A file or folder the user named does not exist."""
+
+
+class EmbeddingError(MemlabError, RuntimeError):
+    """An embedding model or server that cannot serve: not found offline, a broken cache, a bad reply."""

@@ -27,6 +27,7 @@ import numpy as np
 import portion as P
 
 from memlab.core import criteria as crit
+from memlab.core.errors import InputError
 from memlab.core.labels import Labels
 from memlab.core.spec import recency_weight, rescore, select_candidates
 
@@ -189,7 +190,7 @@ def feasible_bonus(
     region = P.closed(0, P.inf)
     for c in criteria:
         if c.kind not in REGIONS:
-            raise ValueError(
+            raise InputError(
                 f"criterion {c.name!r}: no closed-form region for kind {c.kind!r}; "
                 f"available: {', '.join(REGIONS)}"
             )

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from memlab.core.errors import InputError
 from memlab.core.spec import RetrievalSpec
 
 AXES = ("bonus", "tau_days", "threshold", "candidates", "inject")
@@ -28,17 +29,17 @@ class Grid:
             raw = getattr(self, name)
             values = tuple(np.atleast_1d(np.asarray(raw)).tolist())
             if not values:
-                raise ValueError(f"grid axis {name!r} is empty")
+                raise InputError(f"grid axis {name!r} is empty")
             if name in INTEGER_AXES:
                 if not all(isinstance(v, int) and v >= 1 for v in values):
-                    raise ValueError(f"grid axis {name!r} needs integers >= 1, got {list(values)}")
+                    raise InputError(f"grid axis {name!r} needs integers >= 1, got {list(values)}")
             elif not all(isinstance(v, int | float) and math.isfinite(v) for v in values):
-                raise ValueError(f"grid axis {name!r} needs finite numbers, got {list(values)}")
+                raise InputError(f"grid axis {name!r} needs finite numbers, got {list(values)}")
             object.__setattr__(self, name, values)
         if min(self.tau_days) <= 0:
-            raise ValueError(f"grid axis 'tau_days' needs values > 0, got {min(self.tau_days)}")
+            raise InputError(f"grid axis 'tau_days' needs values > 0, got {min(self.tau_days)}")
         if min(self.bonus) < 0:
-            raise ValueError(f"grid axis 'bonus' needs values >= 0, got {min(self.bonus)}")
+            raise InputError(f"grid axis 'bonus' needs values >= 0, got {min(self.bonus)}")
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -76,7 +77,7 @@ def parse_axis(text: str, name: str = "value", integer: bool = False) -> tuple[f
                 raise ValueError
             start, stop, step = (conv(p) for p in parts)
             if step <= 0 or stop < start:
-                raise ValueError(f"--{name}: '{text}' needs step > 0 and stop >= start")
+                raise InputError(f"--{name}: '{text}' needs step > 0 and stop >= start")
             n = math.floor((stop - start) / step + 1e-9) + 1
             values = start + step * np.arange(n)
             # round away binary noise (0.1 * 3 = 0.30000000000000004) for readable output
@@ -86,6 +87,6 @@ def parse_axis(text: str, name: str = "value", integer: bool = False) -> tuple[f
         if e.args and str(e.args[0]).startswith("--"):
             raise
         kind = "integer" if integer else "number"
-        raise ValueError(
+        raise InputError(
             f"--{name}: '{text}' is not start:stop:step (stop included), a comma list or a {kind}"
         ) from None

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from memlab.core.errors import InputError
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -60,7 +62,7 @@ def select(table: pd.DataFrame, rule: str = "smallest-bonus") -> int | None:
     try:
         spec = SELECTION_RULES[rule]
     except KeyError:
-        raise ValueError(
+        raise InputError(
             f"unknown selection rule {rule!r}; available: {', '.join(SELECTION_RULES)}"
         ) from None
     feasible = np.flatnonzero(table["feasible"].to_numpy(dtype=bool))
@@ -68,7 +70,7 @@ def select(table: pd.DataFrame, rule: str = "smallest-bonus") -> int | None:
         return None
     missing = [c for c, _ in spec.keys if c not in table.columns]
     if missing:
-        raise ValueError(
+        raise InputError(
             f"selection rule {rule!r} needs column(s) {', '.join(missing)}, which the table lacks"
         )
     cand = table.iloc[feasible].assign(_row=feasible)

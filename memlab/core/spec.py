@@ -21,6 +21,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from memlab.core.errors import InputError
+
 SECONDS_PER_DAY = 86_400.0
 
 
@@ -81,15 +83,15 @@ class RetrievalSpec:
         for name in ("candidates", "inject"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-                raise ValueError(f"RetrievalSpec.{name} must be an integer >= 1, got {value!r}")
+                raise InputError(f"RetrievalSpec.{name} must be an integer >= 1, got {value!r}")
         for name in ("threshold", "bonus", "tau_days"):
             value = getattr(self, name)
             if not isinstance(value, int | float | np.floating) or not math.isfinite(value):
-                raise ValueError(f"RetrievalSpec.{name} must be a finite number, got {value!r}")
+                raise InputError(f"RetrievalSpec.{name} must be a finite number, got {value!r}")
         if self.tau_days <= 0:
-            raise ValueError(f"RetrievalSpec.tau_days must be > 0, got {self.tau_days!r}")
+            raise InputError(f"RetrievalSpec.tau_days must be > 0, got {self.tau_days!r}")
         if self.bonus < 0:
-            raise ValueError(f"RetrievalSpec.bonus must be >= 0, got {self.bonus!r}")
+            raise InputError(f"RetrievalSpec.bonus must be >= 0, got {self.bonus!r}")
 
     def with_reference(self, reference: datetime) -> RetrievalSpec:
         return self if self.reference_date is not None else replace(self, reference_date=reference)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memlab.core import criteria as crit
+from memlab.core.errors import InputError
 from memlab.core.grid import AXES, Grid
 from memlab.core.labels import QUESTION_KINDS, Labels
 from memlab.core.spec import recency_weight, rescore, select_candidates
@@ -312,7 +313,7 @@ def check_metrics(names: Sequence[str] | None) -> tuple[str, ...]:
         return tuple(METRICS)
     unknown = [n for n in names if n not in METRICS]
     if unknown:
-        raise ValueError(f"unknown metric(s) {', '.join(unknown)}; available: {', '.join(METRICS)}")
+        raise InputError(f"unknown metric(s) {', '.join(unknown)}; available: {', '.join(METRICS)}")
     return tuple(m for m in METRICS if m in names)
 
 
@@ -407,7 +408,7 @@ def sweep_chunks(
     """The sweep as consecutive DataFrames of about ``chunk_rows`` configurations each."""
     n_mem = np.shape(ages)[-1]
     if raw.ndim != 2 or raw.shape != (len(labels.question_ids), n_mem):
-        raise ValueError(f"score table has shape {raw.shape}, expected ({len(labels.question_ids)}, {n_mem})")
+        raise InputError(f"score table has shape {raw.shape}, expected ({len(labels.question_ids)}, {n_mem})")
     criteria = labels.criteria() if criteria is None else criteria
     chosen = check_metrics(metrics)
     prep = prepare(raw, ages, labels, grid)

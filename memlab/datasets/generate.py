@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from memlab.core.errors import InputError
 from memlab.datasets.timeparse import parse_time
 
 # (English, Japanese): dishes and places are drawn with replacement, so dishes repeat
@@ -131,7 +132,7 @@ def daily_lunch(seed: int = 0, days: int = 50, reference: date = date(2026, 9, 1
     lunch_questions = _lunch_questions(reference, {"L8": reference - timedelta(20)})
     oldest = min(day for *_, day, _ in lunch_questions)
     if reference - timedelta(days) > oldest:
-        raise ValueError(
+        raise InputError(
             f"days must be >= {(reference - oldest).days} so every question's day holds a lunch "
             f"(the oldest asked about is {oldest}), got {days}"
         )
@@ -175,7 +176,7 @@ def daily_lunch(seed: int = 0, days: int = 50, reference: date = date(2026, 9, 1
         for text in (en, ja):
             named = parse_time(text, asked or reference)
             if named is None or not named.start <= day <= named.end:
-                raise ValueError(
+                raise InputError(
                     f"question {qid} {text!r} asked on {asked or reference} names {named}, not {day}"
                 )
         current = lunch_of[day]
@@ -242,7 +243,7 @@ def write_generated(name: str, out: str | Path, **options) -> Path:
     try:
         generator = GENERATORS[name]
     except KeyError:
-        raise ValueError(f"unknown generator {name!r}; available: {', '.join(GENERATORS)}") from None
+        raise InputError(f"unknown generator {name!r}; available: {', '.join(GENERATORS)}") from None
     files = generator(**options)
     # the dataset is named after its folder, so a variant never passes for the packaged one
     meta = json.loads(files["dataset.json"])

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from memlab.core.errors import InputError, MissingFileError, UnknownNameError
 from memlab.core.labels import QUESTION_KINDS
 from memlab.core.spec import age_days
 
@@ -32,7 +33,7 @@ MEMORY_SOURCES = ("seed", "reconstructed", "imported", "synthetic", "user")
 DEFAULT_DATASET = "seed16"
 
 
-class DatasetError(ValueError):
+class DatasetError(InputError):
     """A dataset failed validation; ``problems`` holds one ``file:line: field: problem`` each."""
 
     def __init__(self, problems: list[str]):
@@ -58,7 +59,7 @@ class Memory:
         try:
             return self.texts[lang]
         except KeyError:
-            raise ValueError(
+            raise InputError(
                 f"memory {self.id!r} has no text in language {lang!r}; "
                 f"it has: {', '.join(sorted(self.texts))}"
             ) from None
@@ -85,7 +86,7 @@ class Question:
         try:
             return self.texts[lang]
         except KeyError:
-            raise ValueError(
+            raise InputError(
                 f"question {self.id!r} has no text in language {lang!r}; "
                 f"it has: {', '.join(sorted(self.texts))}"
             ) from None
@@ -116,13 +117,13 @@ class Dataset:
         for m in self.memories:
             if m.id == memory_id:
                 return m
-        raise KeyError(f"no memory {memory_id!r} in dataset {self.name!r}")
+        raise UnknownNameError(f"no memory {memory_id!r} in dataset {self.name!r}")
 
     def question(self, question_id: str) -> Question:
         for q in self.questions:
             if q.id == question_id:
                 return q
-        raise KeyError(
+        raise UnknownNameError(
             f"no question {question_id!r} in dataset {self.name!r}; questions: {', '.join(self.question_ids)}"
         )
 
@@ -160,14 +161,14 @@ def naive_utc(when: datetime) -> datetime:
 def parse_datetime(value: Any) -> datetime:
     """``YYYY-MM-DD`` (midnight UTC) or an ISO 8601 date-time; naive times are taken as UTC."""
     if not isinstance(value, str):
-        raise ValueError(f"expected a date string like '2026-09-01', got {value!r}")
+        raise InputError(f"expected a date string like '2026-09-01', got {value!r}")
     try:
         if len(value) == 10:
             d = date.fromisoformat(value)
             return datetime(d.year, d.month, d.day, tzinfo=UTC)
         dt = datetime.fromisoformat(value)
     except ValueError:
-        raise ValueError(f"{value!r} is not a date (YYYY-MM-DD or ISO 8601)") from None
+        raise InputError(f"{value!r} is not a date (YYYY-MM-DD or ISO 8601)") from None
     return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
 
 
@@ -180,7 +181,7 @@ def dataset_dir(name_or_path: str | Path = DEFAULT_DATASET) -> Path:
     if packaged.is_dir():
         return Path(str(packaged))
     available = sorted(d.name for d in (resources.files("memlab.datasets") / "packaged").iterdir() if d.is_dir())
-    raise FileNotFoundError(
+    raise MissingFileError(
         f"no dataset {str(name_or_path)!r}: not a folder, and not a packaged dataset "
         f"(packaged: {', '.join(available)})"
     )

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from memlab.core.errors import InputError, MissingFileError
 from memlab.datasets.model import DatasetError, parse_datetime
 from memlab.output.io import write_folder_atomically
 
@@ -49,7 +50,7 @@ def import_qdrant(
     from qdrant_client import QdrantClient
 
     if bool(path) == bool(url):
-        raise ValueError("give exactly one of --path (local Qdrant folder) or --url (Qdrant server)")
+        raise InputError("give exactly one of --path (local Qdrant folder) or --url (Qdrant server)")
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} exists and is not empty: choose a new folder")
@@ -57,26 +58,26 @@ def import_qdrant(
     try:
         if not client.collection_exists(collection):
             names = ", ".join(sorted(c.name for c in client.get_collections().collections)) or "none"
-            raise ValueError(f"no collection {collection!r} (collections: {names})")
+            raise InputError(f"no collection {collection!r} (collections: {names})")
         vectors_cfg = client.get_collection(collection).config.params.vectors
         named = isinstance(vectors_cfg, dict)
         if named:
             if vector_name is None:
                 if len(vectors_cfg) != 1:
-                    raise ValueError(
+                    raise InputError(
                         f"collection {collection!r} has named vectors "
                         f"{', '.join(sorted(vectors_cfg))}: pass --vector-name"
                     )
                 vector_name = next(iter(vectors_cfg))
             if vector_name not in vectors_cfg:
-                raise ValueError(
+                raise InputError(
                     f"collection {collection!r} has no vector {vector_name!r} "
                     f"(it has: {', '.join(sorted(vectors_cfg))})"
                 )
             dim = vectors_cfg[vector_name].size
         else:
             if vector_name is not None:
-                raise ValueError(f"collection {collection!r} has one unnamed vector: drop --vector-name")
+                raise InputError(f"collection {collection!r} has one unnamed vector: drop --vector-name")
             dim = vectors_cfg.size
         points = _scroll_all(client, collection, vector_name if named else None, progress)
     finally:
@@ -124,9 +125,9 @@ def import_qdrant(
         try:
             ref = parse_datetime(reference_date)
         except ValueError as e:
-            raise ValueError(f"--reference-date: {e}") from None
+            raise InputError(f"--reference-date: {e}") from None
         if ref < latest:
-            raise ValueError(
+            raise InputError(
                 f"--reference-date {reference_date} is before the newest memory ({latest.isoformat()})"
             )
     meta = {
@@ -185,11 +186,11 @@ def stored_vectors(dataset) -> np.ndarray:
     spec = dataset.vectors or {}
     path = Path(dataset.path) / spec.get("file", "vectors.npy")
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: the dataset's stored vectors are missing")
+        raise MissingFileError(f"{path}: the dataset's stored vectors are missing")
     vecs = np.load(path)
     if vecs.ndim != 2 or len(vecs) != len(dataset.memories):
-        raise ValueError(f"{path}: {vecs.shape} vectors for {len(dataset.memories)} memories")
+        raise InputError(f"{path}: {vecs.shape} vectors for {len(dataset.memories)} memories")
     if not np.isfinite(vecs).all():
-        raise ValueError(f"{path}: contains NaN or infinity")
+        raise InputError(f"{path}: contains NaN or infinity")
     norms = np.linalg.norm(vecs, axis=1, keepdims=True)
     return vecs / np.where(norms == 0, 1, norms)

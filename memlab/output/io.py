@@ -7,6 +7,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from memlab.core.errors import InputError
+
 
 def file_mode(path: Path) -> int:
     """The mode a new file gets: the replaced file's, else 0666 less the umask."""
@@ -51,7 +53,7 @@ class TableWriter:
 
     def __init__(self, path: str | Path, fmt: str):
         if fmt not in TABLE_FORMATS:
-            raise ValueError(f"unknown table format {fmt!r}; available: {', '.join(TABLE_FORMATS)}")
+            raise InputError(f"unknown table format {fmt!r}; available: {', '.join(TABLE_FORMATS)}")
         self.path = Path(path)
         self.fmt = fmt
         self.rows = 0

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from memlab.core.errors import InputError
+
 B_FORMAT: dict[str, str] = {
     "en": (
         "<retrieved_memory>\n"
@@ -40,7 +42,7 @@ def b_format(memory_texts: list[str], today: datetime, lang: str = "en") -> str:
     try:
         template = B_FORMAT[lang]
     except KeyError:
-        raise ValueError(f"no B-format template for {lang!r}; available: {', '.join(B_FORMAT)}") from None
+        raise InputError(f"no B-format template for {lang!r}; available: {', '.join(B_FORMAT)}") from None
     if not memory_texts:
         return ""
     return template.format(today=f"{today:%Y-%m-%d}", memories="\n".join(memory_texts))

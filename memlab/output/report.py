@@ -15,7 +15,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memlab.output.figures import STATIC_FORMATS, export_figure, export_static_batch, static_export
+from memlab.core.errors import InputError
+from memlab.output.figures.export import STATIC_FORMATS, export_figure, export_static_batch, static_export
 from memlab.output.io import atomic_write_bytes, atomic_write_text
 
 if TYPE_CHECKING:
@@ -44,10 +45,10 @@ class Report:
         self.fig_formats = [f for f in fig_formats if f != "json"]
         bad = [f for f in self.fig_formats if f not in ("html", "png", "svg")]
         if bad:
-            raise ValueError(f"unknown figure format(s) {bad}; available: html, png, svg")
+            raise InputError(f"unknown figure format(s) {bad}; available: html, png, svg")
         bad = [f for f in table_formats if f not in TABLE_FORMATS]
         if bad:
-            raise ValueError(f"unknown table format(s) {bad}; available: {', '.join(TABLE_FORMATS)}")
+            raise InputError(f"unknown table format(s) {bad}; available: {', '.join(TABLE_FORMATS)}")
         self.table_formats = table_formats
         self.entries: list[dict[str, Any]] = []
         self.deferred = os.environ.get("MEMLAB_DEFER_STATIC") == "1"
@@ -116,7 +117,7 @@ def safe_name(text: str) -> str:
 def check_name(name: str) -> None:
     """Tables and figures are files directly under tables/ and figures/: no paths."""
     if safe_name(name) != name:
-        raise ValueError(f"report entry name {name!r} is not a plain file name; use safe_name()")
+        raise InputError(f"report entry name {name!r} is not a plain file name; use safe_name()")
 
 
 def export_deferred(out_dirs: list[Path]) -> list[Path]:

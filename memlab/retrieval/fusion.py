@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from memlab.core.errors import InputError
 from memlab.core.spec import select_candidates
 
 
@@ -75,7 +76,7 @@ def normalize(scores: np.ndarray, method: str) -> np.ndarray:
     try:
         fn = NORMALIZATIONS[method]
     except KeyError:
-        raise ValueError(
+        raise InputError(
             f"unknown normalisation {method!r}; available: {', '.join(NORMALIZATIONS)}"
         ) from None
     scores = np.asarray(scores, dtype=np.float64)
@@ -102,7 +103,7 @@ def alpha_weights(alphas: np.ndarray | float) -> np.ndarray:
     """(A, 2): weight alpha on the first route (vector), 1 - alpha on the second (keyword)."""
     a = np.atleast_1d(np.asarray(alphas, dtype=np.float64))
     if ((a < 0) | (a > 1)).any():
-        raise ValueError(f"alpha must lie in [0, 1], got {a[(a < 0) | (a > 1)].tolist()}")
+        raise InputError(f"alpha must lie in [0, 1], got {a[(a < 0) | (a > 1)].tolist()}")
     return np.stack([a, 1.0 - a], axis=-1)
 
 
@@ -123,7 +124,7 @@ def rrf_fusion(route_ranks: Sequence[np.ndarray], k: np.ndarray | float) -> np.n
     """``sum_r 1 / (k + rank_r)`` over the routes that returned the memory; (K, Q, M) for K values."""
     k = np.atleast_1d(np.asarray(k, dtype=np.float64))
     if (k < 0).any():
-        raise ValueError(f"RRF k must be >= 0, got {k[k < 0].tolist()}")
+        raise InputError(f"RRF k must be >= 0, got {k[k < 0].tolist()}")
     stacked = np.stack([np.asarray(r, dtype=np.float64) for r in route_ranks])  # (R, Q, M)
     present = np.isfinite(stacked)
     contrib = np.where(present, 1.0 / (k[:, None, None, None] + np.where(present, stacked, 1.0)), 0.0)

@@ -20,6 +20,8 @@ from functools import cache
 
 import numpy as np
 
+from memlab.core.errors import InputError
+
 
 @cache
 def _english_stemmer():
@@ -81,7 +83,7 @@ def tokenize(texts: Sequence[str], lang: str) -> list[list[str]]:
     try:
         return TOKENIZERS[lang](texts)
     except KeyError:
-        raise ValueError(
+        raise InputError(
             f"no keyword tokenizer for language {lang!r}; available: {', '.join(TOKENIZERS)}"
         ) from None
 

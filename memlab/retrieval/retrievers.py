@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from memlab.core.errors import InputError
 from memlab.retrieval.fusion import (
     alpha_weights,
     normalize,
@@ -113,13 +114,13 @@ def check_retrievers(names: Sequence[str] | None) -> tuple[Retriever, ...]:
         return tuple(RETRIEVERS.values())
     names = list(names)
     if not names:
-        raise ValueError(f"no retriever named; available: {', '.join(RETRIEVERS)}")
+        raise InputError(f"no retriever named; available: {', '.join(RETRIEVERS)}")
     unknown = [n for n in names if n not in RETRIEVERS]
     if unknown:
-        raise ValueError(f"unknown retriever(ies) {', '.join(unknown)}; available: {', '.join(RETRIEVERS)}")
+        raise InputError(f"unknown retriever(ies) {', '.join(unknown)}; available: {', '.join(RETRIEVERS)}")
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
-        raise ValueError(f"retriever(ies) named twice: {', '.join(repeated)}")
+        raise InputError(f"retriever(ies) named twice: {', '.join(repeated)}")
     return tuple(RETRIEVERS[n] for n in names)
 
 
@@ -150,7 +151,7 @@ def retriever_scores(
     whole (the sweep takes its top ``candidates``, as the spec does).
     """
     if "keyword" in retriever.routes and inputs.keyword is None:
-        raise ValueError(f"retriever {retriever.name!r} needs keyword scores: build the inputs with keyword=True")
+        raise InputError(f"retriever {retriever.name!r} needs keyword scores: build the inputs with keyword=True")
     mask = time_gate(inputs).mask if retriever.gate else inputs.visible
     vector = np.where(mask, inputs.vector, np.nan)
     if retriever.fusion == "none":

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from memlab.core.errors import EmbeddingError, InputError
 from memlab.output.io import atomic_write_bytes, atomic_write_text
 
 # Set before sentence-transformers / transformers are imported anywhere in the process.
@@ -75,7 +76,7 @@ class Embedder:
         batch_size: int = 32,
     ):
         if truncate_dim is not None and truncate_dim < 1:
-            raise ValueError(f"truncate_dim must be >= 1, got {truncate_dim}")
+            raise InputError(f"truncate_dim must be >= 1, got {truncate_dim}")
         self.model_path, self.model_id = resolve_model(model)
         self.truncate_dim = truncate_dim
         self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
@@ -114,7 +115,7 @@ class Embedder:
                     local_files_only=True,
                 )
             except OSError as e:
-                raise RuntimeError(
+                raise EmbeddingError(
                     f"cannot load embedding model {self.model_path!r} offline: {e}. "
                     "Pass a local model folder, or a model already in the Hugging Face cache."
                 ) from e
@@ -140,7 +141,7 @@ class Embedder:
     def encode(self, texts: list[str], role: str) -> np.ndarray:
         """Vectors for ``texts`` (role ``query`` or ``document``), L2-normalised, cached."""
         if role not in ("query", "document"):
-            raise ValueError(f"role must be 'query' or 'document', got {role!r}")
+            raise InputError(f"role must be 'query' or 'document', got {role!r}")
         ns = self.namespace(role)
         out: list[np.ndarray | None] = []
         missing: dict[str, list[int]] = {}
@@ -163,7 +164,7 @@ class Embedder:
                     out[i] = vec
         dims = sorted({v.shape for v in out if v is not None})
         if len(dims) > 1:
-            raise RuntimeError(
+            raise EmbeddingError(
                 f"embedding cache {ns} holds vectors of different shapes: {', '.join(map(str, dims))}; "
                 "delete that folder to rebuild it"
             )

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from memlab.core.errors import InputError, MissingFileError
 from memlab.datasets.model import Dataset, DatasetError, _Record, read_jsonl
 
 
@@ -31,7 +32,7 @@ class ScoreTable:
     def __post_init__(self) -> None:
         shape = (len(self.question_ids), len(self.memory_ids))
         if self.raw.shape != shape:
-            raise ValueError(f"score table has shape {self.raw.shape}, expected {shape}")
+            raise InputError(f"score table has shape {self.raw.shape}, expected {shape}")
 
     def row(self, question_id: str) -> np.ndarray:
         return self.raw[self.question_ids.index(question_id)]
@@ -63,7 +64,7 @@ _INFERABLE = ("memory", "date", "raw")
 def load_published(dataset: Dataset) -> list[PublishedScore]:
     """Read ``published_scores.jsonl`` beside the dataset, checking every id it names."""
     if dataset.path is None or not (dataset.path / "published_scores.jsonl").is_file():
-        raise FileNotFoundError(
+        raise MissingFileError(
             f"dataset {dataset.name!r} has no published_scores.jsonl: source 'published' is only "
             "available for the seed fixture (use --source embedded)"
         )
@@ -147,7 +148,7 @@ def embedded_scores(
     from memlab.scoring.store import MemoryStore
 
     if lang not in dataset.languages:
-        raise ValueError(
+        raise InputError(
             f"dataset {dataset.name!r} has no language {lang!r}; it has: {', '.join(dataset.languages)}"
         )
     if dataset.vectors:  # imported: the memory vectors are kept as stored, only questions are embedded
@@ -156,7 +157,7 @@ def embedded_scores(
 
         made_with = dataset.vectors.get("model")
         if model is None and made_with is None:
-            raise ValueError(
+            raise InputError(
                 f"dataset {dataset.name!r} keeps vectors from an unrecorded model: pass --model, "
                 "the model that made them, to embed the questions alike"
             )
@@ -165,7 +166,7 @@ def embedded_scores(
             and made_with is not None
             and resolve_model(model)[1] != resolve_model(made_with)[1]
         ):
-            raise ValueError(
+            raise InputError(
                 f"dataset {dataset.name!r} keeps vectors made with {made_with!r}; questions would be "
                 f"embedded with {model!r}: pass --model {made_with}"
             )
@@ -175,7 +176,7 @@ def embedded_scores(
         mem_vecs = stored_vectors(dataset)
         q_vecs = embedder.encode_queries([q.text(lang) for q in dataset.questions])
         if q_vecs.shape[1] != mem_vecs.shape[1]:
-            raise ValueError(
+            raise InputError(
                 f"questions embed to {q_vecs.shape[1]} dimensions with {embedder.model_id}, "
                 f"but the stored memory vectors have {mem_vecs.shape[1]}"
             )
@@ -208,5 +209,5 @@ def load_scores(source: str, dataset: Dataset, **options: Any) -> ScoreTable:
     try:
         fn = SOURCES[source]
     except KeyError:
-        raise ValueError(f"unknown score source {source!r}; available: {', '.join(SOURCES)}") from None
+        raise InputError(f"unknown score source {source!r}; available: {', '.join(SOURCES)}") from None
     return fn(dataset, **options)

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from qdrant_client import QdrantClient, models
 
+from memlab.core.errors import InputError
 from memlab.core.spec import SECONDS_PER_DAY, RetrievalSpec
 from memlab.datasets.model import Dataset
 
@@ -45,7 +46,7 @@ def spec_formula(spec: RetrievalSpec, date_field: str = DATE_FIELD) -> models.Fo
     scale = tau in seconds it is exactly the spec's ``exp(-age_days / tau_days)``.
     """
     if spec.reference_date is None:
-        raise ValueError("spec has no reference_date: call spec.with_reference(dataset.reference_date)")
+        raise InputError("spec has no reference_date: call spec.with_reference(dataset.reference_date)")
     decay = models.ExpDecayExpression(
         exp_decay=models.DecayParamsExpression(
             x=models.DatetimeKeyExpression(datetime_key=date_field),
@@ -106,7 +107,7 @@ class MemoryStore:
         keyword: bool = False,
     ):
         if path and url:
-            raise ValueError("give either a Qdrant path (local mode on disk) or a url, not both")
+            raise InputError("give either a Qdrant path (local mode on disk) or a url, not both")
         if url:
             self.client = QdrantClient(url=url)
         elif path:
@@ -152,7 +153,7 @@ class MemoryStore:
     ) -> None:
         """``keyword_weights``: per memory, {term id: BM25 weight} (``KeywordIndex.sparse_vectors``)."""
         if vectors.shape != (len(ids), self.dim):
-            raise ValueError(f"vectors have shape {vectors.shape}, expected ({len(ids)}, {self.dim})")
+            raise InputError(f"vectors have shape {vectors.shape}, expected ({len(ids)}, {self.dim})")
         start = len(self.memory_ids)
         points = [
             models.PointStruct(
@@ -279,9 +280,9 @@ def retriever_query(
     agree where scores differ. ``time_range`` is the gate's (start, end) days, both included.
     """
     if retriever.fusion == "weighted":
-        raise ValueError(f"retriever {retriever.name!r}: weighted fusion has no native Qdrant query; use ranx")
+        raise InputError(f"retriever {retriever.name!r}: weighted fusion has no native Qdrant query; use ranx")
     if retriever.fusion == "rrf" and rrf_k != int(rrf_k):
-        raise ValueError(f"Qdrant's RRF takes an integer k; got {rrf_k}")
+        raise InputError(f"Qdrant's RRF takes an integer k; got {rrf_k}")
     if asked is not None:
         spec = replace(spec, reference_date=asked)
     flt = gate_filter(store, time_range if retriever.gate else None, asked)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from memlab.core.errors import InputError
 from memlab.studies.drift_streams import Stream, check_disjoint, generate_streams
 from memlab.studies.memory_systems import (
     READ_SYSTEMS,
@@ -299,7 +300,7 @@ def tune(
         read_grid = _read_grid(system, chosen, write_policy)
         clash = sorted(set(read_grid) & set(WRITE_POLICIES[write_policy].grid))
         if clash:  # the chosen parameters are reported as one mapping: names must not collide
-            raise ValueError(f"{name} and {write_policy} both have parameter(s) {', '.join(clash)}")
+            raise InputError(f"{name} and {write_policy} both have parameter(s) {', '.join(clash)}")
         configs = expand_grid(read_grid)
         params = grid_columns(configs)
         best: tuple[float, dict, dict] | None = None
@@ -358,7 +359,7 @@ def bootstrap_ci(
     Resamples are drawn as multinomial counts over streams, so the means are one matrix product.
     """
     if n_boot < 1:
-        raise ValueError(f"n_boot must be >= 1, got {n_boot}")
+        raise InputError(f"n_boot must be >= 1, got {n_boot}")
     s = per_stream.shape[0]
     counts = np.random.default_rng(seed).multinomial(s, np.full(s, 1.0 / s), size=n_boot)
     means = counts @ per_stream / s  # (n_boot, B)
@@ -461,21 +462,21 @@ def drift_benchmark(
 
     check_disjoint(tune_range, held_out)
     if len(held_out) == 0 or len(tune_range) == 0:
-        raise ValueError(f"empty seed range: held-out {held_out}, tuning {tune_range}")
+        raise InputError(f"empty seed range: held-out {held_out}, tuning {tune_range}")
     if n_boot < 1:
-        raise ValueError(f"n_boot must be >= 1 (bootstrap resamples), got {n_boot}")
+        raise InputError(f"n_boot must be >= 1 (bootstrap resamples), got {n_boot}")
     budgets = sorted({int(b) for b in budgets})
     if not budgets or budgets[0] < 1:
-        raise ValueError(f"budgets must be positive token counts, got {budgets}")
+        raise InputError(f"budgets must be positive token counts, got {budgets}")
     for name in systems or ():
         if name not in READ_SYSTEMS:
-            raise ValueError(f"unknown system {name!r}; available: {', '.join(READ_SYSTEMS)}")
+            raise InputError(f"unknown system {name!r}; available: {', '.join(READ_SYSTEMS)}")
         base = READ_SYSTEMS[name].base
         if base and base not in systems:
-            raise ValueError(f"system {name!r} starts from {base!r}'s tuned parameters: list {base!r} too")
+            raise InputError(f"system {name!r} starts from {base!r}'s tuned parameters: list {base!r} too")
     for name in write_policies or ():
         if name not in WRITE_POLICIES:
-            raise ValueError(f"unknown write policy {name!r}; available: {', '.join(WRITE_POLICIES)}")
+            raise InputError(f"unknown write policy {name!r}; available: {', '.join(WRITE_POLICIES)}")
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     model_id = "custom encoder"

@@ -31,6 +31,8 @@ from datetime import date, timedelta
 
 import numpy as np
 
+from memlab.core.errors import InputError
+
 KINDS = ("statement", "paraphrase", "repeat", "correction", "distractor")
 
 
@@ -388,9 +390,9 @@ def parse_seed_range(text: str, option: str = "--seed-range") -> range:
     try:
         lo, hi = (int(p) for p in parts)
     except ValueError:
-        raise ValueError(f"{option}: expected A:B with 0 <= A < B, got {text!r}") from None
+        raise InputError(f"{option}: expected A:B with 0 <= A < B, got {text!r}") from None
     if lo >= hi or lo < 0:
-        raise ValueError(f"{option}: expected A:B with 0 <= A < B, got {text!r}")
+        raise InputError(f"{option}: expected A:B with 0 <= A < B, got {text!r}")
     return range(lo, hi)
 
 
@@ -402,7 +404,7 @@ def held_out_seeds(
     if streams is None:
         return seeds
     if not 1 <= streams <= len(seeds):
-        raise ValueError(
+        raise InputError(
             f"{streams_option}: expected 1 to {len(seeds)} (the seeds in {option} {text}), got {streams}"
         )
     return range(seeds.start, seeds.start + streams)
@@ -412,7 +414,7 @@ def check_disjoint(tune: range, held_out: range) -> None:
     """Tuning and held-out seeds must not share a stream, else the held-out numbers are not."""
     lo, hi = max(tune.start, held_out.start), min(tune.stop, held_out.stop)
     if lo < hi:
-        raise ValueError(
+        raise InputError(
             f"tuning seeds {tune.start}:{tune.stop} and held-out seeds {held_out.start}:{held_out.stop} "
             f"overlap on {lo}:{hi}; the two ranges must be disjoint"
         )

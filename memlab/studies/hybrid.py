@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from memlab.core.errors import InputError
 from memlab.core.grid import Grid
 from memlab.core.labels import Labels
 from memlab.core.sweep import sweep
@@ -42,9 +43,9 @@ class RetrieverGrid:
     def __post_init__(self) -> None:
         for name in ("alphas", "norms", "rrf_ks", "bonus", "tau_days"):
             if not getattr(self, name):
-                raise ValueError(f"retriever grid axis {name!r} is empty")
+                raise InputError(f"retriever grid axis {name!r} is empty")
         if self.threshold_steps < 2:
-            raise ValueError(f"threshold_steps must be >= 2, got {self.threshold_steps}")
+            raise InputError(f"threshold_steps must be >= 2, got {self.threshold_steps}")
 
 
 def calibrated_thresholds(scores: np.ndarray, max_bonus: float, steps: int) -> tuple[float, ...]:
@@ -174,7 +175,7 @@ class Comparison:
     landscape: pd.DataFrame | None = None  # best utility at each value of a fusion axis
 
 
-def fusion_landscape(retriever: Retriever, table: pd.DataFrame, u: np.ndarray) -> list[dict[str, Any]]:
+def fusion_landscape_rows(retriever: Retriever, table: pd.DataFrame, u: np.ndarray) -> list[dict[str, Any]]:
     """For a fused retriever: the best utility ``u`` (per row of ``table``) reachable at each value of
     its fusion axis (alpha per normalisation, or RRF k), over every other axis. Shows how sharply
     the choice matters."""
@@ -223,7 +224,7 @@ def compare(
         table = sweep_retriever(retriever, inputs, grid)
         configs += len(table)
         u = utility(table, inputs.labels)
-        landscape += fusion_landscape(retriever, table, u)
+        landscape += fusion_landscape_rows(retriever, table, u)
         row = table.iloc[choose(table, u)]
         long = per_question(retriever, inputs, row, grid).assign(
             names_time=gate.gated, has_current=inputs.labels.current >= 0
@@ -291,7 +292,7 @@ def compare_datasets(
     seen: dict[str, str] = {}
     for given, dataset in zip(names, datasets, strict=True):
         if dataset.name in seen:
-            raise ValueError(
+            raise InputError(
                 f"two datasets are named {dataset.name!r} ({seen[dataset.name]!r} and {given!r}): "
                 "rename one in its dataset.json"
             )

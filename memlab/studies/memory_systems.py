@@ -37,6 +37,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from memlab.core.errors import InputError
 from memlab.core.spec import recency_weight, rescore
 
 # Per-type half-lives of salience (days) and the type prior. Preferences are pinned: a user's
@@ -187,7 +188,7 @@ def write_policy(name: str) -> WritePolicy:
     try:
         return WRITE_POLICIES[name]
     except KeyError:
-        raise ValueError(f"unknown write policy {name!r}; available: {', '.join(WRITE_POLICIES)}") from None
+        raise InputError(f"unknown write policy {name!r}; available: {', '.join(WRITE_POLICIES)}") from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -341,7 +342,7 @@ def read_system(name: str) -> ReadSystem:
     try:
         return READ_SYSTEMS[name]
     except KeyError:
-        raise ValueError(f"unknown read system {name!r}; available: {', '.join(READ_SYSTEMS)}") from None
+        raise InputError(f"unknown read system {name!r}; available: {', '.join(READ_SYSTEMS)}") from None
 
 
 def expand_grid(grid: dict[str, tuple]) -> list[dict[str, float]]:

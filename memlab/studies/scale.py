@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from memlab.core.errors import InputError
 from memlab.core.spec import RetrievalSpec, age_days, recency_weight, rescore
 
 # Everyday topics for a companion device's user: (subject phrases, objects, details).
@@ -287,7 +288,7 @@ def stream(
             done = e
     while done < total:
         if model is None:
-            raise ValueError(f"only {done} real vectors for N = {total}, and no vector model to draw more")
+            raise InputError(f"only {done} real vectors for N = {total}, and no vector model to draw more")
         n = min(chunk, total - done)
         yield model.sample(n, rng), rng.integers(0, span_days, size=n).astype(np.float64)
         done += n
@@ -316,7 +317,7 @@ def curve(
     pending = sorted(sizes)
     for n in pending:
         if n < n0:
-            raise ValueError(f"--n: {n} is smaller than the dataset's own {n0} memories")
+            raise InputError(f"--n: {n} is smaller than the dataset's own {n0} memories")
     buffer: tuple[np.ndarray, np.ndarray] | None = None
     for n in pending:
         need = n - n0 - top.seen
@@ -354,7 +355,7 @@ class MaxLaw:
         block = block or max(10, len(scores) // 50)
         n_blocks = len(scores) // block
         if n_blocks < 10:
-            raise ValueError(
+            raise InputError(
                 f"need at least {10 * block} pool scores to fit block maxima of {block}, got {len(scores)}"
             )
         return cls.from_maxima(scores[: n_blocks * block].reshape(n_blocks, block).max(axis=1), block)
@@ -400,7 +401,7 @@ def max_quantile(laws: Sequence[MaxLaw], n: float, q: float, floor: float = -np.
         width = hi - lo
         hi, lo = (hi + width, lo) if f(hi) < 0 else (hi, lo - width)
     else:
-        raise ValueError(f"no quantile {q} for N = {n:g}: the fitted laws are degenerate")
+        raise InputError(f"no quantile {q} for N = {n:g}: the fitted laws are degenerate")
     return max(floor, brentq(f, lo, hi))
 
 
@@ -432,7 +433,7 @@ def block_outcomes(
     raw = (np.asarray(queries, np.float32) @ np.asarray(pool, np.float32).T).astype(np.float64)
     n_blocks = raw.shape[1] // block
     if n_blocks < 10:
-        raise ValueError(
+        raise InputError(
             f"need at least {10 * block} pool memories for blocks of {block}, got {raw.shape[1]}"
         )
     before = np.zeros(len(raw)) if asked_days_before is None else np.asarray(asked_days_before, float)

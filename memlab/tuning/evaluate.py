@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memlab.core import criteria as crit
+from memlab.core.errors import InputError, UnknownNameError
 from memlab.core.selection import select
 from memlab.core.spec import Candidate, RetrievalSpec, retrieve
 from memlab.datasets.model import Dataset
@@ -68,7 +69,7 @@ class Evaluation:
         for r in self.results:
             if r.question_id == question_id:
                 return r
-        raise KeyError(f"no question {question_id!r}")
+        raise UnknownNameError(f"no question {question_id!r}")
 
     def failing(self) -> list[str]:
         return [c.name for c in self.criteria if not c.passed]
@@ -139,7 +140,7 @@ def evaluate(
     spec = (spec or RetrievalSpec()).with_reference(dataset.reference_date)
     criteria = crit.dataset_criteria(dataset) if criteria is None else criteria
     if scores.memory_ids != dataset.memory_ids or scores.question_ids != dataset.question_ids:
-        raise ValueError("score table and dataset disagree on question or memory ids")
+        raise InputError("score table and dataset disagree on question or memory ids")
     ages = dataset.ages(spec.reference_date)  # per question: its own date, else the spec's
     raw = scores.retrievable(dataset, spec.reference_date)
     results = tuple(

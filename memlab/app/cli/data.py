@@ -1,0 +1,129 @@
+"""Commands about datasets: validate, import-qdrant, generate, timeparse."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from memlab.app.cli.options import (
+    Command,
+)
+from memlab.core.errors import InputError
+from memlab.core.labels import QUESTION_KINDS
+from memlab.datasets.model import DEFAULT_DATASET, load_dataset
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    dataset = load_dataset(args.dataset)  # DatasetError: every problem, file:line: field: problem
+    kinds = [q.kind for q in dataset.questions]
+    dated = sum(q.date is not None for q in dataset.questions)
+    print(
+        f"{dataset.path}: ok: {len(dataset.memories)} memories, {len(dataset.questions)} questions "
+        f"({', '.join(f'{kinds.count(k)} {k}' for k in QUESTION_KINDS)}; {dated} dated), "
+        f"languages {', '.join(dataset.languages)}, reference date {dataset.reference_date:%Y-%m-%d}"
+    )
+    return 0
+
+
+def cmd_import_qdrant(args: argparse.Namespace) -> int:
+    from memlab.datasets.qdrant_import import import_qdrant
+
+    out = import_qdrant(
+        collection=args.collection,
+        date_field=args.date_field,
+        text_field=args.text_field,
+        out=args.output,
+        path=args.path,
+        url=args.url,
+        vector_name=args.vector_name,
+        model=args.model,
+        questions=args.questions,
+        reference_date=args.reference_date,
+        language=args.language,
+        progress=sys.stderr.isatty(),
+    )
+    n = len((out / "memories.jsonl").read_text(encoding="utf-8").splitlines())
+    print(f"wrote {out}: {n} memories with their stored vectors")
+    if args.questions is None:
+        print(
+            f"next: write your questions into {out / 'questions.jsonl'} (see the README), then "
+            f"memlab validate {out}"
+        )
+    return 0
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from datetime import date
+
+    from memlab.datasets.generate import write_generated
+
+    options = {"seed": args.seed, "days": args.days}
+    if args.reference:
+        try:
+            options["reference"] = date.fromisoformat(args.reference)
+        except ValueError:
+            raise InputError(f"--reference: expected YYYY-MM-DD, got {args.reference!r}") from None
+    out = write_generated(args.generator, args.output, **options)
+    print(f"wrote {out}")
+    return 0
+
+
+def cmd_timeparse(args: argparse.Namespace) -> int:
+    from memlab.datasets.model import parse_datetime
+    from memlab.datasets.timeparse import parse_time
+
+    ref = parse_datetime(args.ref) if args.ref else load_dataset(DEFAULT_DATASET).reference_date
+    found = parse_time(args.text, ref)
+    print(json.dumps(None if found is None else found.as_dict(), ensure_ascii=False))
+    return 0
+
+
+# arguments: each command declares its own
+
+
+def add_validate_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dataset", help="dataset folder (or a packaged dataset name)")
+
+
+def add_import_qdrant_arguments(p: argparse.ArgumentParser) -> None:
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--path", help="local Qdrant folder")
+    where.add_argument("--url", help="Qdrant server URL")
+    p.add_argument("--collection", required=True)
+    p.add_argument("--date-field", required=True, help="payload field with the memory's date")
+    p.add_argument("--text-field", required=True, help="payload field with the memory's text")
+    p.add_argument("--vector-name", default=None, help="which named vector (if the collection has several)")
+    p.add_argument(
+        "--model", default=None, help="the model that made the vectors (questions are embedded with it)"
+    )
+    p.add_argument("--questions", default=None, help="questions.jsonl to include")
+    p.add_argument("--reference-date", default=None, help="default: the newest memory's date")
+    p.add_argument("--language", default="en")
+    p.add_argument("-o", "--output", required=True, help="new dataset folder")
+
+
+def add_generate_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("generator", choices=["daily-lunch"], help="which dataset to generate")
+    p.add_argument("output", help="new dataset folder (must not exist, or be empty)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--days",
+        type=int,
+        default=50,
+        help="days of lunches, at least 47 to reach the oldest day asked about (default: %(default)s)",
+    )
+    p.add_argument("--reference", default=None, help="the day the questions are asked (default: 2026-09-10)")
+
+
+def add_timeparse_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("text", help='a question, e.g. "what did I eat the day before yesterday?"')
+    p.add_argument("--ref", default=None, help="reference date (default: the seed's 2026-09-10)")
+
+
+COMMANDS = (
+    Command('validate', 'check a dataset folder; every problem as file:line: field: problem', add_validate_arguments, cmd_validate),
+    Command('import-qdrant', 'turn an existing Qdrant collection into a dataset, vectors kept', add_import_qdrant_arguments, cmd_import_qdrant),
+    Command('generate', 'write a generated dataset folder (daily-lunch: near-duplicate daily events)', add_generate_arguments, cmd_generate),
+    Command('timeparse', 'the date range an explicit time expression names (English, Japanese)', add_timeparse_arguments, cmd_timeparse),
+)

@@ -1,0 +1,369 @@
+"""Commands of the studies: scale, robustness, drift, compare."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from memlab.app.cli.options import (
+    DEFAULTS,
+    Command,
+    add_output_options,
+    add_source_options,
+    add_spec_options,
+    criteria_from,
+    emit,
+    fmt,
+    json_clean,
+    scores_from,
+    spec_from,
+    spec_line,
+)
+from memlab.core.errors import InputError
+from memlab.datasets.model import load_dataset
+
+
+def scale_inputs(args: argparse.Namespace):
+    """Dataset, raw scores, question vectors, and the embedded distractor pool for a scale study."""
+    from memlab.studies.scale import embedded_inputs
+
+    if args.source != "embedded":
+        raise InputError(
+            "the scale study needs vectors: distractors are embedded, so use --source embedded "
+            "(published scores come from another model and cannot be mixed with them)"
+        )
+    dataset = load_dataset(args.dataset)
+    scores = scores_from(args, dataset)
+    queries, pool, ages = embedded_inputs(
+        dataset,
+        args.pool,
+        lang=args.lang,
+        model=args.model,
+        truncate_dim=args.truncate_dim,
+        cache_dir=args.cache_dir,
+        seed=args.seed,
+        progress=sys.stderr.isatty(),
+    )
+    return dataset, scores, queries, pool, ages
+
+
+def parse_budgets(text: str) -> list[int]:
+    """``--budgets 32,64,128``: positive token counts, sorted, duplicates dropped."""
+    try:
+        budgets = sorted({int(b) for b in str(text).split(",") if b.strip()})
+    except ValueError:
+        budgets = []
+    if not budgets or budgets[0] < 1:
+        raise InputError(f"--budgets: expected a comma list of positive integers, got {text!r}")
+    return budgets
+
+
+def drift_table(result) -> str:
+    """The held-out table as text, then the configuration each pair was tuned to."""
+    lines = [
+        f"held-out seeds {result.held_out.start}:{result.held_out.stop} ({len(result.held_out)} streams), "
+        f"tuned on seeds {result.tune_range.start}:{result.tune_range.stop}; "
+        "95% bootstrap intervals over held-out streams",
+        f"embeddings: {result.embedding_model}; tokens: {result.tokenizer}",
+        f"{'system':<14} {'write policy':<20} {'budget':>6}  {'recall [95% CI]':<22} "
+        f"{'staleness [95% CI]':<22} {'tokens':>7}",
+    ]
+    for r in result.table.to_dict("records"):
+        lines.append(
+            f"{r['system']:<14} {r['write_policy']:<20} {r['budget']:>6}  "
+            f"{r['recall']:.3f} [{r['recall_lo']:.3f}, {r['recall_hi']:.3f}]   "
+            f"{r['staleness']:.3f} [{r['staleness_lo']:.3f}, {r['staleness_hi']:.3f}]   {r['tokens']:>7.1f}"
+        )
+    lines.append("")
+    lines.append("tuned on the tuning seeds (objective: mean over budgets of recall - staleness)")
+    for (system, write_policy), c in result.chosen.items():
+        params = ", ".join(f"{k}={v:g}" for k, v in {**c.write_params, **c.read_params}.items()) or "-"
+        lines.append(
+            f"  {system} / {write_policy}: {params} (objective {c.objective:.3f}, best of {c.configurations})"
+        )
+    lines.append("seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in result.seconds.items()))
+    return "\n".join(lines)
+
+
+def retriever_grid_from(args: argparse.Namespace):
+    from memlab.core.grid import parse_axis
+    from memlab.retrieval.fusion import NORMALIZATIONS
+    from memlab.studies.hybrid import RetrieverGrid
+
+    norms = tuple(n.strip() for n in args.norm.split(","))
+    unknown = [n for n in norms if n not in NORMALIZATIONS]
+    if unknown:
+        raise InputError(f"--norm: unknown {', '.join(unknown)}; available: {', '.join(NORMALIZATIONS)}")
+    if args.threshold_steps < 2:
+        raise InputError(f"--threshold-steps: needs at least 2, got {args.threshold_steps}")
+    return RetrieverGrid(
+        alphas=parse_axis(args.alpha, "alpha"),
+        norms=norms,
+        rrf_ks=parse_axis(args.rrf_k, "rrf-k"),
+        bonus=parse_axis(args.bonus, "bonus"),
+        tau_days=parse_axis(args.tau, "tau"),
+        threshold_steps=args.threshold_steps,
+        candidates=args.candidates,
+        inject=args.inject,
+    )
+
+
+def cmd_scale(args: argparse.Namespace) -> int:
+    from memlab.core.grid import parse_axis
+    from memlab.studies.scale import scale_study
+
+    sizes = sorted({int(n) for n in parse_axis(args.n, "n", integer=True)})
+    dataset, scores, queries, pool, ages = scale_inputs(args)
+    result = scale_study(dataset, scores.raw, queries, pool, ages, sizes, spec_from(args), seed=args.seed)
+    if args.format == "json":
+        rows = [{**r, "n_zero_headroom": result["n_zero_headroom"]} for r in result["rows"]]
+        emit(json.dumps(json_clean(rows), indent=2), args.output)
+        return 0
+    lines = [
+        f"basis: {result['basis']}",
+        f"spec: {spec_line(spec_from(args))}",
+        f"{'n':>10} {'no-hit max':>11} {'(real)':>8} {'headroom':>9} {'predicted [5%, 95%]':>28}",
+    ]
+    for r in result["rows"]:
+        pred = (
+            "-"
+            if r["predicted_nohit_max"] is None
+            else (f"{r['predicted_nohit_max']:.3f} [{r['predicted_lo']:.3f}, {r['predicted_hi']:.3f}]")
+        )
+        lines.append(
+            f"{r['n']:>10,} {fmt(r['nohit_max']):>11} {fmt(r['nohit_max_real']):>8} "
+            f"{fmt(r['headroom']):>9} {pred:>28}"
+        )
+    nz = result["n_zero_headroom"]
+    lines.append(
+        "predicted N where the headroom reaches zero (median): "
+        + ("beyond 1e15" if nz is None else f"{nz:,.0f}")
+    )
+    for h in result["hits"]:
+        n = h["n_distractor_passes_current"]
+        lines.append(
+            f"  {h['question']}: current {h['current']} at {h['current_final']:.3f} "
+            f"(margin {h['margin']:+.3f}); "
+            f"a distractor passes it at N ~ {'beyond 1e15' if n is None else f'{n:,.0f}'}"
+        )
+    emit("\n".join(lines), args.output)
+    return 0
+
+
+def cmd_robustness(args: argparse.Namespace) -> int:
+    from memlab.studies.robustness import robustness, summarize
+
+    dataset = load_dataset(args.dataset)
+    scores = scores_from(args, dataset)
+    spec = spec_from(args)
+    df = robustness(dataset, scores.raw, spec, criteria_from(args, dataset), n_boot=args.boot, seed=args.seed)
+    summary = summarize(df)
+    if args.format == "json":
+        doc = {
+            "spec": spec.as_dict(),
+            "summary": summary.to_dict("records"),
+            "resamples": df.to_dict("records"),
+        }
+        emit(json.dumps(json_clean(doc), indent=2), args.output)
+        return 0
+    lines = [
+        f"spec: {spec_line(spec)}; {args.boot} bootstrap resamples, seed {args.seed}",
+        f"{'resamples':>20} {'n':>5} {'feasible':>9} {'lower end [5%, 95%]':>26} "
+        f"{'upper end [5%, 95%]':>26} {'headroom (median, 5%)':>22}",
+    ]
+    for r in summary.to_dict("records"):
+        lines.append(
+            f"{r['kind']:>20} {r['resamples']:>5} {r['feasible_share']:>8.1%} "
+            f"{fmt(r['lo_median']):>7} [{fmt(r['lo_p05'])}, {fmt(r['lo_p95'])}]   "
+            f"{fmt(r['hi_median']):>7} [{fmt(r['hi_p05'])}, {fmt(r['hi_p95'])}]   "
+            f"{fmt(r['headroom_median'])}, {fmt(r['headroom_p05'])}"
+        )
+    loqo = df[df["kind"] == "loqo"]
+    moved = loqo[(loqo["lo"] != df["lo"].iloc[0]) | (loqo["hi"] != df["hi"].iloc[0])]
+    for r in moved.to_dict("records"):
+        lines.append(f"  without {r['left_out']}: bonus interval [{fmt(r['lo'])}, {fmt(r['hi'])})")
+    emit("\n".join(lines), args.output)
+    return 0
+
+
+def cmd_drift(args: argparse.Namespace) -> int:
+    from memlab.studies.drift_benchmark import drift_benchmark
+    from memlab.studies.drift_streams import held_out_seeds, parse_seed_range
+
+    held_out = held_out_seeds(args.seed_range, args.streams)
+    tune_range = parse_seed_range(args.tune_range, "--tune-range")
+    if args.boot < 1:
+        raise InputError(f"--boot: expected a positive number of resamples, got {args.boot}")
+    result = drift_benchmark(
+        held_out,
+        tune_range,
+        parse_budgets(args.budgets),
+        model=args.model,
+        cache_dir=args.cache_dir,
+        n_boot=args.boot,
+        seed=args.seed,
+        progress=sys.stderr.isatty(),
+    )
+    if args.format == "json":
+        emit(json.dumps(json_clean(result.rows()), indent=2), args.output)
+        return 0
+    emit(drift_table(result), args.output)
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from memlab.retrieval.inputs import build_inputs
+    from memlab.retrieval.retrievers import RETRIEVERS, check_retrievers, uses_keywords
+    from memlab.studies.hybrid import compare
+
+    retrievers = None if args.retrievers is None else [p.strip() for p in args.retrievers.split(",") if p.strip()]
+    check_retrievers(retrievers)  # unknown names fail before any embedding
+    grid = retriever_grid_from(args)
+    dataset = load_dataset(args.dataset)
+    scores = scores_from(args, dataset)
+    inputs = build_inputs(dataset, scores.raw, lang=args.lang, keyword=uses_keywords(retrievers))
+    result = compare(inputs, retrievers, grid, progress=sys.stderr.isatty())
+    if args.format == "json":
+        doc = {
+            "dataset": dataset.name,
+            "lang": args.lang,
+            "source": scores.source,
+            "model": scores.details.get("model"),
+            "configs": result.configs,
+            "retrievers": result.chosen.to_dict("records"),
+            "by_kind": result.by_kind.to_dict("records"),
+            "fusion_landscape": result.landscape.to_dict("records"),
+            "questions": result.questions[
+                ["retriever", "question", "kind", "names_time", "current_injected", "injected", "stale_injected"]
+            ].to_dict("records"),
+        }
+        emit(json.dumps(json_clean(doc), indent=2), args.output)
+        return 0
+    gated = sum(r is not None for r in inputs.time_ranges)
+    lines = [
+        f"dataset {dataset.name} ({args.lang}, {len(dataset.questions)} questions, {gated} naming a time), "
+        f"scores: {scores.source} {scores.details.get('model', '')}".rstrip(),
+        f"{result.configs} configurations; each retriever at its best: current memories injected minus "
+        "wrong ones (no-hit, stale), then feasible, then margin; thresholds calibrated per retriever",
+        f"{'retriever':>18} {'setting':<34} {'threshold':>9} {'feasible':>8} {'hit@inject':>10} "
+        f"{'false inj.':>10} {'stale inj.':>10} {'headroom':>9}",
+    ]
+    for r in result.chosen.to_dict("records"):
+        setting = []
+        if r["norm"] is not None and r["norm"] == r["norm"]:
+            setting.append(f"{r['norm']} alpha={r['alpha']:g}")
+        if r["rrf_k"] is not None and r["rrf_k"] == r["rrf_k"]:
+            setting.append(f"k={r['rrf_k']:g}")
+        if RETRIEVERS[r["retriever"]].decay:
+            setting.append(f"bonus={r['bonus']:g}" + (f" tau={r['tau_days']:g}d" if r["bonus"] > 0 else ""))
+        lines.append(
+            f"{r['retriever']:>18} {', '.join(setting) or '-':<34} {r['threshold']:>9.4f} "
+            f"{'yes' if r['feasible'] else 'no':>8} {r['hit_at_inject']:>10.1%} {r['false_injections']:>10} "
+            f"{r['stale_injections']:>10} {fmt(r['headroom'], signed=True):>9}"
+        )
+    lines.append("")
+    lines.append("hit@inject by question kind (false injections on no-hit questions)")
+    table = result.by_kind
+    kinds = [k for k in ("hit", "contradiction", "time", "nohit") if (table["kind"] == k).any()]
+    lines.append(f"{'retriever':>18} " + " ".join(f"{k:>14}" for k in kinds))
+    for retriever, rows in table.groupby("retriever", sort=False):
+        cells = []
+        for k in kinds:
+            r = rows[rows["kind"] == k].iloc[0]
+            cells.append(f"{r['false_injections']:>14}" if k == "nohit" else f"{r['hit_at_inject']:>14.1%}")
+        lines.append(f"{retriever:>18} " + " ".join(cells))
+    emit("\n".join(lines), args.output)
+    return 0
+
+
+# arguments: each command declares its own
+
+
+def add_scale_arguments(p: argparse.ArgumentParser) -> None:
+    add_source_options(p)
+    add_spec_options(p)
+    p.add_argument(
+        "--n",
+        default="16,100,1000,10000,100000,1000000",
+        help="memory counts (comma list or start:stop:step; default: %(default)s)",
+    )
+    p.add_argument("--pool", type=int, default=5000, help="real embedded distractors (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the distractors and model draws")
+    add_output_options(p, ["table", "json"])
+
+
+def add_robustness_arguments(p: argparse.ArgumentParser) -> None:
+    add_source_options(p)
+    add_spec_options(p)
+    p.add_argument(
+        "--boot", type=int, default=200, help="bootstrap resamples of each kind (default: %(default)s)"
+    )
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--criteria", default=None, help="YAML file declaring criteria (default: the seed's a, b, c)"
+    )
+    add_output_options(p, ["table", "json"])
+
+
+def add_drift_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--streams", type=int, default=None, help="held-out streams: the first N seeds of --seed-range"
+    )
+    p.add_argument(
+        "--seed-range", default="1000:1400", help="held-out seeds A:B, B excluded (default: %(default)s)"
+    )
+    p.add_argument(
+        "--tune-range",
+        default="0:200",
+        help="tuning seeds C:D, disjoint from --seed-range (default: %(default)s)",
+    )
+    p.add_argument(
+        "--budgets", default="16,32,64,128,256,512", help="token budgets, a comma list (default: %(default)s)"
+    )
+    p.add_argument("--boot", type=int, default=1000, help="bootstrap resamples (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: %(default)s)")
+    p.add_argument(
+        "--model",
+        default=None,
+        help="sentence-transformers model folder or cached name; its tokenizer counts the tokens "
+        "(default: the packaged all-MiniLM-L6-v2)",
+    )
+    p.add_argument(
+        "--cache-dir", default=None, help="embedding cache (default: $MEMLAB_CACHE_DIR or ~/.cache/memlab)"
+    )
+    add_output_options(p, ["table", "json"])
+
+
+def add_compare_arguments(p: argparse.ArgumentParser) -> None:
+    add_source_options(p)
+    p.add_argument(
+        "--retrievers", default=None, help="comma list of retrievers (default: all); see memlab.retrieval.retrievers.RETRIEVERS"
+    )
+    g = p.add_argument_group("grid (start:stop:step with stop included, a comma list, or one value)")
+    g.add_argument("--alpha", default="0:1:0.1", help="weighted fusion: weight of the vector route")
+    g.add_argument(
+        "--norm", default="min-max,z-score,none", help="weighted fusion normalisations (comma list)"
+    )
+    g.add_argument("--rrf-k", default="1,2,10,60", help="RRF k, score 1/(k + rank), rank from 1")
+    g.add_argument("--bonus", default="0:0.3:0.01", help="decay retrievers: recency bonus")
+    g.add_argument("--tau", default="1,3,7,14,30,60", help="decay retrievers: tau_days")
+    g.add_argument(
+        "--threshold-steps",
+        type=int,
+        default=201,
+        help="thresholds per setting, spanning the retriever's own score range (default: %(default)s)",
+    )
+    g.add_argument(
+        "--candidates", type=int, default=DEFAULTS.candidates, help="per route (default: %(default)s)"
+    )
+    g.add_argument("--inject", type=int, default=DEFAULTS.inject, help="default: %(default)s")
+    add_output_options(p, ["table", "json"])
+
+
+COMMANDS = (
+    Command('scale', 'headroom as the memory count grows: measured, and an extreme-value prediction', add_scale_arguments, cmd_scale),
+    Command('robustness', 'leave-one-question-out and bootstrap: does the tuned spec hold?', add_robustness_arguments, cmd_robustness),
+    Command('drift', 'drifting facts: memory systems tuned on some streams, measured on held-out ones', add_drift_arguments, cmd_drift),
+    Command('compare', 'tune retrievers (vector, hybrid, RRF, time gate) and compare them', add_compare_arguments, cmd_compare),
+)

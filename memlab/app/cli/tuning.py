@@ -1,0 +1,380 @@
+"""Commands that score one spec or a grid: evaluate, table, prompt, spec, sweep, feasible."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from memlab.app.cli.options import (
+    DEFAULTS,
+    Command,
+    add_output_options,
+    add_source_options,
+    add_spec_options,
+    criteria_from,
+    emit,
+    fmt,
+    json_clean,
+    scores_from,
+    spec_from,
+    spec_line,
+)
+from memlab.core.errors import InputError
+from memlab.core.selection import SELECTION_RULES
+from memlab.core.spec import RetrievalSpec
+from memlab.datasets.model import DEFAULT_DATASET, load_dataset
+
+
+def grid_from(args: argparse.Namespace):
+    from memlab.core.grid import Grid, parse_axis
+
+    return Grid(
+        bonus=parse_axis(args.bonus, "bonus"),
+        tau_days=parse_axis(args.tau, "tau"),
+        threshold=parse_axis(args.threshold, "threshold"),
+        candidates=parse_axis(args.candidates, "candidates", integer=True),
+        inject=parse_axis(args.inject, "inject", integer=True),
+    )
+
+
+def describe_row(row: dict[str, Any], criteria) -> str:
+    parts = [
+        f"bonus={row['bonus']:g}",
+        f"tau_days={row['tau_days']:g}",
+        f"threshold={row['threshold']:g}",
+        f"candidates={int(row['candidates'])}",
+        f"inject={int(row['inject'])}",
+        f"headroom={fmt(row['headroom'])}",
+        f"min_margin={fmt(row['min_margin'])}",
+    ]
+    parts += [f"{c.name}={fmt(row[f'{c.name}_value'])}" for c in criteria]
+    return " ".join(parts)
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from memlab.tuning.evaluate import evaluate
+
+    dataset = load_dataset(args.dataset)
+    ev = evaluate(dataset, scores_from(args, dataset), spec_from(args), lang=args.lang)
+    if args.format == "json":
+        emit(json.dumps(json_clean(ev.to_dict()), indent=2, ensure_ascii=False), args.output)
+        return 0
+    model = ev.details.get("model", "")
+    lines = [
+        f"source: {ev.source} ({model}), lang={ev.lang}, dataset={dataset.name}",
+        f"spec: {spec_line(ev.spec)}",
+        "",
+    ]
+    for r in ev.results:
+        lines.append(f"{r.question_id} ({r.kind}) {r.text}")
+        if not r.candidates:
+            lines.append("  no known scores")
+        else:
+            lines.append(f"  {'memory':<8}{'date':<12}{'raw':>7}{'bonus':>8}{'final':>7}  injected")
+            for c in r.candidates:
+                mark = "yes" if c.injected else ("over threshold" if c.reaches else "")
+                lines.append(
+                    f"  {c.memory_id:<8}{ev.details['dates'][c.index]:<12}{c.raw:>7.3f}"
+                    f"{c.bonus:>+8.3f}{c.final:>7.3f}  {mark}"
+                )
+        lines.append("")
+    lines.append("criteria")
+    for c in ev.criteria:
+        lines.append(f"  {c.name}  {fmt(c.value):>6}  {'pass' if c.passed else 'FAIL'}  {c.description}")
+    lines.append(
+        f"headroom: {fmt(ev.headroom)} (threshold minus the best post-bonus score on no-hit questions)"
+    )
+    lines.append(f"feasible: {'yes' if ev.feasible else 'no (fails ' + ', '.join(ev.failing()) + ')'}")
+    emit("\n".join(lines), args.output)
+    return 0
+
+
+def cmd_table(args: argparse.Namespace) -> int:
+    from memlab.core.criteria import dataset_criteria
+    from memlab.tuning.evaluate import SEED_CANDIDATES, candidate_table
+
+    dataset = load_dataset(args.dataset)
+    criteria = dataset_criteria(dataset)
+    base = RetrievalSpec(candidates=args.candidates, inject=args.inject, threshold=args.threshold)
+    table = candidate_table(
+        dataset, scores_from(args, dataset), SEED_CANDIDATES, base, rule=args.select, lang=args.lang
+    )
+    if args.format == "json":
+        rows = [
+            {
+                "bonus": r["bonus"],
+                "tau_days": r["tau_days"],
+                "threshold": r["threshold"],
+                "headroom": r["headroom"],
+                "criteria": {
+                    c.name: {"value": r[f"{c.name}_value"], "pass": bool(r[f"{c.name}_pass"])}
+                    for c in criteria
+                },
+                "feasible": bool(r["feasible"]),
+                "chosen": bool(r["chosen"]),
+                "verdict": r["verdict"],
+            }
+            for r in table.to_dict("records")
+        ]
+        emit(json.dumps(json_clean(rows), indent=2), args.output)
+        return 0
+    label = {"nohit_below": "no-hit max", "current_reaches": "current", "current_injected": "current"}
+    names = [f"{c.name}: {c.question + ' ' if c.question else ''}{label[c.kind]}" for c in criteria]
+    header = (
+        f"{'bonus':>6} {'tau_days':>8} " + " ".join(f"{n:>14}" for n in names) + f" {'headroom':>9}  verdict"
+    )
+    lines = [f"source: {args.source}, threshold={base.threshold:g}, rule: {args.select}", header]
+    for r in table.to_dict("records"):
+        values = " ".join(f"{fmt(r[f'{c.name}_value']):>14}" for c in criteria)
+        lines.append(f"{r['bonus']:>6g} {r['tau_days']:>8g} {values} {fmt(r['headroom']):>9}  {r['verdict']}")
+    emit("\n".join(lines), args.output)
+    return 0
+
+
+def cmd_prompt(args: argparse.Namespace) -> int:
+    from memlab.output.prompt import b_format
+    from memlab.tuning.evaluate import evaluate
+
+    dataset = load_dataset(args.dataset)
+    question = dataset.question(args.question)
+    ev = evaluate(dataset, scores_from(args, dataset), spec_from(args), lang=args.lang)
+    injected = ev.result(question.id).injected
+    block = b_format(
+        [dataset.memory(c.memory_id).text(args.lang) for c in injected], ev.spec.reference_date, args.lang
+    )
+    if not block:
+        print(
+            f"nothing injected for {question.id}: no candidate reaches the threshold {ev.spec.threshold:g}",
+            file=sys.stderr,
+        )
+    emit(block, args.output)
+    return 0
+
+
+def cmd_spec(args: argparse.Namespace) -> int:
+    from memlab.scoring.store import spec_query_json
+
+    dataset = load_dataset(args.dataset)
+    spec = spec_from(args).with_reference(dataset.reference_date)
+    vector = None
+    if args.question:
+        from memlab.scoring.embeddings import Embedder
+
+        question = dataset.question(args.question)
+        vector = Embedder(
+            args.model, truncate_dim=args.truncate_dim, cache_dir=args.cache_dir
+        ).encode_queries([question.text(args.lang)])[0]
+    if args.format == "qdrant-json":
+        if vector is None:
+            print("the prefetch query is a placeholder: pass --question ID to embed one", file=sys.stderr)
+        emit(spec_query_json(spec, vector), args.output)
+    elif args.format == "json":
+        emit(json.dumps(spec.as_dict(), indent=2), args.output)
+    else:
+        emit(spec_line(spec), args.output)
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    import time
+
+    from memlab.core.labels import Labels
+    from memlab.core.selection import select_streaming
+    from memlab.core.sweep import sweep_chunks
+    from memlab.output.io import TableWriter
+
+    grid = grid_from(args)
+    dataset = load_dataset(args.dataset)
+    criteria = criteria_from(args, dataset)
+    scores = scores_from(args, dataset)
+    ages = dataset.ages()
+    raw = scores.retrievable(dataset)
+    labels = Labels.from_dataset(dataset)
+    progress = grid.size >= 1_000_000 and sys.stderr.isatty()
+    t0 = time.perf_counter()
+    metrics = args.metrics.split(",") if args.metrics else None
+    wide = sweep_chunks(raw, ages, labels, grid, criteria, progress=progress, metrics=metrics)
+    if args.output and not args.long:
+        with TableWriter(args.output, args.format) as out:
+
+            def written():
+                for frame in wide:
+                    out.write(frame)
+                    yield frame
+
+            chosen, n_feasible, total = select_streaming(written(), args.select)
+    else:
+        chosen, n_feasible, total = select_streaming(wide, args.select)
+    if args.output and args.long:
+        with TableWriter(args.output, args.format) as out:
+            for frame in sweep_chunks(raw, ages, labels, grid, criteria, long=True, progress=progress):
+                out.write(frame)
+    elapsed = time.perf_counter() - t0
+    axes = " x ".join(
+        f"{n} {a}"
+        for a, n in zip(("bonus", "tau", "threshold", "candidates", "inject"), grid.shape, strict=True)
+    )
+    print(
+        f"grid: {axes} = {total:,} configurations, {len(dataset.questions)} questions, "
+        f"swept in {elapsed:.2f} s"
+    )
+    if args.output:
+        print(f"wrote {args.output} ({args.format}{', long form' if args.long else ''})")
+    share = f" ({n_feasible / total:.1%})" if total else ""
+    print(f"feasible: {n_feasible:,} of {total:,}{share}")
+    if chosen.empty:
+        print(
+            f"chosen ({args.select}): none: no configuration satisfies {', '.join(c.name for c in criteria)}"
+        )
+        return 0
+    print(f"chosen ({args.select}): {describe_row(chosen.iloc[0].to_dict(), criteria)}")
+    return 0
+
+
+def cmd_feasible(args: argparse.Namespace) -> int:
+    from memlab.core.feasible import feasible_bonus, intervals_json, intervals_text
+    from memlab.core.grid import parse_axis
+    from memlab.core.labels import Labels
+
+    taus = parse_axis(args.tau, "tau")
+    thresholds = parse_axis(args.threshold, "threshold")
+    dataset = load_dataset(args.dataset)
+    criteria = criteria_from(args, dataset)
+    scores = scores_from(args, dataset)
+    ages = dataset.ages()
+    raw = scores.retrievable(dataset)
+    labels = Labels.from_dataset(dataset)
+    rows = []
+    for tau in taus:
+        if tau <= 0:
+            raise InputError(f"--tau: values must be > 0, got {tau:g}")
+        for thr in thresholds:
+            region = feasible_bonus(
+                raw,
+                ages,
+                labels,
+                criteria,
+                tau_days=tau,
+                threshold=thr,
+                candidates=args.candidates,
+                inject=args.inject,
+            )
+            rows.append(
+                {
+                    "tau_days": tau,
+                    "threshold": thr,
+                    "candidates": args.candidates,
+                    "inject": args.inject,
+                    **intervals_json(region),
+                    "text": intervals_text(region),
+                }
+            )
+    if args.format == "json":
+        emit(json.dumps(rows, indent=2), args.output)
+        return 0
+    lines = [
+        f"source: {args.source}; candidates={args.candidates} inject={args.inject}; "
+        f"criteria: {', '.join(c.name for c in criteria)}; bonus values where all hold "
+        "([ ] closed, ( ) open)",
+        f"{'tau_days':>8} {'threshold':>9}  bonus",
+    ]
+    lines += [f"{r['tau_days']:>8g} {r['threshold']:>9g}  {r['text']}" for r in rows]
+    emit("\n".join(lines), args.output)
+    return 0
+
+
+# arguments: each command declares its own
+
+
+def add_evaluate_arguments(p: argparse.ArgumentParser) -> None:
+    add_source_options(p)
+    add_spec_options(p)
+    add_output_options(p, ["table", "json"])
+
+
+def add_table_arguments(p: argparse.ArgumentParser) -> None:
+    add_source_options(p)
+    add_spec_options(p)
+    p.add_argument(
+        "--select",
+        choices=list(SELECTION_RULES),
+        default="smallest-bonus",
+        help="selection rule (default: %(default)s)",
+    )
+    add_output_options(p, ["table", "json"])
+
+
+def add_prompt_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--question", required=True, help="question id, e.g. C1")
+    add_source_options(p)
+    add_spec_options(p)
+    add_output_options(p, ["text"])
+
+
+def add_spec_arguments(p: argparse.ArgumentParser) -> None:
+    add_spec_options(p)
+    p.add_argument("--dataset", default=DEFAULT_DATASET, help="dataset (for its reference date)")
+    p.add_argument("--question", default=None, help="embed this question as the prefetch vector")
+    p.add_argument("--lang", default="en")
+    p.add_argument("--model", default=None)
+    p.add_argument("--truncate-dim", type=int, default=None)
+    p.add_argument("--cache-dir", default=None)
+    add_output_options(p, ["qdrant-json", "json", "table"])
+
+
+def add_sweep_arguments(p: argparse.ArgumentParser) -> None:
+    add_source_options(p)
+    g = p.add_argument_group("grid (start:stop:step with stop included, a comma list, or one value)")
+    g.add_argument("--bonus", default="0:0.1:0.0005", help="default: %(default)s")
+    g.add_argument("--tau", default="1:60:0.5", help="tau_days; default: %(default)s")
+    g.add_argument("--threshold", default="0.40:0.50:0.005", help="default: %(default)s")
+    g.add_argument("--candidates", default=str(DEFAULTS.candidates), help="default: %(default)s")
+    g.add_argument("--inject", default=str(DEFAULTS.inject), help="default: %(default)s")
+    p.add_argument(
+        "--criteria", default=None, help="YAML file declaring criteria (default: the seed's a, b, c)"
+    )
+    p.add_argument(
+        "--select",
+        choices=list(SELECTION_RULES),
+        default="smallest-bonus",
+        help="selection rule (default: %(default)s)",
+    )
+    p.add_argument("--long", action="store_true", help="write one row per configuration and question")
+    p.add_argument(
+        "--metrics",
+        default=None,
+        help="comma list of metric groups to write (default: all): headroom, current, injected, stale",
+    )
+    p.add_argument(
+        "--format",
+        choices=["csv", "parquet", "json"],
+        default="csv",
+        help="format of the -o file (default: %(default)s)",
+    )
+    p.add_argument("-o", "--output", default=None, help="write the table here (else only the summary)")
+
+
+def add_feasible_arguments(p: argparse.ArgumentParser) -> None:
+    add_source_options(p)
+    p.add_argument("--tau", default="1:60:1", help="tau_days values (default: %(default)s)")
+    p.add_argument(
+        "--threshold", default=str(DEFAULTS.threshold), help="threshold values (default: %(default)s)"
+    )
+    p.add_argument("--candidates", type=int, default=DEFAULTS.candidates, help="default: %(default)s")
+    p.add_argument("--inject", type=int, default=DEFAULTS.inject, help="default: %(default)s")
+    p.add_argument(
+        "--criteria", default=None, help="YAML file declaring criteria (default: the seed's a, b, c)"
+    )
+    add_output_options(p, ["table", "json"])
+
+
+COMMANDS = (
+    Command('evaluate', 'run the retrieval spec on every question and check the criteria', add_evaluate_arguments, cmd_evaluate),
+    Command('table', "the seed's four (bonus, tau) candidates and the one the rule picks", add_table_arguments, cmd_table),
+    Command('prompt', 'the B-format <retrieved_memory> block the spec injects for a question', add_prompt_arguments, cmd_prompt),
+    Command('spec', 'print the spec, or the whole spec as one Qdrant REST query', add_spec_arguments, cmd_spec),
+    Command('sweep', 'evaluate a whole grid of configurations and pick one by a rule', add_sweep_arguments, cmd_sweep),
+    Command('feasible', 'the exact bonus intervals where every criterion holds, per tau', add_feasible_arguments, cmd_feasible),
+)

@@ -1,0 +1,82 @@
+"""Figure builders (one module per study) and export; every public name is re-exported here.
+
+Builders take tidy DataFrames (or an Evaluation) and return a ``plotly.graph_objects.Figure``;
+they never show it.
+"""
+
+from memlab.output.figures.drift import DRIFT_METRICS, SYSTEM_SYMBOLS, budget_curves
+from memlab.output.figures.export import (
+    export_figure,
+    export_static_batch,
+    find_browser,
+    plotly_js_path,
+    static_export,
+    write_html,
+    write_static,
+)
+from memlab.output.figures.retrieval import (
+    DATASET_PATTERNS,
+    RETRIEVER_METRICS,
+    TEXT_FORMATS,
+    fusion_landscape_figure,
+    retriever_bars,
+)
+from memlab.output.figures.scale import robustness_ends, scale_curve
+from memlab.output.figures.style import (
+    BROWSER_NAMES,
+    DIVERGING,
+    FEASIBLE_SCALE,
+    FONT,
+    KIND_COLOURS,
+    OKABE_ITO,
+    SEQUENTIAL,
+    STATIC_FORMATS,
+    marked_line,
+    style,
+    threshold_line,
+)
+from memlab.output.figures.tuning import (
+    bonus_curve,
+    feasibility_heatmap,
+    headroom_heatmap,
+    question_bars,
+    question_frame,
+    threshold_bonus_plane,
+)
+
+__all__ = [
+    "BROWSER_NAMES",
+    "DATASET_PATTERNS",
+    "DIVERGING",
+    "DRIFT_METRICS",
+    "FEASIBLE_SCALE",
+    "FONT",
+    "KIND_COLOURS",
+    "OKABE_ITO",
+    "RETRIEVER_METRICS",
+    "SEQUENTIAL",
+    "STATIC_FORMATS",
+    "SYSTEM_SYMBOLS",
+    "TEXT_FORMATS",
+    "bonus_curve",
+    "budget_curves",
+    "export_figure",
+    "export_static_batch",
+    "feasibility_heatmap",
+    "find_browser",
+    "fusion_landscape_figure",
+    "headroom_heatmap",
+    "marked_line",
+    "plotly_js_path",
+    "question_bars",
+    "question_frame",
+    "retriever_bars",
+    "robustness_ends",
+    "scale_curve",
+    "static_export",
+    "style",
+    "threshold_bonus_plane",
+    "threshold_line",
+    "write_html",
+    "write_static",
+]

@@ -1,0 +1,77 @@
+"""The one figure style: palette (Okabe-Ito), fonts, titles, the threshold line."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import plotly.graph_objects as go
+
+if TYPE_CHECKING:
+    pass
+
+
+# Okabe & Ito (2008), safe for the common colour-vision deficiencies.
+OKABE_ITO = {
+    "orange": "#E69F00",
+    "sky": "#56B4E9",
+    "green": "#009E73",
+    "yellow": "#F0E442",
+    "blue": "#0072B2",
+    "vermillion": "#D55E00",
+    "purple": "#CC79A7",
+    "black": "#000000",
+    "grey": "#999999",
+}
+KIND_COLOURS = {
+    "hit": OKABE_ITO["blue"],
+    "contradiction": OKABE_ITO["orange"],
+    "nohit": OKABE_ITO["grey"],
+    "time": OKABE_ITO["green"],
+}
+FONT = {"family": "Arial, Helvetica, sans-serif", "size": 15}
+# Sequential and diverging scales that stay readable with colour-vision deficiencies.
+SEQUENTIAL = "Cividis"
+DIVERGING = "PuOr"
+FEASIBLE_SCALE = [[0.0, "#F2F2F2"], [0.5, "#F2F2F2"], [0.5, OKABE_ITO["green"]], [1.0, OKABE_ITO["green"]]]
+STATIC_FORMATS = ("png", "svg")
+BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
+
+
+def style(fig: go.Figure, title: str, x: str, y: str, **layout: Any) -> go.Figure:
+    fig.update_layout(
+        title={"text": title, "x": 0.02, "xanchor": "left"},
+        font=FONT,
+        template="simple_white",
+        colorway=list(OKABE_ITO.values()),
+        xaxis_title=x,
+        yaxis_title=y,
+        margin={"l": 70, "r": 30, "t": 70, "b": 60},
+        legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom"},
+        width=900,
+        height=520,
+        **layout,
+    )
+    return fig
+
+
+def marked_line(fig: go.Figure, y: float, label: str, colour: str = OKABE_ITO["vermillion"]) -> go.Figure:
+    """A dashed, labelled horizontal line drawn above the data."""
+    fig.add_hline(
+        y=y,
+        line={"dash": "dash", "color": colour, "width": 2.5},
+        layer="above",
+        opacity=1,
+        annotation_text=label,
+        annotation_position="top right",
+        annotation_font={"color": colour, "size": 14},
+    )
+    return fig
+
+
+def threshold_line(fig: go.Figure, threshold: float) -> go.Figure:
+    """The threshold drawn as a dashed line, labelled."""
+    return marked_line(fig, threshold, f"threshold {threshold:g}")
+
+
+# ---------------------------------------------------------------------------------------------
+# builders

@@ -1,0 +1,266 @@
+"""Figures of one spec and of the sweep: the bonus curve, per-question bars, feasibility and headroom maps."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import plotly.graph_objects as go
+
+from memlab.core.spec import recency_bonus
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from memlab.datasets.model import Dataset
+    from memlab.tuning.evaluate import Evaluation
+
+from memlab.output.figures.style import DIVERGING, FEASIBLE_SCALE, OKABE_ITO, style, threshold_line
+
+
+def bonus_curve(
+    bonus: float, tau_days: float, max_age: float = 60.0, marks: Sequence[float] = (1, 14, 30)
+) -> go.Figure:
+    """The recency bonus over age, with the given ages marked and labelled."""
+    age = np.linspace(0, max_age, 241)
+    fig = go.Figure(
+        go.Scatter(
+            x=age,
+            y=recency_bonus(age, bonus, tau_days),
+            mode="lines",
+            name="bonus",
+            line={"color": OKABE_ITO["blue"], "width": 3},
+        )
+    )
+    at = np.asarray(marks, dtype=float)
+    values = recency_bonus(at, bonus, tau_days)
+    labels = [f"+{v:.3f} at {a:g} day{'s' if a != 1 else ''}" for a, v in zip(at, values, strict=True)]
+    fig.add_trace(
+        go.Scatter(
+            x=at,
+            y=values,
+            mode="markers+text",
+            text=labels,
+            textposition="top right",
+            marker={"size": 11, "color": OKABE_ITO["vermillion"]},
+            name="marked ages",
+        )
+    )
+    return style(
+        fig,
+        f"Recency bonus {bonus:g} × exp(−age / {tau_days:g} days)",
+        "memory age (days)",
+        "bonus added to the cosine score",
+    )
+
+
+def question_frame(ev: Evaluation, dataset: Dataset) -> pd.DataFrame:
+    """Per question: the memory the figure shows (current memory, else the best candidate)."""
+    import pandas as pd
+
+    rows = []
+    for q, r in zip(dataset.questions, ev.results, strict=True):
+        current = q.current
+        shown = next((c for c in r.candidates if c.memory_id == current), None)
+        role = "current memory"
+        if shown is None:
+            shown = r.candidates[0] if r.candidates else None
+            role = "best candidate"
+        rows.append(
+            {
+                "question": r.question_id,
+                "kind": r.kind,
+                "memory": None if shown is None else shown.memory_id,
+                "role": role,
+                "raw": np.nan if shown is None else shown.raw,
+                "final": np.nan if shown is None else shown.final,
+                "injected": bool(shown is not None and shown.injected),
+                "n_injected": len(r.injected),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def question_bars(frame: pd.DataFrame, threshold: float, title: str | None = None) -> go.Figure:
+    """Raw versus post-bonus score per question, with the threshold line."""
+    label = [f"{q}<br>{m or '-'}" for q, m in zip(frame["question"], frame["memory"], strict=True)]
+    fig = go.Figure(
+        [
+            go.Bar(x=label, y=frame["raw"], name="raw cosine", marker_color=OKABE_ITO["sky"]),
+            go.Bar(
+                x=label,
+                y=frame["final"],
+                name="after the recency bonus",
+                marker_color=OKABE_ITO["blue"],
+                text=["injected" if i else "" for i in frame["injected"]],
+                textposition="outside",
+            ),
+        ]
+    )
+    fig.update_layout(barmode="group", bargap=0.25)
+    values = frame[["raw", "final"]].to_numpy(dtype=float)
+    lo = float(np.nanmin(values)) if np.isfinite(values).any() else threshold
+    hi = float(np.nanmax(values)) if np.isfinite(values).any() else threshold
+    style(
+        fig, title or "Current memory (or best candidate) per question", "question and memory", "cosine score"
+    )
+    fig.update_yaxes(range=[max(0.0, min(lo, threshold) - 0.05), max(hi, threshold) + 0.04])
+    return threshold_line(fig, threshold)
+
+
+def _pivot(df: pd.DataFrame, value: str, x: str = "bonus", y: str = "tau_days") -> pd.DataFrame:
+    return df.pivot_table(index=y, columns=x, values=value, aggfunc="first").sort_index()
+
+
+def feasibility_heatmap(
+    sweep_df: pd.DataFrame,
+    threshold: float,
+    bands: pd.DataFrame | None = None,
+    chosen: dict[str, float] | None = None,
+) -> go.Figure:
+    """Where every criterion holds, over bonus x tau at one threshold, with the exact band."""
+    at = sweep_df[np.isclose(sweep_df["threshold"], threshold)]
+    grid = _pivot(at.assign(feasible=at["feasible"].astype(float)), "feasible")
+    fig = go.Figure(
+        go.Heatmap(
+            x=grid.columns,
+            y=grid.index,
+            z=grid.to_numpy(),
+            colorscale=FEASIBLE_SCALE,
+            zmin=0,
+            zmax=1,
+            colorbar={"tickvals": [0.25, 0.75], "ticktext": ["fails", "all criteria hold"], "title": ""},
+            hovertemplate="bonus %{x:.4f}<br>tau %{y:g} days<br>%{z}<extra></extra>",
+        )
+    )
+    _add_bands(fig, bands, (float(grid.columns.min()), float(grid.columns.max())))
+    _add_chosen(fig, chosen)
+    if not np.nansum(grid.to_numpy()):
+        fig.add_annotation(
+            text="no (bonus, tau) on this grid satisfies every criterion",
+            showarrow=False,
+            xref="paper",
+            yref="paper",
+            x=0.5,
+            y=0.5,
+            font={"size": 18},
+        )
+    return style(
+        fig, f"Feasible (bonus, tau) at threshold {threshold:g}", "bonus (cosine units)", "tau (days)"
+    )
+
+
+def headroom_heatmap(
+    sweep_df: pd.DataFrame,
+    threshold: float,
+    bands: pd.DataFrame | None = None,
+    chosen: dict[str, float] | None = None,
+) -> go.Figure:
+    """Headroom (threshold minus the best no-hit score) over bonus x tau, zero at the centre."""
+    at = sweep_df[np.isclose(sweep_df["threshold"], threshold)]
+    grid = _pivot(at.assign(headroom=at["headroom"].replace([np.inf, -np.inf], np.nan)), "headroom")
+    fig = _diverging(grid, "headroom", "bonus %{x:.4f}<br>tau %{y:g} days<br>headroom %{z:.3f}")
+    _add_bands(fig, bands, (float(grid.columns.min()), float(grid.columns.max())))
+    _add_chosen(fig, chosen)
+    return style(
+        fig, f"Headroom on no-hit questions at threshold {threshold:g}", "bonus (cosine units)", "tau (days)"
+    )
+
+
+def threshold_bonus_plane(
+    sweep_df: pd.DataFrame, tau_days: float, chosen: dict[str, float] | None = None
+) -> go.Figure:
+    """The smallest criterion margin over threshold x bonus at one tau (> 0: all criteria hold)."""
+    at = sweep_df[np.isclose(sweep_df["tau_days"], tau_days)]
+    grid = _pivot(
+        at.assign(min_margin=at["min_margin"].replace([np.inf, -np.inf], np.nan)),
+        "min_margin",
+        x="bonus",
+        y="threshold",
+    )
+    fig = _diverging(grid, "smallest margin", "bonus %{x:.4f}<br>threshold %{y:.3f}<br>margin %{z:.3f}")
+    z = grid.to_numpy()
+    fig.add_trace(
+        go.Contour(
+            x=grid.columns,
+            y=grid.index,
+            z=z,
+            contours={"start": 0, "end": 0, "coloring": "none"},
+            line={"color": OKABE_ITO["black"], "width": 2},
+            showscale=False,
+            name="margin = 0",
+            hoverinfo="skip",
+        )
+    )
+    _add_chosen(fig, chosen, y="threshold")
+    return style(
+        fig,
+        f"Smallest criterion margin over threshold × bonus at tau {tau_days:g} days",
+        "bonus (cosine units)",
+        "threshold (post-bonus cosine)",
+    )
+
+
+def _diverging(grid: pd.DataFrame, label: str, hover: str) -> go.Figure:
+    """A heatmap on a diverging scale centred on zero (sign = which side of a criterion)."""
+    z = grid.to_numpy()
+    span = float(np.nanmax(np.abs(z))) if np.isfinite(z).any() else 1.0
+    return go.Figure(
+        go.Heatmap(
+            x=grid.columns,
+            y=grid.index,
+            z=z,
+            colorscale=DIVERGING,
+            zmid=0,
+            zmin=-span,
+            zmax=span,
+            colorbar={"title": label},
+            hovertemplate=hover + "<extra></extra>",
+        )
+    )
+
+
+def _add_bands(fig: go.Figure, bands: pd.DataFrame | None, x_range: tuple[float, float]) -> None:
+    """The exact feasible band as its lower and upper edges over tau, within the grid's bonus range."""
+    if bands is None or bands.empty:
+        return
+    ordered = bands.sort_values("tau_days")
+    taus = ordered["tau_days"].tolist()
+    lower, upper = [], []
+    for intervals in ordered["intervals"]:
+        lo = intervals[0][0] if intervals else None
+        hi = intervals[-1][1] if intervals else None
+        lower.append(lo if lo is not None and lo <= x_range[1] else None)
+        upper.append(hi if hi is not None and hi <= x_range[1] else None)  # beyond the grid: not drawn
+    line = {"color": OKABE_ITO["black"], "width": 2.5}
+    fig.add_trace(go.Scatter(x=lower, y=taus, mode="lines", name="exact band: lower edge", line=line))
+    fig.add_trace(
+        go.Scatter(x=upper, y=taus, mode="lines", name="exact band: upper edge", line={**line, "dash": "dot"})
+    )
+    fig.update_xaxes(range=list(x_range))
+
+
+def _add_chosen(fig: go.Figure, chosen: dict[str, float] | None, y: str = "tau_days") -> None:
+    if not chosen:
+        return
+    fig.add_trace(
+        go.Scatter(
+            x=[chosen["bonus"]],
+            y=[chosen[y]],
+            mode="markers+text",
+            name="chosen",
+            text=[f"chosen ({chosen['bonus']:.4g}, {chosen[y]:.4g})"],
+            textposition="top left",
+            marker={
+                "symbol": "star",
+                "size": 18,
+                "color": OKABE_ITO["vermillion"],
+                "line": {"color": "white", "width": 1},
+            },
+        )
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# export
