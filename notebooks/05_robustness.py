@@ -55,7 +55,7 @@ fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg 
 from memlab import RetrievalSpec, load_dataset, load_scores
 from memlab.output import figures
 from memlab.output.report import Report
-from memlab.studies.robustness import robustness, summarize
+from memlab.studies.robustness import robustness, robustness_summary
 
 report = Report(out_dir, fig_formats)
 data = load_dataset(dataset)
@@ -68,7 +68,7 @@ resamples = robustness(data, scores.raw, spec, n_boot=boot, seed=seed)
 # %%
 report.table(
     "robustness_summary",
-    summarize(resamples),
+    robustness_summary(resamples),
     "Share feasible and quantiles of the interval ends and headroom",
 )
 

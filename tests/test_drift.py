@@ -12,7 +12,7 @@ import pytest
 
 from memlab.app.cli import main
 from memlab.core.spec import RetrievalSpec, retrieve
-from memlab.studies.drift_benchmark import bootstrap_ci, context_metrics, drift_benchmark, prepare, run_stream
+from memlab.studies.drift_benchmark import bootstrap_ci, context_metrics, drift_benchmark, prepare_streams, run_stream
 from memlab.studies.drift_streams import (
     TOPICS,
     Fact,
@@ -340,7 +340,7 @@ def words(texts: list[str]) -> np.ndarray:
 
 def test_full_history_with_room_for_everything_recalls_all_and_is_stale_wherever_a_value_changed():
     streams = [generate_stream(s) for s in range(3)]
-    arrays, _ = prepare(streams, bag_of_words, words)
+    arrays, _ = prepare_streams(streams, bag_of_words, words)
     everything = WRITE_POLICIES["store-everything"]
     for s, a in zip(streams, arrays, strict=True):
         w = everything.write(a.memory_cosine, a.key)
@@ -363,7 +363,7 @@ def test_a_correction_beats_a_repeat_under_contradiction_aware_writes():
     )
     q = Query("Which city do I live in now?", "city", "Chicago", ("Ames",), date(2026, 2, 1))
     stream = Stream(0, "T", facts, (q,), date(2026, 2, 1))
-    (a,), _ = prepare([stream], bag_of_words, words)
+    (a,), _ = prepare_streams([stream], bag_of_words, words)
     assert 0.2 < a.memory_cosine[0, 2] < 0.9
     top = READ_SYSTEMS["top-k"]
     k = grid_columns([{"k": 1}])

@@ -146,5 +146,5 @@ def test_kind_without_closed_form_is_named(seed, published):
     finally:
         feasible.REGIONS["current_injected"] = saved
     assert str(e.value) == (
-        "criterion 'd': no closed-form region for kind 'current_injected'; available: nohit_below, current_reaches"
+        "criterion 'd': no closed-form region: unknown criterion kind 'current_injected'; available: nohit_below, current_reaches"
     )

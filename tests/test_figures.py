@@ -71,7 +71,7 @@ def test_png_and_svg_through_kaleido(tmp_path, seed, published):
 def test_unknown_format(tmp_path, seed, published):
     with pytest.raises(ValueError) as e:
         figures.export_figure(bars(seed, published), tmp_path / "x", ["pdf"])
-    assert str(e.value) == "unknown figure format(s) ['pdf']; available: html, json, png, svg"
+    assert str(e.value) == "unknown figure format 'pdf'; available: html, json, png, svg"
 
 
 def test_chromium_is_found_when_on_path():

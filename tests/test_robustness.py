@@ -7,7 +7,7 @@ import math
 
 from memlab.app.cli import main
 from memlab.core.spec import RetrievalSpec
-from memlab.studies.robustness import robustness, summarize
+from memlab.studies.robustness import robustness, robustness_summary
 
 
 def test_leave_one_question_out_moves_the_ends_as_on_paper(seed, published):
@@ -28,11 +28,11 @@ def test_resamples_are_seeded_and_summarised(seed, published):
     a = robustness(seed, published.raw, RetrievalSpec(), n_boot=30, seed=4)
     b = robustness(seed, published.raw, RetrievalSpec(), n_boot=30, seed=4)
     assert a.equals(b)
-    s = summarize(a).set_index("kind")
+    s = robustness_summary(a).set_index("kind")
     assert list(s.index) == ["all", "loqo", "questions", "memories"]
     assert s.loc["questions", "resamples"] == 30 and s.loc["all", "feasible_share"] == 1.0
     # (0.04, 14) fails (c) on the full set; some question resamples drop H2 and pass
-    c = summarize(robustness(seed, published.raw, RetrievalSpec(bonus=0.04), n_boot=60, seed=4)).set_index(
+    c = robustness_summary(robustness(seed, published.raw, RetrievalSpec(bonus=0.04), n_boot=60, seed=4)).set_index(
         "kind"
     )
     assert c.loc["all", "feasible_share"] == 0.0 and 0 < c.loc["questions", "feasible_share"] < 1

@@ -232,7 +232,7 @@ def test_metrics_are_a_registry(capsys, tmp_path):
     assert list(METRICS) == ["headroom", "current", "injected", "stale"]
     with pytest.raises(ValueError) as e:
         check_metrics(["headroom", "recall"])
-    assert str(e.value) == "unknown metric(s) recall; available: headroom, current, injected, stale"
+    assert str(e.value) == "unknown metric 'recall'; available: headroom, current, injected, stale"
     target = tmp_path / "few.csv"
     code, _, _ = run(
         capsys,
@@ -256,5 +256,5 @@ def test_metrics_are_a_registry(capsys, tmp_path):
     code, _, err = run(capsys, "sweep", "--source", "published", "--metrics", "recall")
     assert (code, err) == (
         2,
-        "memlab: error: unknown metric(s) recall; available: headroom, current, injected, stale\n",
+        "memlab: error: unknown metric 'recall'; available: headroom, current, injected, stale\n",
     )

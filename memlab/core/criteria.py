@@ -21,6 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from memlab.core.errors import InputError
+from memlab.core.registry import unknown_message
 
 
 class QuestionSummary(NamedTuple):
@@ -40,10 +41,7 @@ class Criterion:
 
     def __post_init__(self) -> None:
         if self.kind not in CRITERION_KINDS:
-            raise InputError(
-                f"criterion {self.name!r}: unknown kind {self.kind!r}; "
-                f"available: {', '.join(CRITERION_KINDS)}"
-            )
+            raise InputError(f"criterion {self.name!r}: {unknown_message('kind', [self.kind], CRITERION_KINDS)}")
         if CRITERION_KINDS[self.kind].needs_question and self.question is None:
             raise InputError(f"criterion {self.name!r} of kind {self.kind!r} needs a question")
 

@@ -16,7 +16,7 @@ class InputError(MemlabError, ValueError):
     """A value, option or file content memlab cannot use; the message says which and why."""
 
 
-class UnknownNameError(MemlabError, KeyError):
+class UnknownNameError(InputError, KeyError):
     """A name that is not in a registry (a question id, a dataset, a rule); lists what exists."""
 
     def __str__(self) -> str:  # KeyError's str() quotes its message

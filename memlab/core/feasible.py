@@ -29,6 +29,7 @@ import portion as P
 from memlab.core import criteria as crit
 from memlab.core.errors import InputError
 from memlab.core.labels import Labels
+from memlab.core.registry import unknown_message
 from memlab.core.spec import recency_weight, rescore, select_candidates
 
 
@@ -191,8 +192,8 @@ def feasible_bonus(
     for c in criteria:
         if c.kind not in REGIONS:
             raise InputError(
-                f"criterion {c.name!r}: no closed-form region for kind {c.kind!r}; "
-                f"available: {', '.join(REGIONS)}"
+                f"criterion {c.name!r}: no closed-form region: "
+                f"{unknown_message('criterion kind', [c.kind], REGIONS)}"
             )
         cols = crit.question_mask(c, labels.question_ids, labels.kinds)
         region &= REGIONS[c.kind](ctx, cols)

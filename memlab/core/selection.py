@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from memlab.core.errors import InputError
+from memlab.core.registry import lookup
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -59,12 +60,7 @@ SELECTION_RULES: dict[str, SelectionRule] = {
 
 def select(table: pd.DataFrame, rule: str = "smallest-bonus") -> int | None:
     """Positional index of the row the rule picks among ``feasible`` rows, or None if none is."""
-    try:
-        spec = SELECTION_RULES[rule]
-    except KeyError:
-        raise InputError(
-            f"unknown selection rule {rule!r}; available: {', '.join(SELECTION_RULES)}"
-        ) from None
+    spec = lookup(SELECTION_RULES, rule, 'selection rule')
     feasible = np.flatnonzero(table["feasible"].to_numpy(dtype=bool))
     if feasible.size == 0:
         return None

@@ -28,6 +28,7 @@ from memlab.core import criteria as crit
 from memlab.core.errors import InputError
 from memlab.core.grid import AXES, Grid
 from memlab.core.labels import QUESTION_KINDS, Labels
+from memlab.core.registry import check_names
 from memlab.core.spec import recency_weight, rescore, select_candidates
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ class Prepared:
     stale_l: np.ndarray  # (S,) indices into tracked of the stale memories
 
 
-def prepare(raw: np.ndarray, ages: np.ndarray, labels: Labels, grid: Grid) -> Prepared:
+def prepare_candidates(raw: np.ndarray, ages: np.ndarray, labels: Labels, grid: Grid) -> Prepared:
     """Candidate lists (top max(candidates) by raw, the reference's own order) and weights."""
     raw = np.asarray(raw, dtype=np.float64)
     n_q = raw.shape[0]
@@ -311,9 +312,7 @@ def check_metrics(names: Sequence[str] | None) -> tuple[str, ...]:
     """The metric groups to compute (all when None), in registry order; unknown names are an error."""
     if names is None:
         return tuple(METRICS)
-    unknown = [n for n in names if n not in METRICS]
-    if unknown:
-        raise InputError(f"unknown metric(s) {', '.join(unknown)}; available: {', '.join(METRICS)}")
+    check_names(METRICS, names, "metric")
     return tuple(m for m in METRICS if m in names)
 
 
@@ -411,7 +410,7 @@ def sweep_chunks(
         raise InputError(f"score table has shape {raw.shape}, expected ({len(labels.question_ids)}, {n_mem})")
     criteria = labels.criteria() if criteria is None else criteria
     chosen = check_metrics(metrics)
-    prep = prepare(raw, ages, labels, grid)
+    prep = prepare_candidates(raw, ages, labels, grid)
     chunks = plan_chunks(grid, chunk_rows)
     bar = None
     if progress and len(chunks) > 1:

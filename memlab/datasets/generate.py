@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from memlab.core.errors import InputError
+from memlab.core.registry import lookup
 from memlab.datasets.timeparse import parse_time
 
 # (English, Japanese): dishes and places are drawn with replacement, so dishes repeat
@@ -240,10 +241,7 @@ def write_generated(name: str, out: str | Path, **options) -> Path:
     from memlab.datasets.model import load_dataset
     from memlab.output.io import write_folder_atomically
 
-    try:
-        generator = GENERATORS[name]
-    except KeyError:
-        raise InputError(f"unknown generator {name!r}; available: {', '.join(GENERATORS)}") from None
+    generator = lookup(GENERATORS, name, 'generator')
     files = generator(**options)
     # the dataset is named after its folder, so a variant never passes for the packaged one
     meta = json.loads(files["dataset.json"])

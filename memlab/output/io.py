@@ -7,7 +7,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from memlab.core.errors import InputError
+from memlab.core.registry import check_names
 
 
 def file_mode(path: Path) -> int:
@@ -52,8 +52,7 @@ class TableWriter:
     """
 
     def __init__(self, path: str | Path, fmt: str):
-        if fmt not in TABLE_FORMATS:
-            raise InputError(f"unknown table format {fmt!r}; available: {', '.join(TABLE_FORMATS)}")
+        check_names(dict.fromkeys(TABLE_FORMATS), [fmt], "table format")
         self.path = Path(path)
         self.fmt = fmt
         self.rows = 0

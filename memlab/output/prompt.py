@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from memlab.core.errors import InputError
+from memlab.core.registry import lookup
 
 B_FORMAT: dict[str, str] = {
     "en": (
@@ -39,10 +39,7 @@ B_FORMAT: dict[str, str] = {
 
 def b_format(memory_texts: list[str], today: datetime, lang: str = "en") -> str:
     """The block for the injected memories (in injection order); empty when none is injected."""
-    try:
-        template = B_FORMAT[lang]
-    except KeyError:
-        raise InputError(f"no B-format template for {lang!r}; available: {', '.join(B_FORMAT)}") from None
+    template = lookup(B_FORMAT, lang, 'B-format template for')
     if not memory_texts:
         return ""
     return template.format(today=f"{today:%Y-%m-%d}", memories="\n".join(memory_texts))

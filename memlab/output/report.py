@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlab.core.errors import InputError
+from memlab.core.registry import check_names
 from memlab.output.figures.export import STATIC_FORMATS, export_figure, export_static_batch, static_export
-from memlab.output.io import atomic_write_bytes, atomic_write_text
+from memlab.output.io import TABLE_FORMATS, atomic_write_bytes, atomic_write_text
 
 if TYPE_CHECKING:
     import pandas as pd
     import plotly.graph_objects as go
 
-TABLE_FORMATS = ("parquet", "csv", "json")
 
 
 def _json_default(x: Any) -> Any:
@@ -43,12 +43,8 @@ class Report:
     ):
         self.out_dir = Path(out_dir)
         self.fig_formats = [f for f in fig_formats if f != "json"]
-        bad = [f for f in self.fig_formats if f not in ("html", "png", "svg")]
-        if bad:
-            raise InputError(f"unknown figure format(s) {bad}; available: html, png, svg")
-        bad = [f for f in table_formats if f not in TABLE_FORMATS]
-        if bad:
-            raise InputError(f"unknown table format(s) {bad}; available: {', '.join(TABLE_FORMATS)}")
+        check_names(dict.fromkeys(("html", "png", "svg")), self.fig_formats, "figure format")
+        check_names(dict.fromkeys(TABLE_FORMATS), table_formats, "table format")
         self.table_formats = table_formats
         self.entries: list[dict[str, Any]] = []
         self.deferred = os.environ.get("MEMLAB_DEFER_STATIC") == "1"

@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from memlab.core.errors import InputError
+from memlab.core.registry import lookup
 from memlab.core.spec import select_candidates
 
 
@@ -73,12 +74,7 @@ NORMALIZATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 
 def normalize(scores: np.ndarray, method: str) -> np.ndarray:
     """Per question over its finite entries; a question with no candidates stays all NaN."""
-    try:
-        fn = NORMALIZATIONS[method]
-    except KeyError:
-        raise InputError(
-            f"unknown normalisation {method!r}; available: {', '.join(NORMALIZATIONS)}"
-        ) from None
+    fn = lookup(NORMALIZATIONS, method, 'normalisation')
     scores = np.asarray(scores, dtype=np.float64)
     out = np.full_like(scores, np.nan)
     rows = np.isfinite(scores).any(axis=-1)

@@ -20,7 +20,7 @@ from functools import cache
 
 import numpy as np
 
-from memlab.core.errors import InputError
+from memlab.core.registry import lookup
 
 
 @cache
@@ -80,12 +80,7 @@ TOKENIZERS: dict[str, Callable[[Sequence[str]], list[list[str]]]] = {
 
 
 def tokenize(texts: Sequence[str], lang: str) -> list[list[str]]:
-    try:
-        return TOKENIZERS[lang](texts)
-    except KeyError:
-        raise InputError(
-            f"no keyword tokenizer for language {lang!r}; available: {', '.join(TOKENIZERS)}"
-        ) from None
+    return lookup(TOKENIZERS, lang, "keyword tokenizer language")(texts)
 
 
 @dataclass(frozen=True)

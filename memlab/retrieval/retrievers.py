@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from memlab.core.errors import InputError
+from memlab.core.registry import check_names
 from memlab.retrieval.fusion import (
     alpha_weights,
     normalize,
@@ -115,9 +116,7 @@ def check_retrievers(names: Sequence[str] | None) -> tuple[Retriever, ...]:
     names = list(names)
     if not names:
         raise InputError(f"no retriever named; available: {', '.join(RETRIEVERS)}")
-    unknown = [n for n in names if n not in RETRIEVERS]
-    if unknown:
-        raise InputError(f"unknown retriever(ies) {', '.join(unknown)}; available: {', '.join(RETRIEVERS)}")
+    check_names(RETRIEVERS, names, "retriever")
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
         raise InputError(f"retriever(ies) named twice: {', '.join(repeated)}")

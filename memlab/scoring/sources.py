@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from memlab.core.errors import InputError, MissingFileError
+from memlab.core.registry import lookup
 from memlab.datasets.model import Dataset, DatasetError, _Record, read_jsonl
 
 
@@ -206,8 +207,5 @@ SOURCES: dict[str, ScoreSource] = {"published": published_scores, "embedded": em
 
 def load_scores(source: str, dataset: Dataset, **options: Any) -> ScoreTable:
     """Scores from a named source (see ``SOURCES``)."""
-    try:
-        fn = SOURCES[source]
-    except KeyError:
-        raise InputError(f"unknown score source {source!r}; available: {', '.join(SOURCES)}") from None
+    fn = lookup(SOURCES, source, 'score source')
     return fn(dataset, **options)

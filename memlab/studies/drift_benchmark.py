@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from memlab.core.errors import InputError
+from memlab.core.registry import check_names, lookup
 from memlab.studies.drift_streams import Stream, check_disjoint, generate_streams
 from memlab.studies.memory_systems import (
     READ_SYSTEMS,
@@ -237,7 +238,7 @@ def default_token_counter(model: str | None = None) -> tuple[TokenCounter, str]:
     return count, f"{type(tokenizer).__name__} of {model_id} (no special tokens)"
 
 
-def prepare(
+def prepare_streams(
     streams: Sequence[Stream], encode: Encoder, count_tokens: TokenCounter
 ) -> tuple[list[StreamArrays], int]:
     """Embed and count every unique text once; (arrays per stream, number of unique texts)."""
@@ -276,7 +277,7 @@ def _read_grid(system: ReadSystem, chosen: dict[tuple[str, str], Choice], write_
     return {**{k: (v,) for k, v in base.items()}, **system.grid}
 
 
-def tune(
+def tune_memory_systems(
     arrays: Sequence[StreamArrays],
     budgets: Sequence[int],
     systems: Sequence[str] | None = None,
@@ -321,7 +322,7 @@ def tune(
     return chosen
 
 
-def evaluate(
+def evaluate_held_out(
     arrays: Sequence[StreamArrays],
     budgets: Sequence[int],
     chosen: dict[tuple[str, str], Choice],
@@ -469,14 +470,10 @@ def drift_benchmark(
     if not budgets or budgets[0] < 1:
         raise InputError(f"budgets must be positive token counts, got {budgets}")
     for name in systems or ():
-        if name not in READ_SYSTEMS:
-            raise InputError(f"unknown system {name!r}; available: {', '.join(READ_SYSTEMS)}")
-        base = READ_SYSTEMS[name].base
+        base = lookup(READ_SYSTEMS, name, "read system").base
         if base and base not in systems:
             raise InputError(f"system {name!r} starts from {base!r}'s tuned parameters: list {base!r} too")
-    for name in write_policies or ():
-        if name not in WRITE_POLICIES:
-            raise InputError(f"unknown write policy {name!r}; available: {', '.join(WRITE_POLICIES)}")
+    check_names(WRITE_POLICIES, write_policies or (), "write policy")
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     model_id = "custom encoder"
@@ -486,16 +483,16 @@ def drift_benchmark(
         count_tokens, tokenizer_name = default_token_counter(model)
     tune_streams = generate_streams(tune_range)
     test_streams = generate_streams(held_out)
-    arrays, unique = prepare([*tune_streams, *test_streams], encode, count_tokens)
+    arrays, unique = prepare_streams([*tune_streams, *test_streams], encode, count_tokens)
     tune_arrays, test_arrays = arrays[: len(tune_streams)], arrays[len(tune_streams) :]
     embedder = getattr(encode, "embedder", None)
     loads = embedder.loads if embedder is not None else None
     seconds["prepare"] = time.perf_counter() - t0
     t1 = time.perf_counter()
-    chosen = tune(tune_arrays, budgets, systems, write_policies, progress)
+    chosen = tune_memory_systems(tune_arrays, budgets, systems, write_policies, progress)
     seconds["tune"] = time.perf_counter() - t1
     t2 = time.perf_counter()
-    measured = evaluate(test_arrays, budgets, chosen, progress)
+    measured = evaluate_held_out(test_arrays, budgets, chosen, progress)
     seconds["evaluate"] = time.perf_counter() - t2
     rows = []
     for k, ((name, write_policy), m) in enumerate(measured.items()):

@@ -33,7 +33,7 @@ import numpy as np
 
 from memlab.core.errors import InputError
 
-KINDS = ("statement", "paraphrase", "repeat", "correction", "distractor")
+FACT_KINDS = ("statement", "paraphrase", "repeat", "correction", "distractor")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +49,7 @@ class Fact:
     type: str  # memory type: profile, preference, routine or event
     value: str  # true value; "" for a distractor
     date: date
-    kind: str  # one of KINDS
+    kind: str  # one of FACT_KINDS
     filed_topic: str = ""  # the extractor's topic key ("" -> the true topic)
 
     @property

@@ -137,7 +137,7 @@ def per_question(retriever: Retriever, inputs: RetrievalInputs, row: pd.Series, 
     return sweep(setting.scores, inputs.ages, inputs.labels, g, inputs.criteria, long=True)
 
 
-def summarize(retriever: Retriever, row: pd.Series, long: pd.DataFrame) -> list[dict[str, Any]]:
+def retriever_rows(retriever: Retriever, row: pd.Series, long: pd.DataFrame) -> list[dict[str, Any]]:
     """Per question kind: hit@inject of the current memory, false injections (memories injected on
     no-hit questions), stale injections, and the headroom (threshold minus the best no-hit final).
     ``long`` is ``per_question``'s frame with a ``names_time`` column (the question names a time,
@@ -229,7 +229,7 @@ def compare(
         long = per_question(retriever, inputs, row, grid).assign(
             names_time=gate.gated, has_current=inputs.labels.current >= 0
         )
-        summary = summarize(retriever, row, long)
+        summary = retriever_rows(retriever, row, long)
         kinds += summary
         nohit = [s for s in summary if s["kind"] == "nohit"]
         chosen_rows.append(

@@ -37,7 +37,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from memlab.core.errors import InputError
+from memlab.core.registry import lookup
 from memlab.core.spec import recency_weight, rescore
 
 # Per-type half-lives of salience (days) and the type prior. Preferences are pinned: a user's
@@ -185,10 +185,7 @@ WRITE_POLICIES: dict[str, WritePolicy] = {
 
 
 def write_policy(name: str) -> WritePolicy:
-    try:
-        return WRITE_POLICIES[name]
-    except KeyError:
-        raise InputError(f"unknown write policy {name!r}; available: {', '.join(WRITE_POLICIES)}") from None
+    return lookup(WRITE_POLICIES, name, 'write policy')
 
 
 # ---------------------------------------------------------------------------------------------
@@ -339,10 +336,7 @@ READ_SYSTEMS: dict[str, ReadSystem] = {
 
 
 def read_system(name: str) -> ReadSystem:
-    try:
-        return READ_SYSTEMS[name]
-    except KeyError:
-        raise InputError(f"unknown read system {name!r}; available: {', '.join(READ_SYSTEMS)}") from None
+    return lookup(READ_SYSTEMS, name, 'read system')
 
 
 def expand_grid(grid: dict[str, tuple]) -> list[dict[str, float]]:

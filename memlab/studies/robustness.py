@@ -121,7 +121,7 @@ def robustness(
     return pd.DataFrame(rows)
 
 
-def summarize(df: pd.DataFrame) -> pd.DataFrame:
+def robustness_summary(df: pd.DataFrame) -> pd.DataFrame:
     """Per kind of resample: how often the configuration stays feasible, and quantiles."""
     out = df.groupby("kind", sort=False).agg(
         resamples=("feasible", "size"),

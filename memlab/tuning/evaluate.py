@@ -118,7 +118,7 @@ def _finite_or_none(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
 
 
-def summarize(dataset: Dataset, results: Sequence[QuestionResult]) -> crit.QuestionSummary:
+def question_summary(dataset: Dataset, results: Sequence[QuestionResult]) -> crit.QuestionSummary:
     """One configuration's per-question facts, as the arrays the criterion kernels take."""
     best, current, injected = [], [], []
     for q, r in zip(dataset.questions, results, strict=True):
@@ -147,7 +147,7 @@ def evaluate(
         QuestionResult(q.id, q.kind, q.text(lang), tuple(retrieve(raw[i], ages[i], dataset.memory_ids, spec)))
         for i, q in enumerate(dataset.questions)
     )
-    summary = summarize(dataset, results)
+    summary = question_summary(dataset, results)
     kinds = tuple(q.kind for q in dataset.questions)
     verdicts = crit.check(criteria, summary, dataset.question_ids, kinds, spec.threshold)
     checked = tuple(

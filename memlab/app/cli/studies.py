@@ -21,6 +21,7 @@ from memlab.app.cli.options import (
     spec_line,
 )
 from memlab.core.errors import InputError
+from memlab.core.registry import check_names
 from memlab.datasets.model import load_dataset
 
 
@@ -92,9 +93,7 @@ def retriever_grid_from(args: argparse.Namespace):
     from memlab.studies.hybrid import RetrieverGrid
 
     norms = tuple(n.strip() for n in args.norm.split(","))
-    unknown = [n for n in norms if n not in NORMALIZATIONS]
-    if unknown:
-        raise InputError(f"--norm: unknown {', '.join(unknown)}; available: {', '.join(NORMALIZATIONS)}")
+    check_names(NORMALIZATIONS, norms, "normalisation")
     if args.threshold_steps < 2:
         raise InputError(f"--threshold-steps: needs at least 2, got {args.threshold_steps}")
     return RetrieverGrid(
@@ -152,13 +151,13 @@ def cmd_scale(args: argparse.Namespace) -> int:
 
 
 def cmd_robustness(args: argparse.Namespace) -> int:
-    from memlab.studies.robustness import robustness, summarize
+    from memlab.studies.robustness import robustness, robustness_summary
 
     dataset = load_dataset(args.dataset)
     scores = scores_from(args, dataset)
     spec = spec_from(args)
     df = robustness(dataset, scores.raw, spec, criteria_from(args, dataset), n_boot=args.boot, seed=args.seed)
-    summary = summarize(df)
+    summary = robustness_summary(df)
     if args.format == "json":
         doc = {
             "spec": spec.as_dict(),

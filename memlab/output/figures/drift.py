@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-from memlab.core.errors import InputError
+from memlab.core.registry import lookup
 from memlab.output.figures.style import OKABE_ITO, style
 
 DRIFT_METRICS = {
@@ -31,9 +31,7 @@ def budget_curves(table: pd.DataFrame, metric: str, tokenizer: str = "") -> go.F
     per system (colour and marker), 95% bootstrap intervals as error bars; budget on a log axis."""
     from plotly.subplots import make_subplots
 
-    if metric not in DRIFT_METRICS:
-        raise InputError(f"unknown metric {metric!r}; available: {', '.join(DRIFT_METRICS)}")
-    title, y_label = DRIFT_METRICS[metric]
+    title, y_label = lookup(DRIFT_METRICS, metric, "metric")
     writes = list(dict.fromkeys(table["write_policy"]))
     systems = list(dict.fromkeys(table["system"]))
     colours = [c for name, c in OKABE_ITO.items() if name != "yellow"]  # yellow is faint on white

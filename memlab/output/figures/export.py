@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
 
-from memlab.core.errors import InputError
+from memlab.core.registry import check_names
 from memlab.output.io import atomic_write_bytes, atomic_write_text
 
 if TYPE_CHECKING:
@@ -112,9 +112,7 @@ def export_figure(fig: go.Figure, stem: str | Path, formats: Iterable[str] = ("h
     """
     stem = Path(stem)
     formats = list(dict.fromkeys(formats))
-    unknown = [f for f in formats if f not in ("html", "json", *STATIC_FORMATS)]
-    if unknown:
-        raise InputError(f"unknown figure format(s) {unknown}; available: html, json, png, svg")
+    check_names(dict.fromkeys(("html", "json", *STATIC_FORMATS)), formats, "figure format")
     written = [write_html(fig, stem.with_suffix(".html"))]
     written.append(atomic_write_text(stem.with_suffix(".json"), fig.to_json()))
     statics = [f for f in formats if f in STATIC_FORMATS]
