@@ -39,12 +39,12 @@ n_range: str = "16,100,1000,10000,100000,1000000"  # scale: memory counts N to m
 pool: int = 5000  # scale: real embedded distractors (cached after the first run)
 boot: int = 200  # robustness and drift: bootstrap resamples (of each kind)
 seed: int = 0  # scale, robustness and drift: random seed
-hybrid_datasets: str = "seed16-time,daily-lunch"  # hybrid: datasets the policies are compared on (comma list)
-policies: str = ""  # hybrid: policies to compare (comma list); empty for all
+hybrid_datasets: str = "seed16-time,daily-lunch"  # hybrid: datasets the retrievers are compared on (comma list)
+retrievers: str = ""  # hybrid: retrievers to compare (comma list); empty for all
 alpha_range: str = "0:1:0.1"  # hybrid: weight of the vector route in weighted fusion
 rrf_k_range: str = "1,2,10,60"  # hybrid: RRF k values, score 1/(k + rank)
-hybrid_bonus_range: str = "0:0.3:0.01"  # hybrid: recency bonus values of decay policies
-hybrid_tau_range: str = "1,3,7,14,30,60"  # hybrid: tau_days values of decay policies
+hybrid_bonus_range: str = "0:0.3:0.01"  # hybrid: recency bonus values of decay retrievers
+hybrid_tau_range: str = "1,3,7,14,30,60"  # hybrid: tau_days values of decay retrievers
 streams: int = 400  # drift: held-out streams, the first N seeds of seed_range
 seed_range: str = "1000:1400"  # drift: held-out seeds A:B (B excluded)
 tune_range: str = "0:200"  # drift: tuning seeds C:D, disjoint from seed_range
@@ -78,20 +78,20 @@ result = scale_study(
     spec,
     seed=seed,
 )
-print(result["basis"])
+print(result.basis)
 
 # %%
-rows = pd.DataFrame(result["rows"])
+rows = pd.DataFrame(list(result.rows))
 report.table("scale", rows, "Best no-hit score after the bonus against N: measured and predicted")
 report.value(
-    "n_zero_headroom", result["n_zero_headroom"], "predicted N where the headroom reaches zero (median)"
+    "n_zero_headroom", result.n_zero_headroom, "predicted N where the headroom reaches zero (median)"
 )
 rows
 
 # %%
 report.figure(
     "scale_curve",
-    figures.scale_curve(rows, threshold, result["n_zero_headroom"], result["basis"]),
+    figures.scale_curve(rows, threshold, result.n_zero_headroom, result.basis),
     "No-hit maximum against N",
 )
 
@@ -101,7 +101,7 @@ report.figure(
 # %%
 report.table(
     "hit_margins",
-    pd.DataFrame(result["hits"]),
+    pd.DataFrame(list(result.hits)),
     "Predicted N at which the best distractor passes each current memory",
 )
 

@@ -40,12 +40,12 @@ n_range: str = "16,100,1000,10000,100000,1000000"  # scale: memory counts N to m
 pool: int = 5000  # scale: real embedded distractors (cached after the first run)
 boot: int = 200  # robustness and drift: bootstrap resamples (of each kind)
 seed: int = 0  # scale, robustness and drift: random seed
-hybrid_datasets: str = "seed16-time,daily-lunch"  # hybrid: datasets the policies are compared on (comma list)
-policies: str = ""  # hybrid: policies to compare (comma list); empty for all
+hybrid_datasets: str = "seed16-time,daily-lunch"  # hybrid: datasets the retrievers are compared on (comma list)
+retrievers: str = ""  # hybrid: retrievers to compare (comma list); empty for all
 alpha_range: str = "0:1:0.1"  # hybrid: weight of the vector route in weighted fusion
 rrf_k_range: str = "1,2,10,60"  # hybrid: RRF k values, score 1/(k + rank)
-hybrid_bonus_range: str = "0:0.3:0.01"  # hybrid: recency bonus values of decay policies
-hybrid_tau_range: str = "1,3,7,14,30,60"  # hybrid: tau_days values of decay policies
+hybrid_bonus_range: str = "0:0.3:0.01"  # hybrid: recency bonus values of decay retrievers
+hybrid_tau_range: str = "1,3,7,14,30,60"  # hybrid: tau_days values of decay retrievers
 streams: int = 400  # drift: held-out streams, the first N seeds of seed_range
 seed_range: str = "1000:1400"  # drift: held-out seeds A:B (B excluded)
 tune_range: str = "0:200"  # drift: tuning seeds C:D, disjoint from seed_range
@@ -54,10 +54,9 @@ out_dir: str = "results/notebook"  # folder for this notebook's tables and figur
 fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
 
 # %%
-from memlab.app.cli import parse_budgets
 from memlab.output import figures
 from memlab.output.report import Report
-from memlab.studies.drift_benchmark import drift_benchmark
+from memlab.studies.drift_benchmark import drift_benchmark, parse_budgets
 from memlab.studies.drift_streams import held_out_seeds, parse_seed_range
 
 report = Report(out_dir, fig_formats)

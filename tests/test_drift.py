@@ -12,7 +12,13 @@ import pytest
 
 from memlab.app.cli import main
 from memlab.core.spec import RetrievalSpec, retrieve
-from memlab.studies.drift_benchmark import bootstrap_ci, context_metrics, drift_benchmark, prepare_streams, run_stream
+from memlab.studies.drift_benchmark import (
+    bootstrap_ci,
+    context_metrics,
+    drift_benchmark,
+    prepare_streams,
+    run_stream,
+)
 from memlab.studies.drift_streams import (
     TOPICS,
     Fact,
@@ -33,6 +39,7 @@ from memlab.studies.memory_systems import (
     half_life_decay,
     multi_factor_score,
     pack,
+    read_system,
     reinforce,
     superseded,
     write_policy,
@@ -494,3 +501,29 @@ def test_cli_json_rows(capsys, cache_dir, monkeypatch):
 def test_cli_bad_input(capsys, argv, message):
     assert main(["drift", *argv]) == 2
     assert capsys.readouterr().err.strip() == f"memlab: error: {message}"
+
+
+def test_recency_spec_read_system_breaks_ties_like_the_reference():
+    # raw 0.25 (written today) and 0.5 (written long ago): bonus 0.25 at tau 1 day makes both
+    # finals 0.5. The reference's re-sort breaks the tie by raw score, so memory 1 is injected;
+    # a tie broken by position would inject memory 0.
+    spec = RetrievalSpec(candidates=2, inject=1, threshold=0.0, bonus=0.25, tau_days=1.0)
+    ref = retrieve(np.array([0.25, 0.5]), np.array([0.0, np.inf]), ("m0", "m1"), spec)
+    assert [c.final for c in ref] == [0.5, 0.5]
+    assert [c.index for c in ref if c.injected] == [1]
+    params = grid_columns([{"candidates": 2, "bonus": 0.25, "tau_days": 1.0, "threshold": 0.0, "inject": 1}])
+    s = scene([[0.25, 0.5]], created=[0.0, -np.inf], last_access=[0, 0], half_life=[np.inf, np.inf], now=0.0)
+    scores = read_system("recency-spec").score(s, params).reshape(-1, 2)[0]
+    assert np.flatnonzero(np.isfinite(scores)).tolist() == [1]
+    assert scores[1] == 0.5
+
+
+def test_recency_spec_read_system_candidates_tie_in_dataset_order():
+    # three equal raw scores, two candidates: the first two in dataset order, as the reference
+    spec = RetrievalSpec(candidates=2, inject=3, threshold=0.0, bonus=0.0, tau_days=1.0)
+    ref = retrieve(np.array([0.3, 0.3, 0.3]), np.zeros(3), ("a", "b", "c"), spec)
+    assert [c.index for c in ref if c.injected] == [0, 1]
+    params = grid_columns([{"candidates": 2, "bonus": 0.0, "tau_days": 1.0, "threshold": 0.0, "inject": 3}])
+    s = scene([[0.3, 0.3, 0.3]], created=[0.0] * 3, last_access=[0] * 3, half_life=[np.inf] * 3, now=0.0)
+    scores = read_system("recency-spec").score(s, params).reshape(-1, 3)[0]
+    assert np.flatnonzero(np.isfinite(scores)).tolist() == [0, 1]

@@ -39,7 +39,7 @@ def test_failing_notebook_keeps_the_others_and_exits_non_zero(tmp_path, capsys):
     status = {(n["run"], n["notebook"]): n for n in manifest["notebooks"]}
     assert [n["status"] for n in status.values()] == ["ok", "failed", "ok"]
     assert status["broken", "01_reproduce"]["error"].startswith(
-        "FileNotFoundError: no dataset 'no-such-dataset'"
+        "MissingFileError: no dataset 'no-such-dataset'"
     )
     assert status["also-good", "01_reproduce"]["parameters"]["bonus"] == 0.04
     assert all(n["parameters"]["tau_days"] == 30 for n in status.values())  # -p applies to every run

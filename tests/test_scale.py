@@ -126,3 +126,15 @@ def test_scale_needs_vectors(capsys):
     code = main(["scale", "--source", "published", "--n", "16"])
     assert code == 2
     assert capsys.readouterr().err.startswith("memlab: error: the scale study needs vectors")
+
+
+def test_own_best_uses_the_spec_candidate_selection():
+    # raw 0.5 (10 days old), 0.4 and 0.1 (today); bonus 0.3, tau 1 day. With one candidate the
+    # spec sees only memory 0: 0.5 + 0.3 e^-10. A maximum over all memories would say 0.7.
+    from memlab.studies.scale import own_best_final
+
+    raw, ages = np.array([0.5, 0.4, 0.1]), np.array([10.0, 0.0, 0.0])
+    one = RetrievalSpec(candidates=1, bonus=0.3, tau_days=1.0)
+    assert own_best_final(raw, ages, one) == pytest.approx(0.5 + 0.3 * np.exp(-10))
+    assert own_best_final(raw, ages, RetrievalSpec(candidates=2, bonus=0.3, tau_days=1.0)) == pytest.approx(0.7)
+    assert own_best_final(np.array([np.nan, np.nan]), np.zeros(2), one) == -np.inf

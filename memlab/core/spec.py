@@ -119,16 +119,41 @@ class Candidate(NamedTuple):
     injected: bool  # reaches and among the first `inject` after the re-sort
 
 
+def candidate_order(raw: np.ndarray) -> np.ndarray:
+    """Indices along the last axis by raw score, highest first, ties in dataset order; unknown
+    (non-finite) scores last. The candidate rule of the spec, for one question or a whole batch."""
+    raw = np.asarray(raw, dtype=np.float64)
+    return np.argsort(np.where(np.isfinite(raw), -raw, np.inf), axis=-1, kind="stable")
+
+
+def resort_order(raw: np.ndarray, final: np.ndarray) -> np.ndarray:
+    """Indices along the last axis by final score, then raw score, then dataset order (the
+    spec's re-sort). ``np.lexsort`` is stable, so the last tie-break is the position."""
+    raw, final = np.broadcast_arrays(np.asarray(raw, dtype=np.float64), np.asarray(final, dtype=np.float64))
+    return np.lexsort((-raw, -final), axis=-1)
+
+
+def rank_of(order: np.ndarray) -> np.ndarray:
+    """Each element's position in ``order`` (the inverse permutation along the last axis)."""
+    ranks = np.empty_like(order)
+    np.put_along_axis(ranks, order, np.broadcast_to(np.arange(order.shape[-1]), order.shape), axis=-1)
+    return ranks
+
+
 def select_candidates(raw: np.ndarray, k: int) -> np.ndarray:
     """Indices of the top ``k`` finite raw scores, highest first, ties in fixture order."""
-    known = np.flatnonzero(np.isfinite(raw))
-    order = known[np.argsort(-raw[known], kind="stable")]
-    return order[:k]
+    raw = np.asarray(raw, dtype=np.float64)
+    order = candidate_order(raw)
+    return order[: min(k, int(np.isfinite(raw).sum()))]
 
 
 def rerank(raw: np.ndarray, final: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """Re-sort candidate indices by final score, then raw score, then fixture order."""
-    return idx[np.lexsort((idx, -raw[idx], -final[idx]))]
+    """Re-sort candidate indices by final score, then raw score, then fixture order.
+
+    ``idx`` comes from ``select_candidates``: where final and raw tie, candidate order is
+    dataset order, so the stable re-sort keeps it.
+    """
+    return idx[resort_order(raw[idx], final[idx])]
 
 
 def retrieve(

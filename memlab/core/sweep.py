@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import reduce
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -220,19 +220,19 @@ def _evaluate_chunk(
         cols[f"{c.name}_pass"] = flat(passed)
         cols[f"{c.name}_margin"] = flat(margin)
         margins.append(cols[f"{c.name}_margin"])
-    facts = {
-        "flat": flat,
-        "room": room,
-        "labels": labels,
-        "has_current": has_current,
-        "thr": thr_b,
-        "current_final": current_final,
-        "current_inj": current_inj,
-        "injected_by_kind": injected_by_kind,
-        "t_injected": t_injected,
-        "stale_l": prep.stale_l,
-        "shape": shape,
-    }
+    facts = ChunkFacts(
+        flat=flat,
+        room=room,
+        labels=labels,
+        has_current=has_current,
+        threshold=thr_b,
+        current_final=current_final,
+        current_injected=current_inj,
+        injected_by_kind=injected_by_kind,
+        tracked_injected=t_injected,
+        stale_tracked=prep.stale_l,
+        shape=shape,
+    )
     for name in metrics:
         cols.update(METRICS[name].columns(facts))
     rows = n * n_h * n_k * n_i
@@ -260,35 +260,53 @@ def _evaluate_chunk(
 
 
 @dataclass(frozen=True)
+class ChunkFacts:
+    """What the metric groups read about one chunk of configurations; arrays are shaped
+    (bonus x tau pairs, threshold, candidates, inject[, question])."""
+
+    flat: Callable[[np.ndarray], np.ndarray]  # a chunk array as one value per configuration row
+    room: np.ndarray  # headroom per configuration
+    labels: Labels
+    has_current: np.ndarray  # (Q,) the question has a current memory
+    threshold: np.ndarray  # the threshold, broadcast to the configuration axes
+    current_final: np.ndarray  # post-bonus score of each question's current memory (NaN: no candidate)
+    current_injected: np.ndarray  # each question's current memory is injected
+    injected_by_kind: np.ndarray  # (kinds, ...) memories injected over the questions of each kind
+    tracked_injected: np.ndarray  # (L, ...) each tracked memory (currents, then stale) is injected
+    stale_tracked: np.ndarray  # (S,) indices into the tracked memories of the stale ones
+    shape: tuple[int, ...]  # the configuration axes of the chunk
+
+
+@dataclass(frozen=True)
 class Metric:
     """A group of output columns, computed from the chunk's per-question facts."""
 
     name: str
     meaning: str
-    columns: Callable[[dict[str, Any]], dict[str, np.ndarray]]
+    columns: Callable[[ChunkFacts], dict[str, np.ndarray]]
 
 
-def _headroom(f: dict[str, Any]) -> dict[str, np.ndarray]:
-    return {"headroom": f["flat"](f["room"])}
+def _headroom(f: ChunkFacts) -> dict[str, np.ndarray]:
+    return {"headroom": f.flat(f.room)}
 
 
-def _current(f: dict[str, Any]) -> dict[str, np.ndarray]:
+def _current(f: ChunkFacts) -> dict[str, np.ndarray]:
     out = {}
-    for q in np.flatnonzero(f["has_current"]):
-        qid = f["labels"].question_ids[q]
-        out[f"margin_{qid}"] = f["flat"](f["current_final"][..., q] - f["thr"])
-        out[f"injected_{qid}"] = f["flat"](f["current_inj"][..., q])
+    for q in np.flatnonzero(f.has_current):
+        qid = f.labels.question_ids[q]
+        out[f"margin_{qid}"] = f.flat(f.current_final[..., q] - f.threshold)
+        out[f"injected_{qid}"] = f.flat(f.current_injected[..., q])
     return out
 
 
-def _injected(f: dict[str, Any]) -> dict[str, np.ndarray]:
-    return {f"injected_{kind}": f["injected_by_kind"][k].ravel() for k, kind in enumerate(QUESTION_KINDS)}
+def _injected(f: ChunkFacts) -> dict[str, np.ndarray]:
+    return {f"injected_{kind}": f.injected_by_kind[k].ravel() for k, kind in enumerate(QUESTION_KINDS)}
 
 
-def _stale(f: dict[str, Any]) -> dict[str, np.ndarray]:
-    count = np.zeros(f["shape"], dtype=np.int64)
-    for l_idx in f["stale_l"]:
-        count += f["t_injected"][l_idx]
+def _stale(f: ChunkFacts) -> dict[str, np.ndarray]:
+    count = np.zeros(f.shape, dtype=np.int64)
+    for l_idx in f.stale_tracked:
+        count += f.tracked_injected[l_idx]
     return {"stale_injected": count.ravel()}
 
 

@@ -207,7 +207,7 @@ def read_jsonl(path: Path, problems: list[str]) -> Iterator[tuple[int, dict[str,
             yield lineno, obj
 
 
-class _Record:
+class JsonRecord:
     """Field access for one JSONL line that turns every mistake into a located problem."""
 
     def __init__(self, fname: str, lineno: int, obj: dict[str, Any], problems: list[str]):
@@ -401,9 +401,9 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
     memories: list[Memory] = []
     memory_lines: dict[str, int] = {}
     memory_dates: dict[str, datetime] = {}
-    supersedes_refs: list[tuple[_Record, str]] = []
+    supersedes_refs: list[tuple[JsonRecord, str]] = []
     for lineno, obj in read_jsonl(root / "memories.jsonl", problems):
-        r = _Record("memories.jsonl", lineno, obj, problems)
+        r = JsonRecord("memories.jsonl", lineno, obj, problems)
         r.unknown_fields(_MEMORY_FIELDS | set(fields.values()))
         mid = r.unique_id(memory_lines, lineno)
         when = r.date("date", required=True)
@@ -441,7 +441,7 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
     questions: list[Question] = []
     question_lines: dict[str, int] = {}
     for lineno, obj in read_jsonl(root / "questions.jsonl", problems):
-        r = _Record("questions.jsonl", lineno, obj, problems)
+        r = JsonRecord("questions.jsonl", lineno, obj, problems)
         r.unknown_fields(_QUESTION_FIELDS | set(fields.values()))
         qid = r.unique_id(question_lines, lineno)
         kind = r.choice("kind", QUESTION_KINDS)

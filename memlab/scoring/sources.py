@@ -19,7 +19,7 @@ import numpy as np
 
 from memlab.core.errors import InputError, MissingFileError
 from memlab.core.registry import lookup
-from memlab.datasets.model import Dataset, DatasetError, _Record, read_jsonl
+from memlab.datasets.model import Dataset, DatasetError, JsonRecord, read_jsonl
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ def load_published(dataset: Dataset) -> list[PublishedScore]:
     rows: list[PublishedScore] = []
     seen: dict[tuple[str, str], int] = {}
     for lineno, obj in read_jsonl(dataset.path / "published_scores.jsonl", problems):
-        r = _Record("published_scores.jsonl", lineno, obj, problems)
+        r = JsonRecord("published_scores.jsonl", lineno, obj, problems)
         r.unknown_fields(_PUBLISHED_FIELDS)
         q, m = r.text("question"), r.text("memory")
         if q is not None and q not in dataset.question_ids:

@@ -531,3 +531,14 @@ def drift_benchmark(
         n_boot,
         seed,
     )
+
+
+def parse_budgets(text: str) -> list[int]:
+    """``--budgets 32,64,128``: positive token counts, sorted, duplicates dropped."""
+    try:
+        budgets = sorted({int(b) for b in str(text).split(",") if b.strip()})
+    except ValueError:
+        budgets = []
+    if not budgets or budgets[0] < 1:
+        raise InputError(f"--budgets: expected a comma list of positive integers, got {text!r}")
+    return budgets

@@ -38,7 +38,7 @@ from typing import NamedTuple
 import numpy as np
 
 from memlab.core.registry import lookup
-from memlab.core.spec import recency_weight, rescore
+from memlab.core.spec import candidate_order, rank_of, recency_weight, rescore, resort_order
 
 # Per-type half-lives of salience (days) and the type prior. Preferences are pinned: a user's
 # stated taste does not fade because it was not mentioned for a while (seed 001).
@@ -107,14 +107,6 @@ def pack(scores: np.ndarray, tokens: np.ndarray, budget: np.ndarray | float) -> 
     out = np.zeros(keep.shape, dtype=bool)
     np.put_along_axis(out, np.broadcast_to(order, keep.shape), keep, axis=-1)
     return out
-
-
-def rank_within(values: np.ndarray) -> np.ndarray:
-    """0 for the highest value along the last axis, 1 for the next...; ties by position."""
-    order = np.argsort(-values, axis=-1, kind="stable")
-    ranks = np.empty_like(order)
-    np.put_along_axis(ranks, order, np.arange(values.shape[-1]), axis=-1)
-    return ranks
 
 
 # ---------------------------------------------------------------------------------------------
@@ -229,18 +221,19 @@ def _full_history(scene: Scene, params) -> np.ndarray:
 
 
 def _top_k(scene: Scene, params) -> np.ndarray:
-    within = rank_within(scene.cosine) < _column(params, "k")
+    within = rank_of(candidate_order(scene.cosine)) < _column(params, "k")
     return np.where(within, scene.cosine, -np.inf)
 
 
 def _recency_spec(scene: Scene, params) -> np.ndarray:
+    """The retrieval spec itself, through the reference's own candidate rule and re-sort."""
     raw = scene.cosine
-    candidate = rank_within(raw) < _column(params, "candidates")
+    candidate = rank_of(candidate_order(raw)) < _column(params, "candidates")
     age = scene.now - scene.created
     final = rescore(raw, recency_weight(age, _column(params, "tau_days")), _column(params, "bonus"))
     reaches = candidate & (final >= _column(params, "threshold"))
-    ranked = np.where(reaches, final, -np.inf)
-    injected = reaches & (rank_within(ranked) < _column(params, "inject"))
+    order = resort_order(np.where(reaches, raw, -np.inf), np.where(reaches, final, -np.inf))
+    injected = reaches & (rank_of(order) < _column(params, "inject"))
     return np.where(injected, final, -np.inf)
 
 

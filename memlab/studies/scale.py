@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from memlab.core.errors import InputError
-from memlab.core.spec import RetrievalSpec, age_days, recency_weight, rescore
+from memlab.core.spec import RetrievalSpec, age_days, recency_weight, rescore, select_candidates
 
 # Everyday topics for a companion device's user: (subject phrases, objects, details).
 TEMPLATES: tuple[str, ...] = (
@@ -446,6 +446,35 @@ def block_outcomes(
     return rescore(np.take_along_axis(raw, top, axis=2), weight, spec.bonus).max(axis=2)
 
 
+def own_best_final(raw: np.ndarray, ages: np.ndarray, spec: RetrievalSpec) -> float:
+    """The best post-bonus score the spec sees among one question's own candidates (the top
+    ``candidates`` by raw score, the reference's selection); -inf when it has none."""
+    idx = select_candidates(raw, spec.candidates)
+    if idx.size == 0:
+        return -np.inf
+    return float(rescore(raw[idx], recency_weight(ages[idx], spec.tau_days), spec.bonus).max())
+
+
+@dataclass(frozen=True)
+class ScaleStudy:
+    """What ``scale_study`` measured and predicted."""
+
+    rows: tuple[dict[str, Any], ...]  # one per N: nohit_max, nohit_max_real, headroom, predicted_*
+    n_zero_headroom: float | None  # N at which the predicted median no-hit maximum reaches the threshold
+    hits: tuple[dict[str, Any], ...]  # per hit question: N at which a distractor passes the current memory
+    spec: RetrievalSpec
+    basis: str  # what the numbers rest on, in words
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rows": list(self.rows),
+            "n_zero_headroom": self.n_zero_headroom,
+            "hits": list(self.hits),
+            "spec": self.spec.as_dict(),
+            "basis": self.basis,
+        }
+
+
 def scale_study(
     dataset,
     scores_raw: np.ndarray,
@@ -457,7 +486,7 @@ def scale_study(
     seed: int = 0,
     block: int | None = None,
     chunk: int = 50_000,
-) -> dict[str, Any]:
+) -> ScaleStudy:
     """The no-hit maximum and each hit question's best distractor against N, measured and predicted."""
     spec = spec.with_reference(dataset.reference_date)
     ages = dataset.ages()
@@ -482,14 +511,7 @@ def scale_study(
     block = block or max(10, len(pool) // 50)
     outcomes = block_outcomes(queries, pool, pool_ages, spec, block, before)
     laws = [MaxLaw.from_maxima(outcomes[i], block) for i in range(len(queries))]
-    own_best = np.array(
-        [
-            np.nanmax(rescore(raw[i], recency_weight(ages[i], spec.tau_days), spec.bonus))
-            if np.isfinite(raw[i]).any()
-            else -np.inf
-            for i in range(len(queries))
-        ]
-    )
+    own_best = np.array([own_best_final(raw[i], ages[i], spec) for i in range(len(queries))])
     nohit_laws = [laws[i] for i in np.flatnonzero(nohit)]
     floor = float(own_best[nohit].max()) if nohit.any() else -np.inf
     rows = []
@@ -530,14 +552,14 @@ def scale_study(
                 "n_distractor_passes_current": None if n_pass is None else n_pass + n0,
             }
         )
-    return {
-        "rows": rows,
-        "n_zero_headroom": None if n_zero is None else n_zero + n0,
-        "hits": hits,
-        "spec": spec.as_dict(),
-        "basis": (
+    return ScaleStudy(
+        rows=tuple(rows),
+        n_zero_headroom=None if n_zero is None else n_zero + n0,
+        hits=tuple(hits),
+        spec=spec,
+        basis=(
             f"{n0} dataset memories, then {len(pool):,} real embeddings of template distractors; "
             "nohit_max: dataset + vectors from a Gaussian fitted to the pool (L2-normalised); "
             f"prediction: GEV laws fitted to the spec's outcome on blocks of {block} pool memories"
         ),
-    }
+    )

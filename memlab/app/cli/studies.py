@@ -23,6 +23,7 @@ from memlab.app.cli.options import (
 from memlab.core.errors import InputError
 from memlab.core.registry import check_names
 from memlab.datasets.model import load_dataset
+from memlab.studies.drift_benchmark import parse_budgets
 
 
 def scale_inputs(args: argparse.Namespace):
@@ -47,17 +48,6 @@ def scale_inputs(args: argparse.Namespace):
         progress=sys.stderr.isatty(),
     )
     return dataset, scores, queries, pool, ages
-
-
-def parse_budgets(text: str) -> list[int]:
-    """``--budgets 32,64,128``: positive token counts, sorted, duplicates dropped."""
-    try:
-        budgets = sorted({int(b) for b in str(text).split(",") if b.strip()})
-    except ValueError:
-        budgets = []
-    if not budgets or budgets[0] < 1:
-        raise InputError(f"--budgets: expected a comma list of positive integers, got {text!r}")
-    return budgets
 
 
 def drift_table(result) -> str:
@@ -116,7 +106,7 @@ def cmd_scale(args: argparse.Namespace) -> int:
     dataset, scores, queries, pool, ages = scale_inputs(args)
     result = scale_study(dataset, scores.raw, queries, pool, ages, sizes, spec_from(args), seed=args.seed)
     if args.format == "json":
-        rows = [{**r, "n_zero_headroom": result["n_zero_headroom"]} for r in result["rows"]]
+        rows = [{**r, "n_zero_headroom": result.n_zero_headroom} for r in result.rows]
         emit(json.dumps(json_clean(rows), indent=2), args.output)
         return 0
     lines = [
@@ -124,7 +114,7 @@ def cmd_scale(args: argparse.Namespace) -> int:
         f"spec: {spec_line(spec_from(args))}",
         f"{'n':>10} {'no-hit max':>11} {'(real)':>8} {'headroom':>9} {'predicted [5%, 95%]':>28}",
     ]
-    for r in result["rows"]:
+    for r in result.rows:
         pred = (
             "-"
             if r["predicted_nohit_max"] is None
@@ -134,12 +124,12 @@ def cmd_scale(args: argparse.Namespace) -> int:
             f"{r['n']:>10,} {fmt(r['nohit_max']):>11} {fmt(r['nohit_max_real']):>8} "
             f"{fmt(r['headroom']):>9} {pred:>28}"
         )
-    nz = result["n_zero_headroom"]
+    nz = result.n_zero_headroom
     lines.append(
         "predicted N where the headroom reaches zero (median): "
         + ("beyond 1e15" if nz is None else f"{nz:,.0f}")
     )
-    for h in result["hits"]:
+    for h in result.hits:
         n = h["n_distractor_passes_current"]
         lines.append(
             f"  {h['question']}: current {h['current']} at {h['current_final']:.3f} "
