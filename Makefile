@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help install install-test run test lint bench clean notebooks
+.PHONY: help install install-test run test test-fast lint bench clean notebooks
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -27,19 +27,26 @@ $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@
 
+$(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
 install: $(VENV)/.installed  ## create .venv and install memlab (torch CPU first)
 
 run: $(VENV)/.installed  ## run the notebooks on the default batch (embedded defaults + the seed's scores)
 	$(BIN)/memlab run --config notebooks/batch.yaml
 
-test: $(VENV)/.installed-test  ## install the test extras and run the test suite
+test: $(VENV)/.installed-test  ## install the test extras and run the whole test suite
 	$(BIN)/python -m pytest
+
+test-fast: $(VENV)/.installed-test  ## the suite without model, notebook, browser and ranx tests
+	$(BIN)/python -m pytest -m "not model and not notebook and not browser and not ranx"
 
 notebooks: $(VENV)/.installed  ## rewrite the notebooks' parameters cells from memlab.app.parameters and sync the .ipynb
 	$(BIN)/python -m memlab.app.parameters notebooks/[0-9]*.py
 	$(BIN)/jupytext --sync notebooks/[0-9]*.py
 
-lint: $(VENV)/.installed-test  ## ruff check and format check
+lint: $(VENV)/.installed-dev  ## ruff check and format check
 	$(BIN)/ruff check memlab tests benchmarks notebooks
 	$(BIN)/ruff format --check memlab tests benchmarks notebooks
 

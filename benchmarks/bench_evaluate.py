@@ -31,9 +31,15 @@ def wall(cmd: list[str], env: dict[str, str]) -> float:
     return time.perf_counter() - t0
 
 
+IMPORTS = (
+    "import memlab.app.cli, memlab.scoring.sources, memlab.tuning.evaluate, "
+    "memlab.scoring.embeddings, memlab.scoring.store"
+)
+
+
 def import_breakdown(env: dict[str, str]) -> list[tuple[str, float]]:
     """Cumulative import time of the heaviest top-level packages (python -X importtime)."""
-    code = "import memlab.app.cli, memlab.scoring.sources, memlab.tuning.evaluate, memlab.scoring.embeddings, memlab.scoring.store"
+    code = IMPORTS
     proc = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", code], env=env, capture_output=True, text=True, check=True
     )
@@ -60,7 +66,7 @@ def main() -> None:
     imports = [
         sys.executable,
         "-c",
-        "import memlab.app.cli, memlab.scoring.sources, memlab.tuning.evaluate, memlab.scoring.embeddings, memlab.scoring.store",
+        IMPORTS,
     ]
     runs: dict[str, list[float]] = {"start-up": [], "start-up + imports": [], "evaluate (warm)": []}
     for _ in range(args.repeat):  # interleaved, so drift hits every measurement alike

@@ -7,7 +7,35 @@ from pathlib import Path
 import pytest
 
 from memlab.datasets.model import dataset_dir, load_dataset
+from memlab.scoring.embeddings import Embedder
 from memlab.scoring.sources import load_scores
+
+
+def pytest_collection_modifyitems(items):
+    """A test that asks for the embedded scores loads the model: it is a ``model`` test."""
+    for item in items:
+        if "embedded" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.model)
+
+
+@pytest.fixture(autouse=True)
+def markers_say_the_truth(request, monkeypatch):
+    """An unmarked test that loads the embedding model, or executes a notebook, fails: so
+    ``make test-fast`` (which skips model, notebook and browser tests) never does either."""
+    node = request.node.nodeid
+    if request.node.get_closest_marker("model") is None:
+
+        def no_model(self):
+            raise AssertionError(f"{node} loads the embedding model: mark it @pytest.mark.model")
+
+        monkeypatch.setattr(Embedder, "_load_model", no_model)
+    if request.node.get_closest_marker("notebook") is None:
+        import papermill
+
+        def no_notebook(*args, **kwargs):
+            raise AssertionError(f"{node} executes a notebook: mark it @pytest.mark.notebook")
+
+        monkeypatch.setattr(papermill, "execute_notebook", no_notebook)
 
 
 @pytest.fixture(scope="session")

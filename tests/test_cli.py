@@ -120,10 +120,6 @@ def test_spec_formats(capsys):
             ["evaluate", "--source", "published", "--candidates", "0"],
             "memlab: error: RetrievalSpec.candidates must be an integer >= 1, got 0\n",
         ),
-        (
-            ["evaluate", "--source", "published", "--dataset", "nope"],
-            "memlab: error: no dataset 'nope': not a folder, and not a packaged dataset (packaged: daily-lunch, seed16, seed16-time)\n",
-        ),
     ],
 )
 def test_errors_are_one_clear_line(capsys, argv, message):

@@ -131,6 +131,7 @@ def test_random_regions_match_dense_grid(case):
 
 def test_kind_without_closed_form_is_named(seed, published):
     from memlab.core import feasible
+
     ages = age_days(seed.memory_dates(), seed.reference_date)
     saved = feasible.REGIONS.pop("current_injected")
     try:

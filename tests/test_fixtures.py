@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from memlab.app.cli import main
 from memlab.datasets.model import DatasetError, dataset_dir, load_dataset
 
 
@@ -189,12 +192,44 @@ def test_bad_reference_date(dataset_copy):
     ]
 
 
-def test_unknown_dataset_name():
+def test_unknown_dataset_name(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    message = (
+        "no dataset 'seed99': not a packaged dataset (packaged: daily-lunch, seed16, seed16-time), "
+        f"not under {tmp_path / 'data'}, {tmp_path.parent / 'data'}, and not a folder ({tmp_path / 'seed99'})"
+    )
     with pytest.raises(FileNotFoundError) as e:
         dataset_dir("seed99")
-    assert str(e.value) == (
-        "no dataset 'seed99': not a folder, and not a packaged dataset (packaged: daily-lunch, seed16, seed16-time)"
+    assert str(e.value) == message
+    assert main(["evaluate", "--source", "published", "--dataset", "seed99"]) == 2
+    assert capsys.readouterr().err == f"memlab: error: {message}\n"
+
+
+def test_names_find_packaged_datasets_then_data_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(dataset_dir("daily-lunch"), tmp_path / "data" / "my-device")
+    shutil.copytree(dataset_dir("daily-lunch"), tmp_path / "data" / "seed16")  # a packaged name wins
+    assert dataset_dir("my-device") == (tmp_path / "data" / "my-device").resolve()
+    assert dataset_dir("seed16").parent.name == "packaged"
+    (tmp_path / "notebooks").mkdir()
+    monkeypatch.chdir(tmp_path / "notebooks")  # a notebook run in JupyterLab finds ../data
+    assert dataset_dir("my-device") == (tmp_path / "data" / "my-device").resolve()
+    monkeypatch.setenv("MEMLAB_DATA_DIR", str(tmp_path / "elsewhere"))
+    with pytest.raises(FileNotFoundError):
+        dataset_dir("my-device")
+
+
+def test_the_worked_example_under_data_validates():
+    root = Path(__file__).resolve().parents[1] / "data" / "example-companion"
+    ds = load_dataset(root)
+    kinds = [q.kind for q in ds.questions]
+    assert (len(ds.memories), kinds.count("hit"), kinds.count("contradiction"), kinds.count("time")) == (
+        12,
+        4,
+        2,
+        2,
     )
+    assert ds.languages == ("en", "ja") and ds.question_ids[0] == "q1"
 
 
 def test_question_dates_set_ages_and_what_is_retrievable(dataset_copy):

@@ -109,6 +109,7 @@ def test_route_candidates_keeps_top_n_and_drops_non_matches():
     np.testing.assert_array_equal(ranks(np.array([[3.0, 1.0, 3.0, NAN, 2.0]])), [[1, 4, 1, NAN, 3]])
 
 
+@pytest.mark.ranx
 def test_fusion_agrees_with_ranx():
     ranx = pytest.importorskip("ranx")
     rng = np.random.default_rng(7)
@@ -233,7 +234,9 @@ def test_near_duplicates_only_time_separates_on_paper():
 
 def test_sweep_rows_match_the_one_config_reference():
     ds, inp = fake_inputs()
-    grid = RetrieverGrid(alphas=(0.2, 0.8), rrf_ks=(2, 60), bonus=(0.0, 0.1), tau_days=(3.0,), threshold_steps=5)
+    grid = RetrieverGrid(
+        alphas=(0.2, 0.8), rrf_ks=(2, 60), bonus=(0.0, 0.1), tau_days=(3.0,), threshold_steps=5
+    )
     from memlab.studies.hybrid import per_question, sweep_retriever
 
     for name in ("hybrid-weighted", "hybrid-rrf", "gate-decay", "gate-vector-decay"):
@@ -355,7 +358,9 @@ def test_weighted_fusion_has_no_native_query():
     from memlab.scoring.store import MemoryStore, retriever_query
 
     store = MemoryStore(2, keyword=True)
-    with pytest.raises(ValueError, match="retriever 'gate-decay': weighted fusion has no native Qdrant query"):
+    with pytest.raises(
+        ValueError, match="retriever 'gate-decay': weighted fusion has no native Qdrant query"
+    ):
         retriever_query(store, RETRIEVERS["gate-decay"], RetrievalSpec(), [1.0, 0.0])
 
 
@@ -434,7 +439,10 @@ def test_compare_cli_errors(capsys):
     assert main(["compare", "--retrievers", "vector,bm42"]) == 2
     assert "memlab: error: unknown retriever 'bm42'; available: vector" in capsys.readouterr().err
     assert main(["compare", "--norm", "l2"]) == 2
-    assert "memlab: error: unknown normalisation 'l2'; available: min-max, z-score, none" in capsys.readouterr().err
+    assert (
+        "memlab: error: unknown normalisation 'l2'; available: min-max, z-score, none"
+        in capsys.readouterr().err
+    )
 
 
 def test_generate_cli(tmp_path, capsys):
@@ -540,7 +548,9 @@ def test_generated_variants_take_their_folder_name_and_names_must_differ(tmp_pat
         (tmp_path / "copy" / f.name).write_bytes(f.read_bytes())
     with pytest.raises(ValueError, match=r"two datasets are named .daily-lunch. \(.daily-lunch. and "):
         compare_datasets(
-            ["daily-lunch", str(tmp_path / "copy")], retrievers=["vector"], grid=RetrieverGrid(threshold_steps=3)
+            ["daily-lunch", str(tmp_path / "copy")],
+            retrievers=["vector"],
+            grid=RetrieverGrid(threshold_steps=3),
         )
 
 

@@ -14,7 +14,6 @@ from memlab.app.parameters import NOTEBOOK_PARAMETERS, literal, parameters_cell
 from memlab.app.runner import NOTEBOOKS
 
 NB_DIR = Path(__file__).resolve().parents[1] / "notebooks"
-pytestmark = pytest.mark.notebook
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
@@ -56,6 +55,7 @@ def records(path: Path) -> list[dict]:
     return json.loads(path.read_text())
 
 
+@pytest.mark.notebook
 def test_01_reproduce_writes_the_seed_tables(tmp_path):
     out = execute("01_reproduce", tmp_path)
     four = records(out / "tables" / "four_candidates.json")
@@ -84,6 +84,7 @@ def test_01_reproduce_writes_the_seed_tables(tmp_path):
     assert curve["data"][1]["text"] == ["+0.047 at 1 day", "+0.018 at 14 days", "+0.006 at 30 days"]
 
 
+@pytest.mark.notebook
 def test_02_sweep_writes_bands_and_the_choice(tmp_path):
     out = execute(
         "02_sweep",
@@ -108,6 +109,7 @@ def test_02_sweep_writes_bands_and_the_choice(tmp_path):
         assert (out / "figures" / f"{name}.html").is_file()
 
 
+@pytest.mark.notebook
 def test_03_tune_renders_its_default_view_headless(tmp_path):
     out = execute("03_tune", tmp_path, bonus=0.04)
     crit = {r["criterion"]: r["pass"] for r in records(out / "tables" / "criteria.json")}
@@ -122,6 +124,7 @@ def test_03_tune_renders_its_default_view_headless(tmp_path):
     )
 
 
+@pytest.mark.notebook
 @pytest.mark.model
 def test_04_scale_writes_the_curve(tmp_path, cache_dir, embedded, monkeypatch):
     monkeypatch.setenv("MEMLAB_CACHE_DIR", str(cache_dir))
@@ -138,6 +141,7 @@ def test_04_scale_writes_the_curve(tmp_path, cache_dir, embedded, monkeypatch):
     assert (out / "figures" / "scale_curve.html").is_file()
 
 
+@pytest.mark.notebook
 def test_05_robustness_writes_the_resamples(tmp_path):
     out = execute("05_robustness", tmp_path, boot=10)
     summary = {r["kind"]: r for r in records(out / "tables" / "robustness_summary.json")}
@@ -148,6 +152,7 @@ def test_05_robustness_writes_the_resamples(tmp_path):
     assert (out / "figures" / "interval_ends.html").is_file()
 
 
+@pytest.mark.notebook
 @pytest.mark.model
 def test_06_hybrid_time_compares_retrievers(tmp_path, cache_dir, embedded, monkeypatch):
     monkeypatch.setenv("MEMLAB_CACHE_DIR", str(cache_dir))
@@ -181,6 +186,7 @@ def test_06_hybrid_time_compares_retrievers(tmp_path, cache_dir, embedded, monke
     assert (out / "figures" / "fusion_landscape_daily-lunch.html").is_file()
 
 
+@pytest.mark.notebook
 def test_07_drift_writes_the_table_and_the_budget_curves(tmp_path, cache_dir, monkeypatch):
     monkeypatch.setenv("MEMLAB_CACHE_DIR", str(cache_dir))
     out = execute(

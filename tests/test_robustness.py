@@ -32,9 +32,9 @@ def test_resamples_are_seeded_and_summarised(seed, published):
     assert list(s.index) == ["all", "loqo", "questions", "memories"]
     assert s.loc["questions", "resamples"] == 30 and s.loc["all", "feasible_share"] == 1.0
     # (0.04, 14) fails (c) on the full set; some question resamples drop H2 and pass
-    c = robustness_summary(robustness(seed, published.raw, RetrievalSpec(bonus=0.04), n_boot=60, seed=4)).set_index(
-        "kind"
-    )
+    c = robustness_summary(
+        robustness(seed, published.raw, RetrievalSpec(bonus=0.04), n_boot=60, seed=4)
+    ).set_index("kind")
     assert c.loc["all", "feasible_share"] == 0.0 and 0 < c.loc["questions", "feasible_share"] < 1
 
 

@@ -13,9 +13,8 @@ from memlab.app.runner import NOTEBOOKS, load_batch, parse_overrides
 
 KNOWN = ", ".join(sorted(p.name for p in NOTEBOOK_PARAMETERS))
 
-pytestmark = pytest.mark.notebook
 
-
+@pytest.mark.notebook
 def test_failing_notebook_keeps_the_others_and_exits_non_zero(tmp_path, capsys):
     batch = tmp_path / "batch.yaml"
     batch.write_text(

@@ -309,7 +309,7 @@ def test_parse_axis(text, integer, want):
         ("a,b", False, "--x: 'a,b' is not start:stop:step (stop included), a comma list or a number"),
         ("1:0:0.1", False, "--x: '1:0:0.1' needs step > 0 and stop >= start"),
         ("0:1:0", False, "--x: '0:1:0' needs step > 0 and stop >= start"),
-        ("2.5", True, "--x: '2.5' is not start:stop:step (stop included), a comma list or a integer"),
+        ("2.5", True, "--x: '2.5' is not start:stop:step (stop included), a comma list or an integer"),
     ],
 )
 def test_parse_axis_errors(text, integer, message):

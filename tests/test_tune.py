@@ -8,7 +8,20 @@ from memlab.app.panel import TuningPanel
 def test_panel_updates_figure_criteria_and_prompt(seed):
     panel = TuningPanel(seed, source="published")
     view = panel.view()
-    assert view is not None and panel.state.feasible
+    (row, prompt) = view.children
+    (controls, figure) = row.children
+    assert figure is panel.figure and prompt is panel._widgets["prompt"]
+    assert [w.description for w in controls.children[:-1]] == [
+        "source",
+        "lang",
+        "prompt for",
+        "bonus",
+        "tau (days)",
+        "threshold",
+        "candidates",
+        "inject",
+    ]
+    assert panel.state.feasible
     before = list(panel.figure.data[1].y)
     panel.set(bonus=0.04)  # the seed's third candidate: (c) fails
     assert [c.passed for c in panel.state.criteria] == [True, True, False]

@@ -48,7 +48,7 @@ NOTEBOOK_PARAMETERS: tuple[Parameter, ...] = (
         "hybrid_datasets",
         "str",
         "seed16-time,daily-lunch",
-        "hybrid: datasets the retrievers are compared on (comma list)",
+        "hybrid: datasets to compare the retrievers on (comma list)",
     ),
     Parameter("retrievers", "str", "", "hybrid: retrievers to compare (comma list); empty for all"),
     Parameter("alpha_range", "str", "0:1:0.1", "hybrid: weight of the vector route in weighted fusion"),

@@ -41,7 +41,9 @@ class Criterion:
 
     def __post_init__(self) -> None:
         if self.kind not in CRITERION_KINDS:
-            raise InputError(f"criterion {self.name!r}: {unknown_message('kind', [self.kind], CRITERION_KINDS)}")
+            raise InputError(
+                f"criterion {self.name!r}: {unknown_message('kind', [self.kind], CRITERION_KINDS)}"
+            )
         if CRITERION_KINDS[self.kind].needs_question and self.question is None:
             raise InputError(f"criterion {self.name!r} of kind {self.kind!r} needs a question")
 

@@ -86,7 +86,7 @@ def parse_axis(text: str, name: str = "value", integer: bool = False) -> tuple[f
     except ValueError as e:
         if e.args and str(e.args[0]).startswith("--"):
             raise
-        kind = "integer" if integer else "number"
+        kind = "an integer" if integer else "a number"
         raise InputError(
-            f"--{name}: '{text}' is not start:stop:step (stop included), a comma list or a {kind}"
+            f"--{name}: '{text}' is not start:stop:step (stop included), a comma list or {kind}"
         ) from None

@@ -60,7 +60,7 @@ SELECTION_RULES: dict[str, SelectionRule] = {
 
 def select(table: pd.DataFrame, rule: str = "smallest-bonus") -> int | None:
     """Positional index of the row the rule picks among ``feasible`` rows, or None if none is."""
-    spec = lookup(SELECTION_RULES, rule, 'selection rule')
+    spec = lookup(SELECTION_RULES, rule, "selection rule")
     feasible = np.flatnonzero(table["feasible"].to_numpy(dtype=bool))
     if feasible.size == 0:
         return None

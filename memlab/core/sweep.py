@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-
 @dataclass(frozen=True)
 class Prepared:
     """Everything about the scores that does not depend on the grid's (bonus, tau) chunk.

@@ -220,7 +220,9 @@ def daily_lunch(seed: int = 0, days: int = 50, reference: date = date(2026, 9, 1
             f"{len(DISHES)} dishes (so many differ only by date), some evening events, questions naming a "
             "day (L1-L8; L8 is asked 20 days earlier) and questions nothing answers (LN1-LN3)."
         ),
-        "provenance": f"memlab.datasets.generate.daily_lunch(seed={seed}, days={days}, reference={reference})",
+        "provenance": (
+            f"memlab.datasets.generate.daily_lunch(seed={seed}, days={days}, reference={reference})"
+        ),
     }
 
     def jsonl(rows: list[dict]) -> str:
@@ -241,7 +243,7 @@ def write_generated(name: str, out: str | Path, **options) -> Path:
     from memlab.datasets.model import load_dataset
     from memlab.output.io import write_folder_atomically
 
-    generator = lookup(GENERATORS, name, 'generator')
+    generator = lookup(GENERATORS, name, "generator")
     files = generator(**options)
     # the dataset is named after its folder, so a variant never passes for the packaged one
     meta = json.loads(files["dataset.json"])

@@ -172,18 +172,40 @@ def parse_datetime(value: Any) -> datetime:
     return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
 
 
+def packaged_datasets() -> list[str]:
+    """Names of the datasets shipped inside the package."""
+    root = resources.files("memlab.datasets") / "packaged"
+    return sorted(d.name for d in root.iterdir() if d.is_dir())
+
+
+def user_data_dirs() -> list[Path]:
+    """Where ``--dataset NAME`` looks after the packaged datasets: ``$MEMLAB_DATA_DIR`` if set,
+    else ``./data`` and, for notebooks that run in ``notebooks/``, ``../data``."""
+    import os
+
+    if os.environ.get("MEMLAB_DATA_DIR"):
+        return [Path(os.environ["MEMLAB_DATA_DIR"]).expanduser()]
+    return [Path.cwd() / "data", Path.cwd().parent / "data"]
+
+
 def dataset_dir(name_or_path: str | Path = DEFAULT_DATASET) -> Path:
-    """A packaged dataset by name (``seed16``) or a folder path."""
-    p = Path(name_or_path)
+    """A dataset folder: a packaged dataset by name (``seed16``), else ``data/NAME``, else a path."""
+    text = str(name_or_path)
+    is_name = bool(text) and "/" not in text and "\\" not in text and text not in (".", "..")
+    if is_name:
+        packaged = resources.files("memlab.datasets") / "packaged" / text
+        if packaged.is_dir():
+            return Path(str(packaged))
+        for root in user_data_dirs():
+            if (root / text).is_dir():
+                return (root / text).resolve()
+    p = Path(name_or_path).expanduser()
     if p.is_dir():
         return p
-    packaged = resources.files("memlab.datasets") / "packaged" / str(name_or_path)
-    if packaged.is_dir():
-        return Path(str(packaged))
-    available = sorted(d.name for d in (resources.files("memlab.datasets") / "packaged").iterdir() if d.is_dir())
+    looked = ", ".join(str(r) for r in user_data_dirs())
     raise MissingFileError(
-        f"no dataset {str(name_or_path)!r}: not a folder, and not a packaged dataset "
-        f"(packaged: {', '.join(available)})"
+        f"no dataset {text!r}: not a packaged dataset (packaged: {', '.join(packaged_datasets())}), "
+        f"not under {looked}, and not a folder ({p.resolve()})"
     )
 
 
@@ -323,7 +345,10 @@ def _check_time_question(r, fields, time_range, current_date, current, asked) ->
             continue
         named = parse_time(text, asked.astimezone(UTC).date())
         if named is None:
-            r.problem(fname, "a time question must name a time memlab.datasets.timeparse reads, or give a time_range")
+            r.problem(
+                fname,
+                "a time question must name a time memlab.datasets.timeparse reads, or give a time_range",
+            )
         elif not named.start - timedelta(days=1) <= day <= named.end + timedelta(days=1):
             r.problem(
                 "current",

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from memlab.core.registry import check_names
 
@@ -136,3 +138,20 @@ def _umask() -> int:
     umask = os.umask(0)
     os.umask(umask)
     return umask
+
+
+def json_ready(obj: Any) -> Any:
+    """``obj`` as plain JSON values: numpy scalars and arrays become Python numbers and lists,
+    NaN and infinities become null (they are not JSON), tuples become lists, and anything else
+    that JSON cannot hold becomes its ``str``. The one JSON cleaner of every writer."""
+    if isinstance(obj, bool | int | str) or obj is None:
+        return obj
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(k): json_ready(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [json_ready(v) for v in obj]
+    if hasattr(obj, "tolist"):  # numpy scalars and arrays
+        return json_ready(obj.tolist())
+    return str(obj)

@@ -39,7 +39,7 @@ B_FORMAT: dict[str, str] = {
 
 def b_format(memory_texts: list[str], today: datetime, lang: str = "en") -> str:
     """The block for the injected memories (in injection order); empty when none is injected."""
-    template = lookup(B_FORMAT, lang, 'B-format template for')
+    template = lookup(B_FORMAT, lang, "B-format template for")
     if not memory_texts:
         return ""
     return template.format(today=f"{today:%Y-%m-%d}", memories="\n".join(memory_texts))

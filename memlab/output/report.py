@@ -18,20 +18,11 @@ from typing import TYPE_CHECKING, Any
 from memlab.core.errors import InputError
 from memlab.core.registry import check_names
 from memlab.output.figures.export import STATIC_FORMATS, export_figure, export_static_batch, static_export
-from memlab.output.io import TABLE_FORMATS, atomic_write_bytes, atomic_write_text
+from memlab.output.io import TABLE_FORMATS, atomic_write_bytes, atomic_write_text, json_ready
 
 if TYPE_CHECKING:
     import pandas as pd
     import plotly.graph_objects as go
-
-
-
-def _json_default(x: Any) -> Any:
-    if hasattr(x, "item"):
-        return x.item()
-    if hasattr(x, "tolist"):
-        return x.tolist()
-    return str(x)
 
 
 class Report:
@@ -101,7 +92,7 @@ class Report:
         doc = {"parameters": parameters or {}, "entries": self.entries}
         return atomic_write_text(
             self.out_dir / "report.json",
-            json.dumps(doc, indent=2, default=_json_default, ensure_ascii=False) + "\n",
+            json.dumps(json_ready(doc), indent=2, ensure_ascii=False) + "\n",
         )
 
 

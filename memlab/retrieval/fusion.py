@@ -74,7 +74,7 @@ NORMALIZATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 
 def normalize(scores: np.ndarray, method: str) -> np.ndarray:
     """Per question over its finite entries; a question with no candidates stays all NaN."""
-    fn = lookup(NORMALIZATIONS, method, 'normalisation')
+    fn = lookup(NORMALIZATIONS, method, "normalisation")
     scores = np.asarray(scores, dtype=np.float64)
     out = np.full_like(scores, np.nan)
     rows = np.isfinite(scores).any(axis=-1)
@@ -105,15 +105,12 @@ def alpha_weights(alphas: np.ndarray | float) -> np.ndarray:
 
 def ranks(scores: np.ndarray) -> np.ndarray:
     """1-based rank of each candidate within its question, score descending; tied scores share
-    the best rank among them (competition ranking: 1, 1, 3), so no tie is broken by position."""
+    the best rank among them (competition ranking: 1, 1, 3), so no tie is broken by position.
+    NaN (no candidate) stays NaN. This is ``scipy.stats.rankdata(method="min")``."""
+    from scipy.stats import rankdata
+
     scores = np.asarray(scores, dtype=np.float64)
-    out = np.full_like(scores, np.nan)
-    for q in range(scores.shape[0]):
-        finite = np.isfinite(scores[q])
-        descending = -np.sort(-scores[q, finite])
-        # 1 + how many scores are strictly higher
-        out[q, finite] = 1 + np.searchsorted(-descending, -scores[q, finite], side="left")
-    return out
+    return rankdata(-scores, method="min", axis=-1, nan_policy="omit").astype(np.float64)
 
 
 def rrf_fusion(route_ranks: Sequence[np.ndarray], k: np.ndarray | float) -> np.ndarray:

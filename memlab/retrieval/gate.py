@@ -34,5 +34,3 @@ def time_gate(inputs: RetrievalInputs) -> Gate:
             inside = (days >= lo - 1) & (days <= hi + 1) & visible[q]
         mask[q] = inside
     return Gate(mask, gated, widened)
-
-

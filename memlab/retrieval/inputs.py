@@ -96,5 +96,3 @@ def build_inputs(
         crit.dataset_criteria(dataset) if criteria is None else criteria,
         {"dataset": dataset.name, "lang": lang},
     )
-
-

@@ -18,10 +18,7 @@ sweep, with the same criteria, selection and metrics as the seed's recency bonus
 - ``gate-vector-decay``: the gate in front of the seed's spec, to separate what the gate does
   from what the fusion does.
 
-A fused score has no absolute scale (min-max puts every question's best candidate at 1), so a
-retriever's threshold is calibrated on its own scores: the threshold axis spans the range of final
-scores the retriever produces (``threshold_steps`` evenly spaced values, 201 by default), and the sweep picks it
-with the criteria, like bonus and tau. Headroom is then in the retriever's own units.
+The comparison that tunes and compares them is ``memlab.studies.hybrid``.
 """
 
 from __future__ import annotations
@@ -150,7 +147,9 @@ def retriever_scores(
     whole (the sweep takes its top ``candidates``, as the spec does).
     """
     if "keyword" in retriever.routes and inputs.keyword is None:
-        raise InputError(f"retriever {retriever.name!r} needs keyword scores: build the inputs with keyword=True")
+        raise InputError(
+            f"retriever {retriever.name!r} needs keyword scores: build the inputs with keyword=True"
+        )
     mask = time_gate(inputs).mask if retriever.gate else inputs.visible
     vector = np.where(mask, inputs.vector, np.nan)
     if retriever.fusion == "none":
@@ -173,5 +172,3 @@ def retriever_scores(
         return out
     fused = rrf_fusion([ranks(x) for x in used], np.asarray(rrf_ks))  # (K, Q, M)
     return [FusionSettings({"rrf_k": float(k)}, fused[i]) for i, k in enumerate(rrf_ks)]
-
-

@@ -207,5 +207,5 @@ SOURCES: dict[str, ScoreSource] = {"published": published_scores, "embedded": em
 
 def load_scores(source: str, dataset: Dataset, **options: Any) -> ScoreTable:
     """Scores from a named source (see ``SOURCES``)."""
-    fn = lookup(SOURCES, source, 'score source')
+    fn = lookup(SOURCES, source, "score source")
     return fn(dataset, **options)

@@ -280,7 +280,9 @@ def retriever_query(
     agree where scores differ. ``time_range`` is the gate's (start, end) days, both included.
     """
     if retriever.fusion == "weighted":
-        raise InputError(f"retriever {retriever.name!r}: weighted fusion has no native Qdrant query; use ranx")
+        raise InputError(
+            f"retriever {retriever.name!r}: weighted fusion has no native Qdrant query; use ranx"
+        )
     if retriever.fusion == "rrf" and rrf_k != int(rrf_k):
         raise InputError(f"Qdrant's RRF takes an integer k; got {rrf_k}")
     if asked is not None:

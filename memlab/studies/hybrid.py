@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-
 @dataclass(frozen=True)
 class RetrieverGrid:
     """The axes a comparison sweeps; each retriever uses the ones it has."""
@@ -59,12 +58,19 @@ def calibrated_thresholds(scores: np.ndarray, max_bonus: float, steps: int) -> t
     return tuple(np.round(np.append(values, hi + max(1e-3, 0.01 * (hi - lo))), 9).tolist())
 
 
-def sweep_retriever(retriever: Retriever, inputs: RetrievalInputs, grid: RetrieverGrid = RetrieverGrid()) -> pd.DataFrame:
+def sweep_retriever(
+    retriever: Retriever, inputs: RetrievalInputs, grid: RetrieverGrid = RetrieverGrid()
+) -> pd.DataFrame:
     """Every configuration of a retriever: its fusion axes x bonus x tau x calibrated thresholds."""
     import pandas as pd
 
     settings = retriever_scores(
-        retriever, inputs, candidates=grid.candidates, alphas=grid.alphas, norms=grid.norms, rrf_ks=grid.rrf_ks
+        retriever,
+        inputs,
+        candidates=grid.candidates,
+        alphas=grid.alphas,
+        norms=grid.norms,
+        rrf_ks=grid.rrf_ks,
     )
     bonus = grid.bonus if retriever.decay else (0.0,)
     taus = grid.tau_days if retriever.decay else (1.0,)
@@ -116,7 +122,9 @@ def choose(table: pd.DataFrame, value: np.ndarray) -> int:
     return int(np.lexsort(keys)[0])
 
 
-def per_question(retriever: Retriever, inputs: RetrievalInputs, row: pd.Series, grid: RetrieverGrid) -> pd.DataFrame:
+def per_question(
+    retriever: Retriever, inputs: RetrievalInputs, row: pd.Series, grid: RetrieverGrid
+) -> pd.DataFrame:
     """The chosen configuration, question by question (the sweep's long form for one config)."""
     params = {k: row[k] for k in ("norm", "alpha", "rrf_k") if row.get(k) is not None and row[k] == row[k]}
     (setting,) = retriever_scores(
@@ -267,7 +275,9 @@ def compare(
         pd.DataFrame(kinds),
         pd.concat(questions, ignore_index=True),
         configs,
-        pd.DataFrame(landscape, columns=["retriever", "axis", "norm", "value", "best_utility", "any_feasible"]),
+        pd.DataFrame(
+            landscape, columns=["retriever", "axis", "norm", "value", "best_utility", "any_feasible"]
+        ),
     )
 
 

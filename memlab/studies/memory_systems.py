@@ -177,7 +177,7 @@ WRITE_POLICIES: dict[str, WritePolicy] = {
 
 
 def write_policy(name: str) -> WritePolicy:
-    return lookup(WRITE_POLICIES, name, 'write policy')
+    return lookup(WRITE_POLICIES, name, "write policy")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -329,7 +329,7 @@ READ_SYSTEMS: dict[str, ReadSystem] = {
 
 
 def read_system(name: str) -> ReadSystem:
-    return lookup(READ_SYSTEMS, name, 'read system')
+    return lookup(READ_SYSTEMS, name, "read system")
 
 
 def expand_grid(grid: dict[str, tuple]) -> list[dict[str, float]]:

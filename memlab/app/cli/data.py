@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from memlab.app.cli.options import (
     Command,
@@ -33,7 +34,7 @@ def cmd_import_qdrant(args: argparse.Namespace) -> int:
         collection=args.collection,
         date_field=args.date_field,
         text_field=args.text_field,
-        out=args.output,
+        out=args.output or Path("data") / args.collection,
         path=args.path,
         url=args.url,
         vector_name=args.vector_name,
@@ -100,7 +101,12 @@ def add_import_qdrant_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--questions", default=None, help="questions.jsonl to include")
     p.add_argument("--reference-date", default=None, help="default: the newest memory's date")
     p.add_argument("--language", default="en")
-    p.add_argument("-o", "--output", required=True, help="new dataset folder")
+    p.add_argument(
+        "-o",
+        "--output",
+        default=None,
+        help="new dataset folder (default: data/COLLECTION, where --dataset finds it)",
+    )
 
 
 def add_generate_arguments(p: argparse.ArgumentParser) -> None:
@@ -122,8 +128,28 @@ def add_timeparse_arguments(p: argparse.ArgumentParser) -> None:
 
 
 COMMANDS = (
-    Command('validate', 'check a dataset folder; every problem as file:line: field: problem', add_validate_arguments, cmd_validate),
-    Command('import-qdrant', 'turn an existing Qdrant collection into a dataset, vectors kept', add_import_qdrant_arguments, cmd_import_qdrant),
-    Command('generate', 'write a generated dataset folder (daily-lunch: near-duplicate daily events)', add_generate_arguments, cmd_generate),
-    Command('timeparse', 'the date range an explicit time expression names (English, Japanese)', add_timeparse_arguments, cmd_timeparse),
+    Command(
+        "validate",
+        "check a dataset folder; every problem as file:line: field: problem",
+        add_validate_arguments,
+        cmd_validate,
+    ),
+    Command(
+        "import-qdrant",
+        "turn an existing Qdrant collection into a dataset, vectors kept",
+        add_import_qdrant_arguments,
+        cmd_import_qdrant,
+    ),
+    Command(
+        "generate",
+        "write a generated dataset folder (daily-lunch: near-duplicate daily events)",
+        add_generate_arguments,
+        cmd_generate,
+    ),
+    Command(
+        "timeparse",
+        "the date range an explicit time expression names (English, Japanese)",
+        add_timeparse_arguments,
+        cmd_timeparse,
+    ),
 )

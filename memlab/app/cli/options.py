@@ -7,7 +7,6 @@ import math
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from memlab.core.spec import RetrievalSpec
 from memlab.datasets.model import DEFAULT_DATASET
@@ -138,17 +137,6 @@ def fmt(x: float | None, signed: bool = False) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "-"
     return f"{x:+.3f}" if signed else f"{x:.3f}"
-
-
-def json_clean(obj: Any) -> Any:
-    """NaN and infinities are not JSON: they become null."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: json_clean(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [json_clean(v) for v in obj]
-    return obj
 
 
 def spec_line(spec: RetrievalSpec) -> str:

@@ -56,5 +56,10 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
 
 
 COMMANDS = (
-    Command('run', 'execute the notebooks with papermill for every parameter set of a batch', add_run_arguments, cmd_run),
+    Command(
+        "run",
+        "execute the notebooks with papermill for every parameter set of a batch",
+        add_run_arguments,
+        cmd_run,
+    ),
 )

@@ -15,7 +15,6 @@ from memlab.app.cli.options import (
     criteria_from,
     emit,
     fmt,
-    json_clean,
     scores_from,
     spec_from,
     spec_line,
@@ -23,6 +22,7 @@ from memlab.app.cli.options import (
 from memlab.core.errors import InputError
 from memlab.core.registry import check_names
 from memlab.datasets.model import load_dataset
+from memlab.output.io import json_ready
 from memlab.studies.drift_benchmark import parse_budgets
 
 
@@ -107,7 +107,7 @@ def cmd_scale(args: argparse.Namespace) -> int:
     result = scale_study(dataset, scores.raw, queries, pool, ages, sizes, spec_from(args), seed=args.seed)
     if args.format == "json":
         rows = [{**r, "n_zero_headroom": result.n_zero_headroom} for r in result.rows]
-        emit(json.dumps(json_clean(rows), indent=2), args.output)
+        emit(json.dumps(json_ready(rows), indent=2), args.output)
         return 0
     lines = [
         f"basis: {result['basis']}",
@@ -154,7 +154,7 @@ def cmd_robustness(args: argparse.Namespace) -> int:
             "summary": summary.to_dict("records"),
             "resamples": df.to_dict("records"),
         }
-        emit(json.dumps(json_clean(doc), indent=2), args.output)
+        emit(json.dumps(json_ready(doc), indent=2), args.output)
         return 0
     lines = [
         f"spec: {spec_line(spec)}; {args.boot} bootstrap resamples, seed {args.seed}",
@@ -195,7 +195,7 @@ def cmd_drift(args: argparse.Namespace) -> int:
         progress=sys.stderr.isatty(),
     )
     if args.format == "json":
-        emit(json.dumps(json_clean(result.rows()), indent=2), args.output)
+        emit(json.dumps(json_ready(result.rows()), indent=2), args.output)
         return 0
     emit(drift_table(result), args.output)
     return 0
@@ -206,7 +206,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from memlab.retrieval.retrievers import RETRIEVERS, check_retrievers, uses_keywords
     from memlab.studies.hybrid import compare
 
-    retrievers = None if args.retrievers is None else [p.strip() for p in args.retrievers.split(",") if p.strip()]
+    retrievers = (
+        None if args.retrievers is None else [p.strip() for p in args.retrievers.split(",") if p.strip()]
+    )
     check_retrievers(retrievers)  # unknown names fail before any embedding
     grid = retriever_grid_from(args)
     dataset = load_dataset(args.dataset)
@@ -224,10 +226,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
             "by_kind": result.by_kind.to_dict("records"),
             "fusion_landscape": result.landscape.to_dict("records"),
             "questions": result.questions[
-                ["retriever", "question", "kind", "names_time", "current_injected", "injected", "stale_injected"]
+                [
+                    "retriever",
+                    "question",
+                    "kind",
+                    "names_time",
+                    "current_injected",
+                    "injected",
+                    "stale_injected",
+                ]
             ].to_dict("records"),
         }
-        emit(json.dumps(json_clean(doc), indent=2), args.output)
+        emit(json.dumps(json_ready(doc), indent=2), args.output)
         return 0
     gated = sum(r is not None for r in inputs.time_ranges)
     lines = [
@@ -327,7 +337,9 @@ def add_drift_arguments(p: argparse.ArgumentParser) -> None:
 def add_compare_arguments(p: argparse.ArgumentParser) -> None:
     add_source_options(p)
     p.add_argument(
-        "--retrievers", default=None, help="comma list of retrievers (default: all); see memlab.retrieval.retrievers.RETRIEVERS"
+        "--retrievers",
+        default=None,
+        help="comma list of retrievers (default: all); see memlab.retrieval.retrievers.RETRIEVERS",
     )
     g = p.add_argument_group("grid (start:stop:step with stop included, a comma list, or one value)")
     g.add_argument("--alpha", default="0:1:0.1", help="weighted fusion: weight of the vector route")
@@ -351,8 +363,28 @@ def add_compare_arguments(p: argparse.ArgumentParser) -> None:
 
 
 COMMANDS = (
-    Command('scale', 'headroom as the memory count grows: measured, and an extreme-value prediction', add_scale_arguments, cmd_scale),
-    Command('robustness', 'leave-one-question-out and bootstrap: does the tuned spec hold?', add_robustness_arguments, cmd_robustness),
-    Command('drift', 'drifting facts: memory systems tuned on some streams, measured on held-out ones', add_drift_arguments, cmd_drift),
-    Command('compare', 'tune retrievers (vector, hybrid, RRF, time gate) and compare them', add_compare_arguments, cmd_compare),
+    Command(
+        "scale",
+        "headroom as the memory count grows: measured, and an extreme-value prediction",
+        add_scale_arguments,
+        cmd_scale,
+    ),
+    Command(
+        "robustness",
+        "leave-one-question-out and bootstrap: does the tuned spec hold?",
+        add_robustness_arguments,
+        cmd_robustness,
+    ),
+    Command(
+        "drift",
+        "drifting facts: memory systems tuned on some streams, measured on held-out ones",
+        add_drift_arguments,
+        cmd_drift,
+    ),
+    Command(
+        "compare",
+        "tune retrievers (vector, hybrid, RRF, time gate) and compare them",
+        add_compare_arguments,
+        cmd_compare,
+    ),
 )

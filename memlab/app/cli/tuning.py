@@ -16,7 +16,6 @@ from memlab.app.cli.options import (
     criteria_from,
     emit,
     fmt,
-    json_clean,
     scores_from,
     spec_from,
     spec_line,
@@ -25,6 +24,7 @@ from memlab.core.errors import InputError
 from memlab.core.selection import SELECTION_RULES
 from memlab.core.spec import RetrievalSpec
 from memlab.datasets.model import DEFAULT_DATASET, load_dataset
+from memlab.output.io import json_ready
 
 
 def grid_from(args: argparse.Namespace):
@@ -59,7 +59,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     dataset = load_dataset(args.dataset)
     ev = evaluate(dataset, scores_from(args, dataset), spec_from(args), lang=args.lang)
     if args.format == "json":
-        emit(json.dumps(json_clean(ev.to_dict()), indent=2, ensure_ascii=False), args.output)
+        emit(json.dumps(json_ready(ev.to_dict()), indent=2, ensure_ascii=False), args.output)
         return 0
     model = ev.details.get("model", "")
     lines = [
@@ -118,7 +118,7 @@ def cmd_table(args: argparse.Namespace) -> int:
             }
             for r in table.to_dict("records")
         ]
-        emit(json.dumps(json_clean(rows), indent=2), args.output)
+        emit(json.dumps(json_ready(rows), indent=2), args.output)
         return 0
     label = {"nohit_below": "no-hit max", "current_reaches": "current", "current_injected": "current"}
     names = [f"{c.name}: {c.question + ' ' if c.question else ''}{label[c.kind]}" for c in criteria]
@@ -371,10 +371,37 @@ def add_feasible_arguments(p: argparse.ArgumentParser) -> None:
 
 
 COMMANDS = (
-    Command('evaluate', 'run the retrieval spec on every question and check the criteria', add_evaluate_arguments, cmd_evaluate),
-    Command('table', "the seed's four (bonus, tau) candidates and the one the rule picks", add_table_arguments, cmd_table),
-    Command('prompt', 'the B-format <retrieved_memory> block the spec injects for a question', add_prompt_arguments, cmd_prompt),
-    Command('spec', 'print the spec, or the whole spec as one Qdrant REST query', add_spec_arguments, cmd_spec),
-    Command('sweep', 'evaluate a whole grid of configurations and pick one by a rule', add_sweep_arguments, cmd_sweep),
-    Command('feasible', 'the exact bonus intervals where every criterion holds, per tau', add_feasible_arguments, cmd_feasible),
+    Command(
+        "evaluate",
+        "run the retrieval spec on every question and check the criteria",
+        add_evaluate_arguments,
+        cmd_evaluate,
+    ),
+    Command(
+        "table",
+        "the seed's four (bonus, tau) candidates and the one the rule picks",
+        add_table_arguments,
+        cmd_table,
+    ),
+    Command(
+        "prompt",
+        "the B-format <retrieved_memory> block the spec injects for a question",
+        add_prompt_arguments,
+        cmd_prompt,
+    ),
+    Command(
+        "spec", "print the spec, or the whole spec as one Qdrant REST query", add_spec_arguments, cmd_spec
+    ),
+    Command(
+        "sweep",
+        "evaluate a whole grid of configurations and pick one by a rule",
+        add_sweep_arguments,
+        cmd_sweep,
+    ),
+    Command(
+        "feasible",
+        "the exact bonus intervals where every criterion holds, per tau",
+        add_feasible_arguments,
+        cmd_feasible,
+    ),
 )
