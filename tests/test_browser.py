@@ -54,6 +54,7 @@ def not_blank(png: bytes) -> int:
     return len(img.getcolors(maxcolors=1 << 20) or [])
 
 
+@pytest.mark.notebook
 def test_index_and_a_figure_page_render(browser, tmp_path):
     batch = tmp_path / "batch.yaml"
     batch.write_text(

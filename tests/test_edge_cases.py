@@ -12,14 +12,14 @@ import pytest
 
 from memlab.app.cli import main
 from memlab.app.runner import load_batch, parse_overrides
-from memlab.core.criteria import load_criteria
+from memlab.core.files import atomic_write_text
 from memlab.core.grid import Grid
 from memlab.core.labels import Labels
 from memlab.core.selection import select
 from memlab.core.spec import RetrievalSpec, age_days
 from memlab.core.sweep import sweep
+from memlab.datasets.criteria_file import load_criteria
 from memlab.datasets.model import DatasetError, load_dataset
-from memlab.output.io import atomic_write_text
 from memlab.studies.scale import TopK
 from memlab.tuning.evaluate import candidate_table
 

@@ -55,7 +55,7 @@ def test_failing_notebook_keeps_the_others_and_exits_non_zero(tmp_path, capsys):
     assert (out / "also-good" / "01_reproduce" / "figures" / "bonus_curve.html").is_file()
     broken = nbformat.read(out / "broken" / "01_reproduce.ipynb", as_version=4)
     errors = [o for c in broken.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
-    assert errors and errors[0]["ename"] == "FileNotFoundError"
+    assert errors and errors[0]["ename"] == "MissingFileError"
 
     index = (out / "index.html").read_text()
     assert index.count("executed notebook") == 3

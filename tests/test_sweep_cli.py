@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from memlab.app.cli import main
-from memlab.core.criteria import load_criteria
+from memlab.datasets.criteria_file import load_criteria
 from memlab.output.io import TableWriter
 
 

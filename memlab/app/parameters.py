@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     import sys
     from pathlib import Path
 
-    from memlab.output.io import atomic_write_text
+    from memlab.core.files import atomic_write_text
 
     for name in sys.argv[1:] if argv is None else argv:
         path = Path(name)

@@ -26,7 +26,7 @@ from typing import Any
 
 from memlab.app.parameters import NOTEBOOK_PARAMETERS, defaults
 from memlab.core.errors import InputError, MissingFileError
-from memlab.output.io import atomic_write_text
+from memlab.core.files import atomic_write_text
 
 NOTEBOOKS = (
     "01_reproduce",

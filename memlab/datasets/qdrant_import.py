@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from memlab.core.errors import InputError, MissingFileError
+from memlab.core.files import write_folder_atomically
 from memlab.datasets.model import DatasetError, parse_datetime
-from memlab.output.io import write_folder_atomically
 
 
 def _parse_date(value: Any) -> datetime:

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlab.core.errors import InputError
+from memlab.core.files import atomic_write_bytes, atomic_write_text
 from memlab.core.registry import check_names
 from memlab.output.figures.export import STATIC_FORMATS, export_figure, export_static_batch, static_export
-from memlab.output.io import TABLE_FORMATS, atomic_write_bytes, atomic_write_text, json_ready
+from memlab.output.io import TABLE_FORMATS, json_ready
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from memlab.core.errors import EmbeddingError, InputError
-from memlab.output.io import atomic_write_bytes, atomic_write_text
+from memlab.core.files import atomic_write_bytes, atomic_write_text
 
 # Set before sentence-transformers / transformers are imported anywhere in the process.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

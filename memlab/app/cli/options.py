@@ -8,9 +8,9 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from memlab.core.files import atomic_write_text
 from memlab.core.spec import RetrievalSpec
 from memlab.datasets.model import DEFAULT_DATASET
-from memlab.output.io import atomic_write_text
 
 DEFAULTS = RetrievalSpec()
 
@@ -148,6 +148,7 @@ def spec_line(spec: RetrievalSpec) -> str:
 
 
 def criteria_from(args: argparse.Namespace, dataset):
-    from memlab.core.criteria import dataset_criteria, load_criteria
+    from memlab.core.criteria import dataset_criteria
+    from memlab.datasets.criteria_file import load_criteria
 
     return load_criteria(args.criteria) if args.criteria else dataset_criteria(dataset)

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
 
+from memlab.core.files import atomic_write_bytes, atomic_write_text
 from memlab.core.registry import check_names
-from memlab.output.io import atomic_write_bytes, atomic_write_text
 
 if TYPE_CHECKING:
     pass

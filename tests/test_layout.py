@@ -1,0 +1,67 @@
+"""The layout the README promises: layers as subpackages, imports pointing down only."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "memlab"
+# each layer may import the layers listed before it, never one listed after it
+LAYERS = ("core", "datasets", "scoring", "tuning", "retrieval", "studies", "output", "app")
+MAY_IMPORT = {
+    "core": {"core"},
+    "datasets": {"core", "datasets"},
+    "scoring": {"core", "datasets", "scoring"},
+    "tuning": {"core", "datasets", "scoring", "tuning"},
+    "retrieval": {"core", "datasets", "retrieval"},
+    "studies": {"core", "datasets", "scoring", "tuning", "retrieval", "studies"},
+    "output": {"core", "datasets", "scoring", "tuning", "retrieval", "studies", "output"},
+    "app": set(LAYERS),
+}
+MODULES = sorted(p for p in ROOT.rglob("*.py") if p.parent != ROOT)
+
+
+def imports(path: Path) -> list[tuple[str, list[str], int]]:
+    """(module, imported names, line) for every import in the file, function-local ones included."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.append((node.module, [a.name for a in node.names], node.lineno))
+        elif isinstance(node, ast.Import):
+            out += [(a.name, [], node.lineno) for a in node.names]
+    return out
+
+
+def layer_of(path: Path) -> str:
+    return path.relative_to(ROOT).parts[0]
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_imports_point_down_the_layers(path):
+    mine = layer_of(path)
+    for module, names, line in imports(path):
+        parts = module.split(".")
+        if parts[0] != "memlab":
+            continue
+        if len(parts) == 1:  # from memlab import x: only the top-level re-exports
+            raise AssertionError(f"{path.name}:{line}: imports from the top-level package")
+        assert parts[1] in MAY_IMPORT[mine], f"{path.relative_to(ROOT)}:{line}: {mine} imports {module}"
+        private = [n for n in names if n.startswith("_")]
+        assert not private, f"{path.relative_to(ROOT)}:{line}: imports private {private} from {module}"
+
+
+def test_core_needs_numpy_only():
+    # every formula is numpy; pandas lays the sweep's results out as a tidy frame, portion holds
+    # the feasible bonus intervals, tqdm shows the progress of a long sweep
+    allowed = set(sys.stdlib_module_names) | {"numpy", "pandas", "portion", "tqdm", "memlab"}
+    for path in (ROOT / "core").glob("*.py"):
+        for module, _, line in imports(path):
+            assert module.split(".")[0] in allowed, f"core/{path.name}:{line}: imports {module}"
+
+
+def test_no_module_is_much_longer_than_600_lines():
+    longest = max(MODULES, key=lambda p: len(p.read_text(encoding="utf-8").splitlines()))
+    assert len(longest.read_text(encoding="utf-8").splitlines()) <= 620, longest
