@@ -13,8 +13,9 @@ from memlab.scoring.sources import ScoreTable
 REF = datetime(2026, 9, 10, tzinfo=UTC)
 
 
-def make_dataset(age_seconds, kinds, current, stale, asked_seconds_ago=None) -> Dataset:
-    """Memories aged by whole seconds (the payload date's resolution) and labelled questions."""
+def make_dataset(age_seconds, kinds, current, stale, asked_seconds_ago=None, relevant=None) -> Dataset:
+    """Memories aged by whole seconds (the payload date's resolution) and labelled questions;
+    ``relevant`` (per question, memory indices) defaults to the current and stale memories."""
     memories = tuple(
         Memory(f"m{i}", REF - timedelta(seconds=int(s)), {"en": f"memory {i}"}, "", "reconstructed")
         for i, s in enumerate(age_seconds)
@@ -26,6 +27,14 @@ def make_dataset(age_seconds, kinds, current, stale, asked_seconds_ago=None) -> 
             {"en": f"question {j}"},
             current=None if current[j] < 0 else f"m{current[j]}",
             stale=tuple(f"m{s}" for s in stale[j]),
+            relevant=tuple(
+                f"m{m}"
+                for m in (
+                    relevant[j]
+                    if relevant is not None
+                    else (*((current[j],) if current[j] >= 0 else ()), *stale[j])
+                )
+            ),
             date=None if asked_seconds_ago is None else REF - timedelta(seconds=int(asked_seconds_ago[j])),
         )
         for j, kind in enumerate(kinds)
@@ -38,10 +47,16 @@ def score_table(dataset: Dataset, raw: np.ndarray) -> ScoreTable:
 
 
 def criteria_for(dataset: Dataset) -> tuple[Criterion, ...]:
-    """Every kind of criterion the labels allow: no-hit, and reaches/injected per current."""
+    """Every kind of criterion the labels allow: no-hit, reaches/injected per current, and the
+    stale kinds over every question and per question with stale labels."""
     out = [Criterion("nohit", "nohit_below")]
     for q in dataset.questions:
         if q.current:
             out.append(Criterion(f"reach_{q.id}", "current_reaches", q.id))
             out.append(Criterion(f"inj_{q.id}", "current_injected", q.id))
+        if q.stale:
+            out.append(Criterion(f"nostale_{q.id}", "no_stale_injected", q.id))
+            out.append(Criterion(f"first_{q.id}", "current_above_stale", q.id))
+    out.append(Criterion("nostale", "no_stale_injected"))
+    out.append(Criterion("first", "current_above_stale"))
     return tuple(out)

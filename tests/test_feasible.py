@@ -110,9 +110,21 @@ def random_cases(draw):
         )
     )
     ages = draw(st.lists(st.integers(0, 40 * 86400), min_size=n_m, max_size=n_m))
-    kinds = draw(st.lists(st.sampled_from(["hit", "nohit"]), min_size=n_q, max_size=n_q))
-    current = [draw(st.integers(0, n_m - 1)) if k == "hit" else -1 for k in kinds]
-    dataset = make_dataset(ages, kinds, current, [()] * n_q)
+    kinds = draw(st.lists(st.sampled_from(["hit", "contradiction", "nohit"]), min_size=n_q, max_size=n_q))
+    current = [draw(st.integers(0, n_m - 1)) if k != "nohit" else -1 for k in kinds]
+    stale = [
+        tuple(
+            draw(
+                st.lists(
+                    st.sampled_from([m for m in range(n_m) if m != c]), min_size=1, max_size=2, unique=True
+                )
+            )
+        )
+        if k == "contradiction"
+        else ()
+        for k, c in zip(kinds, current, strict=True)
+    ]
+    dataset = make_dataset(ages, kinds, current, stale)
     tau = draw(st.sampled_from([0.5, 3.0, 14.0, 45.0]))
     thr = draw(st.sampled_from([0.3, 0.45, 0.55]))
     return dataset, raw, tau, thr, draw(st.integers(1, n_m)), draw(st.integers(1, 3))
@@ -147,5 +159,5 @@ def test_kind_without_closed_form_is_named(seed, published):
     finally:
         feasible.REGIONS["current_injected"] = saved
     assert str(e.value) == (
-        "criterion 'd': no closed-form region: unknown criterion kind 'current_injected'; available: nohit_below, current_reaches"
+        "criterion 'd': no closed-form region: unknown criterion kind 'current_injected'; available: nohit_below, current_reaches, no_stale_injected, current_above_stale"
     )

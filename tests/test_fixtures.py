@@ -268,12 +268,13 @@ def test_declared_criteria_are_checked(dataset_copy):
     assert e.value.problems == [
         f"{root}/dataset.json: criteria[2]: question: unknown question id 'Z9'",
         f"{root}/dataset.json: criteria[3]: criterion 'c': unknown kind 'often'; "
-        "available: nohit_below, current_reaches, current_injected",
+        "available: nohit_below, current_reaches, current_injected, no_stale_injected, current_above_stale",
     ]
 
 
 def test_a_dataset_without_declared_criteria_gets_generic_ones(tmp_path):
-    """The README's example: no-hit questions stay quiet, every current memory reaches the threshold."""
+    """The README's example: no-hit questions stay quiet, every current memory reaches the threshold,
+    no stale memory gets in and none is ranked before the current one."""
     from memlab.core.criteria import dataset_criteria
 
     (tmp_path / "dataset.json").write_text('{"reference_date": "2026-11-29", "language": "en"}')
@@ -291,6 +292,8 @@ def test_a_dataset_without_declared_criteria_gets_generic_ones(tmp_path):
     assert [(c.name, c.kind, c.question) for c in dataset_criteria(ds)] == [
         ("nohit", "nohit_below", None),
         ("current_q1", "current_reaches", "q1"),
+        ("no_stale", "no_stale_injected", None),
+        ("current_first", "current_above_stale", None),
     ]
     assert ds.memory("m2").pinned is False and ds.memory("m2").type == "fact"
 

@@ -60,7 +60,8 @@ def check_against_reference(dataset, scores, grid, criteria):
             for c in r.injected
             if c.memory_id in q.stale
         )
-        assert stale == row["stale_injected"]
+        assert stale == row["stale_injected"] == ev.stale_injected
+        assert ev.wrong_injected == row["wrong_injected"]
         for j, r in enumerate(ev.results):
             lrow = long.iloc[i * n_q + j]
             assert lrow["question"] == r.question_id and lrow["config"] == i
@@ -132,7 +133,27 @@ def cases(draw):
             stale[j] = tuple(m for m in stale[j] if ok(m))
             if kinds[j] == "contradiction" and not stale[j]:
                 kinds[j] = "hit"
-    dataset = make_dataset(ages, kinds, current, stale, asked_seconds_ago=asked)
+    # sometimes one more memory is labelled relevant: it is not a wrong injection
+    extra = draw(st.lists(st.integers(-1, n_m - 1), min_size=n_q, max_size=n_q))
+    relevant = [
+        tuple(
+            dict.fromkeys(
+                (
+                    *((current[j],) if current[j] >= 0 else ()),
+                    *stale[j],
+                    *(
+                        (extra[j],)
+                        if extra[j] >= 0
+                        and kinds[j] != "nohit"
+                        and (asked is None or ages[extra[j]] >= asked[j])
+                        else ()
+                    ),
+                )
+            )
+        )
+        for j in range(n_q)
+    ]
+    dataset = make_dataset(ages, kinds, current, stale, asked_seconds_ago=asked, relevant=relevant)
     return dataset, score_table(dataset, raw), grid
 
 

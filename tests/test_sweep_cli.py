@@ -175,7 +175,7 @@ def test_sweep_errors(capsys, argv, message):
 YAML_BAD = [
     (
         "- name: a\n  kind: sometimes\n",
-        "{p}:1: kind: criterion 'a': unknown kind 'sometimes'; available: nohit_below, current_reaches, current_injected",
+        "{p}:1: kind: criterion 'a': unknown kind 'sometimes'; available: nohit_below, current_reaches, current_injected, no_stale_injected, current_above_stale",
     ),
     (
         "- name: a\n  kind: nohit_below\n- name: b\n  kind: current_reaches\n",
@@ -229,10 +229,10 @@ def test_table_writer_leaves_nothing_on_failure(tmp_path):
 def test_metrics_are_a_registry(capsys, tmp_path):
     from memlab.core.sweep import METRICS, check_metrics
 
-    assert list(METRICS) == ["headroom", "current", "injected", "stale"]
+    assert list(METRICS) == ["headroom", "current", "injected", "stale", "wrong"]
     with pytest.raises(ValueError) as e:
         check_metrics(["headroom", "recall"])
-    assert str(e.value) == "unknown metric 'recall'; available: headroom, current, injected, stale"
+    assert str(e.value) == "unknown metric 'recall'; available: headroom, current, injected, stale, wrong"
     target = tmp_path / "few.csv"
     code, _, _ = run(
         capsys,
@@ -256,5 +256,5 @@ def test_metrics_are_a_registry(capsys, tmp_path):
     code, _, err = run(capsys, "sweep", "--source", "published", "--metrics", "recall")
     assert (code, err) == (
         2,
-        "memlab: error: unknown metric 'recall'; available: headroom, current, injected, stale\n",
+        "memlab: error: unknown metric 'recall'; available: headroom, current, injected, stale, wrong\n",
     )

@@ -24,11 +24,24 @@ from memlab.core.registry import unknown_message
 
 
 class QuestionSummary(NamedTuple):
-    """Per-question facts a criterion can look at; arrays shaped (..., questions)."""
+    """Per-question facts a criterion can look at; arrays shaped (..., questions).
+
+    The stale fields are None when the caller has no stale labels to offer; the stale kinds then
+    see no stale memory at all.
+    """
 
     best_final: np.ndarray  # best post-bonus score among the candidates (NaN: no candidate)
     current_final: np.ndarray  # post-bonus score of the current memory if it is a candidate, else NaN
     current_injected: np.ndarray  # bool: the current memory is injected
+    has_stale: np.ndarray | None = None  # (questions,) bool: the question labels stale memories
+    stale_final: np.ndarray | None = None  # best post-bonus score of a stale candidate (NaN: none)
+    stale_injected: np.ndarray | None = None  # bool: a stale memory is injected
+    # bool: an injected stale memory is ranked before the current one (or the current one is
+    # not injected while a stale one is)
+    stale_over_current: np.ndarray | None = None
+    # current final minus the best injected stale final; +inf when no stale memory is injected,
+    # -inf when one is and the current memory is not
+    stale_gap: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -73,6 +86,47 @@ def _current_injected(s: QuestionSummary, cols: np.ndarray, threshold) -> tuple[
     return s.current_final[..., q], s.current_injected[..., q]
 
 
+def _stale_columns(s: QuestionSummary, cols: np.ndarray) -> np.ndarray:
+    if s.has_stale is None:
+        return np.zeros_like(cols)
+    return cols & np.asarray(s.has_stale, dtype=bool)
+
+
+def _no_stale_injected(s: QuestionSummary, cols: np.ndarray, threshold) -> tuple[np.ndarray, np.ndarray]:
+    """Value: the best post-bonus score of a stale candidate (-inf: none); passes when no stale
+    memory is injected."""
+    cols = _stale_columns(s, cols)
+    if not cols.any():
+        shape = np.shape(s.best_final)[:-1]
+        return np.full(shape, -np.inf), np.ones(shape, dtype=bool)
+    value = np.where(cols & ~np.isnan(s.stale_final), s.stale_final, -np.inf).max(axis=-1)
+    return value, ~np.any(np.asarray(s.stale_injected) & cols, axis=-1)
+
+
+def _current_above_stale(s: QuestionSummary, cols: np.ndarray, threshold) -> tuple[np.ndarray, np.ndarray]:
+    """Value: the smallest gap from the current memory down to an injected stale one (+inf: no
+    stale memory injected); passes when the current memory is ranked before every injected
+    stale memory."""
+    cols = _stale_columns(s, cols)
+    if not cols.any():
+        shape = np.shape(s.best_final)[:-1]
+        return np.full(shape, np.inf), np.ones(shape, dtype=bool)
+    value = np.where(cols, s.stale_gap, np.inf).min(axis=-1)
+    return value, ~np.any(np.asarray(s.stale_over_current) & cols, axis=-1)
+
+
+def _stale_margin(value: np.ndarray, passed: np.ndarray, threshold) -> np.ndarray:
+    """How far the best stale candidate stays under the threshold; 0 when it reaches the threshold
+    but is ranked out of the injected ones (passing on the rank alone), never positive on failure."""
+    margin = threshold - value
+    return np.where(passed, np.maximum(margin, 0.0), np.minimum(margin, 0.0))
+
+
+def _gap_margin(value: np.ndarray, passed: np.ndarray, threshold) -> np.ndarray:
+    """The score gap from the current memory down to the best injected stale one."""
+    return np.where(passed, np.maximum(value, 0.0), np.minimum(value, 0.0))
+
+
 def _below_margin(value: np.ndarray, passed: np.ndarray, threshold) -> np.ndarray:
     """How far the value stays under the threshold (+inf when nothing was retrieved)."""
     return threshold - value
@@ -112,6 +166,20 @@ CRITERION_KINDS: dict[str, CriterionKind] = {
         None,
         "the question's current memory reaches the threshold and is among the first `inject`",
     ),
+    "no_stale_injected": CriterionKind(
+        _no_stale_injected,
+        False,
+        "*",
+        "no memory labelled stale for the question is injected",
+        _stale_margin,
+    ),
+    "current_above_stale": CriterionKind(
+        _current_above_stale,
+        False,
+        "*",
+        "the current memory is injected and ranked before every injected stale memory",
+        _gap_margin,
+    ),
 }
 
 SEED_CRITERIA: tuple[Criterion, ...] = (
@@ -122,10 +190,12 @@ SEED_CRITERIA: tuple[Criterion, ...] = (
 
 
 def generic_criteria(
-    question_ids: tuple[str, ...], kinds: tuple[str, ...], has_current
+    question_ids: tuple[str, ...], kinds: tuple[str, ...], has_current, has_stale=None
 ) -> tuple[Criterion, ...]:
-    """For a dataset that declares none: nothing leaks into no-hit questions, and every current
-    memory reaches the threshold."""
+    """For a dataset that declares none: nothing leaks into no-hit questions, every current
+    memory reaches the threshold, and, where questions label stale memories, no stale memory is
+    injected and none is ranked before the current one. For a companion agent the stale
+    injection is the failure that matters most."""
     out = []
     if "nohit" in kinds:
         out.append(
@@ -138,6 +208,15 @@ def generic_criteria(
                     f"current_{qid}", "current_reaches", qid, f"{qid}'s current memory reaches the threshold"
                 )
             )
+    if has_stale is not None and any(has_stale):
+        out.append(
+            Criterion("no_stale", "no_stale_injected", None, CRITERION_KINDS["no_stale_injected"].meaning)
+        )
+        out.append(
+            Criterion(
+                "current_first", "current_above_stale", None, CRITERION_KINDS["current_above_stale"].meaning
+            )
+        )
     return tuple(out)
 
 
@@ -149,6 +228,7 @@ def dataset_criteria(dataset) -> tuple[Criterion, ...]:
         dataset.question_ids,
         tuple(q.kind for q in dataset.questions),
         [q.current is not None for q in dataset.questions],
+        [bool(q.stale) for q in dataset.questions],
     )
 
 
@@ -162,6 +242,8 @@ def question_mask(criterion: Criterion, question_ids: tuple[str, ...], kinds: tu
             )
         return np.array([q == criterion.question for q in question_ids])
     wanted = CRITERION_KINDS[criterion.kind].applies_to
+    if wanted == "*":  # every question (the kernel keeps those it applies to)
+        return np.ones(len(kinds), dtype=bool)
     return np.array([k == wanted for k in kinds])
 
 

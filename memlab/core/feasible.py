@@ -10,7 +10,10 @@ bonus values that can be written down exactly:
   candidate);
 - ``current_injected``: that, and the memory's rank after the re-sort is below ``inject``. Each
   other candidate overtakes it on a half-line ending where the two lines cross; the rank is
-  piecewise constant between those crossings, so the set is a union of intervals.
+  piecewise constant between those crossings, so the set is a union of intervals;
+- ``no_stale_injected``: the complement of every stale candidate's injected set;
+- ``current_above_stale``: per stale candidate, it is not injected, or the current memory is
+  injected and ahead of it (a half-line where the current line stays above the stale one).
 
 The bonus is never negative: the region is intersected with ``[0, +inf)``. Intervals keep
 their open and closed ends (``portion`` does the interval algebra).
@@ -162,10 +165,46 @@ def _current_injected(ctx: dict[str, Any], cols: np.ndarray) -> P.Interval:
     return reaches & rank_below(lines, c, ctx["inject"])
 
 
+def _injected(lines: Lines, c: int, ctx: dict[str, Any]) -> P.Interval:
+    """{b : candidate ``c`` reaches the threshold and is among the first ``inject``}."""
+    return _at_least(lines.weight[c], lines.raw[c], ctx["threshold"]) & rank_below(lines, c, ctx["inject"])
+
+
+def _stale_positions(ctx: dict[str, Any], q: int) -> list[int]:
+    labels, lines = ctx["labels"], ctx["lines"][q]
+    stale = [lines.position(s) for s in labels.stale[q] if s != labels.current[q]]
+    return [p for p in stale if p >= 0]  # a stale memory that is no candidate is never injected
+
+
+def _no_stale_injected(ctx: dict[str, Any], cols: np.ndarray) -> P.Interval:
+    """Outside every stale candidate's injected set."""
+    region = P.open(-P.inf, P.inf)
+    for q in np.flatnonzero(cols):
+        lines = ctx["lines"][q]
+        for s in _stale_positions(ctx, q):
+            region &= ~_injected(lines, s, ctx)
+    return region
+
+
+def _current_above_stale(ctx: dict[str, Any], cols: np.ndarray) -> P.Interval:
+    """For every stale candidate: not injected, or the current memory injected and ranked first."""
+    region = P.open(-P.inf, P.inf)
+    for q in np.flatnonzero(cols):
+        lines = ctx["lines"][q]
+        c = lines.position(int(ctx["labels"].current[q])) if ctx["labels"].current[q] >= 0 else -1
+        current_in = _injected(lines, c, ctx) if c >= 0 else P.empty()
+        for s in _stale_positions(ctx, q):
+            first = _overtakes(lines, c, s) if c >= 0 else P.empty()
+            region &= ~_injected(lines, s, ctx) | (current_in & first)
+    return region
+
+
 REGIONS: dict[str, Callable[[dict[str, Any], np.ndarray], P.Interval]] = {
     "nohit_below": _nohit_below,
     "current_reaches": _current_reaches,
     "current_injected": _current_injected,
+    "no_stale_injected": _no_stale_injected,
+    "current_above_stale": _current_above_stale,
 }
 
 

@@ -47,10 +47,13 @@ class Prepared:
     raw: np.ndarray  # (P, Q) raw score at each position (NaN if none)
     weight: np.ndarray  # (P, Q, T) recency weight of each position for each tau
     known: np.ndarray  # (P, Q) the position holds a memory
-    tracked_q: np.ndarray  # (L,) question of each tracked memory (currents, then stale ones)
+    # tracked memories: currents, then stale ones, then the other labelled ones (relevant)
+    tracked_q: np.ndarray  # (L,) question of each tracked memory
     tracked_pos: np.ndarray  # (L,) its candidate position, -1 if not among the top P
     current_l: np.ndarray  # (Q,) index into tracked of the question's current memory, -1 if none
     stale_l: np.ndarray  # (S,) indices into tracked of the stale memories
+    stale_of: tuple[tuple[int, ...], ...]  # per question, indices into tracked of its stale memories
+    labelled_of: tuple[tuple[int, ...], ...]  # per question, indices into tracked of every labelled memory
 
 
 def prepare_candidates(raw: np.ndarray, ages: np.ndarray, labels: Labels, grid: Grid) -> Prepared:
@@ -70,17 +73,31 @@ def prepare_candidates(raw: np.ndarray, ages: np.ndarray, labels: Labels, grid: 
     weight = recency_weight(ages_c[None], tau[:, None, None])  # (T, Q, P)
 
     tracked_q, tracked_mem, current_l, stale_l = [], [], np.full(n_q, -1), []
+    stale_of: list[list[int]] = [[] for _ in range(n_q)]
+    labelled_of: list[list[int]] = [[] for _ in range(n_q)]
     for q in range(n_q):
         if labels.current[q] >= 0:
             current_l[q] = len(tracked_q)
+            labelled_of[q].append(len(tracked_q))
             tracked_q.append(q)
             tracked_mem.append(labels.current[q])
     for q in range(n_q):
         for m in labels.stale[q]:
+            if m == labels.current[q]:
+                continue
             stale_l.append(len(tracked_q))
+            stale_of[q].append(len(tracked_q))
+            labelled_of[q].append(len(tracked_q))
             tracked_q.append(q)
             tracked_mem.append(m)
-    if not tracked_q:  # no current or stale labels at all: track one absent memory
+    for q in range(n_q):
+        seen = {int(labels.current[q]), *labels.stale[q]}
+        for m in labels.labelled(q):
+            if m not in seen:
+                labelled_of[q].append(len(tracked_q))
+                tracked_q.append(q)
+                tracked_mem.append(m)
+    if not tracked_q:  # no labels at all: track one absent memory
         tracked_q, tracked_mem = [0], [-2]
     tq = np.array(tracked_q, dtype=int)
     pos = np.array(
@@ -99,6 +116,8 @@ def prepare_candidates(raw: np.ndarray, ages: np.ndarray, labels: Labels, grid: 
         pos,
         current_l,
         np.array(stale_l, dtype=int),
+        tuple(tuple(s) for s in stale_of),
+        tuple(tuple(s) for s in labelled_of),
     )
 
 
@@ -113,6 +132,56 @@ class Chunk:
 
     def pairs(self) -> int:
         return (self.b1 - self.b0) * (self.t1 - self.t0)
+
+
+WRONG_KINDS = ("hit", "contradiction")  # the kinds whose injections outside the labels are wrong
+
+
+def stale_summary(
+    prep: Prepared,
+    t_final: np.ndarray,
+    t_injected: np.ndarray,
+    rank: np.ndarray,
+    current_final: np.ndarray,
+    current_inj: np.ndarray,
+    labels: Labels,
+) -> tuple[np.ndarray, ...]:
+    """The stale fields of ``QuestionSummary``, shaped (n, H|1, K, I|1, Q) like the others.
+
+    ``t_final`` (L, n, K) is each tracked memory's final score (NaN: no candidate),
+    ``t_injected`` (L, n, H, K, I) whether it is injected, ``rank`` (L, n, K) its place after the
+    re-sort. An injected stale memory is over the current one when the current one is not
+    injected, or is ranked after it.
+    """
+    n, n_h, n_k, n_i = t_injected.shape[1:]
+    n_q = len(labels.question_ids)
+    has_stale = np.array([bool(s) for s in prep.stale_of])
+    stale_final = np.full((n, 1, n_k, 1, n_q), np.nan)
+    stale_inj = np.zeros((n, n_h, n_k, n_i, n_q), dtype=bool)
+    over = np.zeros_like(stale_inj)
+    gap = np.full((n, n_h, n_k, n_i, n_q), np.inf)
+    for q, ls in enumerate(prep.stale_of):
+        if not ls:
+            continue
+        finals = t_final[list(ls)]  # (S, n, K)
+        with np.errstate(invalid="ignore"):
+            known = ~np.isnan(finals).all(axis=0)
+            stale_final[:, 0, :, 0, q] = np.where(
+                known, np.nanmax(np.where(np.isnan(finals), -np.inf, finals), axis=0), np.nan
+            )
+        c = prep.current_l[q]
+        inj = t_injected[list(ls)]  # (S, n, H, K, I)
+        stale_inj[..., q] = inj.any(axis=0)
+        if c >= 0:
+            before = rank[list(ls)] < rank[c]  # (S, n, K)
+            over[..., q] = (inj & (before[:, :, None, :, None] | ~current_inj[None, ..., q])).any(axis=0)
+        else:
+            over[..., q] = stale_inj[..., q]
+        best_inj = np.where(inj, finals[:, :, None, :, None], -np.inf).max(axis=0)  # (n, H, K, I)
+        cur = np.where(current_inj[..., q], np.broadcast_to(current_final[..., q], best_inj.shape), -np.inf)
+        with np.errstate(invalid="ignore"):  # -inf - -inf where nothing stale is injected: masked
+            gap[..., q] = np.where(stale_inj[..., q], cur - best_inj, np.inf)
+    return has_stale, stale_final, stale_inj, over, gap
 
 
 def _evaluate_chunk(
@@ -179,6 +248,9 @@ def _evaluate_chunk(
     # only the top max(inject) finals can matter
     kind_of = np.array([QUESTION_KINDS.index(k) for k in labels.kinds])
     injected_by_kind = np.zeros((len(QUESTION_KINDS), n, n_h, n_k, n_i), dtype=np.int64)
+    # injected memories labelled neither relevant, current nor stale, on hit and contradiction
+    # questions (a no-hit question's injections are false ones; time questions label by day)
+    wrong = np.zeros((n, n_h, n_k, n_i), dtype=np.int64)
     n_injected = np.empty((n_q, n, n_h, n_k, n_i), dtype=np.int64) if long else None
     for q in range(n_q):
         count = np.zeros((n, n_h, n_k), dtype=np.int64)
@@ -186,6 +258,8 @@ def _evaluate_chunk(
             count += tops[j][q][:, None, :] >= thr[None, :, None]
         per_inject = np.minimum(count[..., None], i_vals)  # (n, H, K, I)
         injected_by_kind[kind_of[q]] += per_inject
+        if labels.kinds[q] in WRONG_KINDS:
+            wrong += per_inject - sum((t_injected[i] for i in prep.labelled_of[q]), np.zeros((), np.int64))
         if n_injected is not None:
             n_injected[q] = per_inject
 
@@ -194,7 +268,10 @@ def _evaluate_chunk(
     cl = np.maximum(prep.current_l, 0)
     current_final = np.where(has_current, np.moveaxis(t_final[cl], 0, -1), np.nan)[:, None, :, None, :]
     current_inj = np.where(has_current, np.moveaxis(t_injected[cl], 0, -1), False)  # (n, H, K, I, Q)
-    summary = crit.QuestionSummary(np.moveaxis(best, 0, -1)[:, None, :, None, :], current_final, current_inj)
+    stale = stale_summary(prep, t_final, t_injected, rank, current_final, current_inj, labels)
+    summary = crit.QuestionSummary(
+        np.moveaxis(best, 0, -1)[:, None, :, None, :], current_final, current_inj, *stale
+    )
     thr_b = thr[None, :, None, None]
     verdicts = crit.check(criteria, summary, labels.question_ids, labels.kinds, thr_b)
     nohit = np.array([k == "nohit" for k in labels.kinds])
@@ -230,6 +307,7 @@ def _evaluate_chunk(
         injected_by_kind=injected_by_kind,
         tracked_injected=t_injected,
         stale_tracked=prep.stale_l,
+        wrong_injected=wrong,
         shape=shape,
     )
     for name in metrics:
@@ -273,6 +351,7 @@ class ChunkFacts:
     injected_by_kind: np.ndarray  # (kinds, ...) memories injected over the questions of each kind
     tracked_injected: np.ndarray  # (L, ...) each tracked memory (currents, then stale) is injected
     stale_tracked: np.ndarray  # (S,) indices into the tracked memories of the stale ones
+    wrong_injected: np.ndarray  # injected memories outside each hit/contradiction question's labels
     shape: tuple[int, ...]  # the configuration axes of the chunk
 
 
@@ -309,6 +388,10 @@ def _stale(f: ChunkFacts) -> dict[str, np.ndarray]:
     return {"stale_injected": count.ravel()}
 
 
+def _wrong(f: ChunkFacts) -> dict[str, np.ndarray]:
+    return {"wrong_injected": f.wrong_injected.ravel()}
+
+
 METRICS: dict[str, Metric] = {
     m.name: m
     for m in (
@@ -321,6 +404,12 @@ METRICS: dict[str, Metric] = {
         ),
         Metric("injected", "memories injected over the questions of each kind: injected_<kind>", _injected),
         Metric("stale", "stale memories injected: stale_injected", _stale),
+        Metric(
+            "wrong",
+            "memories injected on hit and contradiction questions that are labelled neither relevant, "
+            "current nor stale: wrong_injected",
+            _wrong,
+        ),
     )
 }
 

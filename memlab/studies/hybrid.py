@@ -87,12 +87,12 @@ def sweep_retriever(
             inject=(grid.inject,),
         )
         frame = sweep(s.scores, inputs.ages, inputs.labels, g, inputs.criteria)
-        frames.append(frame.assign(retriever=retriever.name, **s.params))
+        # one concat instead of column inserts: the sweep's frame has many column blocks
+        extra = pd.DataFrame({"retriever": retriever.name, **s.params}, index=frame.index)
+        frames.append(pd.concat([frame, extra], axis=1))
     out = pd.concat(frames, ignore_index=True)
-    for col in ("norm", "alpha", "rrf_k"):
-        if col not in out:
-            out[col] = None
-    return out
+    missing = [c for c in ("norm", "alpha", "rrf_k") if c not in out]
+    return out.reindex(columns=[*out.columns, *missing]) if missing else out
 
 
 def utility(table: pd.DataFrame, labels: Labels) -> np.ndarray:

@@ -39,9 +39,19 @@ def _subset(raw, ages, labels: Labels, criteria, q_idx, m_idx):
         tuple(labels.kinds[i] for i in q_idx),
         np.array([position.get(labels.current[i], -1) if labels.current[i] >= 0 else -1 for i in q_idx]),
         tuple(tuple(position[s] for s in labels.stale[i] if s in position) for i in q_idx),
+        None
+        if labels.relevant is None
+        else tuple(tuple(position[r] for r in labels.relevant[i] if r in position) for i in q_idx),
     )
     kept = tuple(c for c in criteria if c.question is None or c.question in sub.question_ids)
-    kept = tuple(c for c in kept if c.question is not None or any(k == "nohit" for k in sub.kinds))
+    # a criterion over every question of a kind needs one such question left in the resample
+    kept = tuple(
+        c
+        for c in kept
+        if c.question is not None
+        or (c.kind == "nohit_below" and "nohit" in sub.kinds)
+        or (c.kind != "nohit_below" and any(sub.stale))
+    )
     return raw, ages, sub, kept
 
 

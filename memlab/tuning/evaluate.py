@@ -28,16 +28,34 @@ if TYPE_CHECKING:
 SEED_CANDIDATES: tuple[tuple[float, float], ...] = ((0.03, 30), (0.04, 30), (0.04, 14), (0.05, 14))
 
 
+# the kinds whose injections outside the labels count as wrong (the sweep's WRONG_KINDS)
+WRONG_KINDS = ("hit", "contradiction")
+
+
 @dataclass(frozen=True)
 class QuestionResult:
     question_id: str
     kind: str
     text: str
     candidates: tuple[Candidate, ...]
+    stale: tuple[str, ...] = ()  # memory ids labelled stale for the question
+    labelled: tuple[str, ...] = ()  # memory ids labelled for it at all (relevant, current, stale)
 
     @property
     def injected(self) -> tuple[Candidate, ...]:
         return tuple(c for c in self.candidates if c.injected)
+
+    @property
+    def stale_injected(self) -> tuple[str, ...]:
+        """Injected memories labelled stale for this question, in injection order."""
+        return tuple(c.memory_id for c in self.injected if c.memory_id in self.stale)
+
+    @property
+    def wrong_injected(self) -> tuple[str, ...]:
+        """Injected memories outside the question's labels, on hit and contradiction questions."""
+        if self.kind not in WRONG_KINDS:
+            return ()
+        return tuple(c.memory_id for c in self.injected if c.memory_id not in self.labelled)
 
 
 @dataclass(frozen=True)
@@ -74,6 +92,16 @@ class Evaluation:
     def failing(self) -> list[str]:
         return [c.name for c in self.criteria if not c.passed]
 
+    @property
+    def stale_injected(self) -> int:
+        """Stale memories injected, over every question (the failure a companion cannot afford)."""
+        return sum(len(r.stale_injected) for r in self.results)
+
+    @property
+    def wrong_injected(self) -> int:
+        """Memories injected on hit and contradiction questions that are not labelled for them."""
+        return sum(len(r.wrong_injected) for r in self.results)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "spec": self.spec.as_dict(),
@@ -95,9 +123,13 @@ class Evaluation:
                         }
                         for c in r.candidates
                     ],
+                    "stale_injected": list(r.stale_injected),
+                    "wrong_injected": list(r.wrong_injected),
                 }
                 for r in self.results
             ],
+            "stale_injected": self.stale_injected,
+            "wrong_injected": self.wrong_injected,
             "criteria": {
                 c.name: {
                     "value": c.value,
@@ -121,12 +153,34 @@ def _finite_or_none(x: float) -> float | None:
 def question_summary(dataset: Dataset, results: Sequence[QuestionResult]) -> crit.QuestionSummary:
     """One configuration's per-question facts, as the arrays the criterion kernels take."""
     best, current, injected = [], [], []
+    stale_final, stale_inj, over, gap = [], [], [], []
     for q, r in zip(dataset.questions, results, strict=True):
         best.append(max((c.final for c in r.candidates), default=np.nan))
         hit = next((c for c in r.candidates if c.memory_id == q.current), None)
         current.append(np.nan if hit is None else hit.final)
         injected.append(hit is not None and hit.injected)
-    return crit.QuestionSummary(np.array(best), np.array(current), np.array(injected))
+        stale = [c for c in r.candidates if c.memory_id in q.stale and c.memory_id != q.current]
+        stale_final.append(max((c.final for c in stale), default=np.nan))
+        inj = [c for c in stale if c.injected]
+        stale_inj.append(bool(inj))
+        # candidates are in injection order: an injected stale memory before the current one
+        rank = {c.memory_id: i for i, c in enumerate(r.candidates)}
+        cur_in = hit is not None and hit.injected
+        over.append(any(not cur_in or rank[c.memory_id] < rank[q.current] for c in inj))
+        if not inj:
+            gap.append(np.inf)
+        else:
+            gap.append((hit.final if cur_in else -np.inf) - max(c.final for c in inj))
+    return crit.QuestionSummary(
+        np.array(best),
+        np.array(current),
+        np.array(injected),
+        np.array([bool(set(q.stale) - {q.current}) for q in dataset.questions]),
+        np.array(stale_final),
+        np.array(stale_inj),
+        np.array(over),
+        np.array(gap),
+    )
 
 
 def evaluate(
@@ -144,7 +198,14 @@ def evaluate(
     ages = dataset.ages(spec.reference_date)  # per question: its own date, else the spec's
     raw = scores.retrievable(dataset, spec.reference_date)
     results = tuple(
-        QuestionResult(q.id, q.kind, q.text(lang), tuple(retrieve(raw[i], ages[i], dataset.memory_ids, spec)))
+        QuestionResult(
+            q.id,
+            q.kind,
+            q.text(lang),
+            tuple(retrieve(raw[i], ages[i], dataset.memory_ids, spec)),
+            tuple(q.stale),
+            tuple(dict.fromkeys((*((q.current,) if q.current else ()), *q.stale, *q.relevant))),
+        )
         for i, q in enumerate(dataset.questions)
     )
     summary = question_summary(dataset, results)
