@@ -318,3 +318,52 @@ def test_time_question_labels_are_checked_against_the_time_named(dataset_copy):
         # its Japanese text still names no time
         f"{root}/questions.jsonl:4: text_ja: a time question must name a time memlab.datasets.timeparse reads, or give a time_range",
     ]
+
+
+@pytest.mark.parametrize(
+    ("write", "problem"),
+    [
+        (
+            lambda root: (root / "memories.jsonl").write_text('[{"id": "m1"},\n {"id": "m2"}]\n'),
+            "memories.jsonl: expected JSON lines, one JSON object per line; this file is a JSON array "
+            "(line 1 starts with '['): write each element on its own line",
+        ),
+        (
+            lambda root: (root / "memories.jsonl").write_text("id,date,text\nm1,2026-08-20,coffee\n"),
+            "memories.jsonl: expected JSON lines, one JSON object per line; line 1 looks like CSV: "
+            "'id,date,text'",
+        ),
+        (
+            lambda root: ((root / "memories.jsonl").rename(root / "memories.csv"),),
+            "memories.jsonl: file missing in {root} (expected JSON lines, one JSON object per line); "
+            "found memories.csv: convert it to memories.jsonl",
+        ),
+    ],
+)
+def test_a_file_that_is_not_json_lines_is_one_message(dataset_copy, write, problem):
+    root, _ = dataset_copy
+    write(root)
+    with pytest.raises(DatasetError) as e:
+        load_dataset(root)
+    assert e.value.problems == [f"{root}/{problem.format(root=root)}"]  # no cascade of unknown ids
+
+
+def test_texts_without_the_date_prefix_get_one_hint(dataset_copy):
+    root, _ = dataset_copy
+    lines = (root / "memories.jsonl").read_text(encoding="utf-8").splitlines()
+    out = []
+    for line in lines:
+        obj = json.loads(line)
+        obj["text"] = obj["text"].split(": ", 1)[1]
+        obj["text_ja"] = obj["text_ja"].split(": ", 1)[1]
+        out.append(json.dumps(obj, ensure_ascii=False))
+    (root / "memories.jsonl").write_text("\n".join(out) + "\n", encoding="utf-8")
+    with pytest.raises(DatasetError) as e:
+        load_dataset(root)
+    assert e.value.problems == [
+        f"{root}/memories.jsonl: no text starts with its date (as '2026-08-20: ...'); "
+        'if your texts carry no date prefix, set "date_prefix": false in dataset.json'
+    ]
+    meta = json.loads((root / "dataset.json").read_text(encoding="utf-8"))
+    (root / "dataset.json").write_text(json.dumps({**meta, "date_prefix": False}), encoding="utf-8")
+    assert len(load_dataset(root).memories) == 16

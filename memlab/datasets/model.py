@@ -209,6 +209,27 @@ def dataset_dir(name_or_path: str | Path = DEFAULT_DATASET) -> Path:
     )
 
 
+def jsonl_format_problem(path: Path) -> str | None:
+    """One message when a file is not JSON lines at all (a CSV, a JSON array, a missing file with
+    a sibling of another format), instead of a cascade of per-line errors."""
+    expected = "expected JSON lines, one JSON object per line"
+    if not path.is_file():
+        others = sorted(q.name for q in path.parent.glob(f"{path.stem}.*") if q != path and q.is_file())
+        seen = f"; found {', '.join(others)}: convert it to {path.name}" if others else ""
+        return f"{path.name}: file missing in {path.parent} ({expected}){seen}"
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        first = next((line.strip() for line in fh if line.strip()), "")
+    if first.startswith("["):
+        return (
+            f"{path.name}: {expected}; this file is a JSON array (line 1 starts with '['): "
+            "write each element on its own line"
+        )
+    if first and not first.startswith("{"):
+        looks = "CSV" if "," in first or "\t" in first else "not JSON"
+        return f"{path.name}: {expected}; line 1 looks like {looks}: {first[:60]!r}"
+    return None
+
+
 def read_jsonl(path: Path, problems: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for each non-blank line; bad lines become problems."""
     if not path.is_file():
@@ -423,8 +444,13 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         problems.append(f"dataset.json: date_prefix: expected true or false, got {date_prefix!r}")
         date_prefix = True
 
+    formats = [m for f in ("memories.jsonl", "questions.jsonl") if (m := jsonl_format_problem(root / f))]
+    if formats:  # nothing line by line can be read: say so once, not per line and per unknown id
+        raise DatasetError([f"{root}/{p}" for p in [*problems, *formats]])
+
     memories: list[Memory] = []
     memory_lines: dict[str, int] = {}
+    undated: list[str] = []  # texts that do not start with their date
     memory_dates: dict[str, datetime] = {}
     supersedes_refs: list[tuple[JsonRecord, str]] = []
     for lineno, obj in read_jsonl(root / "memories.jsonl", problems):
@@ -444,7 +470,7 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
             # the date as written (a local time keeps its own calendar date, not the UTC one)
             written = str(obj["date"])[:10] if when is not None else ""
             if date_prefix and when is not None and not t.startswith(f"{written}: "):
-                r.problem(fname, f"must start with the date, as '{written}: ...'")
+                undated.append(f"{r.where}: {fname}: must start with the date, as '{written}: ...'")
             texts[lang] = t
         topic = r.text("topic", required=False) or ""
         mtype = r.text("type", required=False) or ""
@@ -462,6 +488,14 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
     for r, sup in supersedes_refs:
         if sup not in memory_lines:
             r.problem("supersedes", f"unknown memory id {sup!r}")
+    if undated and len(undated) == len(memory_dates) * len(fields):
+        example = f"{next(iter(memory_dates.values())):%Y-%m-%d}: ..."
+        problems.append(
+            f"memories.jsonl: no text starts with its date (as '{example}'); "
+            'if your texts carry no date prefix, set "date_prefix": false in dataset.json'
+        )
+    else:
+        problems.extend(undated)
 
     questions: list[Question] = []
     question_lines: dict[str, int] = {}
