@@ -18,7 +18,8 @@
 #
 # The seed tried four (bonus, tau) pairs by hand and adopted bonus 0.05, tau 14 days. This
 # notebook rebuilds its tables from the raw scores: the four candidates, the C1 and H2 reruns,
-# the no-hit questions before and after the bonus, and the bonus curve.
+# the no-hit questions before and after the bonus, and the bonus curve. On any other dataset it
+# shows the same spec question by question, one table per question kind.
 
 # %% tags=["parameters"]
 source: str = "published"  # score source: published (the seed's numbers) or embedded
@@ -30,24 +31,6 @@ tau_days: float = 14.0  # recency decay constant (days)
 threshold: float = 0.45  # post-bonus score a memory needs to be injected
 candidates: int = 8  # raw nearest neighbours fetched before the re-sort
 inject: int = 3  # most memories injected into the prompt
-bonus_range: str = "0:0.1:0.001"  # sweep: bonus values, start:stop:step or a comma list
-tau_range: str = "1:60:1"  # sweep: tau_days values
-threshold_range: str = "0.40:0.50:0.005"  # sweep: threshold values
-select: str = "max-margin"  # sweep: selection rule (smallest-bonus, max-headroom, max-margin)
-n_range: str = "16,100,1000,10000,100000,1000000"  # scale: memory counts N to measure
-pool: int = 5000  # scale: real embedded distractors (cached after the first run)
-boot: int = 200  # robustness and drift: bootstrap resamples (of each kind)
-seed: int = 0  # scale, robustness and drift: random seed
-hybrid_datasets: str = "seed16-time,daily-lunch"  # hybrid: datasets to compare the retrievers on (comma list)
-retrievers: str = ""  # hybrid: retrievers to compare (comma list); empty for all
-alpha_range: str = "0:1:0.1"  # hybrid: weight of the vector route in weighted fusion
-rrf_k_range: str = "1,2,10,60"  # hybrid: RRF k values, score 1/(k + rank)
-hybrid_bonus_range: str = "0:0.3:0.01"  # hybrid: recency bonus values of decay retrievers
-hybrid_tau_range: str = "1,3,7,14,30,60"  # hybrid: tau_days values of decay retrievers
-streams: int = 400  # drift: held-out streams, the first N seeds of seed_range
-seed_range: str = "1000:1400"  # drift: held-out seeds A:B (B excluded)
-tune_range: str = "0:200"  # drift: tuning seeds C:D, disjoint from seed_range
-budgets: str = "16,32,64,128,256,512"  # drift: token budgets, a comma list
 out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
 fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
 
@@ -68,33 +51,55 @@ ev = evaluate(data, scores, spec, lang=lang)
 print(f"{scores.source} scores ({scores.details.get('model', '')}), {len(data.memories)} memories")
 
 # %% [markdown]
-# ## The four candidates, and the rule "smallest bonus that satisfies all"
+# ## The hand-picked candidates, and the rule "smallest bonus that satisfies all"
+#
+# The seed's own tables (four (bonus, tau) candidates, C1 and H2 rerun) appear for a dataset
+# that declares them in `dataset.json` (`"tables": {"candidates": [...], "reruns": [...]}`), as
+# the seed's do; any other dataset gets the same spec on each question, kind by kind.
 
 # %%
-four = candidate_table(data, scores, base=replace(spec, bonus=0.0), lang=lang)
-report.table(
-    "four_candidates",
-    four,
-    "The seed's four (bonus, tau) candidates: a = no-hit max, b = C1 current, c = H2 current",
-)
+declared = data.tables
+if declared is not None and declared.candidates:
+    four = candidate_table(data, scores, declared.candidates, base=replace(spec, bonus=0.0), lang=lang)
+    names = ", ".join(f"{c.name} = {c.description}" for c in ev.criteria)
+    report.table("four_candidates", four, f"The declared (bonus, tau) candidates: {names}")
+else:
+    print(f"{data.name} declares no candidate (bonus, tau) pairs: see the sweep (notebook 02) instead")
 
 # %% [markdown]
-# ## C1 (coffee) and H2 (that thing you were working on), rerun
+# ## Questions rerun, memory by memory (declared), or kind by kind
 
 # %%
-report.table("rerun_C1", tables.rerun_table(ev, data, "C1"), "C1: raw, bonus, final and verdict")
-
-# %%
-report.table("rerun_H2", tables.rerun_table(ev, data, "H2"), "H2: raw, bonus, final and verdict")
+if declared is not None and declared.reruns:
+    for qid in declared.reruns:
+        text = data.question(qid).text(lang)
+        report.table(f"rerun_{qid}", tables.rerun_table(ev, data, qid), f"{qid} ({text}): raw, bonus, final, verdict")
+else:
+    print(f"{data.name} declares no rerun questions: one table per question kind instead")
+    for kind in dict.fromkeys(q.kind for q in data.questions):
+        if kind != "nohit":
+            report.table(
+                f"questions_{kind}",
+                tables.kind_table(ev, data, kind),
+                f"{kind} questions: the current memory, what was injected, stale and wrong injections",
+            )
 
 # %% [markdown]
 # ## No-hit questions before and after the bonus
 
 # %%
-report.table("nohit", tables.nohit_table(ev), "No-hit questions: the best score before and after the bonus")
+if any(q.kind == "nohit" for q in data.questions):
+    report.table(
+        "nohit", tables.nohit_table(ev), "No-hit questions: the best score before and after the bonus"
+    )
 
 # %%
-report.table("criteria", tables.criteria_table(ev), "The seed's conditions a, b, c at this spec")
+report.table("criteria", tables.criteria_table(ev), "The dataset's criteria at this spec")
+report.value(
+    "injections",
+    {"stale_injected": ev.stale_injected, "wrong_injected": ev.wrong_injected, "feasible": ev.feasible},
+    "Stale memories injected, and memories injected outside a hit or contradiction question's labels",
+)
 
 # %% [markdown]
 # ## The bonus curve

@@ -32,38 +32,39 @@ inject: int = 3  # most memories injected into the prompt
 bonus_range: str = "0:0.1:0.001"  # sweep: bonus values, start:stop:step or a comma list
 tau_range: str = "1:60:1"  # sweep: tau_days values
 threshold_range: str = "0.40:0.50:0.005"  # sweep: threshold values
-select: str = "max-margin"  # sweep: selection rule (smallest-bonus, max-headroom, max-margin)
-n_range: str = "16,100,1000,10000,100000,1000000"  # scale: memory counts N to measure
-pool: int = 5000  # scale: real embedded distractors (cached after the first run)
-boot: int = 200  # robustness and drift: bootstrap resamples (of each kind)
-seed: int = 0  # scale, robustness and drift: random seed
-hybrid_datasets: str = "seed16-time,daily-lunch"  # hybrid: datasets to compare the retrievers on (comma list)
-retrievers: str = ""  # hybrid: retrievers to compare (comma list); empty for all
-alpha_range: str = "0:1:0.1"  # hybrid: weight of the vector route in weighted fusion
-rrf_k_range: str = "1,2,10,60"  # hybrid: RRF k values, score 1/(k + rank)
-hybrid_bonus_range: str = "0:0.3:0.01"  # hybrid: recency bonus values of decay retrievers
-hybrid_tau_range: str = "1,3,7,14,30,60"  # hybrid: tau_days values of decay retrievers
-streams: int = 400  # drift: held-out streams, the first N seeds of seed_range
-seed_range: str = "1000:1400"  # drift: held-out seeds A:B (B excluded)
-tune_range: str = "0:200"  # drift: tuning seeds C:D, disjoint from seed_range
-budgets: str = "16,32,64,128,256,512"  # drift: token budgets, a comma list
 out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
 fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
 
 # %%
 from memlab import RetrievalSpec, load_dataset
 from memlab.app.panel import TuningPanel
+from memlab.core.grid import parse_axis
+from memlab.datasets.model import packaged_datasets, user_datasets
 from memlab.output import tables
 from memlab.output.report import Report
 
 report = Report(out_dir, fig_formats)
 data = load_dataset(dataset)
+
+
+def axis_span(text: str, name: str) -> tuple[float, float]:
+    values = parse_axis(text, name)
+    return (min(values), max(values))
+
+
 panel = TuningPanel(
     data,
     RetrievalSpec(candidates=candidates, inject=inject, threshold=threshold, bonus=bonus, tau_days=tau_days),
     source=source,
     lang=lang,
     score_options={"model": model or None},
+    # the sliders reach at least the sweep's axes, so its chosen point is always on them
+    ranges={
+        "bonus": axis_span(bonus_range, "bonus_range"),
+        "tau_days": axis_span(tau_range, "tau_range"),
+        "threshold": axis_span(threshold_range, "threshold_range"),
+    },
+    datasets=(*packaged_datasets(), *(d.name for d in user_datasets())),
 )
 panel.view()
 

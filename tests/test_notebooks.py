@@ -10,7 +10,7 @@ import nbformat
 import papermill as pm
 import pytest
 
-from memlab.app.parameters import NOTEBOOK_PARAMETERS, literal, parameters_cell
+from memlab.app.parameters import literal, notebook_parameters, parameters_cell
 from memlab.app.runner import NOTEBOOKS
 
 NB_DIR = Path(__file__).resolve().parents[1] / "notebooks"
@@ -19,8 +19,8 @@ NB_DIR = Path(__file__).resolve().parents[1] / "notebooks"
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_parameters_match_the_documented_ones(name):
     found = pm.inspect_notebook(str(NB_DIR / f"{name}.ipynb"))
-    assert list(found) == [p.name for p in NOTEBOOK_PARAMETERS]
-    for p in NOTEBOOK_PARAMETERS:
+    assert list(found) == [p.name for p in notebook_parameters(name)]
+    for p in notebook_parameters(name):
         got = found[p.name]
         assert got["inferred_type_name"] == p.type, p.name
         assert got["default"] == literal(p.default), p.name
@@ -33,7 +33,7 @@ def test_stored_without_outputs_and_paired_with_percent_script(name):
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert all(not c.outputs and c.execution_count is None for c in code)
     assert "parameters" in code[0].metadata.get("tags", [])
-    assert code[0].source == parameters_cell()
+    assert code[0].source == parameters_cell(name)
     paired = jupytext.read(NB_DIR / f"{name}.py")
     assert [c.source for c in paired.cells] == [c.source for c in nb.cells]
 

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
+
 from memlab.app.panel import TuningPanel
 
 
 def test_panel_updates_figure_criteria_and_prompt(seed):
     panel = TuningPanel(seed, source="published")
     view = panel.view()
-    (row, prompt) = view.children
+    (row, prompt, values) = view.children
     (controls, figure) = row.children
     assert figure is panel.figure and prompt is panel._widgets["prompt"]
+    assert values is panel._widgets["values"]
     assert [w.description for w in controls.children[:-1]] == [
+        "dataset",
         "source",
         "lang",
         "prompt for",
@@ -25,7 +31,7 @@ def test_panel_updates_figure_criteria_and_prompt(seed):
     before = list(panel.figure.data[1].y)
     panel.set(bonus=0.04)  # the seed's third candidate: (c) fails
     assert [c.passed for c in panel.state.criteria] == [True, True, False]
-    assert "FAIL" in panel._widgets["criteria"].value
+    assert "✗ FAIL" in panel._widgets["criteria"].value  # a symbol, not colour alone
     assert panel.figure.layout.title.text.startswith("bonus 0.04, tau 14 days")
     after = list(panel.figure.data[1].y)
     assert round(before[1], 3) == 0.455 and round(after[1], 3) == 0.445  # H2's article
@@ -42,3 +48,54 @@ def test_prompt_follows_the_question_dropdown(seed):
     assert panel.prompt() == "(nothing injected for N1: no candidate reaches 0.45)"
     panel._widgets["question"].value = "C1"
     assert "2026-08-20: The user drinks coffee black." in panel.prompt()
+
+
+def example():
+    from memlab.datasets.model import load_dataset
+
+    return load_dataset(Path(__file__).resolve().parents[1] / "data" / "example-companion")
+
+
+def test_slider_ranges_hold_the_values_and_the_sweep_axes():
+    from memlab.app.panel import nice_step, slider_ranges
+    from memlab.core.spec import RetrievalSpec
+
+    assert [nice_step(x) for x in (0.3, 0.05, 12.0)] == [0.002, 0.0005, 0.1]
+    raw = np.array([[0.80, 0.86], [0.82, np.nan]])  # bunched scores, as a multilingual e5 gives
+    spec = RetrievalSpec(bonus=0.265, tau_days=1.0, threshold=0.87)
+    r = slider_ranges(raw, spec, {"bonus": (0.0, 0.3), "threshold": (0.15, 0.45)})
+    # the bonus reaches the sweep's 0.3 and past twice the spec's 0.265; the threshold spans
+    # the sweep's 0.15 up to the best score plus the largest bonus (0.86 + 0.53)
+    assert (r["bonus"].low, r["bonus"].high, r["bonus"].step) == (0.0, 0.53, 0.005)
+    assert r["threshold"].low == 0.15 and r["threshold"].high == 1.39
+    for name, value in (("bonus", 0.265), ("threshold", 0.87), ("tau_days", 1.0)):
+        assert r[name].low <= value <= r[name].high
+
+
+def test_panel_on_a_dataset_that_is_not_the_seed(monkeypatch):
+    from memlab.app.panel import TuningPanel
+    from memlab.core.spec import RetrievalSpec
+    from memlab.scoring.sources import ScoreTable
+
+    ds = example()
+    rng = np.random.default_rng(0)
+    raw = rng.uniform(0.78, 0.9, size=(len(ds.questions), len(ds.memories)))
+    table = ScoreTable(ds.question_ids, ds.memory_ids, raw, "embedded")
+    monkeypatch.setattr("memlab.app.panel.load_scores", lambda *a, **k: table)
+    panel = TuningPanel(ds, RetrievalSpec(bonus=0.02, tau_days=3.0, threshold=0.88), source="embedded")
+    panel.view()
+    w = panel._widgets
+    assert panel.question == "q1" and w["question"].options[0] == ("q1: Which city do I live in now?", "q1")
+    assert w["source"].options == ("embedded",) and w["lang"].options == ("en", "ja")
+    assert w["threshold"].min <= 0.88 <= w["threshold"].max and w["bonus"].max >= 0.04
+    y = tuple(panel.figure.layout.yaxis.range)
+    w["bonus"].value = 0.05
+    w["threshold"].value = 0.85
+    assert tuple(panel.figure.layout.yaxis.range) == y  # the frame stays still
+    assert panel.figure.data[0].x[0] == "Which city do I live in…<br>(q1)"  # questions by their words
+    assert "bonus: 0.05" in w["values"].value and "threshold: 0.85" in w["values"].value
+    assert (
+        f"--dataset {ds.path} --source embedded --lang en --bonus 0.05 --tau 3 --threshold 0.85 "
+        "--candidates 8 --inject 3" in w["values"].value
+    )
+    assert "stale injected" in w["criteria"].value and "no_stale" in w["criteria"].value

@@ -1,25 +1,121 @@
-"""The live tuning panel: sliders and dropdowns over a plotly FigureWidget.
+"""The live tuning panel: sliders and dropdowns over a plotly FigureWidget, for any dataset.
 
 Moving a control re-runs the one-config reference on cached scores (no re-embedding: each
-(source, lang) is scored once) and updates, in place, the per-question bars, the pass/fail of each
-criterion, the headroom and the injected B-format prompt. ``TuningPanel.state`` is computed
-eagerly, so the panel's numbers also exist when the notebook runs headless under papermill.
+(dataset, source, lang) is scored once) and updates, in place, the per-question bars, the
+pass/fail of each criterion, the headroom, the stale and wrong injections, the injected
+B-format prompt and a "use these values" block (batch YAML and CLI flags, ready to paste).
+``TuningPanel.state`` is computed eagerly, so the panel's numbers also exist when the notebook
+runs headless under papermill.
+
+Slider ranges come from the scores, not from the seed: the threshold spans the scores the
+model produces plus the largest bonus, the bonus reaches past the spread of the scores, and
+both always include the starting value and any sweep axes passed in ``ranges``. The y-axis is
+fixed per score table, so the bars move and the frame does not.
 """
 
 from __future__ import annotations
 
 import html
+import math
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
+
+import numpy as np
 
 from memlab.core.criteria import Criterion, dataset_criteria
 from memlab.core.spec import RetrievalSpec
-from memlab.datasets.model import Dataset
-from memlab.output.figures import question_bars, question_frame
+from memlab.datasets.model import Dataset, load_dataset
+from memlab.output.figures import OKABE_ITO, question_bars, question_frame
 from memlab.output.prompt import b_format
-from memlab.scoring.sources import SOURCES, ScoreTable, load_scores
+from memlab.scoring.sources import ScoreTable, available_sources, load_scores
 from memlab.tuning.evaluate import Evaluation, evaluate
+
+PASS_MARK = f"<span class='memlab-pass' style='color:{OKABE_ITO['green']}'>✓ PASS</span>"
+FAIL_MARK = f"<span class='memlab-fail' style='color:{OKABE_ITO['vermillion']}'>✗ FAIL</span>"
+
+
+@dataclass(frozen=True)
+class SliderRange:
+    low: float
+    high: float
+    step: float
+
+
+def nice_step(span: float, steps: int = 200) -> float:
+    """A round step (1, 2 or 5 times a power of ten) giving about ``steps`` positions."""
+    if not span > 0:
+        return 0.001
+    raw = span / steps
+    power = 10 ** math.floor(math.log10(raw))
+    return next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+
+
+def slider_ranges(
+    raw: np.ndarray, spec: RetrievalSpec, ranges: dict[str, tuple[float, float]] | None = None
+) -> dict[str, SliderRange]:
+    """Bonus, tau and threshold ranges from the score table, always holding the spec's values
+    and the sweep's axes (``ranges``: name -> (low, high))."""
+    ranges = ranges or {}
+    finite = raw[np.isfinite(raw)]
+    lo_s, hi_s = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    spread = max(hi_s - lo_s, 0.05)
+    b_hi = max(spread, 2 * spec.bonus, ranges.get("bonus", (0, 0))[1])
+    t_lo = min(lo_s, spec.threshold, ranges.get("threshold", (np.inf, 0))[0])
+    t_hi = max(hi_s + b_hi, spec.threshold, ranges.get("threshold", (0, -np.inf))[1])
+    tau_hi = max(60.0, 2 * spec.tau_days, ranges.get("tau_days", (0, 0))[1])
+    out = {}
+    for name, low, high in (("bonus", 0.0, b_hi), ("threshold", t_lo, t_hi), ("tau_days", 0.0, tau_hi)):
+        step = nice_step(high - low) if name != "tau_days" else 0.5
+        digits = max(0, -math.floor(math.log10(step))) + 1
+        out[name] = SliderRange(
+            round(math.floor(low / step) * step, digits), round(math.ceil(high / step) * step, digits), step
+        )
+    return out
+
+
+def default_question(dataset: Dataset) -> str:
+    """The question the prompt shows first: the first the dataset declares for a rerun table,
+    else the first with a current memory, else the first."""
+    if dataset.tables is not None and dataset.tables.reruns:
+        return dataset.tables.reruns[0]
+    return next((q.id for q in dataset.questions if q.current), dataset.question_ids[0])
+
+
+def dataset_reference(dataset: Dataset) -> str:
+    """How a batch file or ``--dataset`` names it: a packaged dataset by name, else its folder."""
+    from memlab.datasets.model import packaged_datasets
+
+    packaged = dataset.path is not None and dataset.path.parent.name == "packaged"
+    if dataset.path is None or (packaged and dataset.path.name in packaged_datasets()):
+        return dataset.name
+    return str(dataset.path)
+
+
+def batch_yaml(dataset: str, source: str, lang: str, spec: RetrievalSpec) -> str:
+    """The configuration as a run of a batch file (``memlab run --config``)."""
+    return (
+        "runs:\n"
+        "  - name: tuned\n"
+        "    parameters:\n"
+        f"      dataset: {dataset}\n"
+        f"      source: {source}\n"
+        f"      lang: {lang}\n"
+        f"      bonus: {spec.bonus:g}\n"
+        f"      tau_days: {spec.tau_days:g}\n"
+        f"      threshold: {spec.threshold:g}\n"
+        f"      candidates: {spec.candidates}\n"
+        f"      inject: {spec.inject}\n"
+    )
+
+
+def cli_flags(dataset: str, source: str, lang: str, spec: RetrievalSpec) -> str:
+    """The configuration as flags of ``memlab evaluate`` (and of every command that scores)."""
+    return (
+        f"--dataset {dataset} --source {source} --lang {lang} --bonus {spec.bonus:g} "
+        f"--tau {spec.tau_days:g} --threshold {spec.threshold:g} --candidates {spec.candidates} "
+        f"--inject {spec.inject}"
+    )
 
 
 class TuningPanel:
@@ -29,17 +125,25 @@ class TuningPanel:
         spec: RetrievalSpec | None = None,
         *,
         source: str = "published",
-        lang: str = "en",
-        question: str = "C1",
+        lang: str | None = None,
+        question: str | None = None,
         criteria: tuple[Criterion, ...] | None = None,
         score_options: dict[str, Any] | None = None,
+        ranges: dict[str, tuple[float, float]] | None = None,
+        datasets: tuple[str, ...] = (),
     ):
         self.dataset = dataset
+        self.dataset_name = dataset_reference(dataset)
+        self.datasets = datasets  # others offered in the dataset dropdown (names or folders)
         self.spec = spec or RetrievalSpec()
-        self.source, self.lang, self.question = source, lang, question
+        self.source = source
+        self.lang = lang or dataset.languages[0]
+        self.question = question or default_question(dataset)
+        self.given_criteria = criteria
         self.criteria = dataset_criteria(dataset) if criteria is None else criteria
         self.score_options = score_options or {}
-        self._scores: dict[tuple[str, str], ScoreTable] = {}
+        self.ranges = ranges
+        self._scores: dict[tuple[str, str, str], ScoreTable] = {}
         self.last_update_ms = 0.0
         self.state = self.compute()
         self._widgets: dict[str, Any] | None = None
@@ -47,13 +151,24 @@ class TuningPanel:
 
     # -- the model ------------------------------------------------------------------------
     def scores(self) -> ScoreTable:
-        key = (self.source, self.lang)
+        key = (self.dataset_name, self.source, self.lang)
         if key not in self._scores:
             self._scores[key] = load_scores(self.source, self.dataset, lang=self.lang, **self.score_options)
         return self._scores[key]
 
     def compute(self) -> Evaluation:
         return evaluate(self.dataset, self.scores(), self.spec, self.criteria, lang=self.lang)
+
+    def slider_ranges(self) -> dict[str, SliderRange]:
+        return slider_ranges(self.scores().raw, self.spec, self.ranges)
+
+    def y_range(self) -> tuple[float, float]:
+        """The bars' y-axis for this score table: every raw score, plus the largest bonus."""
+        r = self.slider_ranges()
+        raw = self.scores().raw
+        finite = raw[np.isfinite(raw)]
+        lo = float(finite.min()) if finite.size else 0.0
+        return (max(0.0, min(lo, r["threshold"].low) - 0.02), r["threshold"].high + 0.02)
 
     def prompt(self, ev: Evaluation | None = None) -> str:
         ev = ev or self.state
@@ -68,8 +183,8 @@ class TuningPanel:
     def criteria_html(self, ev: Evaluation | None = None) -> str:
         ev = ev or self.state
         rows = "".join(
-            f"<tr><td><b>{c.name}</b></td><td class='{'pass' if c.passed else 'fail'}'>"
-            f"{'pass' if c.passed else 'FAIL'}</td><td>{'-' if c.value is None else f'{c.value:.3f}'}</td>"
+            f"<tr><td><b>{html.escape(c.name)}</b></td><td>{PASS_MARK if c.passed else FAIL_MARK}</td>"
+            f"<td>{'-' if c.value is None else f'{c.value:.3f}'}</td>"
             f"<td>{html.escape(c.description)}</td></tr>"
             for c in ev.criteria
         )
@@ -79,20 +194,46 @@ class TuningPanel:
             "<div class='memlab-criteria'><table>"
             "<tr><th>criterion</th><th></th><th>value</th><th>meaning</th></tr>"
             f"{rows}</table><p>headroom <b class='memlab-headroom'>{room}</b> · "
+            f"stale injected <b class='memlab-stale'>{ev.stale_injected}</b> · "
+            f"wrong injected <b class='memlab-wrong'>{ev.wrong_injected}</b> · "
             f"<span class='memlab-verdict'>{verdict}</span> · update {self.last_update_ms:.1f} ms</p></div>"
+        )
+
+    def values_html(self) -> str:
+        """ "Use these values": the configuration as batch YAML and as CLI flags."""
+        yaml = batch_yaml(self.dataset_name, self.source, self.lang, self.spec)
+        flags = cli_flags(self.dataset_name, self.source, self.lang, self.spec)
+        return (
+            "<div class='memlab-values'><b>use these values</b> · batch YAML:"
+            f"<pre class='memlab-yaml'>{html.escape(yaml)}</pre>CLI flags:"
+            f"<pre class='memlab-flags'>{html.escape(flags)}</pre></div>"
         )
 
     def static_figure(self, ev: Evaluation | None = None):
         ev = ev or self.state
         title = (
-            f"bonus {ev.spec.bonus:g}, tau {ev.spec.tau_days:g} days, threshold {ev.spec.threshold:g}"
-            f" · {self.source}/{self.lang}"
+            f"bonus {ev.spec.bonus:g}, tau {ev.spec.tau_days:g} day{'' if ev.spec.tau_days == 1 else 's'}, "
+            f"threshold {ev.spec.threshold:g} · {self.dataset.name} · {self.source}/{self.lang}"
         )
-        return question_bars(question_frame(ev, self.dataset), ev.spec.threshold, title)
+        return question_bars(question_frame(ev, self.dataset), ev.spec.threshold, title, self.y_range())
 
     def set(self, **changes: Any) -> Evaluation:
-        """Change controls (source, lang, question or any spec field) and recompute."""
+        """Change controls (dataset, source, lang, question or any spec field) and recompute."""
         t0 = time.perf_counter()
+        rescored = "dataset" in changes
+        if "dataset" in changes:
+            name = changes.pop("dataset")
+            self.dataset = load_dataset(name)
+            self.dataset_name = str(name)
+            self.criteria = (
+                dataset_criteria(self.dataset) if self.given_criteria is None else self.given_criteria
+            )
+            if self.lang not in self.dataset.languages:
+                self.lang = self.dataset.languages[0]
+            if self.source not in available_sources(self.dataset):
+                self.source = "embedded"
+            self.question = default_question(self.dataset)
+        rescored = rescored or bool({"source", "lang"} & set(changes))
         for key in ("source", "lang", "question"):
             if key in changes:
                 setattr(self, key, changes.pop(key))
@@ -100,62 +241,94 @@ class TuningPanel:
             self.spec = replace(self.spec, **changes)
         self.state = self.compute()
         if self.figure is not None:
-            self._refresh_widgets()
+            self._refresh_widgets(rescored)
         self.last_update_ms = (time.perf_counter() - t0) * 1000
         if self._widgets is not None:
             self._widgets["criteria"].value = self.criteria_html()
         return self.state
 
     # -- the widgets ----------------------------------------------------------------------
-    def _refresh_widgets(self) -> None:
+    def _refresh_widgets(self, rescored: bool = False) -> None:
         fresh = self.static_figure()
         with self.figure.batch_update():
             for old, new in zip(self.figure.data, fresh.data, strict=True):
-                old.x, old.y, old.text = new.x, new.y, new.text
+                old.x, old.y, old.text, old.hovertext = new.x, new.y, new.text, new.hovertext
             self.figure.layout.shapes = fresh.layout.shapes
             self.figure.layout.annotations = fresh.layout.annotations
             self.figure.layout.title.text = fresh.layout.title.text
             self.figure.layout.yaxis.range = fresh.layout.yaxis.range
         w = self._widgets
-        w["criteria"].value = self.criteria_html()
         w["prompt"].value = f"<pre class='memlab-prompt'>{html.escape(self.prompt())}</pre>"
+        w["values"].value = self.values_html()
+        if rescored:
+            self._sync_controls()
+
+    def _sync_controls(self) -> None:
+        """After a dataset, source or language change: options and ranges follow the new scores."""
+        w = self._widgets
+        self._quiet = True
+        try:
+            w["lang"].options = list(self.dataset.languages)
+            w["lang"].value = self.lang
+            w["source"].options = list(available_sources(self.dataset))
+            w["source"].value = self.source
+            w["question"].options = self._question_options()
+            w["question"].value = self.question
+            for name, r in self.slider_ranges().items():
+                s = w[name]
+                s.max = max(s.max, r.high)  # widen first, so the value is never clamped
+                s.min = max(r.step, r.low) if name == "tau_days" else r.low
+                s.max, s.step = r.high, r.step
+        finally:
+            self._quiet = False
+
+    def _question_options(self) -> list[tuple[str, str]]:
+        from memlab.output.figures import short_text
+
+        return [(f"{q.id}: {short_text(q.text(self.lang), 40)}", q.id) for q in self.dataset.questions]
 
     def view(self):
-        """The panel: controls, the FigureWidget, criteria and the injected prompt."""
+        """The panel: controls, the FigureWidget, criteria, the prompt and the values to paste."""
         import ipywidgets as W
         import plotly.graph_objects as go
 
         s = self.spec
+        r = self.slider_ranges()
+        self._quiet = False
         self.figure = go.FigureWidget(self.static_figure())
         self.figure.layout.width = 760
+        datasets = list(dict.fromkeys([self.dataset_name, *self.datasets]))
         controls = {
-            "source": W.Dropdown(options=list(SOURCES), value=self.source, description="source"),
+            "dataset": W.Dropdown(options=datasets, value=self.dataset_name, description="dataset"),
+            "source": W.Dropdown(
+                options=list(available_sources(self.dataset)), value=self.source, description="source"
+            ),
             "lang": W.Dropdown(options=list(self.dataset.languages), value=self.lang, description="lang"),
             "question": W.Dropdown(
-                options=list(self.dataset.question_ids), value=self.question, description="prompt for"
+                options=self._question_options(), value=self.question, description="prompt for"
             ),
             "bonus": W.FloatSlider(
                 value=s.bonus,
-                min=0.0,
-                max=0.15,
-                step=0.001,
+                min=r["bonus"].low,
+                max=r["bonus"].high,
+                step=r["bonus"].step,
                 readout_format=".3f",
                 description="bonus",
                 continuous_update=False,
             ),
             "tau_days": W.FloatSlider(
                 value=s.tau_days,
-                min=0.5,
-                max=60.0,
-                step=0.5,
+                min=max(r["tau_days"].step, r["tau_days"].low),
+                max=r["tau_days"].high,
+                step=r["tau_days"].step,
                 description="tau (days)",
                 continuous_update=False,
             ),
             "threshold": W.FloatSlider(
                 value=s.threshold,
-                min=0.0,
-                max=0.8,
-                step=0.005,
+                min=r["threshold"].low,
+                max=r["threshold"].high,
+                step=r["threshold"].step,
                 readout_format=".3f",
                 description="threshold",
                 continuous_update=False,
@@ -163,27 +336,36 @@ class TuningPanel:
             "candidates": W.IntSlider(
                 value=s.candidates,
                 min=1,
-                max=len(self.dataset.memories),
+                max=max(len(self.dataset.memories), s.candidates),
                 description="candidates",
                 continuous_update=False,
             ),
             "inject": W.IntSlider(
-                value=s.inject, min=1, max=8, description="inject", continuous_update=False
+                value=s.inject, min=1, max=max(8, s.inject), description="inject", continuous_update=False
             ),
         }
         for name, control in controls.items():
             control.style.description_width = "90px"
             control.add_class(f"memlab-{name}")
-            control.observe(lambda change, name=name: self.set(**{name: change["new"]}), names="value")
+            control.observe(lambda change, name=name: self._on_change(name, change["new"]), names="value")
         self._widgets = {
             **controls,
             "criteria": W.HTML(self.criteria_html()),
             "prompt": W.HTML(f"<pre class='memlab-prompt'>{html.escape(self.prompt())}</pre>"),
+            "values": W.HTML(self.values_html()),
         }
         self._widgets["criteria"].add_class("memlab-criteria-box")
         left = W.VBox(
             [*controls.values(), self._widgets["criteria"]], layout=W.Layout(width="380px", min_width="380px")
         )
         return W.VBox(
-            [W.HBox([left, self.figure], layout=W.Layout(align_items="flex-start")), self._widgets["prompt"]]
+            [
+                W.HBox([left, self.figure], layout=W.Layout(align_items="flex-start")),
+                self._widgets["prompt"],
+                self._widgets["values"],
+            ]
         )
+
+    def _on_change(self, name: str, value: Any) -> None:
+        if not self._quiet:
+            self.set(**{name: value})

@@ -66,21 +66,60 @@ NOTEBOOK_PARAMETERS: tuple[Parameter, ...] = (
 )
 
 
+SPEC = ("bonus", "tau_days", "threshold", "candidates", "inject")
+SCORES = ("source", "lang", "model", "dataset")
+OUTPUT = ("out_dir", "fig_formats")
+# the parameters each notebook takes, in NOTEBOOK_PARAMETERS order; its cell declares these only
+NOTEBOOK_USES: dict[str, tuple[str, ...]] = {
+    "01_reproduce": (*SCORES, *SPEC, *OUTPUT),
+    "02_sweep": (*SCORES, *SPEC, "bonus_range", "tau_range", "threshold_range", "select", *OUTPUT),
+    "03_tune": (*SCORES, *SPEC, "bonus_range", "tau_range", "threshold_range", *OUTPUT),
+    "04_scale": (*SCORES, *SPEC, "n_range", "pool", "seed", *OUTPUT),
+    "05_robustness": (*SCORES, *SPEC, "boot", "seed", *OUTPUT),
+    "06_hybrid_time": (
+        *SCORES,
+        "candidates",
+        "inject",
+        "hybrid_datasets",
+        "retrievers",
+        "alpha_range",
+        "rrf_k_range",
+        "hybrid_bonus_range",
+        "hybrid_tau_range",
+        *OUTPUT,
+    ),
+    "07_drift": ("model", "boot", "seed", "streams", "seed_range", "tune_range", "budgets", *OUTPUT),
+}
+
+
+def notebook_parameters(notebook: str) -> tuple[Parameter, ...]:
+    """The parameters one notebook takes (every one, for a notebook memlab does not know)."""
+    uses = NOTEBOOK_USES.get(notebook)
+    return NOTEBOOK_PARAMETERS if uses is None else tuple(p for p in NOTEBOOK_PARAMETERS if p.name in uses)
+
+
+def takers(name: str) -> list[str]:
+    """The notebooks that take a parameter."""
+    return [nb for nb, uses in NOTEBOOK_USES.items() if name in uses]
+
+
 def literal(value: Any) -> str:
     """A default as the cell writes it (ruff's style: double-quoted strings)."""
     return json.dumps(value) if isinstance(value, str | list) else repr(value)
 
 
-def parameters_cell() -> str:
-    """The source of the ``parameters`` cell, as the notebooks carry it."""
-    return "\n".join(f"{p.name}: {p.type} = {literal(p.default)}  # {p.help}" for p in NOTEBOOK_PARAMETERS)
+def parameters_cell(notebook: str | None = None) -> str:
+    """The source of a notebook's ``parameters`` cell (every parameter when none is named)."""
+    params = NOTEBOOK_PARAMETERS if notebook is None else notebook_parameters(notebook)
+    return "\n".join(f"{p.name}: {p.type} = {literal(p.default)}  # {p.help}" for p in params)
 
 
-def defaults() -> dict[str, Any]:
-    return {p.name: p.default for p in NOTEBOOK_PARAMETERS}
+def defaults(notebook: str | None = None) -> dict[str, Any]:
+    params = NOTEBOOK_PARAMETERS if notebook is None else notebook_parameters(notebook)
+    return {p.name: p.default for p in params}
 
 
-def rewrite_parameters_cell(script: str) -> str:
+def rewrite_parameters_cell(script: str, notebook: str | None = None) -> str:
     """A jupytext percent script with its ``parameters`` cell replaced by the current definition."""
     marker = '# %% tags=["parameters"]\n'
     head, found, rest = script.partition(marker)
@@ -89,7 +128,7 @@ def rewrite_parameters_cell(script: str) -> str:
     _, sep, tail = rest.partition("\n# %%")
     if not sep:
         raise InputError("the parameters cell is the last cell; expected code after it")
-    return head + marker + parameters_cell() + "\n\n" + "# %%" + tail
+    return head + marker + parameters_cell(notebook) + "\n\n" + "# %%" + tail
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
 
     for name in sys.argv[1:] if argv is None else argv:
         path = Path(name)
-        atomic_write_text(path, rewrite_parameters_cell(path.read_text(encoding="utf-8")))
+        atomic_write_text(path, rewrite_parameters_cell(path.read_text(encoding="utf-8"), path.stem))
     return 0
 
 

@@ -24,7 +24,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from memlab.app.parameters import NOTEBOOK_PARAMETERS, defaults
+from memlab.app.parameters import NOTEBOOK_PARAMETERS, NOTEBOOK_USES, defaults, takers
 from memlab.core.errors import InputError, MissingFileError
 from memlab.core.files import atomic_write_text
 
@@ -56,6 +56,7 @@ class Run:
     name: str
     parameters: dict[str, Any]
     notebooks: tuple[str, ...] | None = None  # None: the batch's notebooks
+    own: tuple[str, ...] = ()  # the parameters the run sets itself (not the batch's shared ones)
 
 
 @dataclass(frozen=True)
@@ -161,7 +162,10 @@ def load_batch(path: str | Path | None) -> Batch:
             f"{path}: unknown key(s) {', '.join(unknown)} (allowed: notebooks, parameters, runs)"
         )
     notebooks = tuple(doc.get("notebooks") or NOTEBOOKS)
-    shared = check_parameters(f"{path}: parameters", doc.get("parameters") or {})
+    # dataset folders in a batch file are relative to the batch file, wherever memlab runs
+    shared = absolute_datasets(
+        check_parameters(f"{path}: parameters", doc.get("parameters") or {}), path.parent, f"{path}: "
+    )
     runs = []
     for i, item in enumerate(doc.get("runs") or [{"name": "default"}], start=1):
         if not isinstance(item, dict) or not item.get("name"):
@@ -178,8 +182,11 @@ def load_batch(path: str | Path | None) -> Batch:
                 f"{path}: runs[{i}] ({name}): unknown notebook(s) {', '.join(unknown_nb)}; "
                 f"notebooks: {', '.join(NOTEBOOKS)}"
             )
-        params = check_parameters(f"{path}: runs[{i}] ({name})", item.get("parameters") or {})
-        runs.append(Run(name, {**shared, **params}, tuple(own) if own else None))
+        where = f"{path}: runs[{i}] ({name})"
+        params = absolute_datasets(
+            check_parameters(where, item.get("parameters") or {}), path.parent, f"{where}: "
+        )
+        runs.append(Run(name, {**shared, **params}, tuple(own) if own else None, tuple(params)))
     return Batch(notebooks, tuple(runs), str(path))
 
 
@@ -236,23 +243,60 @@ def now() -> str:
 DATASET_PARAMETERS = ("dataset", "hybrid_datasets")  # a name, a folder, or a comma list of them
 
 
-def absolute_datasets(params: dict[str, Any], base: Path | None = None) -> dict[str, Any]:
-    """Dataset folders given relative to where memlab runs, made absolute: the notebooks run in
-    the notebooks folder. Packaged names (seed16) are left as they are."""
+def absolute_datasets(params: dict[str, Any], base: Path | None = None, where: str = "") -> dict[str, Any]:
+    """Dataset folders made absolute (the notebooks run in the notebooks folder): a relative one
+    resolves against ``base`` (the batch file's folder, or where memlab runs for ``-p``). A bare
+    name is a packaged dataset or one under data/ (``memlab.datasets.model.dataset_dir``); a path
+    that is no folder is an error that shows where it was looked for."""
+    from memlab.datasets.model import dataset_dir
+
     base = base or Path.cwd()
     out = dict(params)
     for key in DATASET_PARAMETERS:
-        if not isinstance(out.get(key), str):
+        if not isinstance(out.get(key), str) or not out[key]:
             continue
-        entries = [e.strip() for e in out[key].split(",")]
-        resolved = [
-            str((base / Path(e).expanduser()).resolve())
-            if e and (base / Path(e).expanduser()).is_dir()
-            else e
-            for e in entries
-        ]
+        resolved = []
+        for e in (e.strip() for e in out[key].split(",")):
+            path = (base / Path(e).expanduser()).resolve()
+            if path.is_dir():
+                resolved.append(str(path))
+            elif "/" in e or "\\" in e:
+                raise MissingFileError(f"{where}{key}: no dataset folder {path}")
+            else:
+                resolved.append(str(dataset_dir(e)) if not is_packaged(e) else e)
         out[key] = ",".join(resolved)
     return out
+
+
+def is_packaged(name: str) -> bool:
+    from memlab.datasets.model import packaged_datasets
+
+    return name in packaged_datasets()
+
+
+def notebook_params(notebook: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Only the parameters the notebook takes (a notebook memlab does not know takes them all)."""
+    uses = NOTEBOOK_USES.get(notebook)
+    return dict(params) if uses is None else {k: v for k, v in params.items() if k in uses}
+
+
+def check_taken(batch: Batch, overrides: dict[str, Any]) -> None:
+    """Every parameter a run sets, or ``-p`` sets, is taken by one of the notebooks it runs."""
+    everything = set(batch.notebooks) | {nb for r in batch.runs for nb in r.notebooks or ()}
+    for key in overrides:
+        if not any(key in NOTEBOOK_USES.get(nb, (key,)) for nb in everything):
+            raise InputError(
+                f"-p {key}: none of the batch's notebooks ({', '.join(sorted(everything))}) takes it; "
+                f"it is a parameter of {', '.join(takers(key))}"
+            )
+    for run in batch.runs:
+        notebooks = run.notebooks or batch.notebooks
+        for key in run.own:
+            if not any(key in NOTEBOOK_USES.get(nb, (key,)) for nb in notebooks):
+                raise InputError(
+                    f"{batch.source}: run {run.name!r}: {key}: none of its notebooks "
+                    f"({', '.join(notebooks)}) takes it; it is a parameter of {', '.join(takers(key))}"
+                )
 
 
 def run_batch(
@@ -268,6 +312,8 @@ def run_batch(
     from memlab.output.report import export_deferred
 
     notebooks_dir = find_notebooks_dir(notebooks_dir)
+    check_taken(batch, overrides or {})
+    overrides = absolute_datasets(overrides or {}, Path.cwd(), "-p ")
     out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     kernel = kernel_name()
@@ -282,8 +328,8 @@ def run_batch(
     try:
         for k, (run, nb) in enumerate(jobs, start=1):
             out_dir = out / run.name / nb
-            params = absolute_datasets(
-                {**defaults(), **run.parameters, **(overrides or {}), "out_dir": str(out_dir)}
+            params = notebook_params(
+                nb, {**defaults(), **run.parameters, **(overrides or {}), "out_dir": str(out_dir)}
             )
             res = Result(run.name, nb, params, str(out / run.name / f"{nb}.ipynb"), str(out_dir))
             out_dir.mkdir(parents=True, exist_ok=True)

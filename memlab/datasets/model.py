@@ -28,6 +28,7 @@ import numpy as np
 from memlab.core.errors import InputError, MissingFileError, UnknownNameError
 from memlab.core.labels import QUESTION_KINDS
 from memlab.core.spec import age_days
+from memlab.datasets.declared import DeclaredTables, declared_criteria, declared_tables
 
 MEMORY_SOURCES = ("seed", "reconstructed", "imported", "synthetic", "user")
 DEFAULT_DATASET = "seed16"
@@ -104,6 +105,7 @@ class Dataset:
     path: Path | None = field(default=None, compare=False)
     vectors: dict[str, Any] | None = field(default=None, compare=False)  # stored memory vectors
     criteria: tuple[Any, ...] | None = field(default=None, compare=False)  # declared in dataset.json
+    tables: DeclaredTables | None = field(default=None, compare=False)  # declared in dataset.json
 
     @property
     def memory_ids(self) -> tuple[str, ...]:
@@ -186,6 +188,17 @@ def user_data_dirs() -> list[Path]:
     if os.environ.get("MEMLAB_DATA_DIR"):
         return [Path(os.environ["MEMLAB_DATA_DIR"]).expanduser()]
     return [Path.cwd() / "data", Path.cwd().parent / "data"]
+
+
+def user_datasets() -> list[Path]:
+    """Dataset folders under the user data folders (any folder holding a dataset.json)."""
+    found: dict[str, Path] = {}
+    for root in user_data_dirs():
+        if root.is_dir():
+            for d in sorted(root.iterdir()):
+                if (d / "dataset.json").is_file() and d.name not in found:
+                    found[d.name] = d.resolve()
+    return list(found.values())
 
 
 def dataset_dir(name_or_path: str | Path = DEFAULT_DATASET) -> Path:
@@ -549,7 +562,8 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
     if not problems and not questions:
         problems.append("questions.jsonl: no questions")
     # declared criteria are checked once the questions are sound (no cascade of follow-on errors)
-    criteria = None if problems else _declared_criteria(meta.get("criteria"), question_lines, problems)
+    criteria = None if problems else declared_criteria(meta.get("criteria"), question_lines, problems)
+    tables = None if problems else declared_tables(meta.get("tables"), question_lines, problems)
     if problems:
         raise DatasetError([f"{root}/{p}" if not p.startswith("/") else p for p in problems])
     if reference is None:  # unreachable: a missing reference date is a problem above
@@ -565,35 +579,5 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         path=root,
         vectors=meta.get("vectors"),
         criteria=criteria,
+        tables=tables,
     )
-
-
-def _declared_criteria(
-    items: Any, question_ids: dict[str, int], problems: list[str]
-) -> tuple[Any, ...] | None:
-    """``criteria`` in dataset.json: a list of {name, kind, question, description}."""
-    from memlab.core.criteria import Criterion
-
-    if items is None:
-        return None
-    if not isinstance(items, list) or not items:
-        problems.append("dataset.json: criteria: expected a non-empty list")
-        return None
-    out = []
-    for i, item in enumerate(items, start=1):
-        where = f"dataset.json: criteria[{i}]"
-        if not isinstance(item, dict) or not item.get("name") or not item.get("kind"):
-            problems.append(f"{where}: expected an object with name and kind")
-            continue
-        q = item.get("question")
-        if q is not None and not isinstance(q, str):
-            problems.append(f"{where}: question: expected a question id, got {q!r}")
-            continue
-        if q is not None and q not in question_ids:
-            problems.append(f"{where}: question: unknown question id {q!r}")
-            continue
-        try:
-            out.append(Criterion(item["name"], item["kind"], q, item.get("description", "")))
-        except ValueError as e:
-            problems.append(f"{where}: {e}")
-    return tuple(out)

@@ -82,3 +82,33 @@ def criteria_table(ev: Evaluation) -> pd.DataFrame:
             for c in ev.criteria
         ]
     )
+
+
+def kind_table(ev: Evaluation, dataset: Dataset, kind: str) -> pd.DataFrame:
+    """The questions of one kind at this spec: the generic counterpart of the seed's rerun tables.
+
+    Per question: its words, the current memory (its raw and final score and whether it is
+    injected), what was injected, and the stale and wrong injections among them.
+    """
+    import pandas as pd
+
+    rows = []
+    for q, r in zip(dataset.questions, ev.results, strict=True):
+        if r.kind != kind:
+            continue
+        current = next((c for c in r.candidates if c.memory_id == q.current), None)
+        rows.append(
+            {
+                "question": r.question_id,
+                "text": r.text,
+                "current": q.current,
+                "current_text": dataset.memory(q.current).text(ev.lang) if q.current else None,
+                "current_raw": np.nan if current is None else current.raw,
+                "current_final": np.nan if current is None else current.final,
+                "current_injected": bool(current is not None and current.injected),
+                "injected": ", ".join(c.memory_id for c in r.injected),
+                "stale_injected": ", ".join(r.stale_injected),
+                "wrong_injected": ", ".join(r.wrong_injected),
+            }
+        )
+    return pd.DataFrame(rows)

@@ -205,6 +205,12 @@ ScoreSource = Callable[..., ScoreTable]
 SOURCES: dict[str, ScoreSource] = {"published": published_scores, "embedded": embedded_scores}
 
 
+def available_sources(dataset: Dataset) -> tuple[str, ...]:
+    """The score sources this dataset can use: ``published`` only where it ships its scores."""
+    published = dataset.path is not None and (dataset.path / "published_scores.jsonl").is_file()
+    return tuple(s for s in SOURCES if s != "published" or published)
+
+
 def load_scores(source: str, dataset: Dataset, **options: Any) -> ScoreTable:
     """Scores from a named source (see ``SOURCES``)."""
     fn = lookup(SOURCES, source, "score source")

@@ -75,3 +75,23 @@ def threshold_line(fig: go.Figure, threshold: float) -> go.Figure:
 
 # ---------------------------------------------------------------------------------------------
 # builders
+
+
+def short_text(text: str, width: int = 26) -> str:
+    """``text`` cut at a word boundary to about ``width`` characters, with an ellipsis; CJK text
+    (no spaces) is cut by characters."""
+    import textwrap
+
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    if " " not in text[:width]:
+        return text[: width - 1] + "…"
+    return textwrap.shorten(text, width, placeholder="…")
+
+
+def html_text(text: str) -> str:
+    """Plain text made safe inside plotly's HTML-like labels."""
+    import html
+
+    return html.escape(text, quote=False)

@@ -16,7 +16,15 @@ if TYPE_CHECKING:
     from memlab.datasets.model import Dataset
     from memlab.tuning.evaluate import Evaluation
 
-from memlab.output.figures.style import DIVERGING, FEASIBLE_SCALE, OKABE_ITO, style, threshold_line
+from memlab.output.figures.style import (
+    DIVERGING,
+    FEASIBLE_SCALE,
+    OKABE_ITO,
+    html_text,
+    short_text,
+    style,
+    threshold_line,
+)
 
 
 def bonus_curve(
@@ -70,8 +78,10 @@ def question_frame(ev: Evaluation, dataset: Dataset) -> pd.DataFrame:
         rows.append(
             {
                 "question": r.question_id,
+                "text": r.text,
                 "kind": r.kind,
                 "memory": None if shown is None else shown.memory_id,
+                "memory_text": None if shown is None else dataset.memory(shown.memory_id).text(ev.lang),
                 "role": role,
                 "raw": np.nan if shown is None else shown.raw,
                 "final": np.nan if shown is None else shown.final,
@@ -82,12 +92,36 @@ def question_frame(ev: Evaluation, dataset: Dataset) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def question_bars(frame: pd.DataFrame, threshold: float, title: str | None = None) -> go.Figure:
-    """Raw versus post-bonus score per question, with the threshold line."""
-    label = [f"{q}<br>{m or '-'}" for q, m in zip(frame["question"], frame["memory"], strict=True)]
+def question_labels(frame: pd.DataFrame, width: int = 26) -> list[str]:
+    """Each question by its words (shortened), its id under them: what a reader recognises."""
+    texts = frame["text"] if "text" in frame else frame["question"]
+    return [f"{short_text(str(t), width)}<br>({q})" for t, q in zip(texts, frame["question"], strict=True)]
+
+
+def question_bars(
+    frame: pd.DataFrame,
+    threshold: float,
+    title: str | None = None,
+    y_range: tuple[float, float] | None = None,
+) -> go.Figure:
+    """Raw versus post-bonus score per question, with the threshold line. ``y_range`` fixes the
+    axis (the live panel keeps it still while the sliders move)."""
+    label = question_labels(frame)
+    memory = frame["memory_text"] if "memory_text" in frame else frame["memory"]
+    hover = [
+        f"{html_text(q)}<br>{role}: {html_text(m) if isinstance(m, str) else '-'}"
+        for q, role, m in zip(frame.get("text", frame["question"]), frame["role"], memory, strict=True)
+    ]
     fig = go.Figure(
         [
-            go.Bar(x=label, y=frame["raw"], name="raw cosine", marker_color=OKABE_ITO["sky"]),
+            go.Bar(
+                x=label,
+                y=frame["raw"],
+                name="raw cosine",
+                marker_color=OKABE_ITO["sky"],
+                hovertext=hover,
+                hovertemplate="%{hovertext}<br>raw %{y:.3f}<extra></extra>",
+            ),
             go.Bar(
                 x=label,
                 y=frame["final"],
@@ -95,17 +129,24 @@ def question_bars(frame: pd.DataFrame, threshold: float, title: str | None = Non
                 marker_color=OKABE_ITO["blue"],
                 text=["injected" if i else "" for i in frame["injected"]],
                 textposition="outside",
+                hovertext=hover,
+                hovertemplate="%{hovertext}<br>after the bonus %{y:.3f}<extra></extra>",
             ),
         ]
     )
     fig.update_layout(barmode="group", bargap=0.25)
-    values = frame[["raw", "final"]].to_numpy(dtype=float)
-    lo = float(np.nanmin(values)) if np.isfinite(values).any() else threshold
-    hi = float(np.nanmax(values)) if np.isfinite(values).any() else threshold
+    if y_range is None:
+        values = frame[["raw", "final"]].to_numpy(dtype=float)
+        lo = float(np.nanmin(values)) if np.isfinite(values).any() else threshold
+        hi = float(np.nanmax(values)) if np.isfinite(values).any() else threshold
+        y_range = (max(0.0, min(lo, threshold) - 0.05), max(hi, threshold) + 0.04)
     style(
-        fig, title or "Current memory (or best candidate) per question", "question and memory", "cosine score"
+        fig,
+        title or "Current memory (or best candidate) per question",
+        "question (the current memory, else the best candidate)",
+        "cosine score",
     )
-    fig.update_yaxes(range=[max(0.0, min(lo, threshold) - 0.05), max(hi, threshold) + 0.04])
+    fig.update_yaxes(range=list(y_range))
     return threshold_line(fig, threshold)
 
 
