@@ -73,7 +73,9 @@ else:
 if declared is not None and declared.reruns:
     for qid in declared.reruns:
         text = data.question(qid).text(lang)
-        report.table(f"rerun_{qid}", tables.rerun_table(ev, data, qid), f"{qid} ({text}): raw, bonus, final, verdict")
+        report.table(
+            f"rerun_{qid}", tables.rerun_table(ev, data, qid), f"{qid} ({text}): raw, bonus, final, verdict"
+        )
 else:
     print(f"{data.name} declares no rerun questions: one table per question kind instead")
     for kind in dict.fromkeys(q.kind for q in data.questions):

@@ -79,17 +79,25 @@ chosen = (
     ].to_dict()
 )
 report.value("chosen", chosen, f"chosen by {select}")
+edges = [
+    f"{axis} at the {side} value of its range ({value:g}): widen {axis.replace('_days', '')}_range"
+    for axis, side, value in (grid.edges(chosen) if chosen else [])
+]
+report.value("edges", edges, "The chosen configuration on the edge of an axis: the best may lie outside")
+for line in edges:
+    print(f"warning: {line}")
 chosen
 
 # %% [markdown]
-# ## The exact feasible band at the threshold, per tau
+# ## The exact feasible band per tau, at the chosen threshold (and at the given one)
 
 # %%
+shown = chosen["threshold"] if chosen else threshold  # the plots are drawn where the choice is
 bands = pd.DataFrame(
     [
         {
             "tau_days": tau,
-            "threshold": threshold,
+            "threshold": thr,
             **intervals_json(
                 feasible_bonus(
                     raw,
@@ -97,30 +105,36 @@ bands = pd.DataFrame(
                     labels,
                     criteria,
                     tau_days=tau,
-                    threshold=threshold,
+                    threshold=thr,
                     candidates=candidates,
                     inject=inject,
                 )
             ),
         }
+        for thr in dict.fromkeys((shown, threshold))
         for tau in grid.tau_days
     ]
 )
 report.table(
     "feasible_bands",
     bands.assign(intervals=bands.intervals.map(str), closed=bands.closed.map(str)),
-    f"Exact feasible bonus intervals at threshold {threshold:g}",
+    f"Exact feasible bonus intervals per tau, at threshold {shown:g}"
+    + ("" if shown == threshold else f" (the chosen one) and {threshold:g}"),
 )
-mark = chosen if chosen and abs(chosen["threshold"] - threshold) < 1e-12 else None
+at_shown = bands[bands.threshold == shown]
 
 # %%
 report.figure(
-    "feasibility", figures.feasibility_heatmap(swept, threshold, bands, mark), "Feasible (bonus, tau)"
+    "feasibility",
+    figures.feasibility_heatmap(swept, shown, at_shown, chosen),
+    f"Feasible (bonus, tau) at threshold {shown:g}",
 )
 
 # %%
 report.figure(
-    "headroom", figures.headroom_heatmap(swept, threshold, bands, mark), "Headroom over (bonus, tau)"
+    "headroom",
+    figures.headroom_heatmap(swept, shown, at_shown, chosen),
+    f"Headroom over (bonus, tau) at threshold {shown:g}",
 )
 
 # %%

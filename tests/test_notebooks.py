@@ -94,8 +94,12 @@ def test_02_sweep_writes_bands_and_the_choice(tmp_path):
         threshold_range="0.44,0.45",
         select="smallest-bonus",
     )
-    bands = {r["tau_days"]: r for r in records(out / "tables" / "feasible_bands.json")}
-    assert sorted(bands) == [7.0, 14.0, 30.0]
+    rows = records(out / "tables" / "feasible_bands.json")
+    # the chosen threshold (0.44) first, the one given (0.45) after it
+    assert [(r["threshold"], r["tau_days"]) for r in rows] == [
+        (t, tau) for t in (0.44, 0.45) for tau in (7, 14, 30)
+    ]
+    bands = {r["tau_days"]: r for r in rows if r["threshold"] == 0.45}
     ((lo, hi),) = json.loads(bands[14.0]["intervals"])
     assert abs(lo - 0.0451097400900845) < 1e-15 and abs(hi - 0.0758411784522059) < 1e-15
     report = json.loads((out / "report.json").read_text())
@@ -107,6 +111,14 @@ def test_02_sweep_writes_bands_and_the_choice(tmp_path):
     assert round(chosen["headroom"], 3) == 0.021
     for name in ("feasibility", "headroom", "threshold_bonus", "chosen_bars"):
         assert (out / "figures" / f"{name}.html").is_file()
+    feasibility = json.loads((out / "figures" / "feasibility.json").read_text())
+    star = [d for d in feasibility["data"] if d.get("name") == "chosen"]
+    assert [(d["x"], d["y"]) for d in star] == [([0.04], [7.0])]  # drawn at the chosen threshold
+    assert "threshold 0.44" in feasibility["layout"]["title"]["text"]
+    assert next(e["value"] for e in report["entries"] if e["name"] == "edges") == [
+        "tau_days at the lowest value of its range (7): widen tau_range",
+        "threshold at the lowest value of its range (0.44): widen threshold_range",
+    ]
 
 
 @pytest.mark.notebook

@@ -352,3 +352,46 @@ def test_bad_grids(axes, message):
     with pytest.raises(ValueError) as e:
         Grid(**axes)
     assert str(e.value) == message
+
+
+def test_a_choice_on_the_edge_of_an_axis_is_named():
+    grid = Grid(bonus=(0.0, 0.1, 0.2), tau_days=(1.0, 2.0), threshold=(0.3,), candidates=(8,), inject=(1, 3))
+    # bonus at its top, tau at its bottom: both named; a one-value axis is no edge, bonus 0 a floor
+    assert grid.edges({"bonus": 0.2, "tau_days": 1.0, "threshold": 0.3, "candidates": 8, "inject": 3}) == [
+        ("bonus", "highest", 0.2),
+        ("tau_days", "lowest", 1.0),
+        ("inject", "highest", 3.0),
+    ]
+    assert grid.edges({"bonus": 0.0, "tau_days": 2.0, "inject": 1}) == [
+        ("tau_days", "highest", 2.0),
+        ("inject", "lowest", 1.0),
+    ]
+
+
+def test_sweep_warns_when_the_choice_is_on_an_edge(capsys):
+    from memlab.app.cli import main
+
+    argv = [
+        "sweep",
+        "--source",
+        "published",
+        "--bonus",
+        "0:0.05:0.005",
+        "--tau",
+        "1:30:1",
+        "--threshold",
+        "0.45",
+    ]
+    code = main([*argv, "--select", "max-margin"])
+    out, err = capsys.readouterr()
+    assert code == 0
+    # the largest margin wants more bonus and a longer tau than this grid holds
+    assert "chosen (max-margin): bonus=0.05 tau_days=30 " in out
+    assert "injections at the choice: stale 1, wrong 4, on no-hit questions 0" in out
+    assert err.splitlines() == [
+        f"warning: the choice sits at the highest value of --{flag} ({value}): the best configuration may "
+        "lie outside the grid; widen that axis"
+        for flag, value in (("bonus", "0.05"), ("tau", "30"))
+    ]
+    assert main([*argv, "--select", "smallest-bonus"]) == 0
+    assert capsys.readouterr().err == ""  # bonus 0.045 at tau 15: inside the grid

@@ -126,7 +126,7 @@ def test_sweep_with_yaml_criteria_and_max_margin(capsys, tmp_path):
         "max-margin",
     )
     assert code == 0
-    chosen = out.splitlines()[-1]
+    chosen = next(line for line in out.splitlines() if line.startswith("chosen"))
     # with inject=2 H2's article is third behind TTS and pasta until the bonus is large; inject=3 wins
     assert chosen.startswith("chosen (max-margin): bonus=") and "inject=3" in chosen
     assert "quiet=" in chosen and "coffee=" in chosen and "article=" in chosen

@@ -55,6 +55,22 @@ class Grid:
         idx = np.unravel_index(flat, self.shape)
         return {a: np.asarray(getattr(self, a))[i] for a, i in zip(AXES, idx, strict=True)}
 
+    def edges(self, values: dict[str, float]) -> list[tuple[str, str, float]]:
+        """Axes (with more than one value) on whose lowest or highest value ``values`` sits:
+        (axis, "lowest" | "highest", value). A choice on an edge may be better outside the grid;
+        widen that axis. Bonus 0 is the natural floor, not an edge."""
+        out = []
+        for name in AXES:
+            axis = getattr(self, name)
+            if len(axis) < 2 or name not in values:
+                continue
+            v = values[name]
+            if v == max(axis):
+                out.append((name, "highest", float(v)))
+            elif v == min(axis) and not (name == "bonus" and v == 0):
+                out.append((name, "lowest", float(v)))
+        return out
+
     def spec(self, i: int) -> RetrievalSpec:
         """Configuration ``i`` as a RetrievalSpec (for the one-config reference)."""
         v = self.values(i, i + 1)

@@ -75,6 +75,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             lines.append(f"  {'memory':<8}{'date':<12}{'raw':>7}{'bonus':>8}{'final':>7}  injected")
             for c in r.candidates:
                 mark = "yes" if c.injected else ("over threshold" if c.reaches else "")
+                if c.injected and c.memory_id in r.stale_injected:
+                    mark = "yes, STALE"
+                elif c.injected and c.memory_id in r.wrong_injected:
+                    mark = "yes, not relevant"
                 lines.append(
                     f"  {c.memory_id:<8}{ev.details['dates'][c.index]:<12}{c.raw:>7.3f}"
                     f"{c.bonus:>+8.3f}{c.final:>7.3f}  {mark}"
@@ -85,6 +89,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         lines.append(f"  {c.name}  {fmt(c.value):>6}  {'pass' if c.passed else 'FAIL'}  {c.description}")
     lines.append(
         f"headroom: {fmt(ev.headroom)} (threshold minus the best post-bonus score on no-hit questions)"
+    )
+    stale = [f"{r.question_id}: {', '.join(r.stale_injected)}" for r in ev.results if r.stale_injected]
+    wrong = [f"{r.question_id}: {', '.join(r.wrong_injected)}" for r in ev.results if r.wrong_injected]
+    lines.append(f"stale injected: {ev.stale_injected}" + (f" ({'; '.join(stale)})" if stale else ""))
+    lines.append(
+        f"wrong injected (hit and contradiction questions): {ev.wrong_injected}"
+        + (f" ({'; '.join(wrong)})" if wrong else "")
     )
     lines.append(f"feasible: {'yes' if ev.feasible else 'no (fails ' + ', '.join(ev.failing()) + ')'}")
     emit("\n".join(lines), args.output)
@@ -229,7 +240,19 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             f"chosen ({args.select}): none: no configuration satisfies {', '.join(c.name for c in criteria)}"
         )
         return 0
-    print(f"chosen ({args.select}): {describe_row(chosen.iloc[0].to_dict(), criteria)}")
+    row = chosen.iloc[0].to_dict()
+    print(f"chosen ({args.select}): {describe_row(row, criteria)}")
+    print(
+        f"injections at the choice: stale {int(row.get('stale_injected', 0))}, "
+        f"wrong {int(row.get('wrong_injected', 0))}, on no-hit questions {int(row.get('injected_nohit', 0))}"
+    )
+    flag = {"bonus": "--bonus", "tau_days": "--tau", "threshold": "--threshold"}
+    for axis, side, value in grid.edges(row):
+        print(
+            f"warning: the choice sits at the {side} value of {flag.get(axis, '--' + axis)} ({value:g}): "
+            "the best configuration may lie outside the grid; widen that axis",
+            file=sys.stderr,
+        )
     return 0
 
 
