@@ -209,13 +209,17 @@ class TuningPanel:
             f"<pre class='memlab-flags'>{html.escape(flags)}</pre></div>"
         )
 
+    def title(self, ev: Evaluation | None = None) -> str:
+        s = (ev or self.state).spec
+        return (
+            f"bonus {s.bonus:g}, tau {s.tau_days:g} day{'' if s.tau_days == 1 else 's'}, "
+            f"threshold {s.threshold:g} · {self.dataset.name} · {self.source}/{self.lang}"
+        )
+
     def static_figure(self, ev: Evaluation | None = None):
         ev = ev or self.state
-        title = (
-            f"bonus {ev.spec.bonus:g}, tau {ev.spec.tau_days:g} day{'' if ev.spec.tau_days == 1 else 's'}, "
-            f"threshold {ev.spec.threshold:g} · {self.dataset.name} · {self.source}/{self.lang}"
-        )
-        return question_bars(question_frame(ev, self.dataset), ev.spec.threshold, title, self.y_range())
+        frame = question_frame(ev, self.dataset)
+        return question_bars(frame, ev.spec.threshold, self.title(ev), self.y_range())
 
     def set(self, **changes: Any) -> Evaluation:
         """Change controls (dataset, source, lang, question or any spec field) and recompute."""
@@ -249,14 +253,26 @@ class TuningPanel:
 
     # -- the widgets ----------------------------------------------------------------------
     def _refresh_widgets(self, rescored: bool = False) -> None:
-        fresh = self.static_figure()
-        with self.figure.batch_update():
-            for old, new in zip(self.figure.data, fresh.data, strict=True):
-                old.x, old.y, old.text, old.hovertext = new.x, new.y, new.text, new.hovertext
-            self.figure.layout.shapes = fresh.layout.shapes
-            self.figure.layout.annotations = fresh.layout.annotations
-            self.figure.layout.title.text = fresh.layout.title.text
-            self.figure.layout.yaxis.range = fresh.layout.yaxis.range
+        if rescored:  # new questions, texts or score scale: rebuild the whole figure once
+            fresh = self.static_figure()
+            with self.figure.batch_update():
+                for old, new in zip(self.figure.data, fresh.data, strict=True):
+                    old.x, old.y, old.text, old.hovertext = new.x, new.y, new.text, new.hovertext
+                self.figure.layout.shapes = fresh.layout.shapes
+                self.figure.layout.annotations = fresh.layout.annotations
+                self.figure.layout.title.text = fresh.layout.title.text
+                self.figure.layout.yaxis.range = fresh.layout.yaxis.range
+        else:  # a slider: only the bar heights, the labels, the title and the threshold line move
+            frame = question_frame(self.state, self.dataset)
+            thr = self.spec.threshold
+            raw, final = self.figure.data
+            with self.figure.batch_update():
+                raw.y = frame["raw"].to_numpy()
+                final.y = frame["final"].to_numpy()
+                final.text = ["injected" if i else "" for i in frame["injected"]]
+                self.figure.layout.title.text = self.title()
+                self.figure.layout.shapes[0].update(y0=thr, y1=thr)
+                self.figure.layout.annotations[0].update(y=thr, text=f"threshold {thr:g}")
         w = self._widgets
         w["prompt"].value = f"<pre class='memlab-prompt'>{html.escape(self.prompt())}</pre>"
         w["values"].value = self.values_html()
