@@ -12,13 +12,14 @@ import pytest
 
 from memlab.app.cli import main
 from memlab.core.spec import RetrievalSpec, retrieve
+from memlab.studies.content_supersession import centroid_affinity, content_keys, content_retired
 from memlab.studies.drift_benchmark import (
-    bootstrap_ci,
     context_metrics,
     drift_benchmark,
     prepare_streams,
     run_stream,
 )
+from memlab.studies.drift_intervals import bootstrap_ci, frontier, paired_bootstrap_ci
 from memlab.studies.drift_streams import (
     TOPICS,
     Fact,
@@ -388,7 +389,15 @@ def test_benchmark_is_deterministic_and_reports_every_pair():
     b = drift_benchmark(range(100, 108), range(0, 8), (16, 64), **kwargs)
     assert a.table.equals(b.table)
     t = a.table
-    assert len(t) == len(READ_SYSTEMS) * len(WRITE_POLICIES) * 2
+    memory_systems = [s for s in READ_SYSTEMS.values() if not s.oracle]
+    assert len(t) == (len(memory_systems) * len(WRITE_POLICIES) + 1) * 2  # one oracle line
+    assert t[t.oracle].write_policy.unique().tolist() == ["store-everything"]
+    # the reference's paired difference to itself is exactly 0, interval included
+    ref = t[(t.system == "top-k") & (t.write_policy == "store-everything")]
+    assert (ref[["recall_diff", "recall_diff_lo", "recall_diff_hi", "staleness_diff"]] == 0).all().all()
+    # a paired difference is the difference of the two means
+    other = t[(t.system == "full-history") & (t.write_policy == "dedup")]
+    assert other.recall_diff.to_numpy() == pytest.approx(other.recall.to_numpy() - ref.recall.to_numpy())
     assert (t[t.system == "no-memory"][["recall", "staleness", "tokens"]] == 0).all().all()
     assert ((t.recall_lo <= t.recall + 1e-12) & (t.recall <= t.recall_hi + 1e-12)).all()
     assert (t.tokens <= t.budget).all()
@@ -466,7 +475,7 @@ def test_cli_json_rows(capsys, cache_dir, monkeypatch):
     )
     out, _ = capsys.readouterr()
     rows = json.loads(out)
-    assert code == 0 and len(rows) == len(READ_SYSTEMS) * len(WRITE_POLICIES) * 2
+    assert code == 0 and len(rows) == ((len(READ_SYSTEMS) - 1) * len(WRITE_POLICIES) + 1) * 2
     required = {
         "system",
         "write_policy",
@@ -475,7 +484,12 @@ def test_cli_json_rows(capsys, cache_dir, monkeypatch):
         "recall_ci",
         "staleness",
         "staleness_ci",
+        "recall_diff",
+        "recall_diff_ci",
+        "staleness_diff",
+        "staleness_diff_ci",
         "tokens",
+        "oracle",
     }
     assert all(required <= set(r) for r in rows)
     assert [r["budget"] for r in rows[:2]] == [32, 64]
@@ -527,3 +541,173 @@ def test_recency_spec_read_system_candidates_tie_in_dataset_order():
     s = scene([[0.3, 0.3, 0.3]], created=[0.0] * 3, last_access=[0] * 3, half_life=[np.inf] * 3, now=0.0)
     scores = read_system("recency-spec").score(s, params).reshape(-1, 3)[0]
     assert np.flatnonzero(np.isfinite(scores)).tolist() == [0, 1]
+
+
+# ---------------------------------------------------------------------------------------------
+# content supersession, the oracle and paired intervals
+
+
+def test_centroid_affinity_matches_explicit_vectors():
+    x = np.random.default_rng(0).normal(size=(5, 4))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    member = np.array([[1, 0], [1, 0], [1, 1], [0, 1], [0, 0]], dtype=bool)
+    got = centroid_affinity(x @ x.T, member)
+    for i in range(5):
+        for k in range(2):
+            others = [j for j in range(5) if member[j, k] and j != i]
+            c = x[others].sum(axis=0)
+            assert got[i, k] == pytest.approx(x[i] @ c / np.linalg.norm(c))
+    # a group whose only member is the memory itself has no centroid to compare with
+    assert np.isnan(centroid_affinity(x @ x.T, np.eye(5, 1, dtype=bool))[0, 0])
+
+
+def unit(*angles_deg):
+    return np.array([[np.cos(np.radians(a)), np.sin(np.radians(a))] for a in angles_deg])
+
+
+def test_content_keys_refile_a_misfiled_memory_with_its_topic():
+    # memories 0, 1, 2 point one way (topic A), 3, 4 the other (topic B); memory 2 is filed under
+    # B's key. Same type throughout.
+    x = unit(0, 10, 20, 90, 100)
+    cos = x @ x.T
+    key = np.array([0, 0, 1, 1, 1])
+    ck, aff = content_keys(cos, key, np.array([0, 0]), np.zeros(5, int), np.ones(5, bool), key_trust=0.2)
+    assert ck.tolist() == [0, 0, 0, 1, 1]
+    assert aff[2] == pytest.approx(np.cos(np.radians(15)))  # to the centroid of 0 and 1 (5 deg)
+    # a trust large enough keeps the extractor's key
+    ck, _ = content_keys(cos, key, np.array([0, 0]), np.zeros(5, int), np.ones(5, bool), key_trust=2.0)
+    assert ck.tolist() == key.tolist()
+
+
+def content_params(**over):
+    p = {
+        "key_trust": 0.2,
+        "supersede_cosine": 1.01,
+        "retire_gate": -np.inf,
+        "exempt_affinity": 0.0,
+    }
+    p.update(over)
+    return {k: np.array([v], dtype=float) for k, v in p.items()}
+
+
+def test_content_retirement_misfiled_fact_and_distractor_retire_nothing():
+    # 0 "I live in Ames", 1 "I moved to Chicago" (same topic), 2 a job fact misfiled under city,
+    # 3 three far-off memories that make the job key's centroid, 4 a distractor filed under city
+    x = unit(0, 30, 90, 95, 60)
+    cos = x @ x.T
+    key = np.array([0, 0, 0, 1, 0])
+    args = dict(
+        cosine=cos,
+        key=key,
+        key_type=np.array([0, 0]),
+        memory_type=np.zeros(5, int),
+        visible=np.ones(5, bool),
+        shares_term=np.zeros((5, 5), bool),
+    )
+    query = np.array([[0.9, 0.8, 0.1, 0.1, 0.2]])  # "Which city do I live in now?"
+    everything = content_retired(query_cosine=query, params=content_params(), **args)[0, 0]
+    # no gate: memory 2 is refiled under job, but the distractor (same content key) retires 1
+    assert everything.tolist() == [True, True, True, False, False]
+    gated = content_retired(query_cosine=query, params=content_params(retire_gate=1.5), **args)[0, 0]
+    # cosine(query, j) + affinity: memory 1 reaches 0.8 + cos(30 deg to centroid of 0 and 4) > 1.5;
+    # the distractor 0.2 + its affinity does not
+    aff = content_keys(cos, key, np.array([0, 0]), np.zeros(5, int), np.ones(5, bool), 0.2)[1]
+    assert 0.8 + aff[1] >= 1.5 > 0.2 + aff[4]
+    assert gated.tolist() == [True, False, False, False, False]
+
+
+def test_value_span_exemption_keeps_the_memory_a_distractor_echoes():
+    x = unit(0, 40)
+    shares = np.array([[True, True], [True, True]])
+    args = dict(
+        cosine=x @ x.T,
+        query_cosine=np.array([[0.5, 0.5]]),
+        key=np.array([0, 0]),
+        key_type=np.array([0]),
+        memory_type=np.zeros(2, int),
+        visible=np.ones(2, bool),
+        shares_term=shares,
+    )
+    # both memories' affinity is cos(40 deg) = 0.77: below 0.8 the echo is exempt, above not
+    assert content_retired(params=content_params(exempt_affinity=0.8), **args)[0, 0].tolist() == [
+        False,
+        False,
+    ]
+    assert content_retired(params=content_params(exempt_affinity=0.7), **args)[0, 0].tolist() == [True, False]
+
+
+def test_oracle_excludes_exactly_the_truly_superseded():
+    facts = (
+        fact("I live in Ames.", "city", "Ames"),
+        fact("I moved to Chicago.", "city", "Chicago", "correction", filed="job"),
+        Fact("My cousin flew in from Denver.", "", "profile", "", D, "distractor", "city"),
+        fact("Home for me is Chicago.", "city", "Chicago", "paraphrase"),
+    )
+    q = Query("Which city do I live in now?", "city", "Chicago", ("Ames",), date(2026, 2, 1))
+    (a,), _ = prepare_streams([Stream(0, "T", facts, (q,), date(2026, 2, 1))], bag_of_words, words)
+    assert a.oracle_supersedes[0].tolist() == [False, True, False, True]
+    assert not a.oracle_supersedes[1:].any()  # same value, or a distractor: nothing
+    w = WRITE_POLICIES["store-everything"].write(a.memory_cosine, a.key)
+    recall, stale, _ = run_stream(a, w, READ_SYSTEMS["oracle"], {}, np.array([1000]))
+    assert (recall[0, 0], stale[0, 0]) == (1.0, 0.0)
+
+
+def test_paired_interval_is_the_interval_of_the_differences():
+    rng = np.random.default_rng(2)
+    a, b = rng.uniform(size=(40, 2)), rng.uniform(size=(40, 2))
+    assert np.array_equal(paired_bootstrap_ci(a, b, 200, 3), bootstrap_ci(a - b, 200, 3))
+    # a system against itself: exactly zero; shifted by a constant: exactly that constant
+    assert paired_bootstrap_ci(a, a, 200, 3).tolist() == [[0.0, 0.0], [0.0, 0.0]]
+    assert paired_bootstrap_ci(a + 0.1, a, 200, 3) == pytest.approx(np.full((2, 2), 0.1))
+    with pytest.raises(ValueError, match=r"paired streams must match: \(40, 2\) against \(39, 2\)"):
+        paired_bootstrap_ci(a, b[:39])
+
+
+def test_frontier_picks_the_best_clean_system_and_judges_the_target():
+    import pandas as pd
+
+    base = {"write_policy": "store-everything", "budget": 64, "recall_diff_hi": 0.0, "staleness_diff": 0.0}
+    table = pd.DataFrame(
+        [
+            {
+                **base,
+                "system": "top-k",
+                "recall": 0.9,
+                "staleness": 0.9,
+                "oracle": False,
+                "recall_diff": 0.0,
+                "recall_diff_lo": 0.0,
+            },
+            {
+                **base,
+                "system": "a",
+                "recall": 0.89,
+                "staleness": 0.05,
+                "oracle": False,
+                "recall_diff": -0.01,
+                "recall_diff_lo": -0.02,
+            },
+            {
+                **base,
+                "system": "b",
+                "recall": 0.85,
+                "staleness": 0.01,
+                "oracle": False,
+                "recall_diff": -0.05,
+                "recall_diff_lo": -0.07,
+            },
+            {
+                **base,
+                "system": "oracle",
+                "recall": 0.97,
+                "staleness": 0.0,
+                "oracle": True,
+                "recall_diff": 0.07,
+                "recall_diff_lo": 0.05,
+            },
+        ]
+    )
+    row = frontier(table).iloc[0]
+    assert (row.system, bool(row.meets), row.oracle_recall) == ("a", True, 0.97)
+    table.loc[1, "recall_diff_lo"] = -0.021
+    assert not frontier(table).iloc[0].meets

@@ -205,26 +205,41 @@ def test_07_drift_writes_the_table_and_the_budget_curves(tmp_path, cache_dir, mo
         "07_drift", tmp_path, streams=4, seed_range="900:950", tune_range="0:4", budgets="32,128", boot=50
     )
     rows = records(out / "tables" / "drift.json")
-    systems = ["no-memory", "full-history", "top-k", "recency-spec", "multi-factor", "supersession"]
+    systems = [
+        "no-memory",
+        "full-history",
+        "top-k",
+        "recency-spec",
+        "multi-factor",
+        "supersession",
+        "content-supersession",
+    ]
     writes = ["store-everything", "dedup", "contradiction-aware"]
+    lines = {w: systems + (["oracle"] if w == "store-everything" else []) for w in writes}
     assert [(r["system"], r["write_policy"], r["budget"]) for r in rows] == [
-        (s, w, b) for w in writes for s in systems for b in (32, 128)
+        (s, w, b) for w in writes for s in lines[w] for b in (32, 128)
     ]
     assert all(
         r["streams"] == 4 and r["recall_lo"] <= r["recall"] + 1e-12 <= r["recall_hi"] + 2e-12 for r in rows
     )
     assert all(r["recall"] == r["staleness"] == r["tokens"] == 0 for r in rows if r["system"] == "no-memory")
-    assert len(records(out / "tables" / "tuned.json")) == len(systems) * len(writes)
+    assert len(records(out / "tables" / "tuned.json")) == len(systems) * len(writes) + 1
+    frontier = records(out / "tables" / "frontier.json")
+    assert [r["budget"] for r in frontier] == [32, 128]
+    assert all(r["oracle_staleness"] == 0 for r in frontier)
     report = json.loads((out / "report.json").read_text())
     assert report["parameters"]["seed_range"] == "900:904"
     assert "all-MiniLM-L6-v2" in report["parameters"]["tokenizer"]
     for name, metric in (("recall_vs_budget", "recall"), ("staleness_vs_budget", "staleness")):
         fig = json.loads((out / "figures" / f"{name}.json").read_text())
-        assert {t["name"] for t in fig["data"]} == set(systems)  # one line per system, per panel
-        assert len(fig["data"]) == len(systems) * len(writes)
+        assert {t["name"] for t in fig["data"]} == {*systems, "oracle"}  # one line per system, per panel
         assert [t.get("xaxis", "x") for t in fig["data"]] == [
-            a for a in ("x", "x2", "x3") for _ in systems
-        ]  # one panel per write policy
+            a for a, w in zip(("x", "x2", "x3"), writes, strict=True) for _ in lines[w]
+        ]  # one panel per write policy; the oracle in the first only
         assert fig["layout"]["xaxis"]["type"] == "log"
         assert any("token budget (tokens, BertTokenizer" in a["text"] for a in fig["layout"]["annotations"])
         assert metric in fig["layout"]["yaxis"]["title"]["text"]
+    reference = [r for r in rows if (r["system"], r["write_policy"]) == ("top-k", "store-everything")]
+    assert all(r["recall_diff"] == r["recall_diff_lo"] == r["staleness_diff"] == 0 for r in reference)
+    fig = json.loads((out / "figures" / "recall_difference_vs_budget.json").read_text())
+    assert any(a["text"] == "target: -0.02" for a in fig["layout"]["annotations"])  # the target drawn

@@ -11,7 +11,8 @@ Ties go to the combination listed first (write grid, then read grid; see
 ``multi-factor`` system chose under the same write policy and tunes its own axes on top.
 
 Then the chosen configuration runs on the held-out streams, and each metric comes with a 95%
-bootstrap interval over held-out streams (seeded):
+bootstrap interval over held-out streams (seeded), and a paired interval on its difference to
+naive top-k under store-everything (``memlab.studies.drift_intervals``):
 
 - ``recall``: the packed context holds a memory whose true value is the current one;
 - ``staleness``: the packed context holds a memory whose true value was superseded;
@@ -33,10 +34,12 @@ import numpy as np
 
 from memlab.core.errors import InputError
 from memlab.core.registry import check_names, lookup
+from memlab.studies.drift_intervals import REFERENCE, bootstrap_ci, frontier, paired_bootstrap_ci
 from memlab.studies.drift_streams import Stream, check_disjoint, generate_streams
 from memlab.studies.memory_systems import (
     READ_SYSTEMS,
     TYPE_HALF_LIFE_DAYS,
+    TYPE_ORDER,
     TYPE_PRIOR,
     WRITE_POLICIES,
     ReadSystem,
@@ -80,6 +83,10 @@ class StreamArrays:
     recall_said: np.ndarray  # (R,) facts said by the time of each recall
     newer_same_key: np.ndarray  # (M, M) [i, j]: j is newer than i and has i's key
     newer_same_type: np.ndarray  # (M, M)
+    key_type: np.ndarray  # (K,) type id of each key
+    memory_type: np.ndarray  # (M,) type id (index into TYPE_ORDER)
+    shares_term: np.ndarray  # (M, M) the two texts share a keyword term (BM25 route's tokenizer)
+    oracle_supersedes: np.ndarray  # (M, M) truth, for the oracle line only: j newer, same topic, other value
 
     @property
     def position(self) -> np.ndarray:
@@ -91,8 +98,13 @@ def stream_arrays(
     doc_vectors: dict[str, np.ndarray],
     query_vectors: dict[str, np.ndarray],
     token_counts: dict[str, int],
+    terms: dict[str, frozenset[str]] | None = None,
 ) -> StreamArrays:
+    """One stream as arrays; ``terms`` maps each text to its keyword terms (default: tokenized
+    here with the keyword route's English tokenizer)."""
     facts = stream.facts
+    if terms is None:
+        terms = keyword_terms(sorted({f.text for f in facts}))
     docs = np.stack([doc_vectors[f.text] for f in facts]).astype(np.float64)
     queries = np.stack([query_vectors[q.text] for q in stream.queries]).astype(np.float64)
     recalls = (
@@ -106,6 +118,9 @@ def stream_arrays(
     later = np.triu(np.ones((len(facts), len(facts)), dtype=bool), k=1)
     topic = np.array([f.topic for f in facts])
     value = np.array([f.value for f in facts])
+    type_id = np.array([TYPE_ORDER.index(t) for t in types])
+    words = [terms[f.text] for f in facts]
+    shares = np.array([[bool(a & b) for b in words] for a in words], dtype=bool).reshape(len(facts), -1)
     is_current = np.stack([(topic == q.topic) & (value == q.current) for q in stream.queries])
     is_stale = np.stack([(topic == q.topic) & np.isin(value, q.stale_values) for q in stream.queries])
     created = np.array([f.date.toordinal() for f in facts], dtype=np.float64)
@@ -127,7 +142,22 @@ def stream_arrays(
         recall_said=np.searchsorted(created, recall_day, side="right"),
         newer_same_key=later & (key[:, None] == key[None, :]),
         newer_same_type=later & (types[:, None] == types[None, :]),
+        key_type=np.array([TYPE_ORDER.index(k[1]) for k in keys]),
+        memory_type=type_id,
+        shares_term=shares,
+        oracle_supersedes=later
+        & (topic[:, None] == topic[None, :])
+        & (topic[:, None] != "")
+        & (value[:, None] != value[None, :]),
     )
+
+
+def keyword_terms(texts: Sequence[str]) -> dict[str, frozenset[str]]:
+    """Each text's keyword terms, through the BM25 route's English tokenizer (stemmed, no stop
+    words): what the value-span test compares."""
+    from memlab.retrieval.keyword import tokenize
+
+    return {t: frozenset(words) for t, words in zip(texts, tokenize(list(texts), "en"), strict=True)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -156,6 +186,11 @@ def scene_at(
         newer_same_type=arrays.newer_same_type,
         memory_cosine=arrays.memory_cosine,
         last_access=last_access,
+        key=arrays.key,
+        key_type=arrays.key_type,
+        memory_type=arrays.memory_type,
+        shares_term=arrays.shares_term,
+        oracle_supersedes=arrays.oracle_supersedes,
     )
 
 
@@ -247,7 +282,8 @@ def prepare_streams(
     doc_vectors = dict(zip(docs, encode(docs, "document"), strict=True))
     query_vectors = dict(zip(questions, encode(questions, "query"), strict=True))
     token_counts = dict(zip(docs, (int(n) for n in count_tokens(docs)), strict=True))
-    arrays = [stream_arrays(s, doc_vectors, query_vectors, token_counts) for s in streams]
+    terms = keyword_terms(docs)
+    arrays = [stream_arrays(s, doc_vectors, query_vectors, token_counts, terms) for s in streams]
     return arrays, len(docs) + len(questions)
 
 
@@ -298,6 +334,8 @@ def tune_memory_systems(
     for write_policy, name in bar:
         bar.set_postfix_str(f"{name} / {write_policy}")
         system = READ_SYSTEMS[name]
+        if system.oracle and write_policy != write_policies[0]:
+            continue  # one oracle line, under the first write policy
         read_grid = _read_grid(system, chosen, write_policy)
         clash = sorted(set(read_grid) & set(WRITE_POLICIES[write_policy].grid))
         if clash:  # the chosen parameters are reported as one mapping: names must not collide
@@ -352,22 +390,6 @@ def evaluate_held_out(
     return out
 
 
-def bootstrap_ci(
-    per_stream: np.ndarray, n_boot: int = 1000, seed: int = 0, level: float = 0.95
-) -> np.ndarray:
-    """Percentile intervals of the mean over streams: ``per_stream`` (S, B) -> (2, B).
-
-    Resamples are drawn as multinomial counts over streams, so the means are one matrix product.
-    """
-    if n_boot < 1:
-        raise InputError(f"n_boot must be >= 1, got {n_boot}")
-    s = per_stream.shape[0]
-    counts = np.random.default_rng(seed).multinomial(s, np.full(s, 1.0 / s), size=n_boot)
-    means = counts @ per_stream / s  # (n_boot, B)
-    tail = (1 - level) / 2 * 100
-    return np.percentile(means, [tail, 100 - tail], axis=0)
-
-
 # ---------------------------------------------------------------------------------------------
 # the whole benchmark
 
@@ -409,10 +431,17 @@ class DriftResult:
             ]
         )
 
+    def frontier(self) -> pd.DataFrame:
+        """Per budget: the best memory system at staleness <= 0.05, whether it meets the target,
+        and the oracle line (``memlab.studies.drift_intervals.frontier``)."""
+        return frontier(self.table)
+
     def rows(self) -> list[dict]:
         """The JSON rows: system, write_policy, budget, recall, recall_ci, staleness,
-        staleness_ci, tokens, plus streams, the chosen parameters, the tokenizer and the run's
-        settings (seed ranges, bootstrap resamples and seed, embedding model)."""
+        staleness_ci, the paired differences to top-k under store-everything (recall_diff,
+        recall_diff_ci, staleness_diff, staleness_diff_ci), tokens, oracle, plus streams, the
+        chosen parameters, the tokenizer and the run's settings (seed ranges, bootstrap resamples
+        and seed, embedding model)."""
         out = []
         for r in self.table.to_dict("records"):
             out.append(
@@ -424,7 +453,12 @@ class DriftResult:
                     "recall_ci": [r["recall_lo"], r["recall_hi"]],
                     "staleness": r["staleness"],
                     "staleness_ci": [r["staleness_lo"], r["staleness_hi"]],
+                    "recall_diff": r["recall_diff"],
+                    "recall_diff_ci": [r["recall_diff_lo"], r["recall_diff_hi"]],
+                    "staleness_diff": r["staleness_diff"],
+                    "staleness_diff_ci": [r["staleness_diff_lo"], r["staleness_diff_hi"]],
                     "tokens": r["tokens"],
+                    "oracle": bool(r["oracle"]),
                     "streams": int(r["streams"]),
                     "parameters": json.loads(r["parameters"]),
                     "tokenizer": self.tokenizer,
@@ -495,10 +529,22 @@ def drift_benchmark(
     measured = evaluate_held_out(test_arrays, budgets, chosen, progress)
     seconds["evaluate"] = time.perf_counter() - t2
     rows = []
+    reference = measured.get(REFERENCE)
+    nan = np.full((2, len(budgets)), np.nan)
     for k, ((name, write_policy), m) in enumerate(measured.items()):
         choice = chosen[(name, write_policy)]
         recall_ci = bootstrap_ci(m["recall"], n_boot, seed + k)
         stale_ci = bootstrap_ci(m["staleness"], n_boot, seed + k)
+        # paired: the same resampled streams (one seed) for every system and the reference
+        diffs = {
+            metric: (
+                (m[metric] - reference[metric]).mean(axis=0),
+                paired_bootstrap_ci(m[metric], reference[metric], n_boot, seed),
+            )
+            if reference is not None
+            else (np.full(len(budgets), np.nan), nan)
+            for metric in ("recall", "staleness")
+        }
         for b, budget in enumerate(budgets):
             rows.append(
                 {
@@ -511,7 +557,14 @@ def drift_benchmark(
                     "staleness": float(m["staleness"][:, b].mean()),
                     "staleness_lo": float(stale_ci[0, b]),
                     "staleness_hi": float(stale_ci[1, b]),
+                    "recall_diff": float(diffs["recall"][0][b]),
+                    "recall_diff_lo": float(diffs["recall"][1][0, b]),
+                    "recall_diff_hi": float(diffs["recall"][1][1, b]),
+                    "staleness_diff": float(diffs["staleness"][0][b]),
+                    "staleness_diff_lo": float(diffs["staleness"][1][0, b]),
+                    "staleness_diff_hi": float(diffs["staleness"][1][1, b]),
                     "tokens": float(m["tokens"][:, b].mean()),
+                    "oracle": READ_SYSTEMS[name].oracle,
                     "streams": len(test_arrays),
                     "tune_objective": choice.objective,
                     "parameters": parameters_json({**choice.write_params, **choice.read_params}),

@@ -26,6 +26,13 @@ packed". Then ``pack`` fills the token budget greedily in score order.
 - ``supersession``: the tuned multi-factor score, with memories superseded by a newer one of the
   same key, or of the same type at cosine >= ``supersede_cosine`` (paraphrases filed under another
   topic), pushed down by ``retired_penalty`` (``inf``: excluded).
+- ``content-supersession``: the same, but a newer memory retires an older one only when its
+  content says it is about the same attribute with another value
+  (``memlab.studies.content_supersession``: content keys, a low-surprise gate, a value-span
+  exemption); retired memories pushed down by ``retired_penalty``.
+- ``oracle``: not a memory system but a ceiling. It reads the generator's truth: a memory is
+  excluded when a newer visible one has its true topic and another true value; the rest ranked
+  by cosine. What any system could reach if it knew the topic and the value.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ import numpy as np
 
 from memlab.core.registry import lookup
 from memlab.core.spec import candidate_order, rank_of, recency_weight, rescore, resort_order
+from memlab.studies.content_supersession import content_retired
 
 # Per-type half-lives of salience (days) and the type prior. Preferences are pinned: a user's
 # stated taste does not fade because it was not mentioned for a while (seed 001).
@@ -204,6 +212,13 @@ class Scene:
     newer_same_type: np.ndarray  # (M, M)
     memory_cosine: np.ndarray  # (M, M)
     last_access: np.ndarray  # (C, B or 1, M)
+    key: np.ndarray | None = None  # (M,) key id of (filed topic, type)
+    key_type: np.ndarray | None = None  # (K,) type id of each key
+    memory_type: np.ndarray | None = None  # (M,) type id
+    shares_term: np.ndarray | None = None  # (M, M) the two texts share a keyword (BM25) term
+    # (M, M) [i, j]: j is newer than i, same true topic, another true value. The generator's
+    # truth: read by the ``oracle`` line only, never by a memory system.
+    oracle_supersedes: np.ndarray | None = None
 
 
 def _column(params: dict[str, np.ndarray], name: str) -> np.ndarray:
@@ -267,6 +282,27 @@ def _supersession(scene: Scene, params) -> np.ndarray:
     return np.where(retired[:, None, None, :], score - penalty, score)
 
 
+def _content_supersession(scene: Scene, params) -> np.ndarray:
+    score = _multi_factor(scene, params)
+    retired = content_retired(
+        cosine=scene.memory_cosine,
+        query_cosine=scene.cosine,
+        key=scene.key,
+        key_type=scene.key_type,
+        memory_type=scene.memory_type,
+        visible=scene.visible,
+        shares_term=scene.shares_term,
+        params={k: np.asarray(v, dtype=np.float64) for k, v in params.items()},
+    )  # (C, Q, M)
+    penalty = _column(params, "retired_penalty")
+    return np.where(retired[:, None, :, :], score - penalty, score)
+
+
+def _oracle(scene: Scene, params) -> np.ndarray:
+    retired = (scene.oracle_supersedes & scene.visible[None, :]).any(axis=-1)
+    return np.broadcast_to(np.where(retired, -np.inf, scene.cosine), (1, 1, *scene.cosine.shape))
+
+
 @dataclass(frozen=True)
 class ReadSystem:
     name: str
@@ -275,6 +311,7 @@ class ReadSystem:
     description: str
     base: str | None = None  # a system whose tuned parameters this one starts from
     reinforces: bool = False  # reads last_access: recalls during the stream are simulated
+    oracle: bool = False  # reads the generator's truth: a ceiling to report, not a memory system
 
 
 MULTI_FACTOR_GRID: dict[str, tuple] = {
@@ -285,6 +322,14 @@ MULTI_FACTOR_GRID: dict[str, tuple] = {
     "recency_half_life_days": (14.0, 60.0, 180.0),
     "half_life_scale": (1.0,),
     "reinforce": (0, 1),
+}
+
+CONTENT_SUPERSESSION_GRID: dict[str, tuple] = {
+    "key_trust": (0.1, 0.2),  # bonus for the extractor's key when refiling by content
+    "supersede_cosine": (0.6, 1.01),  # same-type cosine pass (1.01: off)
+    "retire_gate": (-np.inf, 0.3, 0.4, 0.5),  # cosine(query, newer) + affinity; -inf: no gate
+    "exempt_affinity": (0.0, 0.45),  # value-span exemption below this affinity; 0: off
+    "retired_penalty": (0.1, 0.3, 1.0, np.inf),
 }
 
 READ_SYSTEMS: dict[str, ReadSystem] = {
@@ -323,6 +368,22 @@ READ_SYSTEMS: dict[str, ReadSystem] = {
             "the tuned multi-factor score; superseded memories down-weighted or excluded",
             base="multi-factor",
             reinforces=True,
+        ),
+        ReadSystem(
+            "content-supersession",
+            _content_supersession,
+            CONTENT_SUPERSESSION_GRID,
+            "the tuned multi-factor score; memories retired by content (content key, low-surprise "
+            "gate, value span) down-weighted or excluded",
+            base="multi-factor",
+            reinforces=True,
+        ),
+        ReadSystem(
+            "oracle",
+            _oracle,
+            {},
+            "ceiling: knows the true topic and value, excludes superseded memories, ranks by cosine",
+            oracle=True,
         ),
     )
 }

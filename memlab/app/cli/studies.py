@@ -51,20 +51,50 @@ def scale_inputs(args: argparse.Namespace):
 
 
 def drift_table(result) -> str:
-    """The held-out table as text, then the configuration each pair was tuned to."""
+    """The held-out table as text (with paired differences to top-k under store-everything), the
+    frontier per budget with the oracle line, then the configuration each pair was tuned to."""
+    from memlab.studies.drift_intervals import MAX_STALENESS, RECALL_GAP, REFERENCE
+
+    ref = " / ".join(REFERENCE)
     lines = [
         f"held-out seeds {result.held_out.start}:{result.held_out.stop} ({len(result.held_out)} streams), "
         f"tuned on seeds {result.tune_range.start}:{result.tune_range.stop}; "
-        "95% bootstrap intervals over held-out streams",
+        "95% bootstrap intervals over held-out streams; d = paired difference to "
+        f"{ref} (same resampled streams)",
         f"embeddings: {result.embedding_model}; tokens: {result.tokenizer}",
-        f"{'system':<14} {'write policy':<20} {'budget':>6}  {'recall [95% CI]':<22} "
-        f"{'staleness [95% CI]':<22} {'tokens':>7}",
+        f"{'system':<20} {'write policy':<20} {'budget':>6}  {'recall [95% CI]':<22} "
+        f"{'staleness [95% CI]':<22} {'d recall [95% CI]':<25} {'d staleness [95% CI]':<25} {'tokens':>7}",
     ]
+
+    def diff(r, metric):
+        v, lo, hi = r[f"{metric}_diff"], r[f"{metric}_diff_lo"], r[f"{metric}_diff_hi"]
+        return "-" if v != v else f"{v:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+
     for r in result.table.to_dict("records"):
         lines.append(
-            f"{r['system']:<14} {r['write_policy']:<20} {r['budget']:>6}  "
+            f"{r['system']:<20} {r['write_policy']:<20} {r['budget']:>6}  "
             f"{r['recall']:.3f} [{r['recall_lo']:.3f}, {r['recall_hi']:.3f}]   "
-            f"{r['staleness']:.3f} [{r['staleness_lo']:.3f}, {r['staleness_hi']:.3f}]   {r['tokens']:>7.1f}"
+            f"{r['staleness']:.3f} [{r['staleness_lo']:.3f}, {r['staleness_hi']:.3f}]   "
+            f"{diff(r, 'recall'):<25} {diff(r, 'staleness'):<25} {r['tokens']:>7.1f}"
+        )
+    lines.append("")
+    lines.append(
+        f"frontier: per budget, the memory system with the highest recall at staleness <= {MAX_STALENESS}; "
+        f"target met when the lower end of d recall >= -{RECALL_GAP} (the oracle reads the true labels)"
+    )
+    for r in result.frontier().to_dict("records"):
+        oracle = (
+            ""
+            if r["oracle_recall"] != r["oracle_recall"]
+            else f"; oracle {r['oracle_recall']:.3f} / {r['oracle_staleness']:.3f}"
+        )
+        if not r["system"]:
+            lines.append(f"  {r['budget']:>4}: no memory system at staleness <= {MAX_STALENESS}{oracle}")
+            continue
+        lines.append(
+            f"  {r['budget']:>4}: {r['system']} / {r['write_policy']} recall {r['recall']:.3f}, "
+            f"staleness {r['staleness']:.3f}, d recall {diff(r, 'recall')}: "
+            f"{'met' if r['meets'] else 'missed'}{oracle}"
         )
     lines.append("")
     lines.append("tuned on the tuning seeds (objective: mean over budgets of recall - staleness)")

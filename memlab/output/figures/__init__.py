@@ -4,7 +4,7 @@ Builders take tidy DataFrames (or an Evaluation) and return a ``plotly.graph_obj
 they never show it.
 """
 
-from memlab.output.figures.drift import DRIFT_METRICS, SYSTEM_SYMBOLS, budget_curves
+from memlab.output.figures.drift import DRIFT_METRICS, SYSTEM_SYMBOLS, budget_curves, difference_curves
 from memlab.output.figures.export import (
     export_figure,
     export_static_batch,
@@ -63,6 +63,7 @@ __all__ = [
     "TEXT_FORMATS",
     "bonus_curve",
     "budget_curves",
+    "difference_curves",
     "export_figure",
     "export_static_batch",
     "feasibility_heatmap",

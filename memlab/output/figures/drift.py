@@ -29,9 +29,44 @@ SYSTEM_SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "star", "cr
 def budget_curves(table: pd.DataFrame, metric: str, tokenizer: str = "") -> go.Figure:
     """``recall`` or ``staleness`` against the token budget: one panel per write policy, one line
     per system (colour and marker), 95% bootstrap intervals as error bars; budget on a log axis."""
+    title, y_label = lookup(DRIFT_METRICS, metric, "metric")
+    return _curves(
+        table, metric, metric, title + " (held-out streams, 95% bootstrap intervals)", y_label, tokenizer
+    )
+
+
+def difference_curves(table: pd.DataFrame, metric: str, tokenizer: str = "", gap: float = 0.02) -> go.Figure:
+    """The paired difference of ``recall`` or ``staleness`` to top-k under store-everything,
+    against the budget, with paired 95% bootstrap intervals; for recall, the target's ``-gap``
+    drawn as a dashed line."""
+    _title, _ = lookup(DRIFT_METRICS, metric, "metric")
+    column = f"{metric}_diff"
+    fig = _curves(
+        table,
+        column,
+        metric,
+        f"Paired difference to top-k / store-everything: {metric} (held-out streams, paired 95% intervals)",
+        f"{metric} minus top-k's (same streams)",
+        tokenizer,
+        y_range=None,
+    )
+    if metric == "recall":
+        fig.add_hline(y=-gap, line_dash="dash", line_color="black", annotation_text=f"target: -{gap}")
+    fig.add_hline(y=0.0, line_color="grey", line_width=1)
+    return fig
+
+
+def _curves(
+    table: pd.DataFrame,
+    column: str,
+    metric: str,
+    title: str,
+    y_label: str,
+    tokenizer: str,
+    y_range: tuple[float, float] | None = (-0.03, 1.03),
+) -> go.Figure:
     from plotly.subplots import make_subplots
 
-    title, y_label = lookup(DRIFT_METRICS, metric, "metric")
     writes = list(dict.fromkeys(table["write_policy"]))
     systems = list(dict.fromkeys(table["system"]))
     colours = [c for name, c in OKABE_ITO.items() if name != "yellow"]  # yellow is faint on white
@@ -39,15 +74,17 @@ def budget_curves(table: pd.DataFrame, metric: str, tokenizer: str = "") -> go.F
     for col, write in enumerate(writes, start=1):
         for k, system in enumerate(systems):
             rows = table[(table["write_policy"] == write) & (table["system"] == system)].sort_values("budget")
+            if rows.empty:  # the oracle line runs under one write policy only
+                continue
             fig.add_trace(
                 go.Scatter(
                     x=rows["budget"],
-                    y=rows[metric],
+                    y=rows[column],
                     error_y={
                         "type": "data",
                         "symmetric": False,
-                        "array": rows[f"{metric}_hi"] - rows[metric],
-                        "arrayminus": rows[metric] - rows[f"{metric}_lo"],
+                        "array": rows[f"{column}_hi"] - rows[column],
+                        "arrayminus": rows[column] - rows[f"{column}_lo"],
                         "thickness": 1.2,
                         "width": 3,
                     },
@@ -65,9 +102,10 @@ def budget_curves(table: pd.DataFrame, metric: str, tokenizer: str = "") -> go.F
             )
     budgets = sorted(table["budget"].unique())
     unit = f"token budget (tokens, {tokenizer})" if tokenizer else "token budget (tokens)"
-    style(fig, title + " (held-out streams, 95% bootstrap intervals)", "", y_label)
+    style(fig, title, "", y_label)
     fig.update_xaxes(type="log", tickvals=budgets, ticktext=[str(b) for b in budgets])
-    fig.update_yaxes(range=[-0.03, 1.03])
+    if y_range is not None:
+        fig.update_yaxes(range=list(y_range))
     fig.update_layout(
         width=max(900, 420 * len(writes)),
         height=620,
