@@ -185,7 +185,7 @@ def _import_sample(sample, position, granularity, log, memories, questions) -> N
     for i, item in enumerate(qa):
         where = f"{sid} qa[{i}]"
         cat_id = item.get("category") if isinstance(item, dict) else None
-        category = CATEGORIES.get(cat_id, str(cat_id)) if isinstance(cat_id, int) else str(cat_id)
+        category = CATEGORIES.get(cat_id, f"unknown ({cat_id})") if isinstance(cat_id, int) else "unknown"
         if not isinstance(item, dict) or cat_id not in CATEGORIES:
             log.reject(category, where, "unknown category")
             continue
@@ -193,8 +193,9 @@ def _import_sample(sample, position, granularity, log, memories, questions) -> N
         if not isinstance(text, str) or not text.strip():
             log.reject(category, where, "no question text")
             continue
-        answer = item.get("answer", item.get("adversarial_answer"))
-        note = f"LoCoMo category {cat_id} ({category}); answer: {answer}"
+        note = f"LoCoMo category {cat_id} ({category})" + "".join(
+            f"; {k}: {item[k]}" for k in ("answer", "adversarial_answer") if k in item
+        )
         qid = f"{sid}:qa{i}"
         if cat_id == 5:
             labels = {"kind": "nohit", "relevant": [], "current": None, "stale": []}
