@@ -48,6 +48,8 @@ streams: int = 400  # drift: held-out streams, the first N seeds of seed_range
 seed_range: str = "1000:1400"  # drift: held-out seeds A:B (B excluded)
 tune_range: str = "0:200"  # drift: tuning seeds C:D, disjoint from seed_range
 budgets: str = "16,32,64,128,256,512"  # drift: token budgets, a comma list
+benchmark_file: str = ""  # benchmark: LoCoMo or LongMemEval JSON you downloaded; empty: 08 does nothing
+benchmark_granularity: str = ""  # benchmark: observation|turn (LoCoMo) or session|turn; empty: default
 out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
 fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
 

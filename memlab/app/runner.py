@@ -36,6 +36,7 @@ NOTEBOOKS = (
     "05_robustness",
     "06_hybrid_time",
     "07_drift",
+    "08_benchmark",
 )
 PACKAGES = (
     "memlab",
@@ -234,11 +235,12 @@ def now() -> str:
 
 
 DATASET_PARAMETERS = ("dataset", "hybrid_datasets")  # a name, a folder, or a comma list of them
+FILE_PARAMETERS = ("benchmark_file",)  # a file path
 
 
 def absolute_datasets(params: dict[str, Any], base: Path | None = None) -> dict[str, Any]:
-    """Dataset folders given relative to where memlab runs, made absolute: the notebooks run in
-    the notebooks folder. Packaged names (seed16) are left as they are."""
+    """Dataset folders (and the benchmark file) given relative to where memlab runs, made absolute:
+    the notebooks run in the notebooks folder. Packaged names (seed16) are left as they are."""
     base = base or Path.cwd()
     out = dict(params)
     for key in DATASET_PARAMETERS:
@@ -252,6 +254,10 @@ def absolute_datasets(params: dict[str, Any], base: Path | None = None) -> dict[
             for e in entries
         ]
         out[key] = ",".join(resolved)
+    for key in FILE_PARAMETERS:
+        value = out.get(key)
+        if isinstance(value, str) and value and (base / Path(value).expanduser()).is_file():
+            out[key] = str((base / Path(value).expanduser()).resolve())
     return out
 
 
