@@ -243,3 +243,46 @@ def test_07_drift_writes_the_table_and_the_budget_curves(tmp_path, cache_dir, mo
     assert all(r["recall_diff"] == r["recall_diff_lo"] == r["staleness_diff"] == 0 for r in reference)
     fig = json.loads((out / "figures" / "recall_difference_vs_budget.json").read_text())
     assert any(a["text"] == "target: -0.02" for a in fig["layout"]["annotations"])  # the target drawn
+
+
+@pytest.mark.notebook
+def test_08_benchmark_without_a_file_says_so_and_stops(tmp_path):
+    out = execute("08_benchmark", tmp_path)
+    report = json.loads((out / "report.json").read_text())
+    assert report["entries"] == [
+        {
+            "type": "value",
+            "name": "skipped",
+            "caption": "no benchmark file given",
+            "value": "benchmark_file is empty",
+        }
+    ]
+    executed = nbformat.read(tmp_path / "08_benchmark.ipynb", as_version=4)
+    text = "".join(o.get("text", "") for c in executed.cells for o in c.get("outputs", []))
+    assert "benchmark_file is empty: nothing to do" in text
+
+
+@pytest.mark.notebook
+@pytest.mark.model
+def test_08_benchmark_on_the_tiny_locomo_file(tmp_path, cache_dir, monkeypatch):
+    monkeypatch.setenv("MEMLAB_CACHE_DIR", str(cache_dir))
+    out = execute(
+        "08_benchmark",
+        tmp_path,
+        benchmark_file=str(Path(__file__).parent / "data" / "locomo_tiny.json"),
+        benchmark_granularity="turn",
+        bonus_range="0,0.05",
+        tau_range="14",
+        threshold_range="0.3:0.5:0.1",
+        pool=200,
+        n_range="6,60,600",
+    )
+    report = json.loads((out / "report.json").read_text())
+    values = {e["name"]: e.get("value") for e in report["entries"] if e["type"] == "value"}
+    assert values["import"]["categories"]["adversarial"] == {"nohit": 1}
+    assert [r["threshold"] for r in records(out / "tables" / "sweep_by_threshold.json")] == pytest.approx(
+        [0.3, 0.4, 0.45, 0.5]
+    )
+    crit = {r["kind"]: (r["criteria"], r["passed"]) for r in records(out / "tables" / "criteria.json")}
+    assert crit["current_reaches"][0] == 3  # qa0, qa2 and qa3 have one evidence turn each
+    assert [r["n"] for r in records(out / "tables" / "scale.json")] == [6, 60, 600]

@@ -131,3 +131,9 @@ def test_dataset_folders_are_made_absolute_before_the_notebooks_run(tmp_path):
         "hybrid_datasets": f"seed16-time,{tmp_path / 'mine'}",  # packaged names stay names
         "bonus": 0.05,
     }
+    (tmp_path / "external").mkdir()
+    (tmp_path / "external" / "locomo.json").write_text("[]")
+    assert absolute_datasets({"benchmark_file": "external/locomo.json"}, tmp_path) == {
+        "benchmark_file": str(tmp_path / "external" / "locomo.json")
+    }
+    assert absolute_datasets({"benchmark_file": ""}, tmp_path) == {"benchmark_file": ""}

@@ -59,6 +59,18 @@ NOTEBOOK_PARAMETERS: tuple[Parameter, ...] = (
     Parameter("seed_range", "str", "1000:1400", "drift: held-out seeds A:B (B excluded)"),
     Parameter("tune_range", "str", "0:200", "drift: tuning seeds C:D, disjoint from seed_range"),
     Parameter("budgets", "str", "16,32,64,128,256,512", "drift: token budgets, a comma list"),
+    Parameter(
+        "benchmark_file",
+        "str",
+        "",
+        "benchmark: LoCoMo or LongMemEval JSON you downloaded; empty: 08 does nothing",
+    ),
+    Parameter(
+        "benchmark_granularity",
+        "str",
+        "",
+        "benchmark: observation|turn (LoCoMo) or session|turn; empty: default",
+    ),
     Parameter("out_dir", "str", "results/notebook", "folder for this notebook's tables and figures"),
     Parameter(
         "fig_formats", "list", ["html", "png"], "figure formats: html always; png and svg need Chromium"
@@ -89,6 +101,20 @@ NOTEBOOK_USES: dict[str, tuple[str, ...]] = {
         *OUTPUT,
     ),
     "07_drift": ("model", "boot", "seed", "streams", "seed_range", "tune_range", "budgets", *OUTPUT),
+    "08_benchmark": (
+        "model",
+        *SPEC,
+        "bonus_range",
+        "tau_range",
+        "threshold_range",
+        "select",
+        "n_range",
+        "pool",
+        "seed",
+        "benchmark_file",
+        "benchmark_granularity",
+        *OUTPUT,
+    ),
 }
 
 

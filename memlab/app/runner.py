@@ -36,6 +36,7 @@ NOTEBOOKS = (
     "05_robustness",
     "06_hybrid_time",
     "07_drift",
+    "08_benchmark",
 )
 PACKAGES = (
     "memlab",
@@ -241,11 +242,13 @@ def now() -> str:
 
 
 DATASET_PARAMETERS = ("dataset", "hybrid_datasets")  # a name, a folder, or a comma list of them
+FILE_PARAMETERS = ("benchmark_file",)  # a file path
 
 
 def absolute_datasets(params: dict[str, Any], base: Path | None = None, where: str = "") -> dict[str, Any]:
-    """Dataset folders made absolute (the notebooks run in the notebooks folder): a relative one
-    resolves against ``base`` (the batch file's folder, or where memlab runs for ``-p``). A bare
+    """Dataset folders (and the benchmark file) made absolute (the notebooks run in the notebooks
+    folder): a relative one resolves against ``base`` (the batch file's folder, or where memlab
+    runs for ``-p``). A bare
     name is a packaged dataset or one under data/ (``memlab.datasets.model.dataset_dir``); a path
     that is no folder is an error that shows where it was looked for."""
     from memlab.datasets.model import dataset_dir
@@ -265,6 +268,10 @@ def absolute_datasets(params: dict[str, Any], base: Path | None = None, where: s
             else:
                 resolved.append(str(dataset_dir(e)) if not is_packaged(e) else e)
         out[key] = ",".join(resolved)
+    for key in FILE_PARAMETERS:
+        value = out.get(key)
+        if isinstance(value, str) and value and (base / Path(value).expanduser()).is_file():
+            out[key] = str((base / Path(value).expanduser()).resolve())
     return out
 
 

@@ -6,11 +6,11 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from memlab.app.cli import data, run, studies, tuning
+from memlab.app.cli import calibrate, data, run, studies, tuning
 from memlab.core.errors import MemlabError
 from memlab.datasets.model import DatasetError
 
-GROUPS = (tuning, studies, data, run)
+GROUPS = (tuning, studies, calibrate, data, run)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,4 +1,5 @@
-"""Commands about datasets: validate, import-qdrant, generate, timeparse."""
+"""Commands about datasets: validate, import-qdrant, import-longmemeval, import-locomo, generate,
+timeparse."""
 
 from __future__ import annotations
 
@@ -51,6 +52,43 @@ def cmd_import_qdrant(args: argparse.Namespace) -> int:
             f"next: write your questions into {out / 'questions.jsonl'} (see the README), then "
             f"memlab validate {out}"
         )
+    return 0
+
+
+def import_summary(result) -> str:
+    """What a benchmark import kept, per category and kind, and why it rejected what it did."""
+    summary = result.log.summary()
+    lines = [f"wrote {result.path}: {result.memories} memories, {result.questions} questions"]
+    kinds = [*QUESTION_KINDS, "rejected"]
+    lines.append(f"{'category':<28}" + "".join(f"{k:>14}" for k in kinds))
+    for category, counts in summary["categories"].items():
+        lines.append(f"{category:<28}" + "".join(f"{counts.get(k, 0):>14}" for k in kinds))
+    for title, key in (
+        ("rejected", "rejected_by_reason"),
+        ("repaired", "repaired_by_kind"),
+        ("skipped", "skipped_by_reason"),
+    ):
+        for reason, n in summary[key].items():
+            lines.append(f"{title}: {n} x {reason}")
+    lines.append(f"every record is listed in {result.path / 'import.json'}")
+    return "\n".join(lines)
+
+
+def cmd_import_longmemeval(args: argparse.Namespace) -> int:
+    from memlab.datasets.longmemeval import import_longmemeval
+
+    out = args.output or Path("data") / Path(args.file).stem
+    print(import_summary(import_longmemeval(args.file, out, granularity=args.granularity)))
+    return 0
+
+
+def cmd_import_locomo(args: argparse.Namespace) -> int:
+    from memlab.datasets.locomo import import_locomo
+
+    stem = Path(args.file).stem + (f"-{args.conversation}" if args.conversation else "")
+    out = args.output or Path("data") / stem
+    result = import_locomo(args.file, out, conversation=args.conversation, granularity=args.granularity)
+    print(import_summary(result))
     return 0
 
 
@@ -109,6 +147,33 @@ def add_import_qdrant_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_import_longmemeval_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", help="longmemeval_s/_m/_oracle[_cleaned].json, downloaded by you")
+    p.add_argument(
+        "--granularity",
+        choices=["session", "turn"],
+        default="session",
+        help="one memory per session (its user turns) or per user turn (default: %(default)s)",
+    )
+    p.add_argument("-o", "--output", default=None, help="new dataset folder (default: data/FILE-STEM)")
+
+
+def add_import_locomo_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", help="locomo10.json, downloaded by you")
+    p.add_argument(
+        "--conversation", default=None, help="one conversation: its sample_id (conv-26) or position (1..)"
+    )
+    p.add_argument(
+        "--granularity",
+        choices=["observation", "turn"],
+        default="observation",
+        help="one memory per session observation or per dialogue turn (default: %(default)s)",
+    )
+    p.add_argument(
+        "-o", "--output", default=None, help="new dataset folder (default: data/FILE-STEM[-CONVERSATION])"
+    )
+
+
 def add_generate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("generator", choices=["daily-lunch"], help="which dataset to generate")
     p.add_argument("output", help="new dataset folder (must not exist, or be empty)")
@@ -139,6 +204,18 @@ COMMANDS = (
         "turn an existing Qdrant collection into a dataset, vectors kept",
         add_import_qdrant_arguments,
         cmd_import_qdrant,
+    ),
+    Command(
+        "import-longmemeval",
+        "turn a LongMemEval file into a dataset (sessions or turns as dated memories)",
+        add_import_longmemeval_arguments,
+        cmd_import_longmemeval,
+    ),
+    Command(
+        "import-locomo",
+        "turn a LoCoMo file into a dataset (observations or turns as dated memories)",
+        add_import_locomo_arguments,
+        cmd_import_locomo,
     ),
     Command(
         "generate",

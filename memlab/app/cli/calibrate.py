@@ -1,0 +1,261 @@
+"""``memlab calibrate``: a threshold from off-topic probes, without labelled questions."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from memlab.app.cli.options import Command, add_output_options, add_spec_options, emit, fmt, spec_from
+from memlab.core.errors import InputError
+from memlab.datasets.model import DEFAULT_DATASET, Dataset, Memory, load_dataset, parse_datetime
+from memlab.output.io import json_ready
+
+
+def qdrant_dataset(args: argparse.Namespace, tmp: Path) -> Dataset:
+    """The collection's stored vectors and payloads (through ``import_qdrant``, nothing re-embedded)
+    as a dataset without questions."""
+    from memlab.datasets.qdrant_import import import_qdrant
+
+    for flag in ("collection", "date_field", "text_field"):
+        if not getattr(args, flag):
+            raise InputError(f"--{flag.replace('_', '-')} is needed with --qdrant-path/--qdrant-url")
+    out = import_qdrant(
+        collection=args.collection,
+        date_field=args.date_field,
+        text_field=args.text_field,
+        out=tmp / "collection",
+        path=args.qdrant_path,
+        url=args.qdrant_url,
+        vector_name=args.vector_name,
+        model=args.model,
+        progress=sys.stderr.isatty(),
+    )
+    meta = json.loads((out / "dataset.json").read_text(encoding="utf-8"))
+    rows = [json.loads(line) for line in (out / "memories.jsonl").read_text(encoding="utf-8").splitlines()]
+    memories = tuple(
+        Memory(r["id"], parse_datetime(r["date"]), {meta["language"]: r["text"]}, "", "imported")
+        for r in rows
+    )
+    return Dataset(
+        meta["name"],
+        parse_datetime(meta["reference_date"]),
+        (meta["language"],),
+        memories,
+        (),
+        path=out,
+        vectors=meta["vectors"],
+    )
+
+
+def store_vectors(args: argparse.Namespace, dataset: Dataset):
+    """(embedder, memory vectors): the stored vectors with the recorded model, else the memories
+    embedded with ``--model``."""
+    from memlab.scoring.embeddings import Embedder, resolve_model
+
+    opts = {"truncate_dim": args.truncate_dim, "cache_dir": args.cache_dir, "progress": sys.stderr.isatty()}
+    if dataset.vectors:
+        from memlab.datasets.qdrant_import import stored_vectors
+
+        made_with = dataset.vectors.get("model")
+        if args.model is None and made_with is None:
+            raise InputError(
+                f"dataset {dataset.name!r} keeps vectors from an unrecorded model: pass --model, "
+                "the model that made them, to embed the probes alike"
+            )
+        if args.model and made_with and resolve_model(args.model)[1] != resolve_model(made_with)[1]:
+            raise InputError(
+                f"dataset {dataset.name!r} keeps vectors made with {made_with!r}; probes would be "
+                f"embedded with {args.model!r}: pass --model {made_with}"
+            )
+        return Embedder(args.model or made_with, **opts), stored_vectors(dataset)
+    if args.lang not in dataset.languages:
+        raise InputError(
+            f"dataset {dataset.name!r} has no language {args.lang!r}; it has: {', '.join(dataset.languages)}"
+        )
+    embedder = Embedder(args.model, **opts)
+    return embedder, embedder.encode_documents([m.text(args.lang) for m in dataset.memories])
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from memlab.datasets.probes import load_probes
+    from memlab.scoring.sources import ScoreTable
+    from memlab.studies.calibration import MIN_STORE_BASIS, calibrate, template_basis
+
+    if bool(args.qdrant_path) and bool(args.qdrant_url):
+        raise InputError("give one of --qdrant-path or --qdrant-url")
+    if args.boot < 1:
+        raise InputError(f"--boot: expected a positive number of resamples, got {args.boot}")
+    probe_set = load_probes(args.probes)
+    probe_texts = probe_set.texts(args.lang)
+    with tempfile.TemporaryDirectory(prefix="memlab-calibrate-") as tmp:
+        if args.qdrant_path or args.qdrant_url:
+            dataset = qdrant_dataset(args, Path(tmp))
+        else:
+            dataset = load_dataset(args.dataset)
+        embedder, memories = store_vectors(args, dataset)
+        probes = embedder.encode_queries(probe_texts)
+    if probes.shape[1] != memories.shape[1]:
+        raise InputError(
+            f"probes embed to {probes.shape[1]} dimensions with {embedder.model_id}, "
+            f"but the memory vectors have {memories.shape[1]}"
+        )
+    scores = None
+    if dataset.questions and args.lang in dataset.languages:
+        q = embedder.encode_queries([x.text(args.lang) for x in dataset.questions])
+        raw = (q.astype(np.float64) @ memories.astype(np.float64).T).clip(-1, 1)
+        scores = ScoreTable(dataset.question_ids, dataset.memory_ids, raw, "embedded")
+    basis = None
+    if len(dataset.memories) < MIN_STORE_BASIS:
+        basis = template_basis(dataset.reference_date, embedder, args.pool, seed=args.seed)
+    result = calibrate(
+        dataset,
+        probe_set,
+        probes,
+        memories,
+        spec_from(args),
+        lang=args.lang,
+        false_rate=args.false_rate,
+        question_scores=scores,
+        basis=basis,
+        n_boot=args.boot,
+        seed=args.seed,
+        model=embedder.model_id,
+    )
+    if args.format == "json":
+        emit(json.dumps(json_ready(result.to_dict()), indent=2, ensure_ascii=False), args.output)
+    else:
+        emit(calibration_table(result, args.show), args.output)
+    return 0
+
+
+def calibration_table(result, show: int) -> str:
+    s, spec = result.summary, result.spec
+    d = s["distribution"]
+    lines = [
+        f"dataset {s['dataset']} ({s['memories']} memories), model {s['model']}, "
+        f"probes {s['probe_set']} {s['probe_set_version']} ({s['probes_scored']}, {s['lang']})",
+        f"spec: candidates={spec.candidates} bonus={spec.bonus:g} tau_days={spec.tau_days:g}, "
+        f"probes asked at {spec.reference_date:%Y-%m-%d}",
+        "best post-bonus score per probe: "
+        + ", ".join(
+            f"{k} {d[k]:.3f}" for k in ("min", "p5", "p25", "p50", "p75", "p90", "p95", "p99", "max")
+        ),
+        f"threshold for a false-injection rate <= {s['false_rate_target']:.2%}: {s['threshold']:.4f} "
+        f"[{s['threshold_ci'][0]:.4f}, {s['threshold_ci'][1]:.4f}] "
+        f"({s['ci_level']:.0%} bootstrap over probes, "
+        f"{s['boot']} resamples, seed {s['seed']}); rate there {s['false_rate_at_threshold']:.2%}, "
+        f"resolution {s['resolution']:.2%}",
+        f"at the spec's threshold {spec.threshold:g}: "
+        f"false-injection rate {s['false_rate_at_spec_threshold']:.2%}",
+        "",
+        f"closest probes (of {len(result.probes)}):",
+        f"{'final':>7} {'raw':>7} {'margin':>8}  {'probe':<6} text -> memory",
+    ]
+    for p in result.probes[:show]:
+        memory = f"{p['memory']}: {p['memory_text']}" if p["memory"] else "-"
+        lines.append(
+            f"{p['best_final']:>7.3f} {p['raw']:>7.3f} {p['margin']:>+8.3f}  {p['probe']:<6} "
+            f"{p['text']} -> {_short(memory, 90)}"
+        )
+    lines.append("")
+    lines.append("memories that are the best match of the most probes:")
+    for a in result.attractors[:show]:
+        lines.append(
+            f"  {a['probes']:>3} probes (best {a['best_final']:.3f}) {a['memory']}: {_short(a['text'], 90)}"
+        )
+    lines.append("")
+    lines.append(f"at scale ({s['basis']}):")
+    lines.append(
+        f"{'memories':>12} {'rate at calibrated':>19} {'rate at spec':>13} {'threshold for target':>21}"
+    )
+    for r in result.scale:
+        tag = " (fit, now)" if r["measured"] else ""
+        lines.append(
+            f"{r['memories']:>12,} {r['false_rate_at_calibrated']:>19.2%} "
+            f"{r['false_rate_at_spec_threshold']:>13.2%} "
+            f"{r['threshold_for_target']:>21.4f}{tag}"
+        )
+    lab = result.labelled
+    if lab:
+        lines.append("")
+        lines.append(
+            f"labelled ({lab['questions']} questions): {lab['nohit_questions']} no-hit, best no-hit score "
+            f"{fmt(lab['nohit_max'])}, headroom at {spec.threshold:g}: {fmt(lab['headroom'], signed=True)}, "
+            f"labelled threshold {fmt(lab['labelled_threshold'])}"
+        )
+        if lab["nohit_false_rate_at_calibrated"] is not None:
+            lines.append(
+                "  no-hit questions reaching the calibrated threshold: "
+                f"{lab['nohit_false_rate_at_calibrated']:.1%}"
+                f" (at {spec.threshold:g}: {lab['nohit_false_rate_at_spec']:.1%})"
+            )
+        lines.append(
+            f"  current memories ({lab['current_questions']} questions): {lab['current_kept']} kept, "
+            f"{lab['current_cut']} cut by the calibrated threshold, "
+            f"{lab['current_not_candidate']} not a candidate; "
+            f"{lab['current_reaching_spec_threshold']} reach {spec.threshold:g}; injected: "
+            f"{lab['current_injected_at_calibrated']} at the calibrated threshold, "
+            f"{lab['current_injected_at_spec']} at {spec.threshold:g}"
+        )
+        for c in lab["cut"][:show]:
+            lines.append(f"    cut: {c['question']} ({c['kind']}) current {c['current']} at {c['final']:.3f}")
+    return "\n".join(lines)
+
+
+def _short(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def add_calibrate_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("store (a dataset, or a Qdrant collection read without re-embedding)")
+    g.add_argument("--dataset", default=DEFAULT_DATASET, help="dataset name or folder (default: %(default)s)")
+    g.add_argument("--qdrant-path", default=None, help="local Qdrant folder holding --collection")
+    g.add_argument("--qdrant-url", default=None, help="Qdrant server holding --collection")
+    g.add_argument("--collection", default=None)
+    g.add_argument("--date-field", default=None, help="payload field with the memory's date")
+    g.add_argument("--text-field", default=None, help="payload field with the memory's text")
+    g.add_argument("--vector-name", default=None, help="which named vector (if the collection has several)")
+    g.add_argument(
+        "--model",
+        default=None,
+        help="embedding model: the one the stored vectors were made with (a dataset's recorded model "
+        "by default), else what embeds the memories (default: the packaged all-MiniLM-L6-v2)",
+    )
+    g.add_argument("--truncate-dim", type=int, default=None, help="truncate embeddings (then L2-normalise)")
+    g.add_argument("--cache-dir", default=None, help="embedding cache (default: $MEMLAB_CACHE_DIR)")
+    g.add_argument("--lang", default="en", help="probe language: en or ja (default: en)")
+    add_spec_options(p)
+    c = p.add_argument_group("calibration")
+    c.add_argument(
+        "--false-rate", type=float, default=0.01, help="target false-injection rate (default: %(default)s)"
+    )
+    c.add_argument("--probes", default="offtopic", help="packaged probe set or folder (default: %(default)s)")
+    c.add_argument("--boot", type=int, default=1000, help="bootstrap resamples (default: %(default)s)")
+    c.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the distractors")
+    c.add_argument(
+        "--pool",
+        type=int,
+        default=2000,
+        help="template distractors embedded to fit the extreme-value laws when the store has fewer than "
+        "500 memories (default: %(default)s)",
+    )
+    c.add_argument(
+        "--show", type=int, default=10, help="rows of each list in the table (default: %(default)s)"
+    )
+    add_output_options(p, ["table", "json"])
+
+
+COMMANDS = (
+    Command(
+        "calibrate",
+        "a threshold without labels: off-topic probes against the store, at a target false-injection rate",
+        add_calibrate_arguments,
+        cmd_calibrate,
+    ),
+)

@@ -1,0 +1,36 @@
+"""One entry point for the benchmark importers: which benchmark a file holds, and its import."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memlab.core.errors import InputError
+from memlab.datasets.benchmark_io import ImportResult, read_json_file
+
+BENCHMARKS = ("locomo", "longmemeval")
+
+
+def detect_benchmark(data: object, path: str | Path) -> str:
+    """``locomo`` (a list of conversations with ``qa``) or ``longmemeval`` (a list of questions with
+    ``haystack_sessions``), from the first record."""
+    first = data[0] if isinstance(data, list) and data else None
+    if isinstance(first, dict) and "qa" in first and "conversation" in first:
+        return "locomo"
+    if isinstance(first, dict) and "haystack_sessions" in first and "question_id" in first:
+        return "longmemeval"
+    raise InputError(
+        f"{path}: neither LoCoMo (a list of {{qa, conversation, ...}}) nor LongMemEval "
+        "(a list of {question_id, haystack_sessions, ...})"
+    )
+
+
+def import_benchmark(file: str | Path, out: str | Path, granularity: str = "") -> ImportResult:
+    """Import a LoCoMo or LongMemEval file (detected) at ``granularity`` (empty: the importer's default)."""
+    from memlab.datasets.locomo import import_locomo
+    from memlab.datasets.longmemeval import import_longmemeval
+
+    kind = detect_benchmark(read_json_file(file, "benchmark"), file)
+    options = {"granularity": granularity} if granularity else {}
+    if kind == "locomo":
+        return import_locomo(file, out, **options)
+    return import_longmemeval(file, out, **options)

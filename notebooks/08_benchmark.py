@@ -1,0 +1,160 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: memlab
+#     language: python
+#     name: memlab
+# ---
+
+# %% [markdown]
+# # 08 · A public benchmark: sweep, criteria and scale
+#
+# Imports the LoCoMo or LongMemEval file given as `benchmark_file` (you download it; memlab never
+# does, and the repository never holds it), embeds it with `model` and runs the sweep, the
+# criteria at the chosen configuration and the scale study on it. With `benchmark_file` empty
+# (the default batch) the notebook says so and does nothing else.
+
+# %% tags=["parameters"]
+model: str = ""  # sentence-transformers model folder or cached name; empty for the packaged all-MiniLM-L6-v2
+bonus: float = 0.05  # recency bonus at age 0 (cosine units)
+tau_days: float = 14.0  # recency decay constant (days)
+threshold: float = 0.45  # post-bonus score a memory needs to be injected
+candidates: int = 8  # raw nearest neighbours fetched before the re-sort
+inject: int = 3  # most memories injected into the prompt
+bonus_range: str = "0:0.1:0.001"  # sweep: bonus values, start:stop:step or a comma list
+tau_range: str = "1:60:1"  # sweep: tau_days values
+threshold_range: str = "0.40:0.50:0.005"  # sweep: threshold values
+select: str = "max-margin"  # sweep: selection rule (smallest-bonus, max-headroom, max-margin)
+n_range: str = "16,100,1000,10000,100000,1000000"  # scale: memory counts N to measure
+pool: int = 5000  # scale: real embedded distractors (cached after the first run)
+seed: int = 0  # scale, robustness and drift: random seed
+benchmark_file: str = ""  # benchmark: LoCoMo or LongMemEval JSON you downloaded; empty: 08 does nothing
+benchmark_granularity: str = ""  # benchmark: observation|turn (LoCoMo) or session|turn; empty: default
+out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
+fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
+
+# %%
+from pathlib import Path
+
+import pandas as pd
+
+from memlab import RetrievalSpec, evaluate, load_dataset, load_scores
+from memlab.core import selection
+from memlab.core.criteria import Criterion
+from memlab.core.grid import Grid, parse_axis
+from memlab.core.labels import Labels
+from memlab.core.sweep import sweep
+from memlab.datasets.benchmarks import import_benchmark
+from memlab.output.report import Report
+from memlab.studies.scale import embedded_inputs, scale_study
+
+report = Report(out_dir, fig_formats)
+run = bool(benchmark_file)
+if not run:
+    print("benchmark_file is empty: nothing to do (run with -p benchmark_file=data/external/FILE.json)")
+    report.value("skipped", "benchmark_file is empty", "no benchmark file given")
+    report.finish({"benchmark_file": benchmark_file})
+
+# %%
+if run:
+    folder = Path(out_dir) / "dataset"
+    if not (folder / "dataset.json").is_file():  # a rerun in the same folder keeps the import
+        imported = import_benchmark(benchmark_file, folder, benchmark_granularity)
+        report.value("import", imported.log.summary(), "per category: kinds, rejections, repairs")
+    data = load_dataset(folder)
+    scores = load_scores("embedded", data, lang="en", model=model or None)  # benchmarks are English
+    kinds = pd.Series([q.kind for q in data.questions]).value_counts()
+    print(f"{data.name}: {len(data.memories):,} memories, {len(data.questions):,} questions; {dict(kinds)}")
+
+# %% [markdown]
+# ## The sweep
+#
+# One criterion per current memory would give thousands of columns: the sweep keeps the no-hit
+# criterion and counts what each configuration injects per question kind.
+
+# %%
+if run:
+    grid = Grid(
+        bonus=parse_axis(bonus_range, "bonus_range"),
+        tau_days=parse_axis(tau_range, "tau_range"),
+        threshold=tuple(sorted({*parse_axis(threshold_range, "threshold_range"), threshold})),
+        candidates=(candidates,),
+        inject=(inject,),
+    )
+    nohit = (Criterion("nohit", "nohit_below"),) if "nohit" in set(kinds.index) else ()
+    swept = sweep(
+        scores.retrievable(data),
+        data.ages(),
+        Labels.from_dataset(data),
+        grid,
+        nohit,
+        metrics=("headroom", "injected", "stale"),
+    )
+    i = selection.select(swept, select)
+    chosen = None if i is None else swept.iloc[i][["bonus", "tau_days", "threshold", "headroom"]].to_dict()
+    report.value("chosen", chosen, f"chosen by {select} ({grid.size:,} configurations)")
+    per_threshold = swept.groupby("threshold", as_index=False).agg(
+        feasible=("feasible", "sum"),
+        best_headroom=("headroom", "max"),
+        injected_hit=("injected_hit", "max"),
+        injected_nohit=("injected_nohit", "min"),
+    )
+    report.table(
+        "sweep_by_threshold", per_threshold, "Per threshold: feasible configurations, headroom, injections"
+    )
+
+# %% [markdown]
+# ## The criteria at the chosen configuration
+
+# %%
+if run:
+    spec = RetrievalSpec(
+        candidates=candidates,
+        inject=inject,
+        threshold=chosen["threshold"] if chosen else threshold,
+        bonus=chosen["bonus"] if chosen else bonus,
+        tau_days=chosen["tau_days"] if chosen else tau_days,
+    )
+    ev = evaluate(data, scores, spec)
+    verdicts = pd.DataFrame(
+        [{"kind": c.kind, "passed": c.passed} for c in ev.criteria]
+        + [{"kind": "(none)", "passed": False}] * (not ev.criteria)
+    )
+    criteria_summary = verdicts.groupby("kind", as_index=False).agg(
+        criteria=("passed", "size"), passed=("passed", "sum")
+    )
+    report.table(
+        "criteria",
+        criteria_summary,
+        f"Criteria at bonus {spec.bonus:g}, tau {spec.tau_days:g}, threshold {spec.threshold:g}",
+    )
+    report.value("headroom", ev.headroom, "headroom at the chosen configuration")
+    criteria_summary
+
+# %% [markdown]
+# ## Headroom as the store grows
+
+# %%
+if run:
+    n0 = len(data.memories)
+    sizes = sorted({n0, *(n for n in parse_axis(n_range, "n_range", integer=True) if n > n0)})
+    queries, vectors, pool_ages = embedded_inputs(data, pool, lang="en", model=model or None, seed=seed)
+    result = scale_study(data, scores.raw, queries, vectors, pool_ages, sizes, spec, seed=seed)
+    report.table("scale", pd.DataFrame(list(result.rows)), "No-hit maximum against N: measured and predicted")
+    report.value("n_zero_headroom", result.n_zero_headroom, "predicted N where the headroom reaches zero")
+    report.finish(
+        {
+            "benchmark_file": benchmark_file,
+            "granularity": benchmark_granularity,
+            "select": select,
+            "pool": pool,
+        }
+    )
+    pd.DataFrame(list(result.rows))
