@@ -241,12 +241,10 @@ def run_batch(
         log(f"{len(tasks)} notebooks, {min(jobs, len(tasks))} at a time, into {out}")
         pool = cf.ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), initializer=_die_with_parent)
         futures = {pool.submit(execute, t): i for i, t in enumerate(tasks)}
-        done = 0
-        for future in cf.as_completed(futures):
+        for done, future in enumerate(cf.as_completed(futures), start=1):
             i = futures[future]
             res = results[i]
             res.__dict__.update(future.result())
-            done += 1
             running = [f"{results[j].run}/{results[j].notebook}" for f, j in futures.items() if f.running()]
             report = Path(res.out_dir) / "report.json"
             if res.status == "ok" and report.is_file():

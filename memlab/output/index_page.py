@@ -16,17 +16,19 @@ from typing import Any
 # what each figure shows, by the name the notebooks give it (a report entry's "about" wins)
 FIGURE_NOTES = {
     "bonus_curve": "How much the recency bonus adds to a memory's cosine score as the memory ages.",
-    "question_bars": "Per question, its current memory (else the best candidate) before and after the bonus; "
-    "the dashed line is the threshold a memory must reach to be injected.",
-    "feasibility": "Where every criterion holds over bonus and tau (green), with the exact feasible band drawn "
-    "and the chosen configuration starred.",
+    "question_bars": "Per question, its current memory (else the best candidate) before and after the "
+    "bonus; the dashed line is the threshold a memory must reach to be injected.",
+    "feasibility": "Where every criterion holds over bonus and tau (green), with the exact feasible "
+    "band drawn and the chosen configuration starred.",
     "headroom": "How far the best unrelated memory stays under the threshold, over bonus and tau.",
-    "threshold_bonus": "The threshold and the bonus together at the chosen tau: the feasible region in that plane.",
+    "threshold_bonus": "The threshold and the bonus together at the chosen tau: the feasible region "
+    "in that plane.",
     "chosen_bars": "Per question at the chosen configuration: what reaches the threshold.",
     "default_view": "The tuning panel's figure at its starting values.",
-    "scale": "The best unrelated score as the store grows, measured and predicted (extreme-value law), "
-    "against the threshold.",
-    "robustness": "Where the feasible bonus interval begins and ends when questions or memories are resampled.",
+    "scale": "The best unrelated score as the store grows, measured and predicted (an extreme-value "
+    "law), against the threshold.",
+    "robustness": "Where the feasible bonus interval begins and ends when questions or memories are "
+    "resampled.",
     "recall": "Share of held-out questions whose context holds the current fact, per token budget.",
     "staleness": "Share of held-out questions whose context holds a superseded fact, per token budget.",
 }
