@@ -51,7 +51,7 @@ def test_index_and_a_figure_page_render(browser, tmp_path):
     assert page.locator("figure img").count() == 2  # the PNGs
     page.wait_for_function("[...document.images].every(i => i.complete && i.naturalWidth > 0)")
     assert not_blank(page.screenshot(full_page=True)) > 50
-    assert page.locator("table.data").count() == 5
+    assert page.locator("table.data").count() == 6  # five tables and the injections value
 
     page.goto((out / "published" / "01_reproduce" / "figures" / "bonus_curve.html").as_uri())
     page.wait_for_selector(".js-plotly-plot .main-svg")
