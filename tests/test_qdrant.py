@@ -95,10 +95,16 @@ def test_persisted_local_collection(tmp_path):
 
 
 def test_qdrant_json_is_the_rest_query():
+    """The printed body, worked out by hand: the query vector and the query time are placeholders
+    (the cut-off keeps memories written after it out); exp with midpoint 1/e at scale tau."""
     spec = RetrievalSpec().with_reference(REF)
     body = json.loads(spec_query_json(spec))
     assert body == {
-        "prefetch": {"query": "<query vector>", "limit": 8},
+        "prefetch": {
+            "query": "<query vector>",
+            "limit": 8,
+            "filter": {"must": [{"key": "date", "range": {"lte": "<query time>"}}]},
+        },
         "query": {
             "formula": {
                 "sum": [
@@ -109,7 +115,7 @@ def test_qdrant_json_is_the_rest_query():
                             {
                                 "exp_decay": {
                                     "x": {"datetime_key": "date"},
-                                    "target": {"datetime": "2026-09-10T00:00:00Z"},
+                                    "target": {"datetime": "<query time>"},
                                     "scale": 14 * 86400.0,
                                     "midpoint": math.exp(-1),
                                 }
@@ -123,8 +129,40 @@ def test_qdrant_json_is_the_rest_query():
         "limit": 3,
         "with_payload": True,
     }
-    with_vector = json.loads(spec_query_json(spec, [0.5, -0.25]))
+    with_vector = json.loads(spec_query_json(spec, [0.5, -0.25], at=REF))
     assert with_vector["prefetch"]["query"] == [0.5, -0.25]
+    assert with_vector["prefetch"]["filter"]["must"] == [
+        {"key": "date", "range": {"lte": "2026-09-10T00:00:00Z"}}
+    ]
+
+
+def test_qdrant_json_for_the_users_collection():
+    """Named vector, epoch seconds, gauss, mult, exact: a numeric target and scale in seconds."""
+    from memlab.scoring.query import CollectionSchema
+
+    spec = RetrievalSpec(decay="gauss", combine="mult", bonus=0.2, tau_days=2.0)
+    schema = CollectionSchema(date_field="created_at", date_format="epoch-s", vector_name="dense")
+    body = json.loads(spec_query_json(spec, schema=schema, at=REF, exact=True))
+    t = 1788998400  # 2026-09-10T00:00:00Z
+    assert body["prefetch"] == {
+        "query": "<query vector>",
+        "limit": 8,
+        "filter": {"must": [{"key": "created_at", "range": {"lte": t}}]},
+        "using": "dense",
+        "params": {"exact": True},
+    }
+    decay = {"gauss_decay": {"x": "created_at", "target": t, "scale": 2 * 86400.0, "midpoint": math.exp(-1)}}
+    assert body["query"] == {"formula": {"mult": ["$score", {"sum": [1.0, {"mult": [0.2, decay]}]}]}}
+    ms = CollectionSchema(date_field="created_at", date_format="epoch-ms")
+    lin = json.loads(spec_query_json(RetrievalSpec(decay="lin"), schema=ms, at=REF))
+    assert lin["query"]["formula"]["sum"][1]["mult"][1] == {
+        "lin_decay": {
+            "x": "created_at",
+            "target": t * 1000,
+            "scale": 14 * 86400.0 * 1000,
+            "midpoint": math.exp(-1),
+        }
+    }
 
 
 def test_store_rejects_wrong_shapes():

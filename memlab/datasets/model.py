@@ -104,6 +104,8 @@ class Dataset:
     path: Path | None = field(default=None, compare=False)
     vectors: dict[str, Any] | None = field(default=None, compare=False)  # stored memory vectors
     criteria: tuple[Any, ...] | None = field(default=None, compare=False)  # declared in dataset.json
+    # the Qdrant collection it was imported from: date_field, date_format, vector_name, id_field, ...
+    qdrant: dict[str, Any] | None = field(default=None, compare=False)
 
     @property
     def memory_ids(self) -> tuple[str, ...]:
@@ -531,6 +533,7 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         path=root,
         vectors=meta.get("vectors"),
         criteria=criteria,
+        qdrant=meta.get("qdrant"),
     )
 
 

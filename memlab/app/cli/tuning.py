@@ -5,16 +5,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from itertools import product
 from typing import Any
 
 from memlab.app.cli.options import (
     DEFAULTS,
     Command,
+    add_family_options,
     add_output_options,
     add_source_options,
     add_spec_options,
     criteria_from,
     emit,
+    family_values,
     fmt,
     scores_from,
     spec_from,
@@ -30,7 +33,10 @@ from memlab.output.io import json_ready
 def grid_from(args: argparse.Namespace):
     from memlab.core.grid import Grid, parse_axis
 
+    decays, combines = family_values(args)
     return Grid(
+        decay=decays,
+        combine=combines,
         bonus=parse_axis(args.bonus, "bonus"),
         tau_days=parse_axis(args.tau, "tau"),
         threshold=parse_axis(args.threshold, "threshold"),
@@ -41,6 +47,7 @@ def grid_from(args: argparse.Namespace):
 
 def describe_row(row: dict[str, Any], criteria) -> str:
     parts = [
+        *([f"decay={row['decay']}", f"combine={row['combine']}"] if "decay" in row else []),
         f"bonus={row['bonus']:g}",
         f"tau_days={row['tau_days']:g}",
         f"threshold={row['threshold']:g}",
@@ -214,7 +221,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - t0
     axes = " x ".join(
         f"{n} {a}"
-        for a, n in zip(("bonus", "tau", "threshold", "candidates", "inject"), grid.shape, strict=True)
+        for a, n in zip(
+            ("decay", "combine", "bonus", "tau", "threshold", "candidates", "inject"), grid.shape, strict=True
+        )
+        if a not in ("decay", "combine") or n > 1
     )
     print(
         f"grid: {axes} = {total:,} configurations, {len(dataset.questions)} questions, "
@@ -240,6 +250,7 @@ def cmd_feasible(args: argparse.Namespace) -> int:
 
     taus = parse_axis(args.tau, "tau")
     thresholds = parse_axis(args.threshold, "threshold")
+    decays, combines = family_values(args)
     dataset = load_dataset(args.dataset)
     criteria = criteria_from(args, dataset)
     scores = scores_from(args, dataset)
@@ -247,30 +258,33 @@ def cmd_feasible(args: argparse.Namespace) -> int:
     raw = scores.retrievable(dataset)
     labels = Labels.from_dataset(dataset)
     rows = []
-    for tau in taus:
+    for decay, combine, tau, thr in product(decays, combines, taus, thresholds):
         if tau <= 0:
             raise InputError(f"--tau: values must be > 0, got {tau:g}")
-        for thr in thresholds:
-            region = feasible_bonus(
-                raw,
-                ages,
-                labels,
-                criteria,
-                tau_days=tau,
-                threshold=thr,
-                candidates=args.candidates,
-                inject=args.inject,
-            )
-            rows.append(
-                {
-                    "tau_days": tau,
-                    "threshold": thr,
-                    "candidates": args.candidates,
-                    "inject": args.inject,
-                    **intervals_json(region),
-                    "text": intervals_text(region),
-                }
-            )
+        region = feasible_bonus(
+            raw,
+            ages,
+            labels,
+            criteria,
+            tau_days=tau,
+            threshold=thr,
+            candidates=args.candidates,
+            inject=args.inject,
+            decay=decay,
+            combine=combine,
+        )
+        rows.append(
+            {
+                "decay": decay,
+                "combine": combine,
+                "tau_days": tau,
+                "threshold": thr,
+                "candidates": args.candidates,
+                "inject": args.inject,
+                **intervals_json(region),
+                "text": intervals_text(region),
+            }
+        )
     if args.format == "json":
         emit(json.dumps(rows, indent=2), args.output)
         return 0
@@ -278,9 +292,11 @@ def cmd_feasible(args: argparse.Namespace) -> int:
         f"source: {args.source}; candidates={args.candidates} inject={args.inject}; "
         f"criteria: {', '.join(c.name for c in criteria)}; bonus values where all hold "
         "([ ] closed, ( ) open)",
-        f"{'tau_days':>8} {'threshold':>9}  bonus",
+        f"{'decay':<6}{'combine':<8}{'tau_days':>8} {'threshold':>9}  bonus",
     ]
-    lines += [f"{r['tau_days']:>8g} {r['threshold']:>9g}  {r['text']}" for r in rows]
+    lines += [
+        f"{r['decay']:<6}{r['combine']:<8}{r['tau_days']:>8g} {r['threshold']:>9g}  {r['text']}" for r in rows
+    ]
     emit("\n".join(lines), args.output)
     return 0
 
@@ -291,6 +307,7 @@ def cmd_feasible(args: argparse.Namespace) -> int:
 def add_evaluate_arguments(p: argparse.ArgumentParser) -> None:
     add_source_options(p)
     add_spec_options(p)
+    add_family_options(p)
     add_output_options(p, ["table", "json"])
 
 
@@ -310,6 +327,7 @@ def add_prompt_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--question", required=True, help="question id, e.g. C1")
     add_source_options(p)
     add_spec_options(p)
+    add_family_options(p)
     add_output_options(p, ["text"])
 
 
@@ -332,6 +350,7 @@ def add_sweep_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--threshold", default="0.40:0.50:0.005", help="default: %(default)s")
     g.add_argument("--candidates", default=str(DEFAULTS.candidates), help="default: %(default)s")
     g.add_argument("--inject", default=str(DEFAULTS.inject), help="default: %(default)s")
+    add_family_options(p, many=True)
     p.add_argument(
         "--criteria", default=None, help="YAML file declaring criteria (default: the seed's a, b, c)"
     )
@@ -364,6 +383,7 @@ def add_feasible_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--candidates", type=int, default=DEFAULTS.candidates, help="default: %(default)s")
     p.add_argument("--inject", type=int, default=DEFAULTS.inject, help="default: %(default)s")
+    add_family_options(p, many=True)
     p.add_argument(
         "--criteria", default=None, help="YAML file declaring criteria (default: the seed's a, b, c)"
     )
