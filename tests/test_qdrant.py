@@ -137,7 +137,8 @@ def test_qdrant_json_is_the_rest_query():
 
 
 def test_qdrant_json_for_the_users_collection():
-    """Named vector, epoch seconds, gauss, mult, exact: a numeric target and scale in seconds."""
+    """Named vector, epoch seconds, gauss, mult, exact: the number decays against a datetime
+    target (epoch seconds in float64 on the engine), the filter cuts on the number."""
     from memlab.scoring.query import CollectionSchema
 
     spec = RetrievalSpec(decay="gauss", combine="mult", bonus=0.2, tau_days=2.0)
@@ -151,18 +152,32 @@ def test_qdrant_json_for_the_users_collection():
         "using": "dense",
         "params": {"exact": True},
     }
-    decay = {"gauss_decay": {"x": "created_at", "target": t, "scale": 2 * 86400.0, "midpoint": math.exp(-1)}}
+    target = {"datetime": "2026-09-10T00:00:00Z"}
+    decay = {
+        "gauss_decay": {"x": "created_at", "target": target, "scale": 2 * 86400.0, "midpoint": math.exp(-1)}
+    }
     assert body["query"] == {"formula": {"mult": ["$score", {"sum": [1.0, {"mult": [0.2, decay]}]}]}}
     ms = CollectionSchema(date_field="created_at", date_format="epoch-ms")
-    lin = json.loads(spec_query_json(RetrievalSpec(decay="lin"), schema=ms, at=REF))
+    lin = json.loads(spec_query_json(RetrievalSpec(decay="lin"), schema=ms))
+    assert lin["prefetch"]["filter"]["must"] == [
+        {"key": "created_at", "range": {"lte": "<query time, epoch-ms>"}}
+    ]
     assert lin["query"]["formula"]["sum"][1]["mult"][1] == {
         "lin_decay": {
-            "x": "created_at",
-            "target": t * 1000,
-            "scale": 14 * 86400.0 * 1000,
+            "x": {"div": {"left": "created_at", "right": 1000.0}},
+            "target": {"datetime": "<query time>"},
+            "scale": 14 * 86400.0,
             "midpoint": math.exp(-1),
         }
     }
+    from memlab.scoring.query import fill
+
+    filled = fill(lin, [1.0], REF, ms)
+    assert filled["prefetch"]["filter"]["must"][0]["range"]["lte"] == t * 1000
+    assert filled["query"]["formula"]["sum"][1]["mult"][1]["lin_decay"]["target"] == target
+    with pytest.raises(ValueError) as e:
+        fill(lin, [1.0], None, ms)
+    assert str(e.value) == "the query has the placeholder '<query time, epoch-ms>': give the query time"
 
 
 def test_store_rejects_wrong_shapes():

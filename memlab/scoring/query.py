@@ -7,15 +7,22 @@ range filter on the date), re-scored by the decay formula, with ``score_threshol
 the test tier) starts from this one body, so what is tested is what is printed.
 
 The collection's names come from a ``CollectionSchema``: the payload field holding the date,
-its format (``iso``: RFC 3339 strings, decayed with ``datetime_key``; ``epoch-s`` or
-``epoch-ms``: numbers, decayed on the number with a numeric target), the named vector (``using``)
-and the payload field holding the application's own memory id.
+its format (``iso``: RFC 3339 strings, read with ``datetime_key``; ``epoch-s`` or ``epoch-ms``:
+numbers, decayed on the number itself, no datetime parsing of the payload), the named vector
+(``using``) and the payload field holding the application's own memory id.
+
+The decay's target is always a ``datetime`` expression, which Qdrant evaluates to epoch seconds
+in float64; a numeric date is compared with it in seconds (``epoch-ms`` divided by 1000). A
+numeric target would not do: Qdrant parses formula constants as float32, and near 2026 a
+float32 epoch moves in 128-second steps (measured on the engine: scores off by up to 3e-5 for
+epoch milliseconds). So ``scale`` is tau in seconds for every format.
 
 Two values are left as placeholders unless given: the query vector (``"<query vector>"``) and
-the query time (``"<query time>"``: the target of the decay and the cut-off of the filter),
-filled by ``fill``. Qdrant decays on the absolute distance ``|date - target|``; the cut-off
-keeps memories written after the query time out, as memlab's reference does (they do not
-exist yet when the question is asked), so the distance is always the memory's age.
+the query time (``"<query time>"`` as RFC 3339, the decay's target; for a numeric date also
+``"<query time, epoch-s>"`` or ``"<query time, epoch-ms>"``, the filter's cut-off), filled by
+``fill``. Qdrant decays on the absolute distance ``|date - target|``; the cut-off keeps
+memories written after the query time out, as memlab's reference does (they do not exist yet
+when the question is asked), so the distance is always the memory's age.
 
 The threshold: Qdrant applies ``score_threshold`` to a formula query inclusively
 (``score >= threshold``, in float32) from server v1.17.0 on (qdrant PR #8097); older servers
@@ -36,7 +43,7 @@ from memlab.core.registry import lookup
 from memlab.core.spec import MIDPOINT, SECONDS_PER_DAY, RetrievalSpec
 
 QUERY_VECTOR = "<query vector>"
-QUERY_TIME = "<query time>"
+QUERY_TIME = "<query time>"  # RFC 3339, UTC, whole seconds
 MIN_SERVER_VERSION = "1.17.0"  # the first Qdrant that applies score_threshold to formula queries
 
 # date format -> (units per second, payload index type, how a value is written)
@@ -91,43 +98,54 @@ class CollectionSchema:
         return DATE_FORMATS[self.date_format][1]
 
     def date_value(self, when: datetime) -> str | int:
-        """An instant as this collection stores it (whole seconds; ms for ``epoch-ms``)."""
+        """An instant as this collection stores it, to the whole second (ms for ``epoch-ms``)."""
         when = when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
         if not self.numeric:
             return rfc3339(when)
-        return round(when.timestamp() * DATE_FORMATS[self.date_format][0])
+        return int(when.replace(microsecond=0).timestamp()) * int(DATE_FORMATS[self.date_format][0])
 
-    def scale(self, tau_days: float) -> float:
-        """tau in the date's own units (seconds, or ms for ``epoch-ms``)."""
-        return tau_days * SECONDS_PER_DAY * DATE_FORMATS[self.date_format][0]
+    @property
+    def time_placeholder(self) -> str:
+        """The placeholder of the query time where it is written in the date's own format."""
+        return QUERY_TIME if not self.numeric else f"<query time, {self.date_format}>"
+
+    def date_seconds(self) -> Any:
+        """The memory's date as a formula expression in epoch seconds (numeric) or a datetime."""
+        if not self.numeric:
+            return {"datetime_key": self.date_field}
+        if self.date_format == "epoch-s":
+            return self.date_field
+        return {"div": {"left": self.date_field, "right": 1000.0}}
 
 
 DEFAULT_SCHEMA = CollectionSchema()  # memlab's own: date (RFC 3339), memory_id, one unnamed vector
 
 
-def decay_expression(spec: RetrievalSpec, schema: CollectionSchema, target: Any) -> dict[str, Any]:
-    """``<decay>_decay`` of the memory's date around ``target``: 1 at distance 0, 1/e at tau."""
-    x: Any = schema.date_field if schema.numeric else {"datetime_key": schema.date_field}
-    t: Any = target if schema.numeric else {"datetime": target}
-    params = {"x": x, "target": t, "scale": schema.scale(spec.tau_days), "midpoint": MIDPOINT}
+def decay_expression(spec: RetrievalSpec, schema: CollectionSchema, at: datetime | None) -> dict[str, Any]:
+    """``<decay>_decay`` of the memory's date around the query time ``at`` (None: the
+    placeholder): 1 at distance 0, 1/e at tau, the distance in seconds."""
+    target = {"datetime": QUERY_TIME if at is None else rfc3339(at)}
+    params = {
+        "x": schema.date_seconds(),
+        "target": target,
+        "scale": spec.tau_days * SECONDS_PER_DAY,
+        "midpoint": MIDPOINT,
+    }
     return {f"{spec.decay}_decay": params}
 
 
-def formula(spec: RetrievalSpec, schema: CollectionSchema, target: Any) -> dict[str, Any]:
+def formula(spec: RetrievalSpec, schema: CollectionSchema, at: datetime | None) -> dict[str, Any]:
     """add: ``$score + bonus * decay``; mult: ``$score * (1 + bonus * decay)`` (memlab's rescore)."""
-    term = {"mult": [spec.bonus, decay_expression(spec, schema, target)]}
+    term = {"mult": [spec.bonus, decay_expression(spec, schema, at)]}
     if spec.combine == "add":
         return {"sum": ["$score", term]}
     return {"mult": ["$score", {"sum": [1.0, term]}]}
 
 
-def not_after(schema: CollectionSchema, target: Any) -> dict[str, Any]:
-    """The condition ``date <= target``: memories written by the query time."""
-    return {"key": schema.date_field, "range": {"lte": target}}
-
-
-def target_value(schema: CollectionSchema, at: datetime | None) -> Any:
-    return QUERY_TIME if at is None else schema.date_value(at)
+def not_after(schema: CollectionSchema, at: datetime | None) -> dict[str, Any]:
+    """The condition ``date <= at``: memories written by the query time (None: the placeholder)."""
+    cut = schema.time_placeholder if at is None else schema.date_value(at)
+    return {"key": schema.date_field, "range": {"lte": cut}}
 
 
 def spec_body(
@@ -142,11 +160,10 @@ def spec_body(
     """The REST body of the spec. ``at``: the query time (None: the placeholder);
     ``extra_conditions``: more prefetch conditions (REST JSON); ``exact``: search without the
     HNSW index (``params.exact`` in the prefetch, where the vector search happens)."""
-    target = target_value(schema, at)
     prefetch: dict[str, Any] = {
         "query": QUERY_VECTOR if vector is None else [float(v) for v in vector],
         "limit": spec.candidates,
-        "filter": {"must": [not_after(schema, target), *extra_conditions]},
+        "filter": {"must": [not_after(schema, at), *extra_conditions]},
     }
     if schema.vector_name is not None:
         prefetch["using"] = schema.vector_name
@@ -154,7 +171,7 @@ def spec_body(
         prefetch["params"] = {"exact": True}
     return {
         "prefetch": prefetch,
-        "query": {"formula": formula(spec, schema, target)},
+        "query": {"formula": formula(spec, schema, at)},
         "score_threshold": spec.threshold,
         "limit": spec.inject,
         "with_payload": True,
@@ -174,10 +191,10 @@ def fill(
         if vector is None:
             raise InputError("the query has a query-vector placeholder: give the vector")
         return [float(v) for v in vector]
-    if body == QUERY_TIME:
+    if body in (QUERY_TIME, schema.time_placeholder):
         if at is None:
-            raise InputError("the query has a query-time placeholder: give the time")
-        return schema.date_value(at)
+            raise InputError(f"the query has the placeholder {body!r}: give the query time")
+        return rfc3339(at) if body == QUERY_TIME else schema.date_value(at)
     if isinstance(body, dict):
         return {k: fill(v, vector, at, schema) for k, v in body.items()}
     if isinstance(body, list):
@@ -206,15 +223,17 @@ class _Name:
         return self.name
 
 
-def _as_python(body: Any) -> Any:
+def _as_python(body: Any, schema: CollectionSchema) -> Any:
     if body == QUERY_VECTOR:
         return _Name("vector")
     if body == QUERY_TIME:
         return _Name("at")
+    if body == schema.time_placeholder:
+        return _Name("cutoff")
     if isinstance(body, dict):
-        return {k: _as_python(v) for k, v in body.items()}
+        return {k: _as_python(v, schema) for k, v in body.items()}
     if isinstance(body, list):
-        return [_as_python(v) for v in body]
+        return [_as_python(v, schema) for v in body]
     return body
 
 
@@ -227,14 +246,18 @@ def python_snippet(
     """A ready qdrant-client function: the query vector and the query time in, the memories to
     inject out (best first)."""
     body = pprint.pformat(
-        _as_python(spec_body(spec, schema, None, at, exact=exact)), width=96, sort_dicts=False
+        _as_python(spec_body(spec, schema, None, at, exact=exact), schema), width=96, sort_dicts=False
     )
-    units = DATE_FORMATS[schema.date_format][0]
-    if schema.numeric:
-        when = f"round(now.timestamp() * {units:g})"
-    else:
-        when = 'now.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")'
-    frozen = "" if at is None else f"  # frozen by --at: {rfc3339(at)}"
+    units = int(DATE_FORMATS[schema.date_format][0])
+    cutoff = (
+        f"\n    cutoff = int(now.timestamp()){' * 1000' if units != 1 else ''}  # the filter's cut-off, "
+        f"{schema.date_format}"
+        if schema.numeric
+        else ""
+    )
+    frozen = (
+        "" if at is None else f"\n    # frozen by --at: the query time is {rfc3339(at)}, whatever `now` is"
+    )
     return f'''from datetime import datetime, timezone
 
 import numpy as np
@@ -247,8 +270,8 @@ def recall(client: QdrantClient, collection: str, vector, now: datetime | None =
     """The memories memlab's tuned spec injects, best first (decay={spec.decay},
     combine={spec.combine}, bonus={spec.bonus:g}, tau={spec.tau_days:g} days).
     ``now``: the query time (default: now, UTC)."""
-    now = now or datetime.now(timezone.utc)
-    at = {when}{frozen}
+    now = (now or datetime.now(timezone.utc)).astimezone(timezone.utc).replace(microsecond=0)
+    at = now.strftime("%Y-%m-%dT%H:%M:%SZ")  # the decay's target{cutoff}{frozen}
     vector = [float(v) for v in vector]
     request = models.QueryRequest.model_validate(
 {_indent(body, 8)}

@@ -236,7 +236,7 @@ def window_conditions(schema: CollectionSchema, start: date, end: date) -> list[
 def gate_filter(store: MemoryStore, time_range: tuple[date, date] | None, at: datetime) -> dict[str, Any]:
     """The time gate as a payload filter (REST JSON): the named days, widened by a day on each
     side, once, when they hold no memory (counted in Qdrant); always the cut-off at ``at``."""
-    cutoff = not_after(store.schema, store.schema.date_value(at))
+    cutoff = not_after(store.schema, at)
     if time_range is None:
         return {"must": [cutoff]}
     start, end = time_range
@@ -313,7 +313,7 @@ def retriever_body(
         }
     return {
         "prefetch": prefetch,
-        "query": {"formula": formula(spec, schema, schema.date_value(at))},
+        "query": {"formula": formula(spec, schema, at)},
         "score_threshold": spec.threshold,
         "limit": spec.inject,
     }
