@@ -160,11 +160,35 @@ def cmd_prompt(args: argparse.Namespace) -> int:
     return 0
 
 
+def schema_from(args: argparse.Namespace, dataset):
+    """The collection's names: what an imported dataset recorded, overridden by the options."""
+    from dataclasses import replace
+
+    from memlab.scoring.query import CollectionSchema
+
+    schema = CollectionSchema.from_dataset(dataset)
+    given = {
+        "date_field": args.date_field,
+        "date_format": args.date_format,
+        "vector_name": args.vector_name,
+        "id_field": args.id_field,
+    }
+    return replace(schema, **{k: v for k, v in given.items() if v is not None})
+
+
 def cmd_spec(args: argparse.Namespace) -> int:
-    from memlab.scoring.store import spec_query_json
+    from memlab.datasets.model import parse_datetime
+    from memlab.scoring.query import python_snippet, setup_text, spec_query_json
 
     dataset = load_dataset(args.dataset)
     spec = spec_from(args).with_reference(dataset.reference_date)
+    schema = schema_from(args, dataset)
+    at = None
+    if args.at:
+        try:
+            at = parse_datetime(args.at)
+        except ValueError as e:
+            raise InputError(f"--at: {e}") from None
     vector = None
     if args.question:
         from memlab.scoring.embeddings import Embedder
@@ -174,9 +198,19 @@ def cmd_spec(args: argparse.Namespace) -> int:
             args.model, truncate_dim=args.truncate_dim, cache_dir=args.cache_dir
         ).encode_queries([question.text(args.lang)])[0]
     if args.format == "qdrant-json":
-        if vector is None:
-            print("the prefetch query is a placeholder: pass --question ID to embed one", file=sys.stderr)
-        emit(spec_query_json(spec, vector), args.output)
+        holes = (["the query vector (pass --question ID to embed one)"] if vector is None else []) + (
+            ["the query time (the decay's target and the cut-off; --at DATE freezes it)"]
+            if at is None
+            else []
+        )
+        if holes:
+            print(f"placeholders to fill: {'; '.join(holes)}", file=sys.stderr)
+        emit(spec_query_json(spec, vector, schema, at, exact=args.exact), args.output)
+    elif args.format == "python":
+        emit(python_snippet(spec, schema, at, exact=args.exact), args.output)
+    elif args.format == "setup":
+        collection = args.collection or (dataset.qdrant or {}).get("collection") or "NAME"
+        emit(setup_text(schema, collection), args.output)
     elif args.format == "json":
         emit(json.dumps(spec.as_dict(), indent=2), args.output)
     else:
@@ -332,14 +366,34 @@ def add_prompt_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_spec_arguments(p: argparse.ArgumentParser) -> None:
+    from memlab.scoring.query import DATE_FORMATS
+
     add_spec_options(p)
+    add_family_options(p)
     p.add_argument("--dataset", default=DEFAULT_DATASET, help="dataset (for its reference date)")
     p.add_argument("--question", default=None, help="embed this question as the prefetch vector")
     p.add_argument("--lang", default="en")
     p.add_argument("--model", default=None)
     p.add_argument("--truncate-dim", type=int, default=None)
     p.add_argument("--cache-dir", default=None)
-    add_output_options(p, ["qdrant-json", "json", "table"])
+    g = p.add_argument_group("your collection (default: what import-qdrant recorded, else memlab's own)")
+    g.add_argument("--date-field", default=None, help="payload field with the memory's date (default: date)")
+    g.add_argument(
+        "--date-format",
+        choices=list(DATE_FORMATS),
+        default=None,
+        help="how the date is stored (default: iso)",
+    )
+    g.add_argument("--vector-name", default=None, help="the named vector to search (the query's `using`)")
+    g.add_argument("--id-field", default=None, help="payload field with your memory id (default: memory_id)")
+    g.add_argument("--collection", default=None, help="collection name, for --format setup")
+    p.add_argument(
+        "--at",
+        default=None,
+        help="freeze the query time (YYYY-MM-DD or ISO 8601) instead of leaving a placeholder",
+    )
+    p.add_argument("--exact", action="store_true", help="search without the HNSW index (params.exact)")
+    add_output_options(p, ["qdrant-json", "python", "setup", "json", "table"])
 
 
 def add_sweep_arguments(p: argparse.ArgumentParser) -> None:
