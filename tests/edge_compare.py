@@ -3,6 +3,7 @@ groups as sets, and memories within the tolerance of the threshold free either w
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 TOL = 1e-6  # the engine returns float32 scores; memlab computes in float64
@@ -41,7 +42,7 @@ def check(got, reference, threshold: float, inject: int, cls, stats: Agreement, 
     got_cls = [int(cls[int(i)]) for i, _ in got]
     scores = [s for _, s in got]
     assert len(got) <= inject, where
-    assert all(a >= b for a, b in zip(scores, scores[1:], strict=False)), (where, got)
+    assert all(a >= b for a, b in itertools.pairwise(scores)), (where, got)
     for k, s in zip(got_cls, scores, strict=True):
         assert k in finals, (where, "not a candidate", k, got, reference)
         diff = abs(s - finals[k])
@@ -83,7 +84,7 @@ def check(got, reference, threshold: float, inject: int, cls, stats: Agreement, 
 
 def _has_ties(values) -> bool:
     v = sorted(values)
-    return any(b - a <= TOL for a, b in zip(v, v[1:], strict=False))
+    return any(b - a <= TOL for a, b in itertools.pairwise(v))
 
 
 def _groups(classes, scores):
