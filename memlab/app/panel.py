@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from memlab.core.criteria import Criterion, dataset_criteria
-from memlab.core.spec import RetrievalSpec
+from memlab.core.spec import COMBINES, DECAYS, RetrievalSpec
 from memlab.datasets.model import Dataset
 from memlab.output.figures import question_bars, question_frame
 from memlab.output.prompt import b_format
@@ -86,7 +86,7 @@ class TuningPanel:
         ev = ev or self.state
         title = (
             f"bonus {ev.spec.bonus:g}, tau {ev.spec.tau_days:g} days, threshold {ev.spec.threshold:g}"
-            f" · {self.source}/{self.lang}"
+            f" · {ev.spec.decay}/{ev.spec.combine} · {self.source}/{self.lang}"
         )
         return question_bars(question_frame(ev, self.dataset), ev.spec.threshold, title)
 
@@ -134,6 +134,8 @@ class TuningPanel:
             "question": W.Dropdown(
                 options=list(self.dataset.question_ids), value=self.question, description="prompt for"
             ),
+            "decay": W.Dropdown(options=list(DECAYS), value=s.decay, description="decay"),
+            "combine": W.Dropdown(options=list(COMBINES), value=s.combine, description="combine"),
             "bonus": W.FloatSlider(
                 value=s.bonus,
                 min=0.0,

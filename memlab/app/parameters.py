@@ -31,6 +31,10 @@ NOTEBOOK_PARAMETERS: tuple[Parameter, ...] = (
     Parameter("dataset", "str", "seed16", "packaged dataset name or dataset folder"),
     Parameter("bonus", "float", 0.05, "recency bonus at age 0 (cosine units)"),
     Parameter("tau_days", "float", 14.0, "recency decay constant (days)"),
+    Parameter("decay", "str", "exp", "recency decay family: exp, gauss or lin (weight 1/e at tau_days)"),
+    Parameter(
+        "combine", "str", "add", "how the bonus enters: add (raw + bonus*w) or mult (raw * (1 + bonus*w))"
+    ),
     Parameter("threshold", "float", 0.45, "post-bonus score a memory needs to be injected"),
     Parameter("candidates", "int", 8, "raw nearest neighbours fetched before the re-sort"),
     Parameter("inject", "int", 3, "most memories injected into the prompt"),
