@@ -38,7 +38,7 @@ def vectors(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def build(path: Path, vecs: np.ndarray, dates: list[datetime]):
-    qe = edge._qe()
+    qe = edge.engine()
     config = qe.EdgeConfig(
         vectors={"": qe.EdgeVectorParams(size=DIM, distance=qe.Distance.Cosine)},
         hnsw_config=qe.HnswIndexConfig(

@@ -42,7 +42,7 @@ def markers_say_the_truth(request, monkeypatch):
         def no_engine():
             raise AssertionError(f"{node} runs the real Qdrant engine: mark it @pytest.mark.qdrant_edge")
 
-        monkeypatch.setattr(edge, "_qe", no_engine)
+        monkeypatch.setattr(edge, "engine", no_engine)
 
 
 @pytest.fixture(scope="session")

@@ -72,7 +72,7 @@ def engine_shard(tmp_path, app_path, collection, schema):
     points, _ = client.scroll(collection, limit=100, with_payload=True, with_vectors=True)
     client.close()
     shard = edge.create_shard(tmp_path / f"engine-{collection}", 384, schema)
-    qe = edge._qe()
+    qe = edge.engine()
     shard.update(
         qe.UpdateOperation.upsert_points(
             [qe.Point(uuid.UUID(str(p.id)), {"dense": p.vector["dense"]}, p.payload) for p in points]

@@ -26,7 +26,8 @@ from memlab.scoring.query import DEFAULT_SCHEMA, CollectionSchema
 from memlab.scoring.store import KEYWORD_VECTOR
 
 
-def _qe():
+def engine():
+    """The qdrant_edge module (imported when first used)."""
     try:
         import qdrant_edge
     except ImportError:  # pragma: no cover - the test extra installs it
@@ -42,7 +43,7 @@ def _as_list(x: Any) -> list:
 
 
 def _range(r: dict[str, Any]):
-    qe = _qe()
+    qe = engine()
     r = {k: v for k, v in r.items() if v is not None}
     if any(isinstance(v, str) for v in r.values()):
         return qe.RangeDateTime(**r)  # RFC 3339 strings: a datetime range
@@ -50,7 +51,7 @@ def _range(r: dict[str, Any]):
 
 
 def _match(m: dict[str, Any]):
-    qe = _qe()
+    qe = engine()
     if "value" in m:
         if isinstance(m["value"], bool):  # qdrant-edge-py 0.9 reads a Python bool as the integer 1
             raise InputError("match on a boolean value is not converted (qdrant-edge-py reads it as 1)")
@@ -65,7 +66,7 @@ def _match(m: dict[str, Any]):
 
 
 def condition(c: dict[str, Any]):
-    qe = _qe()
+    qe = engine()
     if any(k in c for k in ("must", "should", "must_not")):
         return filter_(c)
     if "key" in c:
@@ -91,7 +92,7 @@ def filter_(f: dict[str, Any] | None):
     def part(key: str):
         return [condition(x) for x in _as_list(f[key])] if f.get(key) is not None else None
 
-    return _qe().Filter(must=part("must"), should=part("should"), must_not=part("must_not"))
+    return engine().Filter(must=part("must"), should=part("should"), must_not=part("must_not"))
 
 
 # -- formula expressions ------------------------------------------------------------------------
@@ -104,7 +105,7 @@ _DECAYS = {"exp_decay": "Exp", "gauss_decay": "Gauss", "lin_decay": "Lin"}
 def expression(x: Any):
     """A REST formula expression: a number, a variable (``$score`` or a payload key), or a
     one-key object (``sum``, ``mult``, ``datetime``, ``datetime_key``, ``<kind>_decay``, ...)."""
-    qe = _qe()
+    qe = engine()
     E = qe.Expression
     if isinstance(x, bool):
         raise InputError("a boolean is not a formula expression")
@@ -142,7 +143,7 @@ def expression(x: Any):
 
 
 def query(q: Any, using: str | None):
-    qe = _qe()
+    qe = engine()
     if q is None:
         return None
     if isinstance(q, str):
@@ -173,11 +174,11 @@ def query(q: Any, using: str | None):
 def _params(p: dict[str, Any] | None):
     if not p:
         return None
-    return _qe().SearchParams(hnsw_ef=p.get("hnsw_ef"), exact=bool(p.get("exact", False)))
+    return engine().SearchParams(hnsw_ef=p.get("hnsw_ef"), exact=bool(p.get("exact", False)))
 
 
 def prefetch(p: dict[str, Any]):
-    return _qe().Prefetch(
+    return engine().Prefetch(
         limit=p.get("limit", 10),
         query=query(p.get("query"), p.get("using")),
         prefetches=[prefetch(x) for x in _as_list(p["prefetch"])] if p.get("prefetch") else None,
@@ -192,7 +193,7 @@ def to_edge(body: dict[str, Any]):
     unknown = sorted(set(body) - _BODY_KEYS)
     if unknown:
         raise InputError(f"query body keys {unknown} are not converted")
-    return _qe().QueryRequest(
+    return engine().QueryRequest(
         limit=body.get("limit", 10),
         offset=body.get("offset"),
         query=query(body.get("query"), body.get("using")),
@@ -228,7 +229,7 @@ def create_shard(
     """A new cosine shard at ``path`` laid out like ``MemoryStore``'s collection: the dense
     vector (named as the schema says), the optional BM25 sparse vector, and the range index on
     the date (``order_by`` needs it)."""
-    qe = _qe()
+    qe = engine()
     dense = qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)
     sparse = {KEYWORD_VECTOR: qe.EdgeSparseVectorParams()} if keyword else None
     shard = qe.EdgeShard.create(
@@ -247,7 +248,7 @@ def upsert(
     schema: CollectionSchema = DEFAULT_SCHEMA,
     keyword_weights: Sequence[dict[int, float]] | None = None,
 ) -> None:
-    qe = _qe()
+    qe = engine()
     points = []
     for i, pid in enumerate(ids):
         vector: dict[str, Any] = {schema.vector_name or "": [float(v) for v in vectors[i]]}
