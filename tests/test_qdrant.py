@@ -212,3 +212,46 @@ def test_dated_questions_native_query_matches_reference():
         assert not later & {c.index for c in result.candidates}
         hidden += len(later)
     assert hidden > 0  # some memories really were in the future of some question
+
+
+@pytest.mark.parametrize("date_format", ["iso", "epoch-s", "epoch-ms"])
+def test_python_snippet_runs_and_injects_what_the_reference_injects(date_format):
+    """The printed qdrant-client function, executed against a collection with the user's names:
+    the same memories and scores as memlab's reference, for the query time it is given."""
+    from memlab.scoring.query import CollectionSchema, python_snippet
+
+    schema = CollectionSchema(
+        date_field="created_at", date_format=date_format, vector_name="dense", id_field="mid"
+    )
+    rng = np.random.default_rng(7)
+    n, dim = 60, 8
+    vecs = rng.normal(size=(n, dim)).astype(np.float32)
+    dates = [REF - timedelta(seconds=int(s)) for s in rng.integers(-5 * 86400, 40 * 86400, n)]
+    store = MemoryStore(dim, schema=schema)
+    store.add([f"note-{i}" for i in range(n)], vecs, dates)
+    spec = RetrievalSpec(
+        candidates=12, inject=4, threshold=0.3, bonus=0.3, tau_days=4.0, decay="lin", combine="mult"
+    )
+    namespace: dict = {}
+    exec(python_snippet(spec, schema), namespace)  # the very text memlab prints
+    checked = 0
+    for q in range(15):
+        vec, now = rng.normal(size=dim), REF - timedelta(days=int(rng.integers(0, 10)))
+        got = namespace["recall"](store.client, store.collection, vec, now=now)
+        dates64 = np.array([d.replace(tzinfo=None) for d in dates], dtype="datetime64[s]")
+        days = age_days(dates64, now)
+        raw = np.where(days >= 0, store.score_table(np.asarray([vec]))[0], np.nan)
+        want = [
+            c
+            for c in retrieve(raw, np.where(days >= 0, days, np.inf), tuple(store.memory_ids), spec)
+            if c.injected
+        ]
+        assert [p.payload["mid"] for p in got] == [c.memory_id for c in want], q
+        np.testing.assert_allclose([p.score for p in got], [c.final for c in want], atol=1e-6)
+        checked += len(want)
+    assert checked > 10
+    frozen: dict = {}
+    exec(python_snippet(spec, schema, at=REF), frozen)
+    vec = rng.normal(size=dim)
+    later = frozen["recall"](store.client, store.collection, vec, now=REF - timedelta(days=30))
+    assert [p.id for p in later] == [i for i, _ in store.query_spec(vec, spec.with_reference(REF))]
