@@ -8,9 +8,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from memlab.core.errors import InputError
-from memlab.core.spec import RetrievalSpec
+from memlab.core.registry import check_names
+from memlab.core.spec import COMBINES, DECAYS, RetrievalSpec
 
-AXES = ("bonus", "tau_days", "threshold", "candidates", "inject")
+# the decay family and how the bonus combines are the outermost axes (names, not numbers)
+FAMILY_AXES = ("decay", "combine")
+AXES = (*FAMILY_AXES, "bonus", "tau_days", "threshold", "candidates", "inject")
+NUMERIC_AXES = AXES[len(FAMILY_AXES) :]
 INTEGER_AXES = ("candidates", "inject")
 
 
@@ -23,9 +27,17 @@ class Grid:
     threshold: tuple[float, ...] = (RetrievalSpec.threshold,)
     candidates: tuple[int, ...] = (RetrievalSpec.candidates,)
     inject: tuple[int, ...] = (RetrievalSpec.inject,)
+    decay: tuple[str, ...] = (RetrievalSpec.decay,)
+    combine: tuple[str, ...] = (RetrievalSpec.combine,)
 
     def __post_init__(self) -> None:
-        for name in AXES:
+        for name, registry in zip(FAMILY_AXES, (DECAYS, COMBINES), strict=True):
+            raw = getattr(self, name)
+            values = (raw,) if isinstance(raw, str) else tuple(raw)
+            if not values:
+                raise InputError(f"grid axis {name!r} is empty")
+            object.__setattr__(self, name, check_names(registry, values, name))
+        for name in NUMERIC_AXES:
             raw = getattr(self, name)
             values = tuple(np.atleast_1d(np.asarray(raw)).tolist())
             if not values:
@@ -80,6 +92,8 @@ class Grid:
             threshold=float(v["threshold"][0]),
             bonus=float(v["bonus"][0]),
             tau_days=float(v["tau_days"][0]),
+            decay=str(v["decay"][0]),
+            combine=str(v["combine"][0]),
         )
 
 

@@ -1,18 +1,19 @@
-"""The vectorised sweep: every (bonus, tau, threshold, candidates, inject) at once.
+"""The vectorised sweep: every (decay, combine, bonus, tau, threshold, candidates, inject) at once.
 
 ``sweep`` is a pure function over arrays. It never loops over configurations in Python; it uses
 the structure of the spec instead:
 
 - which memories are candidates depends only on ``candidates`` (top-k by raw score), so each
   question's candidates are the first k of one sorted list;
-- a candidate's final score depends only on (bonus, tau): ``rescore(raw, weight(tau), bonus)``,
-  the same function the one-config reference calls;
+- a candidate's final score depends only on (decay, combine, bonus, tau):
+  ``rescore(raw, weight(age, tau, decay), bonus, combine)``, the functions the one-config
+  reference calls;
 - threshold and inject only enter through comparisons, broadcast last.
 
-Configurations are laid out in C order over ``AXES`` (bonus slowest, inject fastest); row ``i``
+Configurations are laid out in C order over ``AXES`` (decay slowest, inject fastest); row ``i``
 of the result is configuration ``i`` of ``Grid.values``. The order is recorded in
-``DataFrame.attrs``. Large grids are evaluated in chunks of whole (bonus, tau) pairs
-(``sweep_chunks``), so memory stays bounded whatever the grid size.
+``DataFrame.attrs``. Large grids are evaluated in chunks of whole (bonus, tau) pairs within one
+(decay, combine) family (``sweep_chunks``), so memory stays bounded whatever the grid size.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import reduce
+from itertools import product
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -56,8 +58,11 @@ class Prepared:
     labelled_of: tuple[tuple[int, ...], ...]  # per question, indices into tracked of every labelled memory
 
 
-def prepare_candidates(raw: np.ndarray, ages: np.ndarray, labels: Labels, grid: Grid) -> Prepared:
-    """Candidate lists (top max(candidates) by raw, the reference's own order) and weights."""
+def prepare_candidates(
+    raw: np.ndarray, ages: np.ndarray, labels: Labels, grid: Grid, decay: str = "exp"
+) -> Prepared:
+    """Candidate lists (top max(candidates) by raw, the reference's own order) and the decay
+    family's weights."""
     raw = np.asarray(raw, dtype=np.float64)
     n_q = raw.shape[0]
     kmax = max(1, min(max(grid.candidates), raw.shape[1]))
@@ -70,7 +75,7 @@ def prepare_candidates(raw: np.ndarray, ages: np.ndarray, labels: Labels, grid: 
     ages = np.broadcast_to(np.asarray(ages, dtype=np.float64), raw.shape)  # (M,) or per question (Q, M)
     ages_c = ages[np.arange(n_q)[:, None], np.maximum(cand, 0)]
     tau = np.asarray(grid.tau_days, dtype=np.float64)
-    weight = recency_weight(ages_c[None], tau[:, None, None])  # (T, Q, P)
+    weight = recency_weight(ages_c[None], tau[:, None, None], decay)  # (T, Q, P)
 
     tracked_q, tracked_mem, current_l, stale_l = [], [], np.full(n_q, -1), []
     stale_of: list[list[int]] = [[] for _ in range(n_q)]
@@ -123,12 +128,16 @@ def prepare_candidates(raw: np.ndarray, ages: np.ndarray, labels: Labels, grid: 
 
 @dataclass(frozen=True)
 class Chunk:
-    """A rectangle of the (bonus, tau) plane whose configurations are consecutive rows."""
+    """A rectangle of the (bonus, tau) plane of one (decay, combine) family whose
+    configurations are consecutive rows."""
 
     b0: int
     b1: int
     t0: int
     t1: int
+    family: int = 0  # index of (decay, combine) in the grid's C order
+    decay: str = "exp"
+    combine: str = "add"
 
     def pairs(self) -> int:
         return (self.b1 - self.b0) * (self.t1 - self.t0)
@@ -213,6 +222,7 @@ def _evaluate_chunk(
         prep.raw[:, :, None, None],
         prep.weight[:, :, None, chunk.t0 : chunk.t1],
         bonus[None, None, :, None],
+        chunk.combine,
     ).reshape(n_p, n_q, n)
     pos = np.arange(n_p)
     valid = prep.known[:, :, None] & (pos[:, None, None] < k_vals[None, None, :])  # (P, Q, K)
@@ -283,6 +293,8 @@ def _evaluate_chunk(
         return np.broadcast_to(a, shape).ravel()
 
     cols: dict[str, np.ndarray] = {
+        "decay": np.full(n * n_h * n_k * n_i, chunk.decay, dtype=object),
+        "combine": np.full(n * n_h * n_k * n_i, chunk.combine, dtype=object),
         "bonus": flat(np.repeat(bonus, n_t)[:, None, None, None]),
         "tau_days": flat(np.tile(taus, n_b)[:, None, None, None]),
         "threshold": flat(thr[None, :, None, None]),
@@ -473,19 +485,24 @@ def _long_columns(
 
 def _first_row(grid: Grid, chunk: Chunk) -> int:
     per_pair = len(grid.threshold) * len(grid.candidates) * len(grid.inject)
-    return (chunk.b0 * len(grid.tau_days) + chunk.t0) * per_pair
+    per_family = len(grid.bonus) * len(grid.tau_days) * per_pair
+    return chunk.family * per_family + (chunk.b0 * len(grid.tau_days) + chunk.t0) * per_pair
 
 
 def plan_chunks(grid: Grid, chunk_rows: int) -> list[Chunk]:
-    """Rectangles of consecutive rows with about ``chunk_rows`` configurations each: several
-    bonus values with every tau, or, when one bonus row alone is too large, a range of taus."""
+    """Rectangles of consecutive rows with about ``chunk_rows`` configurations each, family by
+    family: several bonus values with every tau, or, when one bonus row alone is too large, a
+    range of taus."""
     per_pair = len(grid.threshold) * len(grid.candidates) * len(grid.inject)
     n_b, n_t = len(grid.bonus), len(grid.tau_days)
     budget = max(1, chunk_rows // per_pair)  # (bonus, tau) pairs per chunk
     if budget >= n_t:
         step = budget // n_t
-        return [Chunk(b, min(b + step, n_b), 0, n_t) for b in range(0, n_b, step)]
-    return [Chunk(b, b + 1, t, min(t + budget, n_t)) for b in range(n_b) for t in range(0, n_t, budget)]
+        rects = [(b, min(b + step, n_b), 0, n_t) for b in range(0, n_b, step)]
+    else:
+        rects = [(b, b + 1, t, min(t + budget, n_t)) for b in range(n_b) for t in range(0, n_t, budget)]
+    families = list(product(grid.decay, grid.combine))
+    return [Chunk(*r, f, d, c) for f, (d, c) in enumerate(families) for r in rects]
 
 
 def _frame(cols: dict[str, np.ndarray], grid: Grid, index_start: int, long: bool) -> pd.DataFrame:
@@ -516,7 +533,7 @@ def sweep_chunks(
         raise InputError(f"score table has shape {raw.shape}, expected ({len(labels.question_ids)}, {n_mem})")
     criteria = labels.criteria() if criteria is None else criteria
     chosen = check_metrics(metrics)
-    prep = prepare_candidates(raw, ages, labels, grid)
+    preps = {d: prepare_candidates(raw, ages, labels, grid, d) for d in grid.decay}
     chunks = plan_chunks(grid, chunk_rows)
     bar = None
     if progress and len(chunks) > 1:
@@ -527,7 +544,7 @@ def sweep_chunks(
     try:
         per_pair = len(grid.threshold) * len(grid.candidates) * len(grid.inject)
         for chunk in chunks:
-            cols = _evaluate_chunk(prep, labels, grid, criteria, chunk, long, chosen)
+            cols = _evaluate_chunk(preps[chunk.decay], labels, grid, criteria, chunk, long, chosen)
             yield _frame(cols, grid, _first_row(grid, chunk), long)
             if bar is not None:
                 bar.update(chunk.pairs() * per_pair)

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from memlab.core.files import atomic_write_text
-from memlab.core.spec import RetrievalSpec
+from memlab.core.spec import COMBINES, DECAYS, RetrievalSpec
 from memlab.datasets.model import DEFAULT_DATASET
 
 DEFAULTS = RetrievalSpec()
@@ -92,6 +92,35 @@ def add_spec_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_family_options(p: argparse.ArgumentParser, many: bool = False) -> None:
+    """``--decay`` and ``--combine``; ``many``: comma lists (sweep and feasible axes)."""
+    g = p.add_argument_group("decay family")
+    some = "comma list of " if many else ""
+    g.add_argument(
+        "--decay",
+        default=DEFAULTS.decay,
+        choices=None if many else list(DECAYS),
+        help=f"{some}recency decay: {', '.join(DECAYS)}; each weighs 1 at age 0 and 1/e at tau "
+        "(default: %(default)s)",
+    )
+    g.add_argument(
+        "--combine",
+        default=DEFAULTS.combine,
+        choices=None if many else list(COMBINES),
+        help=f"{some}how the bonus enters: add (raw + bonus*w) or mult (raw * (1 + bonus*w)) "
+        "(default: %(default)s)",
+    )
+
+
+def family_values(args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The comma lists of ``--decay`` and ``--combine``, each name checked."""
+    from memlab.core.registry import check_names
+
+    decays = check_names(DECAYS, [d.strip() for d in args.decay.split(",")], "decay")
+    combines = check_names(COMBINES, [c.strip() for c in args.combine.split(",")], "combine")
+    return decays, combines
+
+
 def add_output_options(p: argparse.ArgumentParser, formats: Sequence[str]) -> None:
     p.add_argument(
         "--format", choices=list(formats), default=formats[0], help="output format (default: %(default)s)"
@@ -106,6 +135,8 @@ def spec_from(args: argparse.Namespace) -> RetrievalSpec:
         threshold=args.threshold,
         bonus=args.bonus,
         tau_days=args.tau_days,
+        decay=getattr(args, "decay", DEFAULTS.decay),
+        combine=getattr(args, "combine", DEFAULTS.combine),
     )
 
 
@@ -144,6 +175,11 @@ def spec_line(spec: RetrievalSpec) -> str:
     return (
         f"candidates={spec.candidates} inject={spec.inject} threshold={spec.threshold:g} "
         f"bonus={spec.bonus:g} tau_days={spec.tau_days:g} reference={ref}"
+        + (
+            ""
+            if (spec.decay, spec.combine) == ("exp", "add")
+            else f" decay={spec.decay} combine={spec.combine}"
+        )
     )
 
 

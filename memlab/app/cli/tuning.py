@@ -5,16 +5,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from itertools import product
 from typing import Any
 
 from memlab.app.cli.options import (
     DEFAULTS,
     Command,
+    add_family_options,
     add_output_options,
     add_source_options,
     add_spec_options,
     criteria_from,
     emit,
+    family_values,
     fmt,
     scores_from,
     spec_from,
@@ -30,7 +33,10 @@ from memlab.output.io import json_ready
 def grid_from(args: argparse.Namespace):
     from memlab.core.grid import Grid, parse_axis
 
+    decays, combines = family_values(args)
     return Grid(
+        decay=decays,
+        combine=combines,
         bonus=parse_axis(args.bonus, "bonus"),
         tau_days=parse_axis(args.tau, "tau"),
         threshold=parse_axis(args.threshold, "threshold"),
@@ -41,6 +47,7 @@ def grid_from(args: argparse.Namespace):
 
 def describe_row(row: dict[str, Any], criteria) -> str:
     parts = [
+        *([f"decay={row['decay']}", f"combine={row['combine']}"] if "decay" in row else []),
         f"bonus={row['bonus']:g}",
         f"tau_days={row['tau_days']:g}",
         f"threshold={row['threshold']:g}",
@@ -164,11 +171,35 @@ def cmd_prompt(args: argparse.Namespace) -> int:
     return 0
 
 
+def schema_from(args: argparse.Namespace, dataset):
+    """The collection's names: what an imported dataset recorded, overridden by the options."""
+    from dataclasses import replace
+
+    from memlab.scoring.query import CollectionSchema
+
+    schema = CollectionSchema.from_dataset(dataset)
+    given = {
+        "date_field": args.date_field,
+        "date_format": args.date_format,
+        "vector_name": args.vector_name,
+        "id_field": args.id_field,
+    }
+    return replace(schema, **{k: v for k, v in given.items() if v is not None})
+
+
 def cmd_spec(args: argparse.Namespace) -> int:
-    from memlab.scoring.store import spec_query_json
+    from memlab.datasets.model import parse_datetime
+    from memlab.scoring.query import python_snippet, setup_text, spec_query_json
 
     dataset = load_dataset(args.dataset)
     spec = spec_from(args).with_reference(dataset.reference_date)
+    schema = schema_from(args, dataset)
+    at = None
+    if args.at:
+        try:
+            at = parse_datetime(args.at)
+        except ValueError as e:
+            raise InputError(f"--at: {e}") from None
     vector = None
     if args.question:
         from memlab.scoring.embeddings import Embedder
@@ -178,9 +209,19 @@ def cmd_spec(args: argparse.Namespace) -> int:
             args.model, truncate_dim=args.truncate_dim, cache_dir=args.cache_dir
         ).encode_queries([question.text(args.lang)])[0]
     if args.format == "qdrant-json":
-        if vector is None:
-            print("the prefetch query is a placeholder: pass --question ID to embed one", file=sys.stderr)
-        emit(spec_query_json(spec, vector), args.output)
+        holes = (["the query vector (pass --question ID to embed one)"] if vector is None else []) + (
+            ["the query time (the decay's target and the cut-off; --at DATE freezes it)"]
+            if at is None
+            else []
+        )
+        if holes:
+            print(f"placeholders to fill: {'; '.join(holes)}", file=sys.stderr)
+        emit(spec_query_json(spec, vector, schema, at, exact=args.exact), args.output)
+    elif args.format == "python":
+        emit(python_snippet(spec, schema, at, exact=args.exact), args.output)
+    elif args.format == "setup":
+        collection = args.collection or (dataset.qdrant or {}).get("collection") or "NAME"
+        emit(setup_text(schema, collection), args.output)
     elif args.format == "json":
         emit(json.dumps(spec.as_dict(), indent=2), args.output)
     else:
@@ -225,7 +266,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - t0
     axes = " x ".join(
         f"{n} {a}"
-        for a, n in zip(("bonus", "tau", "threshold", "candidates", "inject"), grid.shape, strict=True)
+        for a, n in zip(
+            ("decay", "combine", "bonus", "tau", "threshold", "candidates", "inject"), grid.shape, strict=True
+        )
+        if a not in ("decay", "combine") or n > 1
     )
     print(
         f"grid: {axes} = {total:,} configurations, {len(dataset.questions)} questions, "
@@ -255,6 +299,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             threshold=float(row["threshold"]),
             bonus=float(row["bonus"]),
             tau_days=float(row["tau_days"]),
+            decay=str(row.get("decay", "exp")),
+            combine=str(row.get("combine", "add")),
         )
         make = batch_yaml if args.print_choice == "yaml" else cli_flags
         print(make(dataset_reference(dataset), args.source, args.lang, spec).rstrip("\n"))
@@ -275,6 +321,7 @@ def cmd_feasible(args: argparse.Namespace) -> int:
 
     taus = parse_axis(args.tau, "tau")
     thresholds = parse_axis(args.threshold, "threshold")
+    decays, combines = family_values(args)
     dataset = load_dataset(args.dataset)
     criteria = criteria_from(args, dataset)
     scores = scores_from(args, dataset)
@@ -282,30 +329,33 @@ def cmd_feasible(args: argparse.Namespace) -> int:
     raw = scores.retrievable(dataset)
     labels = Labels.from_dataset(dataset)
     rows = []
-    for tau in taus:
+    for decay, combine, tau, thr in product(decays, combines, taus, thresholds):
         if tau <= 0:
             raise InputError(f"--tau: values must be > 0, got {tau:g}")
-        for thr in thresholds:
-            region = feasible_bonus(
-                raw,
-                ages,
-                labels,
-                criteria,
-                tau_days=tau,
-                threshold=thr,
-                candidates=args.candidates,
-                inject=args.inject,
-            )
-            rows.append(
-                {
-                    "tau_days": tau,
-                    "threshold": thr,
-                    "candidates": args.candidates,
-                    "inject": args.inject,
-                    **intervals_json(region),
-                    "text": intervals_text(region),
-                }
-            )
+        region = feasible_bonus(
+            raw,
+            ages,
+            labels,
+            criteria,
+            tau_days=tau,
+            threshold=thr,
+            candidates=args.candidates,
+            inject=args.inject,
+            decay=decay,
+            combine=combine,
+        )
+        rows.append(
+            {
+                "decay": decay,
+                "combine": combine,
+                "tau_days": tau,
+                "threshold": thr,
+                "candidates": args.candidates,
+                "inject": args.inject,
+                **intervals_json(region),
+                "text": intervals_text(region),
+            }
+        )
     if args.format == "json":
         emit(json.dumps(rows, indent=2), args.output)
         return 0
@@ -313,9 +363,11 @@ def cmd_feasible(args: argparse.Namespace) -> int:
         f"source: {args.source}; candidates={args.candidates} inject={args.inject}; "
         f"criteria: {', '.join(c.name for c in criteria)}; bonus values where all hold "
         "([ ] closed, ( ) open)",
-        f"{'tau_days':>8} {'threshold':>9}  bonus",
+        f"{'decay':<6}{'combine':<8}{'tau_days':>8} {'threshold':>9}  bonus",
     ]
-    lines += [f"{r['tau_days']:>8g} {r['threshold']:>9g}  {r['text']}" for r in rows]
+    lines += [
+        f"{r['decay']:<6}{r['combine']:<8}{r['tau_days']:>8g} {r['threshold']:>9g}  {r['text']}" for r in rows
+    ]
     emit("\n".join(lines), args.output)
     return 0
 
@@ -326,6 +378,7 @@ def cmd_feasible(args: argparse.Namespace) -> int:
 def add_evaluate_arguments(p: argparse.ArgumentParser) -> None:
     add_source_options(p)
     add_spec_options(p)
+    add_family_options(p)
     add_output_options(p, ["table", "json"])
 
 
@@ -345,11 +398,15 @@ def add_prompt_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--question", required=True, help="question id, e.g. C1")
     add_source_options(p)
     add_spec_options(p)
+    add_family_options(p)
     add_output_options(p, ["text"])
 
 
 def add_spec_arguments(p: argparse.ArgumentParser) -> None:
+    from memlab.scoring.query import DATE_FORMATS
+
     add_spec_options(p)
+    add_family_options(p)
     p.add_argument("--dataset", default=DEFAULT_DATASET, help="dataset (for its reference date)")
     p.add_argument("--question", default=None, help="embed this question as the prefetch vector")
     p.add_argument("--lang", default="en", help="language of --question's text: en or ja (default: en)")
@@ -363,7 +420,24 @@ def add_spec_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--cache-dir", default=None, help="embedding cache (default: $MEMLAB_CACHE_DIR or ~/.cache/memlab)"
     )
-    add_output_options(p, ["qdrant-json", "json", "table"])
+    g = p.add_argument_group("your collection (default: what import-qdrant recorded, else memlab's own)")
+    g.add_argument("--date-field", default=None, help="payload field with the memory's date (default: date)")
+    g.add_argument(
+        "--date-format",
+        choices=list(DATE_FORMATS),
+        default=None,
+        help="how the date is stored (default: iso)",
+    )
+    g.add_argument("--vector-name", default=None, help="the named vector to search (the query's `using`)")
+    g.add_argument("--id-field", default=None, help="payload field with your memory id (default: memory_id)")
+    g.add_argument("--collection", default=None, help="collection name, for --format setup")
+    p.add_argument(
+        "--at",
+        default=None,
+        help="freeze the query time (YYYY-MM-DD or ISO 8601) instead of leaving a placeholder",
+    )
+    p.add_argument("--exact", action="store_true", help="search without the HNSW index (params.exact)")
+    add_output_options(p, ["qdrant-json", "python", "setup", "json", "table"])
 
 
 def add_sweep_arguments(p: argparse.ArgumentParser) -> None:
@@ -374,6 +448,7 @@ def add_sweep_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--threshold", default="0.40:0.50:0.005", help="default: %(default)s")
     g.add_argument("--candidates", default=str(DEFAULTS.candidates), help="default: %(default)s")
     g.add_argument("--inject", default=str(DEFAULTS.inject), help="default: %(default)s")
+    add_family_options(p, many=True)
     p.add_argument(
         "--criteria", default=None, help="YAML file declaring criteria (default: the seed's a, b, c)"
     )
@@ -413,6 +488,7 @@ def add_feasible_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--candidates", type=int, default=DEFAULTS.candidates, help="default: %(default)s")
     p.add_argument("--inject", type=int, default=DEFAULTS.inject, help="default: %(default)s")
+    add_family_options(p, many=True)
     p.add_argument(
         "--criteria", default=None, help="YAML file declaring criteria (default: the seed's a, b, c)"
     )

@@ -28,21 +28,26 @@ from memlab.output.figures.style import (
 
 
 def bonus_curve(
-    bonus: float, tau_days: float, max_age: float = 60.0, marks: Sequence[float] = (1, 14, 30)
+    bonus: float,
+    tau_days: float,
+    max_age: float = 60.0,
+    marks: Sequence[float] = (1, 14, 30),
+    decay: str = "exp",
 ) -> go.Figure:
-    """The recency bonus over age, with the given ages marked and labelled."""
+    """The recency bonus over age (``bonus`` times the decay family's weight), with the given
+    ages marked and labelled."""
     age = np.linspace(0, max_age, 241)
     fig = go.Figure(
         go.Scatter(
             x=age,
-            y=recency_bonus(age, bonus, tau_days),
+            y=recency_bonus(age, bonus, tau_days, decay),
             mode="lines",
             name="bonus",
             line={"color": OKABE_ITO["blue"], "width": 3},
         )
     )
     at = np.asarray(marks, dtype=float)
-    values = recency_bonus(at, bonus, tau_days)
+    values = recency_bonus(at, bonus, tau_days, decay)
     labels = [f"+{v:.3f} at {a:g} day{'s' if a != 1 else ''}" for a, v in zip(at, values, strict=True)]
     fig.add_trace(
         go.Scatter(
@@ -57,10 +62,17 @@ def bonus_curve(
     )
     return style(
         fig,
-        f"Recency bonus {bonus:g} × exp(−age / {tau_days:g} days)",
+        f"Recency bonus {bonus:g} × {DECAY_TITLES[decay].format(tau=f'{tau_days:g}')}",
         "memory age (days)",
         "bonus added to the cosine score",
     )
+
+
+DECAY_TITLES = {
+    "exp": "exp(−age / {tau} days)",
+    "gauss": "exp(−(age / {tau} days)²)",
+    "lin": "max(0, 1 − (1 − 1/e) age / {tau} days)",
+}
 
 
 def question_frame(ev: Evaluation, dataset: Dataset) -> pd.DataFrame:
