@@ -125,7 +125,8 @@ def test_imported_tuned_exported_and_run_on_the_engine(tmp_path, seed, cache_dir
                 *("--threshold", "0.2:0.4:0.01", "--select", "max-margin", "--criteria", str(criteria)),
             )
             assert "chosen (max-margin): none" not in swept, swept
-            chosen = dict(re.findall(r"(\w+)=([^\s]+)", swept.splitlines()[-1].split(":", 1)[1]))
+            line = next(x for x in swept.splitlines() if x.startswith("chosen"))
+            chosen = dict(re.findall(r"(\w+)=([^\s]+)", line.split(":", 1)[1]))
             assert (chosen["decay"], chosen["combine"]) == (decay, combine)
             tuned = [
                 *(
