@@ -195,7 +195,7 @@ report.figure(
     figures.question_bars(
         figures.question_frame(ev, data),
         best.threshold,
-        f"Per question at the chosen spec (bonus {best.bonus:g}, tau {best.tau_days:g} days)",
+        f"Per question at the chosen spec (bonus {best.bonus:g}, tau {figures.days(best.tau_days)})",
     ),
     "Per-question scores at the chosen spec",
 )

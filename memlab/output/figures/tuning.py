@@ -20,6 +20,7 @@ from memlab.output.figures.style import (
     DIVERGING,
     FEASIBLE_SCALE,
     OKABE_ITO,
+    days,
     html_text,
     short_text,
     style,
@@ -62,16 +63,16 @@ def bonus_curve(
     )
     return style(
         fig,
-        f"Recency bonus {bonus:g} × {DECAY_TITLES[decay].format(tau=f'{tau_days:g}')}",
+        f"Recency bonus {bonus:g} × {DECAY_TITLES[decay].format(tau=days(tau_days))}",
         "memory age (days)",
         "bonus added to the cosine score",
     )
 
 
 DECAY_TITLES = {
-    "exp": "exp(−age / {tau} days)",
-    "gauss": "exp(−(age / {tau} days)²)",
-    "lin": "max(0, 1 − (1 − 1/e) age / {tau} days)",
+    "exp": "exp(−age / {tau})",
+    "gauss": "exp(−(age / {tau})²)",
+    "lin": "max(0, 1 − (1 − 1/e) age / {tau})",
 }
 
 
@@ -189,6 +190,10 @@ def feasibility_heatmap(
     )
     _add_bands(fig, bands, (float(grid.columns.min()), float(grid.columns.max())))
     _add_chosen(fig, chosen)
+    zoom = fitted_ranges(grid, chosen)
+    if zoom is not None:  # a sliver of a wide grid: show where the criteria hold, with room
+        fig.update_xaxes(range=zoom[0])
+        fig.update_yaxes(range=zoom[1])
     if not np.nansum(grid.to_numpy()):
         fig.add_annotation(
             text="no (bonus, tau) on this grid satisfies every criterion",
@@ -202,6 +207,34 @@ def feasibility_heatmap(
     return style(
         fig, f"Feasible (bonus, tau) at threshold {threshold:g}", "bonus (cosine units)", "tau (days)"
     )
+
+
+def fitted_ranges(
+    grid: pd.DataFrame, chosen: dict[str, float] | None = None, share: float = 0.5
+) -> tuple[list[float], list[float]] | None:
+    """Axis ranges around the feasible cells (and the chosen point) when they fill less than
+    ``share`` of the grid in either direction, padded by half their extent and at least three
+    grid steps; None when nothing is feasible or the region already fills the plot."""
+    z = np.nan_to_num(grid.to_numpy(), nan=0.0) > 0
+    if not z.any():
+        return None
+    xs, ys = np.asarray(grid.columns, dtype=float), np.asarray(grid.index, dtype=float)
+    cols, rows = np.flatnonzero(z.any(axis=0)), np.flatnonzero(z.any(axis=1))
+    x_lo, x_hi, y_lo, y_hi = xs[cols[0]], xs[cols[-1]], ys[rows[0]], ys[rows[-1]]
+    if chosen:
+        x_lo, x_hi = min(x_lo, chosen["bonus"]), max(x_hi, chosen["bonus"])
+        y_lo, y_hi = min(y_lo, chosen["tau_days"]), max(y_hi, chosen["tau_days"])
+    out, zoomed = [], False
+    for lo, hi, axis in ((x_lo, x_hi, xs), (y_lo, y_hi, ys)):
+        full = axis[-1] - axis[0]
+        step = float(np.min(np.diff(axis))) if len(axis) > 1 else 1.0
+        if full <= 0 or (hi - lo) >= share * full:
+            out.append([float(axis[0] - step / 2), float(axis[-1] + step / 2)])
+            continue
+        zoomed = True
+        pad = max(0.5 * (hi - lo), 3 * step)
+        out.append([float(max(axis[0], lo - pad) - step / 2), float(min(axis[-1], hi + pad) + step / 2)])
+    return (out[0], out[1]) if zoomed else None
 
 
 def headroom_heatmap(
@@ -249,7 +282,7 @@ def threshold_bonus_plane(
     _add_chosen(fig, chosen, y="threshold")
     return style(
         fig,
-        f"Smallest criterion margin over threshold × bonus at tau {tau_days:g} days",
+        f"Smallest criterion margin over threshold × bonus at tau {days(tau_days)}",
         "bonus (cosine units)",
         "threshold (post-bonus cosine)",
     )
