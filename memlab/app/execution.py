@@ -130,6 +130,7 @@ def _die_with_parent() -> None:
 
 def execute(job: dict[str, Any]) -> dict[str, Any]:
     """Run one notebook; a kernel that dies while starting gets one more try."""
+    import memlab.output  # noqa: F401  (first: it spares papermill's jsonschema a 1 s import)
     import papermill as pm
     from traitlets.config import Config
 
