@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import memlab.output  # noqa: F401  (imported before papermill: spares jsonschema's 1 s IRI grammar)
 from memlab.app.runner import Batch, Result, git_commit, kernel_name, now, versions
 from memlab.core.errors import InputError, MissingFileError
 from memlab.core.files import atomic_write_text
@@ -130,7 +131,6 @@ def _die_with_parent() -> None:
 
 def execute(job: dict[str, Any]) -> dict[str, Any]:
     """Run one notebook; a kernel that dies while starting gets one more try."""
-    import memlab.output  # noqa: F401  (first: it spares papermill's jsonschema a 1 s import)
     import papermill as pm
     from traitlets.config import Config
 
