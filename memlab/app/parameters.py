@@ -26,7 +26,7 @@ NOTEBOOK_PARAMETERS: tuple[Parameter, ...] = (
         "model",
         "str",
         "",
-        "sentence-transformers model folder or cached name; empty for the packaged all-MiniLM-L6-v2",
+        "embedding model: all-MiniLM-L6-v2, a sentence-transformers folder...; empty: multilingual-e5-small",
     ),
     Parameter("dataset", "str", "seed16", "packaged dataset name or dataset folder"),
     Parameter("bonus", "float", 0.05, "recency bonus at age 0 (cosine units)"),

@@ -13,6 +13,7 @@ from memlab.app.cli.options import (
     Command,
     add_family_options,
     add_output_options,
+    add_server_options,
     add_source_options,
     add_spec_options,
     criteria_from,
@@ -25,21 +26,26 @@ from memlab.app.cli.options import (
 )
 from memlab.core.errors import InputError
 from memlab.core.selection import SELECTION_RULES
-from memlab.core.spec import RetrievalSpec
 from memlab.datasets.model import DEFAULT_DATASET, load_dataset
 from memlab.output.io import json_ready
 
 
-def grid_from(args: argparse.Namespace):
+def grid_from(args: argparse.Namespace, scores=None, dataset=None):
     from memlab.core.grid import Grid, parse_axis
+    from memlab.scoring.sources import SEED_DEFAULTS, score_defaults
 
     decays, combines = family_values(args)
+    thresholds = args.threshold
+    if thresholds is None:  # the range that follows the model
+        thresholds = (
+            score_defaults(scores, dataset) if scores is not None else SEED_DEFAULTS
+        ).threshold_range
     return Grid(
         decay=decays,
         combine=combines,
         bonus=parse_axis(args.bonus, "bonus"),
         tau_days=parse_axis(args.tau, "tau"),
-        threshold=parse_axis(args.threshold, "threshold"),
+        threshold=parse_axis(thresholds, "threshold"),
         candidates=parse_axis(args.candidates, "candidates", integer=True),
         inject=parse_axis(args.inject, "inject", integer=True),
     )
@@ -64,7 +70,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from memlab.tuning.evaluate import evaluate
 
     dataset = load_dataset(args.dataset)
-    ev = evaluate(dataset, scores_from(args, dataset), spec_from(args), lang=args.lang)
+    scores = scores_from(args, dataset)
+    ev = evaluate(dataset, scores, spec_from(args, scores, dataset), lang=args.lang)
     if args.format == "json":
         emit(json.dumps(json_ready(ev.to_dict()), indent=2, ensure_ascii=False), args.output)
         return 0
@@ -72,8 +79,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     lines = [
         f"source: {ev.source} ({model}), lang={ev.lang}, dataset={dataset.name}",
         f"spec: {spec_line(ev.spec)}",
-        "",
     ]
+    if args.threshold is None:
+        from memlab.scoring.sources import score_defaults
+
+        lines.append(f"threshold: {ev.spec.threshold:g}, the default {score_defaults(scores, dataset).basis}")
+    vectors = ev.details.get("vectors")
+    if vectors:
+        lines.append("vectors: " + ", ".join(f"{n} from {path}" for path, n in vectors.items() if n))
+    lines.append("")
     for r in ev.results:
         lines.append(f"{r.question_id} ({r.kind}) {r.text}")
         if not r.candidates:
@@ -115,10 +129,9 @@ def cmd_table(args: argparse.Namespace) -> int:
 
     dataset = load_dataset(args.dataset)
     criteria = dataset_criteria(dataset)
-    base = RetrievalSpec(candidates=args.candidates, inject=args.inject, threshold=args.threshold)
-    table = candidate_table(
-        dataset, scores_from(args, dataset), SEED_CANDIDATES, base, rule=args.select, lang=args.lang
-    )
+    scores = scores_from(args, dataset)
+    base = spec_from(args, scores, dataset)
+    table = candidate_table(dataset, scores, SEED_CANDIDATES, base, rule=args.select, lang=args.lang)
     if args.format == "json":
         rows = [
             {
@@ -157,7 +170,8 @@ def cmd_prompt(args: argparse.Namespace) -> int:
 
     dataset = load_dataset(args.dataset)
     question = dataset.question(args.question)
-    ev = evaluate(dataset, scores_from(args, dataset), spec_from(args), lang=args.lang)
+    scores = scores_from(args, dataset)
+    ev = evaluate(dataset, scores, spec_from(args, scores, dataset), lang=args.lang)
     injected = ev.result(question.id).injected
     block = b_format(
         [dataset.memory(c.memory_id).text(args.lang) for c in injected], ev.spec.reference_date, args.lang
@@ -202,11 +216,12 @@ def cmd_spec(args: argparse.Namespace) -> int:
             raise InputError(f"--at: {e}") from None
     vector = None
     if args.question:
-        from memlab.scoring.embeddings import Embedder
+        from memlab.app.cli.options import server_from
+        from memlab.scoring.embeddings import make_embedder
 
         question = dataset.question(args.question)
-        vector = Embedder(
-            args.model, truncate_dim=args.truncate_dim, cache_dir=args.cache_dir
+        vector = make_embedder(
+            args.model, truncate_dim=args.truncate_dim, cache_dir=args.cache_dir, server=server_from(args)
         ).encode_queries([question.text(args.lang)])[0]
     if args.format == "qdrant-json":
         holes = (["the query vector (pass --question ID to embed one)"] if vector is None else []) + (
@@ -237,10 +252,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from memlab.core.sweep import sweep_chunks
     from memlab.output.io import TableWriter
 
-    grid = grid_from(args)
     dataset = load_dataset(args.dataset)
     criteria = criteria_from(args, dataset)
     scores = scores_from(args, dataset)
+    grid = grid_from(args, scores, dataset)
     ages = dataset.ages()
     raw = scores.retrievable(dataset)
     labels = Labels.from_dataset(dataset)
@@ -315,16 +330,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_feasible(args: argparse.Namespace) -> int:
+    from memlab.app.cli.options import default_threshold
     from memlab.core.feasible import feasible_bonus, intervals_json, intervals_text
     from memlab.core.grid import parse_axis
     from memlab.core.labels import Labels
 
     taus = parse_axis(args.tau, "tau")
-    thresholds = parse_axis(args.threshold, "threshold")
     decays, combines = family_values(args)
     dataset = load_dataset(args.dataset)
     criteria = criteria_from(args, dataset)
     scores = scores_from(args, dataset)
+    thresholds = parse_axis(args.threshold or str(default_threshold(args, scores, dataset)), "threshold")
     ages = dataset.ages()
     raw = scores.retrievable(dataset)
     labels = Labels.from_dataset(dataset)
@@ -410,7 +426,9 @@ def add_spec_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset", default=DEFAULT_DATASET, help="dataset (for its reference date)")
     p.add_argument("--question", default=None, help="embed this question as the prefetch vector")
     p.add_argument("--lang", default="en", help="language of --question's text: en or ja (default: en)")
-    p.add_argument("--model", default=None, help="embedding model for --question (default: the packaged one)")
+    p.add_argument(
+        "--model", default=None, help="embedding model for --question (default: multilingual-e5-small)"
+    )
     p.add_argument(
         "--truncate-dim",
         type=int,
@@ -437,6 +455,7 @@ def add_spec_arguments(p: argparse.ArgumentParser) -> None:
         help="freeze the query time (YYYY-MM-DD or ISO 8601) instead of leaving a placeholder",
     )
     p.add_argument("--exact", action="store_true", help="search without the HNSW index (params.exact)")
+    add_server_options(p)
     add_output_options(p, ["qdrant-json", "python", "setup", "json", "table"])
 
 
@@ -445,7 +464,12 @@ def add_sweep_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("grid (start:stop:step with stop included, a comma list, or one value)")
     g.add_argument("--bonus", default="0:0.1:0.0005", help="default: %(default)s")
     g.add_argument("--tau", default="1:60:0.5", help="tau_days; default: %(default)s")
-    g.add_argument("--threshold", default="0.40:0.50:0.005", help="default: %(default)s")
+    g.add_argument(
+        "--threshold",
+        default=None,
+        help="default: the model's range (0.80:0.90:0.005 for multilingual-e5-small, "
+        "0.40:0.50:0.005 for published scores)",
+    )
     g.add_argument("--candidates", default=str(DEFAULTS.candidates), help="default: %(default)s")
     g.add_argument("--inject", default=str(DEFAULTS.inject), help="default: %(default)s")
     add_family_options(p, many=True)
@@ -484,7 +508,9 @@ def add_feasible_arguments(p: argparse.ArgumentParser) -> None:
     add_source_options(p)
     p.add_argument("--tau", default="1:60:1", help="tau_days values (default: %(default)s)")
     p.add_argument(
-        "--threshold", default=str(DEFAULTS.threshold), help="threshold values (default: %(default)s)"
+        "--threshold",
+        default=None,
+        help="threshold values (default: the model's threshold, as evaluate uses it)",
     )
     p.add_argument("--candidates", type=int, default=DEFAULTS.candidates, help="default: %(default)s")
     p.add_argument("--inject", type=int, default=DEFAULTS.inject, help="default: %(default)s")
