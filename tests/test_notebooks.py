@@ -140,7 +140,10 @@ def test_03_tune_renders_its_default_view_headless(tmp_path):
 @pytest.mark.model
 def test_04_scale_writes_the_curve(tmp_path, cache_dir, embedded, monkeypatch):
     monkeypatch.setenv("MEMLAB_CACHE_DIR", str(cache_dir))
-    out = execute("04_scale", tmp_path, source="embedded", pool=1000, n_range="16,116,1016,3016")
+    # the default model's English threshold (a notebook takes its threshold as a parameter)
+    out = execute(
+        "04_scale", tmp_path, source="embedded", threshold=0.845, pool=1000, n_range="16,116,1016,3016"
+    )
     rows = records(out / "tables" / "scale.json")
     assert [r["n"] for r in rows] == [16, 116, 1016, 3016]
     assert rows[0]["nohit_max"] == rows[0]["nohit_max_real"]  # the fixture alone

@@ -144,7 +144,7 @@ def cmd_scale(args: argparse.Namespace) -> int:
         emit(json.dumps(json_ready(rows), indent=2), args.output)
         return 0
     lines = [
-        f"basis: {result['basis']}",
+        f"basis: {result.basis}",
         f"spec: {spec_line(spec)}",
         f"{'n':>10} {'no-hit max':>11} {'(real)':>8} {'headroom':>9} {'predicted [5%, 95%]':>28}",
     ]
