@@ -3,10 +3,11 @@
 Per model and language: the raw cosines that decide C1 and H2 (their current memories), the
 best raw cosine on a no-hit question, the window of thresholds where the seed's (bonus 0.05,
 tau 14) satisfies a, b and c, whether a, b and c can hold together anywhere (any bonus >= 0,
-tau 1-60 days, threshold from the median raw cosine to the largest plus 0.1 in steps of 0.0025; the exact
-closed-form bonus intervals of ``memlab.core.feasible``), the share of that (tau, threshold)
-plane with a non-empty bonus interval and the widest bonus interval in it, and the encode time per text (the fixture's 26 texts in
-a fresh cache, model load excluded, median of ``--repeat`` runs).
+tau 1-60 days, threshold from the median raw cosine to the largest plus 0.1 in steps of
+0.0025; the exact closed-form bonus intervals of ``memlab.core.feasible``), the share of that
+(tau, threshold) plane with a non-empty bonus interval and the widest bonus interval in it, and
+the encode time per text (the fixture's 26 texts in a fresh cache, model load excluded, median
+of ``--repeat`` runs).
 
 Qwen3-Embedding-0.6B, the seed's model, is measured too when its weights are in the Hugging Face
 cache; otherwise its row says so. The last line is JSON.
@@ -122,8 +123,8 @@ def main() -> None:
             w = r["seed_spec_window"]
             window = "none" if w is None else f"({w[0]:.3f}, {w[1]:.3f}]"
             print(
-                f"{model:<26} {lang:<4} {r['c1_current']:>6.3f} {r['h2_current']:>6.3f} {r['best_nohit']:>6.3f} "
-                f"{window:>22} {'yes' if r['feasible'] else 'no':>5} {r['plane_share']:>6.1%} "
+                f"{model:<26} {lang:<4} {r['c1_current']:>6.3f} {r['h2_current']:>6.3f} "
+                f"{r['best_nohit']:>6.3f} {window:>22} {'yes' if r['feasible'] else 'no':>5} {r['plane_share']:>6.1%} "
                 f"{r['widest_bonus_interval']:>7.3f} {r['encode_ms_per_text']:>7.1f}"
             )
     print(json.dumps(rows))
