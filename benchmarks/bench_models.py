@@ -124,8 +124,8 @@ def main() -> None:
             window = "none" if w is None else f"({w[0]:.3f}, {w[1]:.3f}]"
             print(
                 f"{model:<26} {lang:<4} {r['c1_current']:>6.3f} {r['h2_current']:>6.3f} "
-                f"{r['best_nohit']:>6.3f} {window:>22} {'yes' if r['feasible'] else 'no':>5} {r['plane_share']:>6.1%} "
-                f"{r['widest_bonus_interval']:>7.3f} {r['encode_ms_per_text']:>7.1f}"
+                f"{r['best_nohit']:>6.3f} {window:>22} {'yes' if r['feasible'] else 'no':>5} "
+                f"{r['plane_share']:>6.1%} {r['widest_bonus_interval']:>7.3f} {r['encode_ms_per_text']:>7.1f}"
             )
     print(json.dumps(rows))
 
