@@ -63,6 +63,7 @@ bench: $(VENV)/.installed  ## run the benchmarks (timings printed, not asserted)
 	$(BIN)/python benchmarks/bench_compare.py
 	$(BIN)/python benchmarks/bench_drift.py
 	$(BIN)/python benchmarks/bench_exact.py
+	$(BIN)/python benchmarks/bench_models.py
 
 clean:  ## remove .venv, results and caches
 	rm -rf $(VENV) results .pytest_cache .ruff_cache
