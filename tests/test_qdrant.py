@@ -77,8 +77,9 @@ def test_native_query_matches_reference_on_the_fixture(seed, embedded, cache_dir
     assert emb.loads == 0  # the session fixture already embedded everything
     store = MemoryStore.from_dataset(seed, mem)
     ages = age_days(seed.memory_dates(), seed.reference_date)
-    # all-MiniLM scores this fixture lower than Qwen did: thresholds from its own range
-    for threshold in (0.2, 0.3, 0.4):
+    # the default model's cosines bunch in 0.72-0.89: thresholds from its own range, where some
+    # questions inject and some do not
+    for threshold in (0.82, 0.845, 0.87):
         spec = RetrievalSpec(threshold=threshold).with_reference(seed.reference_date)
         assert_paths_agree(store, qs, ages, spec)
     np.testing.assert_allclose(store.score_table(qs), embedded.raw, atol=1e-6)

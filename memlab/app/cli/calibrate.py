@@ -55,7 +55,8 @@ def qdrant_dataset(args: argparse.Namespace, tmp: Path) -> Dataset:
 def store_vectors(args: argparse.Namespace, dataset: Dataset):
     """(embedder, memory vectors): the stored vectors with the recorded model, else the memories
     embedded with ``--model``."""
-    from memlab.scoring.embeddings import Embedder, resolve_model
+    from memlab.scoring.backends import model_id
+    from memlab.scoring.embeddings import Embedder
 
     opts = {"truncate_dim": args.truncate_dim, "cache_dir": args.cache_dir, "progress": sys.stderr.isatty()}
     if dataset.vectors:
@@ -67,7 +68,7 @@ def store_vectors(args: argparse.Namespace, dataset: Dataset):
                 f"dataset {dataset.name!r} keeps vectors from an unrecorded model: pass --model, "
                 "the model that made them, to embed the probes alike"
             )
-        if args.model and made_with and resolve_model(args.model)[1] != resolve_model(made_with)[1]:
+        if args.model and made_with and model_id(args.model) != model_id(made_with):
             raise InputError(
                 f"dataset {dataset.name!r} keeps vectors made with {made_with!r}; probes would be "
                 f"embedded with {args.model!r}: pass --model {made_with}"
@@ -90,6 +91,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         raise InputError("give one of --qdrant-path or --qdrant-url")
     if args.boot < 1:
         raise InputError(f"--boot: expected a positive number of resamples, got {args.boot}")
+    if not 0 <= args.false_rate < 1:  # before anything is embedded
+        raise InputError(f"--false-rate must be in [0, 1), got {args.false_rate}")
     probe_set = load_probes(args.probes)
     probe_texts = probe_set.texts(args.lang)
     with tempfile.TemporaryDirectory(prefix="memlab-calibrate-") as tmp:

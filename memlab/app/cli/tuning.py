@@ -26,6 +26,7 @@ from memlab.app.cli.options import (
 )
 from memlab.core.errors import InputError
 from memlab.core.selection import SELECTION_RULES
+from memlab.core.spec import RetrievalSpec
 from memlab.datasets.model import DEFAULT_DATASET, load_dataset
 from memlab.output.io import json_ready
 
