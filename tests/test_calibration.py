@@ -224,7 +224,9 @@ def test_calibrate_a_qdrant_collection_reuses_its_vectors(tmp_path, capsys, cach
     assert main(["calibrate", "--dataset", "seed16", *common]) == 0
     from_dataset = json.loads(capsys.readouterr().out)
     qdrant = ["--qdrant-path", str(tmp_path / "q"), "--collection", "mem", "--date-field", "when"]
-    assert main(["calibrate", *qdrant, "--text-field", "body", "--model", "multilingual-e5-small", *common]) == 0
+    assert (
+        main(["calibrate", *qdrant, "--text-field", "body", "--model", "multilingual-e5-small", *common]) == 0
+    )
     from_qdrant = json.loads(capsys.readouterr().out)
     assert abs(from_qdrant["threshold"] - from_dataset["threshold"]) < 1e-6
     assert from_qdrant["labelled"] is None and from_qdrant["memories"] == 16
