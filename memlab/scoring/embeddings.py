@@ -261,7 +261,9 @@ class Embedder:
                 "model": self.client.model_name,
                 "roles": self.client.config.roles,
                 "requests": self.client.requests,
-                "same_as_local": bool(self.probe and self.probe.get("declared")),
+                # declared the local model (shares its cache, may fall back to it); the probe's
+                # largest difference, None when no probe ran (everything cached, or another model)
+                "same_as_local": self.identity == self.backend.identity,
                 "probe_max_abs_diff": (self.probe or {}).get("max_abs_diff"),
                 "failure": self.server_failure,
             }
