@@ -90,7 +90,8 @@ def run_cli(capsys, *args) -> str:
 
 
 def test_imported_tuned_exported_and_run_on_the_engine(tmp_path, seed, cache_dir, capsys):
-    emb = Embedder(cache_dir=cache_dir)
+    # the application stored all-MiniLM vectors (pinned: the thresholds below are on its scale)
+    emb = Embedder("all-MiniLM-L6-v2", cache_dir=cache_dir)
     build_app_collections(tmp_path / "app", seed, emb.encode_documents([m.text("en") for m in seed.memories]))
     questions = app_questions(tmp_path / "questions.jsonl")
     # what all-MiniLM can satisfy on the seed (its scores sit far below Qwen's): no no-hit
