@@ -240,12 +240,21 @@ def context_metrics(
 # embeddings and tokens
 
 
+DRIFT_MODEL = "all-MiniLM-L6-v2"  # the grids' cosine scale (see default_encoder)
+
+
 def default_encoder(
     model: str | None = None, cache_dir: str | None = None, progress: bool = False, server=None
 ) -> tuple[Encoder, str]:
-    """The cached embedder (``memlab.scoring.embeddings``; a server first when given) and its model id."""
+    """The cached embedder (``memlab.scoring.embeddings``; a server first when given) and its model id.
+
+    Without a model the benchmark embeds with all-MiniLM-L6-v2, not memlab's multilingual
+    default: the memory systems' grids (duplicate and supersede cosines, the recency spec's
+    thresholds) are set on its cosine scale, and its tokenizer counts the budget.
+    """
     from memlab.scoring.embeddings import make_embedder
 
+    model = DRIFT_MODEL if model is None else model
     embedder = make_embedder(model, cache_dir=cache_dir, progress=progress, server=server)
 
     def encode(texts: list[str], role: str) -> np.ndarray:
