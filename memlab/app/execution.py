@@ -116,6 +116,29 @@ def swap_in(staging: Path, out: Path) -> None:
 # one notebook, in a worker process
 
 
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (a worker's kernels start their own session, so a process
+    group does not hold them), read from /proc; empty where there is no /proc."""
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            children.setdefault(ppid, []).append(int(d.name))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL ``pid`` and everything below it, children first gathered, then all at once."""
+    for p in [*descendants(pid), pid]:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(p, signal.SIGKILL)
+
+
 def _die_with_parent() -> None:
     """Worker start-up: die when the runner dies, and take the kernels along."""
     with contextlib.suppress(OSError, AttributeError):
@@ -123,6 +146,9 @@ def _die_with_parent() -> None:
     os.setpgrp()  # the worker and its kernels: one group to kill
 
     def kill_group(signum, frame):
+        for p in descendants(os.getpid()):  # the kernels, in their own sessions
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(p, signal.SIGKILL)
         os.killpg(0, signal.SIGKILL)
 
     signal.signal(signal.SIGTERM, kill_group)
@@ -136,6 +162,8 @@ def execute(job: dict[str, Any]) -> dict[str, Any]:
 
     out: dict[str, Any] = {"start": now(), "status": "ok", "error": None, "retried": False}
     t0 = time.perf_counter()
+    started = Path(job["output"]).with_suffix(".running")  # lets the runner say what runs now
+    started.touch()
     ipc = tempfile.mkdtemp(prefix="memlab-ipc-")
     config = Config()
     config.KernelManager.transport = "ipc"
@@ -166,6 +194,7 @@ def execute(job: dict[str, Any]) -> dict[str, Any]:
                 break
     finally:
         shutil.rmtree(ipc, ignore_errors=True)
+        started.unlink(missing_ok=True)
     out["end"], out["duration_s"] = now(), round(time.perf_counter() - t0, 2)
     return out
 
@@ -254,7 +283,11 @@ def run_batch(
             i = futures[future]
             res = results[i]
             res.__dict__.update(future.result())
-            running = [f"{results[j].run}/{results[j].notebook}" for f, j in futures.items() if f.running()]
+            running = [
+                f"{r.run}/{r.notebook}"
+                for f, j in futures.items()
+                if not f.done() and Path((r := results[j]).output).with_suffix(".running").exists()
+            ]
             report = Path(res.out_dir) / "report.json"
             if res.status == "ok" and report.is_file():
                 res.report = json.loads(report.read_text(encoding="utf-8"))
@@ -318,8 +351,7 @@ def run_batch(
     finally:
         if pool is not None:
             for proc in list(getattr(pool, "_processes", {}).values()):
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
+                kill_tree(proc.pid)
             pool.shutdown(wait=False, cancel_futures=True)
         shutil.rmtree(staging, ignore_errors=True)
         lock.unlink(missing_ok=True)
