@@ -28,7 +28,7 @@ KIND_COLOURS = {
     "nohit": OKABE_ITO["grey"],
     "time": OKABE_ITO["green"],
 }
-FONT = {"family": "Arial, Helvetica, sans-serif", "size": 15}
+FONT = {"family": "Arial, Helvetica, IPAGothic, \"Noto Sans CJK JP\", sans-serif", "size": 15}  # CJK fallbacks: ja labels
 # Sequential and diverging scales that stay readable with colour-vision deficiencies.
 SEQUENTIAL = "Cividis"
 DIVERGING = "PuOr"
@@ -85,8 +85,9 @@ def short_text(text: str, width: int = 26) -> str:
     text = " ".join(text.split())
     if len(text) <= width:
         return text
-    if " " not in text[:width]:
-        return text[: width - 1] + "…"
+    if " " not in text[:width]:  # CJK: no spaces, and each character about twice as wide
+        half = max(4, width // 2)
+        return text if len(text) <= half else text[: half - 1] + "…"
     return textwrap.shorten(text, width, placeholder="…")
 
 
