@@ -28,7 +28,8 @@ KIND_COLOURS = {
     "nohit": OKABE_ITO["grey"],
     "time": OKABE_ITO["green"],
 }
-FONT = {"family": "Arial, Helvetica, IPAGothic, \"Noto Sans CJK JP\", sans-serif", "size": 15}  # CJK fallbacks: ja labels
+# IPAGothic / Noto Sans CJK: Japanese labels (Arial has no CJK glyphs)
+FONT = {"family": 'Arial, Helvetica, IPAGothic, "Noto Sans CJK JP", sans-serif', "size": 15}
 # Sequential and diverging scales that stay readable with colour-vision deficiencies.
 SEQUENTIAL = "Cividis"
 DIVERGING = "PuOr"
