@@ -160,7 +160,7 @@ def test_feasible_empty_region(capsys):
         ),
         (
             ["sweep", "--source", "published", "--candidates", "0"],
-            "memlab: error: grid axis 'candidates' needs integers >= 1, got [0]\n",
+            "memlab: error: candidates: expected an integer >= 1, got 0\n",
         ),
         (
             ["feasible", "--source", "published", "--tau", "0"],

@@ -11,8 +11,8 @@ the structure of the spec instead:
 
 Configurations are laid out in C order over ``AXES`` (bonus slowest, inject fastest); row ``i``
 of the result is configuration ``i`` of ``Grid.values``. The order is recorded in
-``DataFrame.attrs``. Large grids are evaluated in chunks of whole (bonus, tau) pairs
-(``sweep_chunks``), so memory stays bounded whatever the grid size.
+``DataFrame.attrs``. Large grids are evaluated in chunks (``sweep_chunks``, planned by
+``memlab.core.chunks`` to a budget in bytes), so memory stays bounded whatever the grid size.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from memlab.core import criteria as crit
+from memlab.core.chunks import CHUNK_BYTES, Chunk, first_row, pair_bytes, plan_chunks, row_bytes
 from memlab.core.errors import InputError
 from memlab.core.grid import AXES, Grid
 from memlab.core.labels import QUESTION_KINDS, Labels
@@ -45,7 +46,7 @@ class Prepared:
 
     cand: np.ndarray  # (Q, P) memory index at each candidate position, -1 if none
     raw: np.ndarray  # (P, Q) raw score at each position (NaN if none)
-    weight: np.ndarray  # (P, Q, T) recency weight of each position for each tau
+    age: np.ndarray  # (P, Q) age in days of the memory at each position (weights per chunk of taus)
     known: np.ndarray  # (P, Q) the position holds a memory
     # tracked memories: currents, then stale ones, then the other labelled ones (relevant)
     tracked_q: np.ndarray  # (L,) question of each tracked memory
@@ -69,8 +70,6 @@ def prepare_candidates(raw: np.ndarray, ages: np.ndarray, labels: Labels, grid: 
     raw_c = np.where(known, raw[np.arange(n_q)[:, None], np.maximum(cand, 0)], np.nan)
     ages = np.broadcast_to(np.asarray(ages, dtype=np.float64), raw.shape)  # (M,) or per question (Q, M)
     ages_c = ages[np.arange(n_q)[:, None], np.maximum(cand, 0)]
-    tau = np.asarray(grid.tau_days, dtype=np.float64)
-    weight = recency_weight(ages_c[None], tau[:, None, None])  # (T, Q, P)
 
     tracked_q, tracked_mem, current_l, stale_l = [], [], np.full(n_q, -1), []
     stale_of: list[list[int]] = [[] for _ in range(n_q)]
@@ -110,7 +109,7 @@ def prepare_candidates(raw: np.ndarray, ages: np.ndarray, labels: Labels, grid: 
     return Prepared(
         cand,
         np.ascontiguousarray(raw_c.T),
-        np.ascontiguousarray(weight.transpose(2, 1, 0)),
+        np.ascontiguousarray(ages_c.T),
         np.ascontiguousarray(known.T),
         tq,
         pos,
@@ -119,19 +118,6 @@ def prepare_candidates(raw: np.ndarray, ages: np.ndarray, labels: Labels, grid: 
         tuple(tuple(s) for s in stale_of),
         tuple(tuple(s) for s in labelled_of),
     )
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """A rectangle of the (bonus, tau) plane whose configurations are consecutive rows."""
-
-    b0: int
-    b1: int
-    t0: int
-    t1: int
-
-    def pairs(self) -> int:
-        return (self.b1 - self.b0) * (self.t1 - self.t0)
 
 
 WRONG_KINDS = ("hit", "contradiction")  # the kinds whose injections outside the labels are wrong
@@ -198,9 +184,9 @@ def _evaluate_chunk(
     Array axes: P candidate positions, n = (bonus, tau) pairs of the chunk, H thresholds,
     K candidates values, I inject values, Q questions, L tracked memories.
     """
-    bonus = np.asarray(grid.bonus, dtype=np.float64)[chunk.b0 : chunk.b1]
-    taus = np.asarray(grid.tau_days, dtype=np.float64)[chunk.t0 : chunk.t1]
-    thr = np.asarray(grid.threshold, dtype=np.float64)
+    bonus = grid.bonus.array(chunk.b0, chunk.b1).astype(np.float64)
+    taus = grid.tau_days.array(chunk.t0, chunk.t1).astype(np.float64)
+    thr = grid.threshold.array(chunk.h0, chunk.h1).astype(np.float64)
     k_vals = np.asarray(grid.candidates)
     i_vals = np.asarray(grid.inject)
     n_b, n_t = len(bonus), len(taus)
@@ -209,9 +195,10 @@ def _evaluate_chunk(
 
     # (P, Q, n): every candidate's final score, through the reference's own formula.
     # Questions come before configurations so that each question's slices are contiguous.
+    weight = recency_weight(prep.age[:, :, None], taus[None, None, :])  # (P, Q, T of the chunk)
     final = rescore(
         prep.raw[:, :, None, None],
-        prep.weight[:, :, None, chunk.t0 : chunk.t1],
+        weight[:, :, None, :],
         bonus[None, None, :, None],
     ).reshape(n_p, n_q, n)
     pos = np.arange(n_p)
@@ -331,7 +318,7 @@ def _evaluate_chunk(
             t_injected,
             thr_b,
             shape,
-            _first_row(grid, chunk),
+            first_row(grid, chunk),
         )
     return cols
 
@@ -471,23 +458,6 @@ def _long_columns(
     return out
 
 
-def _first_row(grid: Grid, chunk: Chunk) -> int:
-    per_pair = len(grid.threshold) * len(grid.candidates) * len(grid.inject)
-    return (chunk.b0 * len(grid.tau_days) + chunk.t0) * per_pair
-
-
-def plan_chunks(grid: Grid, chunk_rows: int) -> list[Chunk]:
-    """Rectangles of consecutive rows with about ``chunk_rows`` configurations each: several
-    bonus values with every tau, or, when one bonus row alone is too large, a range of taus."""
-    per_pair = len(grid.threshold) * len(grid.candidates) * len(grid.inject)
-    n_b, n_t = len(grid.bonus), len(grid.tau_days)
-    budget = max(1, chunk_rows // per_pair)  # (bonus, tau) pairs per chunk
-    if budget >= n_t:
-        step = budget // n_t
-        return [Chunk(b, min(b + step, n_b), 0, n_t) for b in range(0, n_b, step)]
-    return [Chunk(b, b + 1, t, min(t + budget, n_t)) for b in range(n_b) for t in range(0, n_t, budget)]
-
-
 def _frame(cols: dict[str, np.ndarray], grid: Grid, index_start: int, long: bool) -> pd.DataFrame:
     import pandas as pd
 
@@ -506,18 +476,29 @@ def sweep_chunks(
     criteria: tuple[crit.Criterion, ...] | None = None,
     *,
     long: bool = False,
-    chunk_rows: int = 1 << 20,
+    chunk_rows: int | None = None,
     progress: bool = False,
     metrics: Sequence[str] | None = None,
+    chunk_bytes: int = CHUNK_BYTES,
 ) -> Iterator[pd.DataFrame]:
-    """The sweep as consecutive DataFrames of about ``chunk_rows`` configurations each."""
+    """The sweep as consecutive DataFrames, each computed within about ``chunk_bytes`` of
+    working memory (questions x candidates x configurations decide how many configurations
+    that is), and at most ``chunk_rows`` configurations when given."""
     n_mem = np.shape(ages)[-1]
     if raw.ndim != 2 or raw.shape != (len(labels.question_ids), n_mem):
         raise InputError(f"score table has shape {raw.shape}, expected ({len(labels.question_ids)}, {n_mem})")
     criteria = labels.criteria() if criteria is None else criteria
     chosen = check_metrics(metrics)
     prep = prepare_candidates(raw, ages, labels, grid)
-    chunks = plan_chunks(grid, chunk_rows)
+    n_q, n_p = len(labels.question_ids), prep.cand.shape[1]
+    n_columns = len(AXES) + 3 * len(criteria) + 2 * int((prep.current_l >= 0).sum()) + len(QUESTION_KINDS) + 6
+    chunks = plan_chunks(
+        grid,
+        chunk_rows,
+        row_cost=row_bytes(n_q, len(prep.tracked_q), n_columns, long),
+        pair_cost=pair_bytes(n_q, n_p, len(grid.candidates), len(grid.inject)),
+        budget=chunk_bytes,
+    )
     bar = None
     if progress and len(chunks) > 1:
         from tqdm import tqdm
@@ -525,12 +506,11 @@ def sweep_chunks(
         # disable=None: tqdm stays quiet when stderr is not a terminal (CI logs, papermill)
         bar = tqdm(total=grid.size, unit="config", unit_scale=True, disable=None)
     try:
-        per_pair = len(grid.threshold) * len(grid.candidates) * len(grid.inject)
         for chunk in chunks:
             cols = _evaluate_chunk(prep, labels, grid, criteria, chunk, long, chosen)
-            yield _frame(cols, grid, _first_row(grid, chunk), long)
+            yield _frame(cols, grid, first_row(grid, chunk), long)
             if bar is not None:
-                bar.update(chunk.pairs() * per_pair)
+                bar.update(chunk.rows(grid))
     finally:
         if bar is not None:
             bar.close()
@@ -544,7 +524,7 @@ def sweep(
     criteria: tuple[crit.Criterion, ...] | None = None,
     *,
     long: bool = False,
-    chunk_rows: int = 1 << 20,
+    chunk_rows: int | None = None,
     metrics: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Every configuration of the grid: one row each (or one per configuration and question).

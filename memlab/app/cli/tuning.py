@@ -223,28 +223,32 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             for frame in sweep_chunks(raw, ages, labels, grid, criteria, long=True, progress=progress):
                 out.write(frame)
     elapsed = time.perf_counter() - t0
+    say = sys.stderr if args.output == "-" else sys.stdout  # -o -: the table owns stdout
     axes = " x ".join(
         f"{n} {a}"
         for a, n in zip(("bonus", "tau", "threshold", "candidates", "inject"), grid.shape, strict=True)
     )
     print(
         f"grid: {axes} = {total:,} configurations, {len(dataset.questions)} questions, "
-        f"swept in {elapsed:.2f} s"
+        f"swept in {elapsed:.2f} s",
+        file=say,
     )
     if args.output:
-        print(f"wrote {args.output} ({args.format}{', long form' if args.long else ''})")
+        print(f"wrote {args.output} ({args.format}{', long form' if args.long else ''})", file=say)
     share = f" ({n_feasible / total:.1%})" if total else ""
-    print(f"feasible: {n_feasible:,} of {total:,}{share}")
+    print(f"feasible: {n_feasible:,} of {total:,}{share}", file=say)
     if chosen.empty:
         print(
-            f"chosen ({args.select}): none: no configuration satisfies {', '.join(c.name for c in criteria)}"
+            f"chosen ({args.select}): none: no configuration satisfies {', '.join(c.name for c in criteria)}",
+            file=say,
         )
         return 0
     row = chosen.iloc[0].to_dict()
-    print(f"chosen ({args.select}): {describe_row(row, criteria)}")
+    print(f"chosen ({args.select}): {describe_row(row, criteria)}", file=say)
     print(
         f"injections at the choice: stale {int(row.get('stale_injected', 0))}, "
-        f"wrong {int(row.get('wrong_injected', 0))}, on no-hit questions {int(row.get('injected_nohit', 0))}"
+        f"wrong {int(row.get('wrong_injected', 0))}, on no-hit questions {int(row.get('injected_nohit', 0))}",
+        file=say,
     )
     flag = {"bonus": "--bonus", "tau_days": "--tau", "threshold": "--threshold"}
     for axis, side, value in grid.edges(row):

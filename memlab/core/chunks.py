@@ -1,0 +1,97 @@
+"""How a sweep splits its grid into chunks of consecutive configurations that fit a memory budget.
+
+A chunk's working memory grows with questions x candidates x configurations (``row_bytes``,
+``pair_bytes``); ``plan_chunks`` picks boxes of the (bonus, tau, threshold) axes that stay within
+the budget, down to a range of thresholds of one (bonus, tau) pair, so the peak memory of a sweep
+does not grow with the size of its grid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memlab.core.grid import Grid
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A box of the (bonus, tau, threshold) axes whose configurations are consecutive rows:
+    whole tau rows of several bonus values, or a range of taus of one bonus, or a range of
+    thresholds of one (bonus, tau) pair (every candidates and inject value each time)."""
+
+    b0: int
+    b1: int
+    t0: int
+    t1: int
+    h0: int = 0
+    h1: int | None = None  # None: every threshold
+
+    def pairs(self) -> int:
+        return (self.b1 - self.b0) * (self.t1 - self.t0)
+
+    def rows(self, grid: Grid) -> int:
+        n_h = len(grid.threshold) if self.h1 is None else self.h1 - self.h0
+        return self.pairs() * n_h * len(grid.candidates) * len(grid.inject)
+
+
+def first_row(grid: Grid, chunk: Chunk) -> int:
+    per_threshold = len(grid.candidates) * len(grid.inject)
+    per_pair = len(grid.threshold) * per_threshold
+    return (chunk.b0 * len(grid.tau_days) + chunk.t0) * per_pair + chunk.h0 * per_threshold
+
+
+CHUNK_BYTES = 256 << 20  # the working memory a chunk of the sweep may take, about
+
+
+def row_bytes(n_questions: int, n_tracked: int, n_columns: int, long: bool = False) -> int:
+    """Working bytes per configuration of a chunk, about: the arrays shaped (configuration,
+    question) (floats, flags and counts, several at a time while the criteria are checked),
+    the tracked memories' injections, and the output columns (twice: the columns, then the
+    DataFrame). Measured with tracemalloc (benchmarks/bench_sweep_memory.py) and rounded up."""
+    per_q = 64 * n_questions if not long else 256 * n_questions
+    return per_q + 8 * n_tracked + 16 * n_columns
+
+
+def pair_bytes(n_questions: int, n_positions: int, n_candidates: int, n_inject: int) -> int:
+    """Working bytes per (bonus, tau) pair, whatever the thresholds: the final scores at every
+    candidate position for every candidates value, and the top-inject scores."""
+    return 8 * n_questions * (n_positions * (n_candidates + 2) + n_inject * n_candidates)
+
+
+def plan_chunks(
+    grid: Grid,
+    chunk_rows: int | None = None,
+    *,
+    row_cost: int = 0,
+    pair_cost: int = 0,
+    budget: int = CHUNK_BYTES,
+) -> list[Chunk]:
+    """Boxes of consecutive rows, each within ``budget`` bytes: a chunk of ``r`` configurations
+    over ``p`` (bonus, tau) pairs costs ``r * row_cost + p * pair_cost`` (``row_bytes``,
+    ``pair_bytes``). ``chunk_rows``, when given, also caps the configurations of a chunk.
+    Several bonus values with every tau; when one bonus row alone is too large, a range of
+    taus; when one (bonus, tau) pair is, a range of its thresholds."""
+    per_threshold = len(grid.candidates) * len(grid.inject)
+    n_h = len(grid.threshold)
+    per_pair = n_h * per_threshold
+    n_b, n_t = len(grid.bonus), len(grid.tau_days)
+    cost = per_pair * row_cost + pair_cost
+    pairs = budget // cost if cost else n_b * n_t
+    if chunk_rows is not None:
+        pairs = min(pairs, chunk_rows // per_pair)
+    if pairs >= n_t:
+        step = pairs // n_t
+        return [Chunk(b, min(b + step, n_b), 0, n_t) for b in range(0, n_b, step)]
+    if pairs >= 1:
+        return [Chunk(b, b + 1, t, min(t + pairs, n_t)) for b in range(n_b) for t in range(0, n_t, pairs)]
+    # one (bonus, tau) pair is too large: a range of its thresholds per chunk
+    step = (budget - pair_cost) // (per_threshold * row_cost) if row_cost else n_h
+    if chunk_rows is not None:
+        step = min(step, chunk_rows // per_threshold)
+    step = max(1, step)
+    return [
+        Chunk(b, b + 1, t, t + 1, h, min(h + step, n_h))
+        for b in range(n_b)
+        for t in range(n_t)
+        for h in range(0, n_h, step)
+    ]
