@@ -164,7 +164,7 @@ def test_feasible_empty_region(capsys):
         ),
         (
             ["feasible", "--source", "published", "--tau", "0"],
-            "memlab: error: --tau: values must be > 0, got 0\n",
+            "memlab: error: tau_days: expected a finite number > 0, got 0\n",
         ),
     ],
 )

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from memlab.core.errors import InputError, MissingFileError
+from memlab.core.errors import InputError, MissingFileError, UnreachableError
 from memlab.core.files import write_folder_atomically
 from memlab.datasets.model import DatasetError, parse_datetime
 
@@ -30,6 +30,24 @@ def _parse_date(value: Any) -> datetime:
 
         return datetime.fromtimestamp(float(value), tz=UTC)
     return parse_datetime(value)
+
+
+def open_client(path: str | None = None, url: str | None = None):
+    """A Qdrant client: on a server (``url``, asked once that it answers, else one line naming the
+    URL), a local folder (``path``) or in memory."""
+    from qdrant_client import QdrantClient
+    from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+    if not url:
+        return QdrantClient(path=path) if path else QdrantClient(":memory:")
+    client = QdrantClient(url=url)
+    try:
+        client.get_collections()
+    except (ResponseHandlingException, UnexpectedResponse) as e:
+        client.close()
+        reason = getattr(e, "source", None) or e
+        raise UnreachableError(f"cannot reach a Qdrant server at {url}: {reason}") from None
+    return client
 
 
 def import_qdrant(
@@ -47,14 +65,12 @@ def import_qdrant(
     language: str = "en",
     progress: bool = False,
 ) -> Path:
-    from qdrant_client import QdrantClient
-
     if bool(path) == bool(url):
         raise InputError("give exactly one of --path (local Qdrant folder) or --url (Qdrant server)")
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} exists and is not empty: choose a new folder")
-    client = QdrantClient(path=path) if path else QdrantClient(url=url)
+    client = open_client(path=path, url=url)
     try:
         if not client.collection_exists(collection):
             names = ", ".join(sorted(c.name for c in client.get_collections().collections)) or "none"

@@ -22,11 +22,12 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 import numpy as np
-from qdrant_client import QdrantClient, models
+from qdrant_client import models
 
 from memlab.core.errors import InputError
 from memlab.core.spec import SECONDS_PER_DAY, RetrievalSpec
 from memlab.datasets.model import Dataset
+from memlab.datasets.qdrant_import import open_client
 
 DATE_FIELD = "date"
 KEYWORD_VECTOR = "bm25"  # the sparse vector holding each memory's BM25 term weights
@@ -108,12 +109,7 @@ class MemoryStore:
     ):
         if path and url:
             raise InputError("give either a Qdrant path (local mode on disk) or a url, not both")
-        if url:
-            self.client = QdrantClient(url=url)
-        elif path:
-            self.client = QdrantClient(path=path)
-        else:
-            self.client = QdrantClient(":memory:")
+        self.client = open_client(path=path, url=url)
         self.collection = collection
         self.dim = dim
         # a server's HNSW index is approximate: memlab's measurements ask it for exact search

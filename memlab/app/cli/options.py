@@ -96,9 +96,7 @@ def add_output_options(p: argparse.ArgumentParser, formats: Sequence[str]) -> No
     p.add_argument(
         "--format", choices=list(formats), default=formats[0], help="output format (default: %(default)s)"
     )
-    p.add_argument(
-        "-o", "--output", default=None, help="write to this file instead of stdout (- for stdout)"
-    )
+    p.add_argument("-o", "--output", default=None, help="write to this file instead of stdout (- for stdout)")
 
 
 def spec_from(args: argparse.Namespace) -> RetrievalSpec:

@@ -20,7 +20,6 @@ from memlab.app.cli.options import (
     spec_from,
     spec_line,
 )
-from memlab.core.errors import InputError
 from memlab.core.selection import SELECTION_RULES
 from memlab.core.spec import RetrievalSpec
 from memlab.datasets.model import DEFAULT_DATASET, load_dataset
@@ -262,11 +261,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def cmd_feasible(args: argparse.Namespace) -> int:
     from memlab.core.feasible import feasible_bonus, intervals_json, intervals_text
-    from memlab.core.grid import parse_axis
+    from memlab.core.grid import Grid, parse_axis
     from memlab.core.labels import Labels
 
-    taus = parse_axis(args.tau, "tau")
-    thresholds = parse_axis(args.threshold, "threshold")
+    # the grid checks every value, as for a sweep (bonus is what feasible solves for)
+    grid = Grid(
+        tau_days=parse_axis(args.tau, "tau"),
+        threshold=parse_axis(args.threshold, "threshold"),
+        candidates=(args.candidates,),
+        inject=(args.inject,),
+    )
     dataset = load_dataset(args.dataset)
     criteria = criteria_from(args, dataset)
     scores = scores_from(args, dataset)
@@ -274,10 +278,8 @@ def cmd_feasible(args: argparse.Namespace) -> int:
     raw = scores.retrievable(dataset)
     labels = Labels.from_dataset(dataset)
     rows = []
-    for tau in taus:
-        if tau <= 0:
-            raise InputError(f"--tau: values must be > 0, got {tau:g}")
-        for thr in thresholds:
+    for tau in grid.tau_days:
+        for thr in grid.threshold:
             region = feasible_bonus(
                 raw,
                 ages,
