@@ -164,3 +164,70 @@ def test_console_script_evaluates_embedded(tmp_path, cache_dir, embedded):
     raws = [round(c["raw"], 6) for c in c1["candidates"]]
     ids = [c["memory"] for c in c1["candidates"]]
     assert raws == [round(embedded.row("C1")[int(m[1:]) - 1], 6) for m in ids]
+
+
+def test_version_and_the_datasets_command(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out == "memlab 0.1.0\n"
+    assert main(["datasets", "--format", "json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert (rows["seed16"]["where"], rows["seed16"]["memories"], rows["seed16"]["questions"]) == (
+        "packaged",
+        16,
+        10,
+    )
+    assert rows["seed16"]["kinds"] == {"hit": 4, "contradiction": 2, "nohit": 4}
+
+
+def test_every_option_has_help_text():
+    import argparse
+
+    from memlab.app.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    missing = [
+        f"{name} {' / '.join(a.option_strings) or a.dest}"
+        for name, p in sub.choices.items()
+        for a in p._actions
+        if not isinstance(a, argparse._HelpAction) and not a.help
+    ]
+    assert missing == []
+
+
+def test_sweep_prints_its_choice_ready_to_paste(capsys):
+    argv = [
+        "sweep",
+        "--source",
+        "published",
+        "--bonus",
+        "0:0.1:0.005",
+        "--tau",
+        "7:30:1",
+        "--threshold",
+        "0.45",
+    ]
+    assert main([*argv, "--print-choice", "flags"]) == 0
+    flags = capsys.readouterr().out.splitlines()[-1]
+    assert (
+        flags
+        == "--dataset seed16 --source published --lang en --bonus 0.045 --tau 15 --threshold 0.45 --candidates 8 --inject 3"
+    )
+    # the flags evaluate to the configuration the sweep chose: feasible
+    assert main(["evaluate", *flags.split()]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "feasible: yes"
+    assert main([*argv, "--print-choice", "yaml"]) == 0
+    yaml_text = capsys.readouterr().out.split("\n", 4)[-1]
+    import yaml
+
+    doc = yaml.safe_load(yaml_text[yaml_text.index("runs:") :])
+    assert doc["runs"][0]["parameters"] == {
+        "dataset": "seed16",
+        "source": "published",
+        "lang": "en",
+        "bonus": 0.045,
+        "tau_days": 15,
+        "threshold": 0.45,
+        "candidates": 8,
+        "inject": 3,
+    }

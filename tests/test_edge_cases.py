@@ -157,7 +157,7 @@ def test_a_failed_rerun_never_shows_the_earlier_results(tmp_path, capsys):
     good = tmp_path / "good.yaml"
     good.write_text("notebooks: [01_reproduce]\nparameters: {fig_formats: [html]}\nruns:\n  - {name: r}\n")
     bad = tmp_path / "bad.yaml"
-    bad.write_text("notebooks: [01_reproduce]\nruns:\n  - {name: r, parameters: {dataset: nope}}\n")
+    bad.write_text("notebooks: [01_reproduce]\nruns:\n  - {name: r, parameters: {dataset: daily-lunch}}\n")
     out = tmp_path / "out"
     assert main(["run", "--config", str(good), "--out", str(out)]) == 0
     assert "bonus_curve" in (out / "index.html").read_text()
@@ -165,3 +165,5 @@ def test_a_failed_rerun_never_shows_the_earlier_results(tmp_path, capsys):
     capsys.readouterr()
     assert "bonus_curve" not in (out / "index.html").read_text()
     assert not (out / "r" / "01_reproduce" / "report.json").exists()
+    assert not (out / "r" / "01_reproduce" / "figures").exists()  # no earlier figure left beside it
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out")] == []  # lock and staging gone

@@ -22,23 +22,23 @@ def test_failing_notebook_keeps_the_others_and_exits_non_zero(tmp_path, capsys):
         "parameters: {fig_formats: [html]}\n"
         "runs:\n"
         "  - {name: good, parameters: {source: published}}\n"
-        "  - {name: broken, parameters: {dataset: no-such-dataset}}\n"
+        "  - {name: broken, parameters: {source: published, dataset: daily-lunch}}\n"
         "  - {name: also-good, parameters: {source: published, bonus: 0.04}}\n"
     )
     out = tmp_path / "out"
     code = main(["run", "--config", str(batch), "--out", str(out), "-p", "tau_days=30"])
     captured = capsys.readouterr()
     assert code == 1
-    assert captured.out == f"index: {out.resolve()}/index.html\n"
+    assert captured.out == f"open in a browser: {out.resolve()}/index.html\n"
     assert "memlab: 1 of 3 notebooks failed: broken/01_reproduce" in captured.err
-    assert "[2/3] broken/01_reproduce failed in" in captured.err
+    assert "] broken/01_reproduce failed in" in captured.err
 
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "failed"
     status = {(n["run"], n["notebook"]): n for n in manifest["notebooks"]}
     assert [n["status"] for n in status.values()] == ["ok", "failed", "ok"]
     assert status["broken", "01_reproduce"]["error"].startswith(
-        "MissingFileError: no dataset 'no-such-dataset'"
+        "MissingFileError: dataset 'daily-lunch' has no published_scores.jsonl"
     )
     assert status["also-good", "01_reproduce"]["parameters"]["bonus"] == 0.04
     assert all(n["parameters"]["tau_days"] == 30 for n in status.values())  # -p applies to every run
@@ -137,3 +137,16 @@ def test_dataset_folders_are_made_absolute_before_the_notebooks_run(tmp_path):
         "benchmark_file": str(tmp_path / "external" / "locomo.json")
     }
     assert absolute_datasets({"benchmark_file": ""}, tmp_path) == {"benchmark_file": ""}
+
+
+def test_a_missing_dataset_folder_fails_before_anything_runs(tmp_path, capsys):
+    batch = tmp_path / "batch.yaml"
+    batch.write_text(
+        "notebooks: [01_reproduce]\nruns:\n  - {name: mine, parameters: {dataset: ./my-device}}\n"
+    )
+    assert main(["run", "--config", str(batch), "--out", str(tmp_path / "out")]) == 2
+    # relative to the batch file, and shown resolved
+    assert capsys.readouterr().err == (
+        f"memlab: error: {batch}: runs[1] (mine): dataset: no dataset folder {tmp_path / 'my-device'}\n"
+    )
+    assert not (tmp_path / "out").exists()

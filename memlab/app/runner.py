@@ -12,21 +12,15 @@ is non-zero at the end.
 
 from __future__ import annotations
 
-import html
-import json
-import os
 import subprocess
-import sys
-import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from memlab.app.parameters import NOTEBOOK_PARAMETERS, NOTEBOOK_USES, defaults, takers
+from memlab.app.parameters import NOTEBOOK_PARAMETERS, NOTEBOOK_USES, takers
 from memlab.core.errors import InputError, MissingFileError
-from memlab.core.files import atomic_write_text
 
 NOTEBOOKS = (
     "01_reproduce",
@@ -304,167 +298,3 @@ def check_taken(batch: Batch, overrides: dict[str, Any]) -> None:
                     f"{batch.source}: run {run.name!r}: {key}: none of its notebooks "
                     f"({', '.join(notebooks)}) takes it; it is a parameter of {', '.join(takers(key))}"
                 )
-
-
-def run_batch(
-    batch: Batch,
-    out: Path,
-    overrides: dict[str, Any] | None = None,
-    notebooks_dir: Path | None = None,
-    log=print,
-) -> tuple[list[Result], Path]:
-    """Execute every (run, notebook); return the results and the path of index.html."""
-    import papermill as pm
-
-    from memlab.output.report import export_deferred
-
-    notebooks_dir = find_notebooks_dir(notebooks_dir)
-    check_taken(batch, overrides or {})
-    overrides = absolute_datasets(overrides or {}, Path.cwd(), "-p ")
-    out = out.resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    kernel = kernel_name()
-    jobs = [(r, nb) for r in batch.runs for nb in (r.notebooks or batch.notebooks)]
-    for nb in {nb for _, nb in jobs}:
-        if not (notebooks_dir / f"{nb}.ipynb").is_file():
-            raise MissingFileError(f"no notebook {nb}.ipynb in {notebooks_dir}")
-    started, t0 = now(), time.perf_counter()
-    results: list[Result] = []
-    # PNG/SVG are made once for the whole batch, after the notebooks (one kaleido browser)
-    os.environ["MEMLAB_DEFER_STATIC"] = "1"
-    try:
-        for k, (run, nb) in enumerate(jobs, start=1):
-            out_dir = out / run.name / nb
-            params = notebook_params(
-                nb, {**defaults(), **run.parameters, **(overrides or {}), "out_dir": str(out_dir)}
-            )
-            res = Result(run.name, nb, params, str(out / run.name / f"{nb}.ipynb"), str(out_dir))
-            out_dir.mkdir(parents=True, exist_ok=True)
-            (out_dir / "report.json").unlink(missing_ok=True)  # never show an earlier run's results
-            log(f"[{k}/{len(jobs)}] {run.name}/{nb} ...")
-            res.start, t1 = now(), time.perf_counter()
-            try:
-                pm.execute_notebook(
-                    str(notebooks_dir / f"{nb}.ipynb"),
-                    res.output,
-                    parameters=params,
-                    kernel_name=kernel,
-                    cwd=str(notebooks_dir),
-                    progress_bar=False,
-                    log_output=False,
-                )
-                res.status = "ok"
-            except pm.PapermillExecutionError as e:
-                res.status, res.error = "failed", f"{e.ename}: {e.evalue}"
-            except Exception as e:  # a kernel that died, a notebook that could not be read...
-                res.status, res.error = "failed", f"{type(e).__name__}: {e}"
-            res.end, res.duration_s = now(), round(time.perf_counter() - t1, 2)
-            report = Path(out_dir) / "report.json"
-            if res.status == "ok" and report.is_file():
-                res.report = json.loads(report.read_text(encoding="utf-8"))
-            log(
-                f"[{k}/{len(jobs)}] {run.name}/{nb} {res.status} in {res.duration_s:.1f} s"
-                + (f": {res.error}" if res.error else "")
-            )
-            results.append(res)
-    finally:
-        os.environ.pop("MEMLAB_DEFER_STATIC", None)
-    static_t = time.perf_counter()
-    written = export_deferred([Path(r.out_dir) for r in results if r.status == "ok"])
-    if written:
-        log(f"exported {len(written)} PNG/SVG files in {time.perf_counter() - static_t:.1f} s")
-    manifest = {
-        "memlab": versions()["memlab"],
-        "batch": batch.source,
-        "notebooks_dir": str(notebooks_dir),
-        "kernel": kernel,
-        "git_commit": git_commit(),
-        "python": sys.version.split()[0],
-        "packages": versions(),
-        "started": started,
-        "finished": now(),
-        "duration_s": round(time.perf_counter() - t0, 2),
-        "status": "ok" if all(r.status == "ok" for r in results) else "failed",
-        "notebooks": [{k: v for k, v in r.__dict__.items() if k != "report"} for r in results],
-    }
-    atomic_write_text(out / "manifest.json", json.dumps(manifest, indent=2, default=str) + "\n")
-    index = atomic_write_text(out / "index.html", render_index(manifest, results, out))
-    return results, index
-
-
-# ---------------------------------------------------------------------------------------------
-# index.html
-
-_CSS = """
-body{font-family:Arial,Helvetica,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
-h1{font-size:1.6em} h2{border-bottom:2px solid #0072B2;padding-bottom:.2em;margin-top:2em}
-h3{margin-top:1.5em} .ok{color:#009E73;font-weight:bold} .failed{color:#D55E00;font-weight:bold}
-figure{margin:1em 0} figure img{max-width:100%;border:1px solid #ddd}
-figure iframe{width:100%;height:560px;border:1px solid #ddd}
-table.data{border-collapse:collapse;font-size:.9em;margin:.5em 0}
-table.data td,table.data th{border:1px solid #ccc;padding:3px 7px;text-align:left;white-space:nowrap}
-pre{background:#f6f6f6;padding:.6em;overflow-x:auto} .meta{color:#666;font-size:.9em}
-"""
-
-
-def _table_html(path: Path, limit: int = 25) -> str:
-    import pandas as pd
-
-    df = pd.read_json(path, orient="records") if path.suffix == ".json" else pd.read_parquet(path)
-    more = f"<p class='meta'>first {limit} of {len(df)} rows</p>" if len(df) > limit else ""
-    # wide tables scroll sideways inside the page instead of running off it
-    table = df.head(limit).to_html(classes="data", index=False, float_format=lambda v: f"{v:.4g}", border=0)
-    return f"<div style='overflow-x:auto'>{table}</div>" + more
-
-
-def render_index(manifest: dict[str, Any], results: list[Result], out: Path) -> str:
-    e = html.escape
-    parts = [
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>memlab run</title>"
-        f"<style>{_CSS}</style></head><body><h1>memlab run</h1>",
-        f"<p class='meta'>{e(manifest['started'])} · {manifest['duration_s']} s · "
-        f"status <span class='{e(manifest['status'])}'>{e(manifest['status'])}</span> · "
-        f"commit {e(str(manifest['git_commit'])[:12])} · batch {e(manifest['batch'])} · "
-        f"<a href='manifest.json'>manifest.json</a></p>",
-    ]
-    for run in dict.fromkeys(r.run for r in results):
-        parts.append(f"<h2>{e(run)}</h2>")
-        for r in (r for r in results if r.run == run):
-            rel_nb = Path(r.output).relative_to(out).as_posix()
-            parts.append(
-                f"<h3>{e(r.notebook)} <span class='{e(r.status)}'>{e(r.status)}</span></h3>"
-                f"<p class='meta'><a href='{e(rel_nb)}'>executed notebook</a> · {r.duration_s} s</p>"
-            )
-            if r.error:
-                parts.append(f"<pre>{e(r.error)}</pre>")
-            base = Path(r.out_dir)
-            for entry in r.report.get("entries", []):
-                rel = base.relative_to(out).as_posix()
-                if entry["type"] == "figure":
-                    png = base / "figures" / f"{entry['name']}.png"
-                    page = f"{rel}/figures/{entry['name']}.html"
-                    body = (
-                        f"<img src='{e(rel)}/figures/{e(entry['name'])}.png' alt='{e(entry['caption'])}'>"
-                        if png.is_file()
-                        else f"<iframe src='{e(page)}' loading='lazy'></iframe>"
-                    )
-                    parts.append(
-                        f"<figure>{body}<figcaption>{e(entry['caption'])} · "
-                        f"<a href='{e(page)}'>interactive</a></figcaption></figure>"
-                    )
-                elif entry["type"] == "table":
-                    files = " · ".join(
-                        f"<a href='{e(rel)}/{e(f)}'>{e(Path(f).suffix[1:])}</a>" for f in entry["files"]
-                    )
-                    json_file = next((base / f for f in entry["files"] if f.endswith(".json")), None)
-                    table = _table_html(json_file) if json_file and json_file.is_file() else ""
-                    parts.append(
-                        f"<h4>{e(entry['caption'] or entry['name'])}</h4>{table}<p class='meta'>{files}</p>"
-                    )
-                elif entry["type"] == "value":
-                    parts.append(
-                        f"<h4>{e(entry['caption'] or entry['name'])}</h4>"
-                        f"<pre>{e(json.dumps(entry['value'], indent=1, default=str))}</pre>"
-                    )
-    parts.append("</body></html>")
-    return "\n".join(parts)

@@ -16,10 +16,22 @@ from memlab.datasets.model import DatasetError
 GROUPS = (tuning, studies, calibrate, data, run)
 
 
+def package_version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("memlab")
+    except metadata.PackageNotFoundError:  # run from a source tree that is not installed
+        from memlab import __version__
+
+        return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="memlab", description="Measure and tune how an agent's long-term memory is recalled."
     )
+    parser.add_argument("--version", action="version", version=f"memlab {package_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for group in GROUPS:
         for command in group.COMMANDS:

@@ -217,7 +217,7 @@ def add_calibrate_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--dataset", default=DEFAULT_DATASET, help="dataset name or folder (default: %(default)s)")
     g.add_argument("--qdrant-path", default=None, help="local Qdrant folder holding --collection")
     g.add_argument("--qdrant-url", default=None, help="Qdrant server holding --collection")
-    g.add_argument("--collection", default=None)
+    g.add_argument("--collection", default=None, help="the Qdrant collection holding the memories")
     g.add_argument("--date-field", default=None, help="payload field with the memory's date")
     g.add_argument("--text-field", default=None, help="payload field with the memory's text")
     g.add_argument("--vector-name", default=None, help="which named vector (if the collection has several)")

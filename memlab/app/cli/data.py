@@ -8,12 +8,10 @@ import json
 import sys
 from pathlib import Path
 
-from memlab.app.cli.options import (
-    Command,
-)
+from memlab.app.cli.options import Command, add_output_options, emit
 from memlab.core.errors import InputError
 from memlab.core.labels import QUESTION_KINDS
-from memlab.datasets.model import DEFAULT_DATASET, load_dataset
+from memlab.datasets.model import DEFAULT_DATASET, DatasetError, load_dataset
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -126,6 +124,48 @@ def cmd_timeparse(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_datasets(args: argparse.Namespace) -> int:
+    from memlab.datasets.model import packaged_datasets, user_datasets
+
+    rows = [("packaged", name) for name in packaged_datasets()] + [("data/", str(d)) for d in user_datasets()]
+    out = []
+    for where, ref in rows:
+        try:
+            ds = load_dataset(ref)
+        except DatasetError as e:
+            out.append({"name": Path(ref).name, "where": where, "path": ref, "problems": len(e.problems)})
+            continue
+        kinds = [q.kind for q in ds.questions]
+        out.append(
+            {
+                "name": ds.name,
+                "where": where,
+                "path": str(ds.path),
+                "memories": len(ds.memories),
+                "questions": len(ds.questions),
+                "kinds": {k: kinds.count(k) for k in QUESTION_KINDS if k in kinds},
+                "languages": list(ds.languages),
+                "reference_date": f"{ds.reference_date:%Y-%m-%d}",
+            }
+        )
+    if args.format == "json":
+        emit(json.dumps(out, indent=2, ensure_ascii=False), args.output)
+        return 0
+    lines = [f"{'name':<20} {'where':<9} {'memories':>8} {'questions':>9}  languages  kinds"]
+    for r in out:
+        if "problems" in r:
+            problems = f"invalid: {r['problems']} problems (memlab validate {r['path']})"
+            lines.append(f"{r['name']:<20} {r['where']:<9} {problems}")
+            continue
+        kinds = ", ".join(f"{n} {k}" for k, n in r["kinds"].items())
+        lines.append(
+            f"{r['name']:<20} {r['where']:<9} {r['memories']:>8} {r['questions']:>9}  "
+            f"{','.join(r['languages']):<9}  {kinds}"
+        )
+    emit("\n".join(lines), args.output)
+    return 0
+
+
 # arguments: each command declares its own
 
 
@@ -137,7 +177,7 @@ def add_import_qdrant_arguments(p: argparse.ArgumentParser) -> None:
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--path", help="local Qdrant folder")
     where.add_argument("--url", help="Qdrant server URL")
-    p.add_argument("--collection", required=True)
+    p.add_argument("--collection", required=True, help="the Qdrant collection holding the memories")
     p.add_argument("--date-field", required=True, help="payload field with the memory's date")
     p.add_argument("--text-field", required=True, help="payload field with the memory's text")
     p.add_argument("--vector-name", default=None, help="which named vector (if the collection has several)")
@@ -146,7 +186,9 @@ def add_import_qdrant_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--questions", default=None, help="questions.jsonl to include")
     p.add_argument("--reference-date", default=None, help="default: the newest memory's date")
-    p.add_argument("--language", default="en")
+    p.add_argument(
+        "--language", default="en", help="language of the stored texts, e.g. en or ja (default: %(default)s)"
+    )
     p.add_argument(
         "-o",
         "--output",
@@ -185,7 +227,7 @@ def add_import_locomo_arguments(p: argparse.ArgumentParser) -> None:
 def add_generate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("generator", choices=["daily-lunch"], help="which dataset to generate")
     p.add_argument("output", help="new dataset folder (must not exist, or be empty)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the generator (default: %(default)s)")
     p.add_argument(
         "--days",
         type=int,
@@ -200,7 +242,17 @@ def add_timeparse_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ref", default=None, help="reference date (default: the seed's 2026-09-10)")
 
 
+def add_datasets_arguments(p: argparse.ArgumentParser) -> None:
+    add_output_options(p, ["table", "json"])
+
+
 COMMANDS = (
+    Command(
+        "datasets",
+        "the datasets --dataset can name: packaged, and under data/",
+        add_datasets_arguments,
+        cmd_datasets,
+    ),
     Command(
         "validate",
         "check a dataset folder; every problem as file:line: field: problem",

@@ -14,7 +14,8 @@ from memlab.app.cli.options import (
 def cmd_run(args: argparse.Namespace) -> int:
     from datetime import datetime
 
-    from memlab.app.runner import load_batch, parse_overrides, run_batch
+    from memlab.app.execution import run_batch
+    from memlab.app.runner import load_batch, parse_overrides
 
     batch = load_batch(args.config)
     overrides = parse_overrides(args.param or [])
@@ -23,14 +24,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     def log(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    results, index = run_batch(batch, out, overrides, args.notebooks, log=log)
+    results, index = run_batch(batch, out, overrides, args.notebooks, log=log, jobs=args.jobs)
     if not args.out:  # results/latest points at the newest default run
         latest = out.parent / "latest"
         if latest.is_symlink() or not latest.exists():
             latest.unlink(missing_ok=True)
             latest.symlink_to(out.name)
     failed = [f"{r.run}/{r.notebook}" for r in results if r.status != "ok"]
-    print(f"index: {index}")
+    latest = " (results/latest/index.html is the newest default run)" if not args.out else ""
+    print(f"open in a browser: {index}{latest}")
     if failed:
         print(
             f"memlab: {len(failed)} of {len(results)} notebooks failed: {', '.join(failed)}", file=sys.stderr
@@ -53,6 +55,12 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
         help="override a notebook parameter in every run (repeatable)",
     )
     p.add_argument("--notebooks", default=None, help="folder holding the notebooks (default: ./notebooks)")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="notebooks run at once, one kernel each (default: the number of cores)",
+    )
 
 
 COMMANDS = (

@@ -324,7 +324,7 @@ def add_robustness_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--boot", type=int, default=200, help="bootstrap resamples of each kind (default: %(default)s)"
     )
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the resamples (default: %(default)s)")
     p.add_argument(
         "--criteria", default=None, help="YAML file declaring criteria (default: the seed's a, b, c)"
     )

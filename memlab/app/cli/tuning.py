@@ -249,6 +249,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         f"wrong {int(row.get('wrong_injected', 0))}, on no-hit questions {int(row.get('injected_nohit', 0))}",
         file=say,
     )
+    if args.print_choice != "line":
+        from memlab.app.panel import batch_yaml, cli_flags, dataset_reference
+
+        spec = RetrievalSpec(
+            candidates=int(row["candidates"]),
+            inject=int(row["inject"]),
+            threshold=float(row["threshold"]),
+            bonus=float(row["bonus"]),
+            tau_days=float(row["tau_days"]),
+        )
+        make = batch_yaml if args.print_choice == "yaml" else cli_flags
+        print(make(dataset_reference(dataset), args.source, args.lang, spec).rstrip("\n"))
     flag = {"bonus": "--bonus", "tau_days": "--tau", "threshold": "--threshold"}
     for axis, side, value in grid.edges(row):
         print(
@@ -346,10 +358,17 @@ def add_spec_arguments(p: argparse.ArgumentParser) -> None:
     add_spec_options(p)
     p.add_argument("--dataset", default=DEFAULT_DATASET, help="dataset (for its reference date)")
     p.add_argument("--question", default=None, help="embed this question as the prefetch vector")
-    p.add_argument("--lang", default="en")
-    p.add_argument("--model", default=None)
-    p.add_argument("--truncate-dim", type=int, default=None)
-    p.add_argument("--cache-dir", default=None)
+    p.add_argument("--lang", default="en", help="language of --question's text: en or ja (default: en)")
+    p.add_argument("--model", default=None, help="embedding model for --question (default: the packaged one)")
+    p.add_argument(
+        "--truncate-dim",
+        type=int,
+        default=None,
+        help="truncate the question's embedding to this many dimensions",
+    )
+    p.add_argument(
+        "--cache-dir", default=None, help="embedding cache (default: $MEMLAB_CACHE_DIR or ~/.cache/memlab)"
+    )
     add_output_options(p, ["qdrant-json", "json", "table"])
 
 
@@ -369,6 +388,13 @@ def add_sweep_arguments(p: argparse.ArgumentParser) -> None:
         choices=list(SELECTION_RULES),
         default="smallest-bonus",
         help="selection rule (default: %(default)s)",
+    )
+    p.add_argument(
+        "--print-choice",
+        choices=["line", "yaml", "flags"],
+        default="line",
+        help="print the chosen configuration as a line, as batch YAML or as CLI flags, ready to paste "
+        "(default: %(default)s)",
     )
     p.add_argument("--long", action="store_true", help="write one row per configuration and question")
     p.add_argument(

@@ -54,15 +54,25 @@ def plotly_js_path() -> Path:
     return Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 
 
+SHARED_PLOTLY_JS = "MEMLAB_PLOTLY_JS"  # set by `memlab run`: one plotly.min.js per results folder
+
+
 def write_html(fig: go.Figure, path: Path) -> Path:
-    """Offline HTML: plotly.min.js is copied beside the page and loaded from there."""
-    js = path.parent / "plotly.min.js"
+    """Offline HTML: plotly.min.js is loaded from a local copy, never a CDN. Under ``memlab run``
+    every figure of the results folder shares one copy (``$MEMLAB_PLOTLY_JS``, linked by a
+    relative path, so the folder can move); otherwise it is copied beside the page."""
+    shared = os.environ.get(SHARED_PLOTLY_JS)
+    js = Path(shared) if shared else path.parent / "plotly.min.js"
     if not js.is_file():
-        path.parent.mkdir(parents=True, exist_ok=True)
+        js.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(js, plotly_js_path().read_bytes())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    src = os.path.relpath(js, path.parent.resolve()) if shared else "plotly.min.js"
     html = fig.to_html(
-        include_plotlyjs="directory", full_html=True, include_mathjax=False, config={"displaylogo": False}
+        include_plotlyjs=False, full_html=True, include_mathjax=False, config={"displaylogo": False}
     )
+    tag = f'<script charset="utf-8" src="{Path(src).as_posix()}"></script>'
+    html = html.replace("<head>", f"<head>{tag}", 1) if "<head>" in html else tag + html
     return atomic_write_text(path, html)
 
 

@@ -1,0 +1,330 @@
+"""Executing a batch: notebooks in parallel kernels, into a staging folder swapped in at the end.
+
+Guarantees, whatever happens to the process:
+
+- one ``memlab run`` owns a results folder at a time: a lock file beside it holds the owner's
+  pid; a second run names the owner and stops; a lock whose process is dead is taken over, and
+  the log says so;
+- results are written to ``.<name>.staging-<pid>`` beside the folder and swapped in at the end
+  with one atomic exchange (``renameat2(RENAME_EXCHANGE)``): a run killed at any point leaves the
+  earlier results or the new ones, never a mix; what a dead run left behind is removed by the next;
+- kernels die with their runner: each worker process asks the kernel to die when its parent
+  does (``PR_SET_PDEATHSIG``) and kills its process group on SIGTERM;
+- a kernel that dies while starting is started once more, and the log says so;
+- kernels talk over IPC sockets in a private folder (no "running over TCP" warning).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import ctypes
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from memlab.app.runner import Batch, Result, git_commit, kernel_name, now, versions
+from memlab.core.errors import InputError, MissingFileError
+from memlab.core.files import atomic_write_text
+
+RENAME_EXCHANGE = 2
+PR_SET_PDEATHSIG = 1
+STARTUP_ERRORS = ("Kernel died before replying to kernel_info", "Kernel didn't respond")
+
+
+# ---------------------------------------------------------------------------------------------
+# owning a results folder
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, someone else's
+        return True
+    return True
+
+
+def lock_path(out: Path) -> Path:
+    return out.parent / f".{out.name}.lock"
+
+
+def acquire(out: Path, log) -> Path:
+    """Create the lock beside ``out``; a live owner is an error, a dead one is taken over."""
+    lock = lock_path(out)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    for _ in range(2):
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            try:
+                owner = json.loads(lock.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                owner = {"pid": -1}
+            if owner.get("pid", -1) > 0 and pid_alive(owner["pid"]):
+                raise InputError(
+                    f"{out} is being written by another memlab run (pid {owner['pid']}, "
+                    f"since {owner.get('started', '?')}); wait for it or choose another --out"
+                ) from None
+            log(f"took over the lock of a memlab run that is gone (pid {owner.get('pid')}): {lock}")
+            lock.unlink(missing_ok=True)
+            continue
+        with os.fdopen(fd, "w") as fh:
+            json.dump({"pid": os.getpid(), "started": now()}, fh)
+        return lock
+    raise InputError(f"could not take the lock {lock}")
+
+
+def clean_leftovers(out: Path) -> None:
+    """Remove the staging folders of runs into ``out`` whose process is gone."""
+    for d in out.parent.glob(f".{out.name}.staging-*"):
+        pid = d.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not pid_alive(int(pid)):
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def swap_in(staging: Path, out: Path) -> None:
+    """Make ``staging`` the results folder in one atomic step; the old one is removed after."""
+    if not out.exists():
+        os.rename(staging, out)
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    at_fdcwd = -100
+    if (
+        renameat2 is not None
+        and renameat2(at_fdcwd, bytes(staging), at_fdcwd, bytes(out), RENAME_EXCHANGE) == 0
+    ):
+        shutil.rmtree(staging, ignore_errors=True)  # now holds the old results
+        return
+    # no atomic exchange here: move the old folder aside first, so no mix is ever in place
+    aside = out.parent / f".{out.name}.old-{os.getpid()}"
+    os.rename(out, aside)
+    os.rename(staging, out)
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# one notebook, in a worker process
+
+
+def _die_with_parent() -> None:
+    """Worker start-up: die when the runner dies, and take the kernels along."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    os.setpgrp()  # the worker and its kernels: one group to kill
+
+    def kill_group(signum, frame):
+        os.killpg(0, signal.SIGKILL)
+
+    signal.signal(signal.SIGTERM, kill_group)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner handles ^C for the whole batch
+
+
+def execute(job: dict[str, Any]) -> dict[str, Any]:
+    """Run one notebook; a kernel that dies while starting gets one more try."""
+    import papermill as pm
+    from traitlets.config import Config
+
+    out: dict[str, Any] = {"start": now(), "status": "ok", "error": None, "retried": False}
+    t0 = time.perf_counter()
+    ipc = tempfile.mkdtemp(prefix="memlab-ipc-")
+    config = Config()
+    config.KernelManager.transport = "ipc"
+    config.KernelManager.ip = os.path.join(ipc, "kernel")
+    os.environ.update(job["env"])
+    try:
+        for attempt in (1, 2):
+            try:
+                pm.execute_notebook(
+                    job["input"],
+                    job["output"],
+                    parameters=job["parameters"],
+                    kernel_name=job["kernel"],
+                    cwd=job["cwd"],
+                    progress_bar=False,
+                    log_output=False,
+                    config=config,
+                )
+                break
+            except pm.PapermillExecutionError as e:
+                out["status"], out["error"] = "failed", f"{e.ename}: {e.evalue}"
+                break
+            except Exception as e:  # a kernel that died, a notebook that could not be read...
+                if attempt == 1 and any(s in str(e) for s in STARTUP_ERRORS):
+                    out["retried"] = True
+                    continue
+                out["status"], out["error"] = "failed", f"{type(e).__name__}: {e}"
+                break
+    finally:
+        shutil.rmtree(ipc, ignore_errors=True)
+    out["end"], out["duration_s"] = now(), round(time.perf_counter() - t0, 2)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the batch
+
+
+def default_jobs() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
+def run_batch(
+    batch: Batch,
+    out: Path,
+    overrides: dict[str, Any] | None = None,
+    notebooks_dir: Path | None = None,
+    log=print,
+    jobs: int | None = None,
+) -> tuple[list[Result], Path]:
+    """Execute every (run, notebook) with ``jobs`` kernels at a time; results in batch order.
+    Returns the results and the path of index.html."""
+    from memlab.app.parameters import defaults
+    from memlab.app.runner import absolute_datasets, check_taken, find_notebooks_dir, notebook_params
+    from memlab.output.figures.export import SHARED_PLOTLY_JS
+    from memlab.output.index_page import render_index
+    from memlab.output.report import export_deferred
+
+    notebooks_dir = find_notebooks_dir(notebooks_dir)
+    check_taken(batch, overrides or {})
+    overrides = absolute_datasets(overrides or {}, Path.cwd(), "-p ")
+    jobs = default_jobs() if jobs is None else jobs
+    if jobs < 1:
+        raise InputError(f"--jobs: expected a whole number >= 1, got {jobs}")
+    out = out.resolve()
+    pairs = [(r, nb) for r in batch.runs for nb in (r.notebooks or batch.notebooks)]
+    for nb in dict.fromkeys(nb for _, nb in pairs):
+        if not (notebooks_dir / f"{nb}.ipynb").is_file():
+            raise MissingFileError(f"no notebook {nb}.ipynb in {notebooks_dir}")
+
+    lock = acquire(out, log)
+    staging = out.parent / f".{out.name}.staging-{os.getpid()}"
+    pool: cf.ProcessPoolExecutor | None = None
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        clean_leftovers(out)
+        staging.mkdir(parents=True)
+        env = {"MEMLAB_DEFER_STATIC": "1", SHARED_PLOTLY_JS: str(staging / "plotly.min.js")}
+        kernel = kernel_name()
+        started, t0 = now(), time.perf_counter()
+        results: list[Result] = []
+        tasks = []
+        for run, nb in pairs:
+            out_dir = staging / run.name / nb
+            out_dir.mkdir(parents=True, exist_ok=True)
+            params = notebook_params(
+                nb, {**defaults(), **run.parameters, **overrides, "out_dir": str(out_dir)}
+            )
+            results.append(Result(run.name, nb, params, str(out_dir.parent / f"{nb}.ipynb"), str(out_dir)))
+            tasks.append(
+                {
+                    "input": str(notebooks_dir / f"{nb}.ipynb"),
+                    "output": results[-1].output,
+                    "parameters": params,
+                    "kernel": kernel,
+                    "cwd": str(notebooks_dir),
+                    "env": env,
+                }
+            )
+        log(f"{len(tasks)} notebooks, {min(jobs, len(tasks))} at a time, into {out}")
+        pool = cf.ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), initializer=_die_with_parent)
+        futures = {pool.submit(execute, t): i for i, t in enumerate(tasks)}
+        for done, future in enumerate(cf.as_completed(futures), start=1):
+            i = futures[future]
+            res = results[i]
+            res.__dict__.update(future.result())
+            running = [f"{results[j].run}/{results[j].notebook}" for f, j in futures.items() if f.running()]
+            report = Path(res.out_dir) / "report.json"
+            if res.status == "ok" and report.is_file():
+                res.report = json.loads(report.read_text(encoding="utf-8"))
+            if res.status != "ok":  # a failed notebook shows nothing the manifest cannot vouch for
+                shutil.rmtree(res.out_dir, ignore_errors=True)
+                Path(res.out_dir).mkdir(parents=True)
+            queued = len(tasks) - done - len(running)
+            left = (f"; running {', '.join(running)}" if running else "") + (
+                f"; {queued} queued" if queued else ""
+            )
+            note = " (its kernel died while starting: retried once)" if res.__dict__.get("retried") else ""
+            log(
+                f"[{done}/{len(tasks)}] {res.run}/{res.notebook} {res.status} in {res.duration_s:.1f} s"
+                + note
+                + (f": {res.error}" if res.error else "")
+                + left
+            )
+        pool.shutdown()
+        pool = None
+        static_t = time.perf_counter()
+        written = export_deferred([Path(r.out_dir) for r in results if r.status == "ok"])
+        if written:
+            log(f"exported {len(written)} PNG/SVG files in {time.perf_counter() - static_t:.1f} s")
+        manifest = {
+            "memlab": versions()["memlab"],
+            "batch": batch.source,
+            "notebooks_dir": str(notebooks_dir),
+            "kernel": kernel,
+            "jobs": jobs,
+            "git_commit": git_commit(),
+            "python": sys.version.split()[0],
+            "packages": versions(),
+            "started": started,
+            "finished": now(),
+            "duration_s": round(time.perf_counter() - t0, 2),
+            "status": "ok" if all(r.status == "ok" for r in results) else "failed",
+            "notebooks": [
+                {
+                    **{k: v for k, v in r.__dict__.items() if k != "report"},
+                    **relocated(r, staging, out),
+                    "parameters": {**r.parameters, "out_dir": relocated(r, staging, out)["out_dir"]},
+                }
+                for r in results
+            ],
+        }
+        atomic_write_text(staging / "manifest.json", json.dumps(manifest, indent=2, default=str) + "\n")
+        staged = {
+            **manifest,
+            "notebooks": [
+                {**n, "output": r.output, "out_dir": r.out_dir}
+                for n, r in zip(manifest["notebooks"], results, strict=True)
+            ],
+        }
+        atomic_write_text(staging / "index.html", render_index(staged, [r.report for r in results], staging))
+        swap_in(staging, out)
+        for r in results:  # the results now live in the folder that was swapped in
+            r.__dict__.update(relocated(r, staging, out))
+        return results, out / "index.html"
+    except KeyboardInterrupt:
+        raise InputError(f"stopped: nothing in {out} was changed") from None
+    finally:
+        if pool is not None:
+            for proc in list(getattr(pool, "_processes", {}).values()):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+            pool.shutdown(wait=False, cancel_futures=True)
+        shutil.rmtree(staging, ignore_errors=True)
+        lock.unlink(missing_ok=True)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def relocated(r: Result, staging: Path, out: Path) -> dict[str, str]:
+    """A result's paths once the staging folder is the results folder."""
+    return {
+        "output": str(out / Path(r.output).relative_to(staging))
+        if r.output.startswith(str(staging))
+        else r.output,
+        "out_dir": str(out / Path(r.out_dir).relative_to(staging))
+        if r.out_dir.startswith(str(staging))
+        else r.out_dir,
+    }
