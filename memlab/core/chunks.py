@@ -8,6 +8,7 @@ does not grow with the size of its grid.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from memlab.core.grid import Grid
@@ -58,6 +59,39 @@ def pair_bytes(n_questions: int, n_positions: int, n_candidates: int, n_inject: 
     return 8 * n_questions * (n_positions * (n_candidates + 2) + n_inject * n_candidates)
 
 
+class ChunkPlan(Sequence):
+    """The chunks of a grid, generated on demand (an axis of 10^8 values plans 10^5 chunks
+    without holding them): ``step`` bonus rows, ``step`` taus of one bonus, or ``step``
+    thresholds of one (bonus, tau) pair per chunk."""
+
+    def __init__(self, mode: str, step: int, n_b: int, n_t: int, n_h: int):
+        self.mode, self.step, self.n_b, self.n_t, self.n_h = mode, step, n_b, n_t, n_h
+        per = {"bonus": n_b, "tau": n_t, "threshold": n_h}[mode]
+        self.per_row = -(-per // step)  # chunks along the split axis
+        self.outer = {"bonus": 1, "tau": n_b, "threshold": n_b * n_t}[mode]
+
+    def __len__(self) -> int:
+        return self.outer * self.per_row
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if not -len(self) <= i < len(self):
+            raise IndexError(i)
+        i %= len(self)
+        o, k = divmod(i, self.per_row)
+        lo = k * self.step
+        if self.mode == "bonus":
+            return Chunk(lo, min(lo + self.step, self.n_b), 0, self.n_t)
+        if self.mode == "tau":
+            return Chunk(o, o + 1, lo, min(lo + self.step, self.n_t))
+        b, t = divmod(o, self.n_t)
+        return Chunk(b, b + 1, t, t + 1, lo, min(lo + self.step, self.n_h))
+
+    def __iter__(self) -> Iterator[Chunk]:
+        return (self[i] for i in range(len(self)))
+
+
 def plan_chunks(
     grid: Grid,
     chunk_rows: int | None = None,
@@ -65,7 +99,7 @@ def plan_chunks(
     row_cost: int = 0,
     pair_cost: int = 0,
     budget: int = CHUNK_BYTES,
-) -> list[Chunk]:
+) -> ChunkPlan:
     """Boxes of consecutive rows, each within ``budget`` bytes: a chunk of ``r`` configurations
     over ``p`` (bonus, tau) pairs costs ``r * row_cost + p * pair_cost`` (``row_bytes``,
     ``pair_bytes``). ``chunk_rows``, when given, also caps the configurations of a chunk.
@@ -80,18 +114,11 @@ def plan_chunks(
     if chunk_rows is not None:
         pairs = min(pairs, chunk_rows // per_pair)
     if pairs >= n_t:
-        step = pairs // n_t
-        return [Chunk(b, min(b + step, n_b), 0, n_t) for b in range(0, n_b, step)]
+        return ChunkPlan("bonus", pairs // n_t, n_b, n_t, n_h)
     if pairs >= 1:
-        return [Chunk(b, b + 1, t, min(t + pairs, n_t)) for b in range(n_b) for t in range(0, n_t, pairs)]
+        return ChunkPlan("tau", pairs, n_b, n_t, n_h)
     # one (bonus, tau) pair is too large: a range of its thresholds per chunk
     step = (budget - pair_cost) // (per_threshold * row_cost) if row_cost else n_h
     if chunk_rows is not None:
         step = min(step, chunk_rows // per_threshold)
-    step = max(1, step)
-    return [
-        Chunk(b, b + 1, t, t + 1, h, min(h + step, n_h))
-        for b in range(n_b)
-        for t in range(n_t)
-        for h in range(0, n_h, step)
-    ]
+    return ChunkPlan("threshold", max(1, step), n_b, n_t, n_h)

@@ -43,7 +43,7 @@ def read_vector(path: Path, dim: int | None = None) -> np.ndarray | None:
         vec = np.load(path, allow_pickle=False)
         problem = None
     except (ValueError, OSError, EOFError) as e:  # 0 bytes, truncated, not .npy at all
-        vec, problem = None, f"unreadable ({type(e).__name__}: {e})" if str(e) else "unreadable (empty file)"
+        vec, problem = None, f"unreadable ({type(e).__name__}: {e})"
     if vec is not None:
         problem = vector_problem(vec, dim)
     if problem is not None:
