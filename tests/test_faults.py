@@ -410,7 +410,21 @@ NUMBERS = [
         ["compare", "--source", "published", "--threshold-steps", "1"],
         "threshold_steps: expected an integer >= 2, got 1",
     ),
+    (["compare", "--source", "published", "--rrf-k", "0"], "rrf_ks: expected a finite number > 0, got 0"),
+    (["robustness", "--source", "published", "--seed", "-1"], "seed: expected an integer >= 0, got -1"),
+    (["drift", "--seed", "-1"], "seed: expected an integer >= 0, got -1"),
+    (["calibrate", "--false-rate", "1"], "false_rate: expected a finite number in [0, 1), got 1"),
+    (["calibrate", "--boot", "0"], "n_boot: expected an integer >= 1, got 0"),
+    (["spec", "--question", "H1", "--truncate-dim", "0"], "truncate_dim: expected an integer >= 1, got 0"),
 ]
+
+
+def test_the_scale_study_checks_its_pool_before_embedding():
+    from memlab.studies.scale import embedded_inputs
+
+    with pytest.raises(ValueError) as e:
+        embedded_inputs(load_dataset("seed16"), 0, lang="en")
+    assert str(e.value) == "pool: expected an integer >= 1, got 0"
 
 
 @pytest.mark.parametrize(("case", "argv", "message"), HOSTILE, ids=[c for c, _, _ in HOSTILE])
@@ -419,7 +433,11 @@ def test_hostile_inputs_get_one_located_message(tmp_path, capsys, case, argv, me
     assert capsys.readouterr().err.strip() == message.format(tmp=tmp_path)
 
 
-@pytest.mark.parametrize(("argv", "message"), NUMBERS, ids=[" ".join(a[:1] + a[3:]) for a, _ in NUMBERS])
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    NUMBERS,
+    ids=[" ".join(x for x in a if x not in ("--source", "published")) for a, _ in NUMBERS],
+)
 def test_every_command_checks_numbers_alike(capsys, argv, message):
     assert main(argv) == 2
     assert capsys.readouterr().err == f"memlab: error: {message}\n"

@@ -29,17 +29,21 @@ def expected(
     minimum: float | None = None,
     above: float | None = None,
     maximum: float | None = None,
+    below: float | None = None,
 ) -> str:
-    """What the check wants, in words: ``an integer >= 1``, ``a finite number in [0, 1]``."""
+    """What the check wants, in words: ``an integer >= 1``, ``a finite number in [0, 1)``."""
     what = "an integer" if integer else "a finite number"
-    if minimum is not None and maximum is not None:
-        return f"{what} in [{shown(minimum)}, {shown(maximum)}]"
+    if minimum is not None and (maximum is not None or below is not None):
+        close = f"{shown(maximum)}]" if maximum is not None else f"{shown(below)})"
+        return f"{what} in [{shown(minimum)}, {close}"
     if above is not None:
         return f"{what} > {shown(above)}"
     if minimum is not None:
         return f"{what} >= {shown(minimum)}"
     if maximum is not None:
         return f"{what} <= {shown(maximum)}"
+    if below is not None:
+        return f"{what} < {shown(below)}"
     return what
 
 
@@ -51,9 +55,10 @@ def check_number(
     minimum: float | None = None,
     above: float | None = None,
     maximum: float | None = None,
+    below: float | None = None,
 ) -> float | int:
     """``value`` as a float (an int when ``integer``), or ``InputError``:
-    ``NAME: expected <what>, got <value>``. ``above`` is a strict lower bound."""
+    ``NAME: expected <what>, got <value>``. ``above`` and ``below`` are strict bounds."""
     ok = isinstance(value, Real) and not isinstance(value, bool)
     if ok and integer:
         ok = isinstance(value, Integral)  # 8.0 is refused: a count is written as an integer
@@ -65,7 +70,9 @@ def check_number(
             (minimum is None or x >= minimum)
             and (above is None or x > above)
             and (maximum is None or x <= maximum)
+            and (below is None or x < below)
         )
     if not ok:
-        raise InputError(f"{name}: expected {expected(integer, minimum, above, maximum)}, got {shown(value)}")
+        want = expected(integer, minimum, above, maximum, below)
+        raise InputError(f"{name}: expected {want}, got {shown(value)}")
     return int(value) if integer else float(value)  # type: ignore[arg-type]

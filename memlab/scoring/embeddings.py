@@ -26,6 +26,7 @@ import numpy as np
 
 from memlab.core.errors import EmbeddingError, InputError
 from memlab.core.files import atomic_write_bytes, atomic_write_text
+from memlab.core.numbers import check_number
 from memlab.scoring.cache import fixed_shape_batches, folder_fingerprint, read_vector
 
 # Set before sentence-transformers / transformers are imported anywhere in the process.
@@ -73,8 +74,8 @@ class Embedder:
         progress: bool = False,
         batch_size: int = 8,
     ):
-        if truncate_dim is not None and truncate_dim < 1:
-            raise InputError(f"truncate_dim must be >= 1, got {truncate_dim}")
+        if truncate_dim is not None:
+            check_number(truncate_dim, "truncate_dim", integer=True, minimum=1)
         self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self.model_path, self.model_id = resolve_model(model, self.cache_dir)
         self.truncate_dim = truncate_dim

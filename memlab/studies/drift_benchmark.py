@@ -500,6 +500,7 @@ def drift_benchmark(
     if len(held_out) == 0 or len(tune_range) == 0:
         raise InputError(f"empty seed range: held-out {held_out}, tuning {tune_range}")
     check_number(n_boot, "n_boot", integer=True, minimum=1)  # bootstrap resamples
+    check_number(seed, "seed", integer=True, minimum=0)
     budgets = sorted({int(b) for b in budgets})
     if not budgets or budgets[0] < 1:
         raise InputError(f"budgets must be positive token counts, got {budgets}")

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from memlab.core.errors import InputError
+from memlab.core.numbers import check_number
 from memlab.core.spec import RetrievalSpec, age_days, recency_weight, rescore, select_candidates
 
 # Everyday topics for a companion device's user: (subject phrases, objects, details).
@@ -205,6 +206,8 @@ def embedded_inputs(
     template distractors embedded through the cache, with the model an imported dataset records."""
     from memlab.scoring.embeddings import Embedder
 
+    check_number(pool, "pool", integer=True, minimum=1)  # real distractors
+    check_number(seed, "seed", integer=True, minimum=0)
     model = model or (dataset.vectors or {}).get("model")
     embedder = Embedder(model, truncate_dim=truncate_dim, cache_dir=cache_dir, progress=progress)
     queries = embedder.encode_queries([q.text(lang) for q in dataset.questions])

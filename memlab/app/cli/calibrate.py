@@ -89,7 +89,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     if bool(args.qdrant_path) and bool(args.qdrant_url):
         raise InputError("give one of --qdrant-path or --qdrant-url")
-    check_number(args.boot, "n_boot", integer=True, minimum=1)  # calibrate's own check, before embedding
+    # calibrate()'s own checks, made before anything is embedded
+    check_number(args.boot, "n_boot", integer=True, minimum=1)
+    check_number(args.false_rate, "false_rate", minimum=0, below=1)
     probe_set = load_probes(args.probes)
     probe_texts = probe_set.texts(args.lang)
     with tempfile.TemporaryDirectory(prefix="memlab-calibrate-") as tmp:
