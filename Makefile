@@ -13,28 +13,32 @@ help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
 
 # torch goes in first and pinned: the CPU wheel. A loose requirement pulls a multi-GB CUDA build.
+# pip's and the build backend's chatter goes to .venv/install.log; it is printed only on failure
+QUIET = >> $(VENV)/install.log 2>&1 || (tail -40 $(VENV)/install.log; exit 1)
+
 $(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet torch==2.13.0
+	@$(PYTHON) -m venv $(VENV)
+	@echo "installing into $(VENV) (log: $(VENV)/install.log) ..."
+	@$(BIN)/pip install --quiet --upgrade pip $(QUIET)
+	@$(BIN)/pip install --quiet torch==2.13.0 $(QUIET)
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e .
-	$(BIN)/python -m ipykernel install --sys-prefix --name memlab --display-name "memlab (.venv)" > /dev/null
-	touch $@
+	@$(BIN)/pip install --quiet -e . $(QUIET)
+	@$(BIN)/python -m ipykernel install --sys-prefix --name memlab --display-name "memlab (.venv)" $(QUIET)
+	@touch $@
 
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
-	$(BIN)/pip install --quiet -e '.[test]'
-	touch $@
+	@$(BIN)/pip install --quiet -e '.[test]' $(QUIET)
+	@touch $@
 
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
-	$(BIN)/pip install --quiet -e '.[dev]'
-	touch $@
+	@$(BIN)/pip install --quiet -e '.[dev]' $(QUIET)
+	@touch $@
 
 install: $(VENV)/.installed  ## create .venv and install memlab (torch CPU first)
 
 run: $(VENV)/.installed  ## run the notebooks on the default batch (embedded defaults + the seed's scores)
-	$(BIN)/memlab run --config notebooks/batch.yaml
+	@$(BIN)/memlab run --config notebooks/batch.yaml
 
 test: $(VENV)/.installed-test  ## install the test extras and run the whole test suite
 	$(BIN)/python -m pytest
@@ -60,6 +64,8 @@ bench: $(VENV)/.installed  ## run the benchmarks (timings printed, not asserted)
 	$(BIN)/python benchmarks/bench_scale.py
 	$(BIN)/python benchmarks/bench_compare.py
 	$(BIN)/python benchmarks/bench_drift.py
+	$(BIN)/python benchmarks/bench_exact.py
+	$(BIN)/python benchmarks/bench_models.py
 
 clean:  ## remove .venv, results and caches
 	rm -rf $(VENV) results .pytest_cache .ruff_cache

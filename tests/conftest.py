@@ -20,8 +20,8 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(autouse=True)
 def markers_say_the_truth(request, monkeypatch):
-    """An unmarked test that loads the embedding model, or executes a notebook, fails: so
-    ``make test-fast`` (which skips model, notebook and browser tests) never does either."""
+    """An unmarked test that loads the embedding model, executes a notebook, or runs the real
+    Qdrant engine fails: so the markers say what each test needs."""
     node = request.node.nodeid
     if request.node.get_closest_marker("model") is None:
 
@@ -36,6 +36,13 @@ def markers_say_the_truth(request, monkeypatch):
             raise AssertionError(f"{node} executes a notebook: mark it @pytest.mark.notebook")
 
         monkeypatch.setattr(papermill, "execute_notebook", no_notebook)
+    if request.node.get_closest_marker("qdrant_edge") is None:
+        from memlab.scoring import edge
+
+        def no_engine():
+            raise AssertionError(f"{node} runs the real Qdrant engine: mark it @pytest.mark.qdrant_edge")
+
+        monkeypatch.setattr(edge, "engine", no_engine)
 
 
 @pytest.fixture(scope="session")

@@ -51,7 +51,7 @@ def test_index_and_a_figure_page_render(browser, tmp_path):
     assert page.locator("figure img").count() == 2  # the PNGs
     page.wait_for_function("[...document.images].every(i => i.complete && i.naturalWidth > 0)")
     assert not_blank(page.screenshot(full_page=True)) > 50
-    assert page.locator("table.data").count() == 5
+    assert page.locator("table.data").count() == 6  # five tables and the injections value
 
     page.goto((out / "published" / "01_reproduce" / "figures" / "bonus_curve.html").as_uri())
     page.wait_for_selector(".js-plotly-plot .main-svg")
@@ -75,7 +75,7 @@ def test_jupyterlab_slider_moves_the_figure_and_the_criteria(browser, jupyterlab
     run_all_cells(page, tmp_path)
     title = page.locator(".js-plotly-plot .gtitle").first
     criteria = page.locator(".memlab-criteria-box").first
-    assert title.text_content() == "bonus 0.05, tau 14 days, threshold 0.45 · seed16 · published/en"
+    assert title.text_content() == "bonus 0.05, tau 14 days, threshold 0.45 · exp/add · seed16 · published/en"
     assert "all criteria hold" in criteria.text_content()
     bar_before = page.locator(".js-plotly-plot .barlayer .trace").nth(1).inner_html()
 
@@ -86,7 +86,7 @@ def test_jupyterlab_slider_moves_the_figure_and_the_criteria(browser, jupyterlab
         "document.querySelector('.js-plotly-plot .gtitle').textContent.startsWith('bonus 0.04,')",
         timeout=30_000,
     )
-    assert title.text_content() == "bonus 0.04, tau 14 days, threshold 0.45 · seed16 · published/en"
+    assert title.text_content() == "bonus 0.04, tau 14 days, threshold 0.45 · exp/add · seed16 · published/en"
     page.wait_for_function("document.querySelector('.memlab-criteria-box').textContent.includes('fails c')")
     assert "headroom 0.022" in criteria.text_content()
     assert page.locator(".js-plotly-plot .barlayer .trace").nth(1).inner_html() != bar_before

@@ -186,8 +186,11 @@ def test_calibrate_seed16_json_agrees_with_evaluate(capsys, cache_dir, seed, emb
     finals = [p["best_final"] for p in doc["probes"]]
     assert doc["threshold"] == np.nextafter(finals[2], 1) and doc["probes_scored"] == 216
     assert doc["probe_set_version"] == "1.0.0" and [r["factor"] for r in doc["scale"]] == [1, 10, 100]
-    # the labelled part scores the questions with numpy; evaluate scores them through Qdrant
-    ev = evaluate(seed, embedded, RetrievalSpec())
+    # the labelled part scores the questions with numpy; evaluate scores them through Qdrant, at
+    # the default model's threshold, which calibrate uses too when --threshold is not given
+    from memlab.scoring.sources import score_defaults
+
+    ev = evaluate(seed, embedded, RetrievalSpec(threshold=score_defaults(embedded, seed).threshold))
     assert abs(doc["labelled"]["headroom"] - ev.headroom) < 1e-5
     assert doc["labelled"]["current_injected_at_spec"] == sum(
         any(c.injected and c.memory_id == q.current for c in r.candidates)
@@ -224,7 +227,9 @@ def test_calibrate_a_qdrant_collection_reuses_its_vectors(tmp_path, capsys, cach
     assert main(["calibrate", "--dataset", "seed16", *common]) == 0
     from_dataset = json.loads(capsys.readouterr().out)
     qdrant = ["--qdrant-path", str(tmp_path / "q"), "--collection", "mem", "--date-field", "when"]
-    assert main(["calibrate", *qdrant, "--text-field", "body", "--model", "all-MiniLM-L6-v2", *common]) == 0
+    assert (
+        main(["calibrate", *qdrant, "--text-field", "body", "--model", "multilingual-e5-small", *common]) == 0
+    )
     from_qdrant = json.loads(capsys.readouterr().out)
     assert abs(from_qdrant["threshold"] - from_dataset["threshold"]) < 1e-6
     assert from_qdrant["labelled"] is None and from_qdrant["memories"] == 16

@@ -105,8 +105,19 @@ def test_spec_formats(capsys):
     assert code == 0
     assert body["query"]["formula"]["sum"][1]["mult"][0] == 0.04
     assert body["query"]["formula"]["sum"][1]["mult"][1]["exp_decay"]["scale"] == 30 * 86400
-    code, out, _ = run(capsys, "spec", "--format", "table")
-    assert out.strip() == "candidates=8 inject=3 threshold=0.45 bonus=0.05 tau_days=14 reference=2026-09-10"
+    # the default threshold follows the model and the language (memlab.scoring.backends.MODELS)
+    for options, threshold in (
+        ((), 0.845),
+        (("--lang", "ja"), 0.875),
+        (("--model", "all-MiniLM-L6-v2"), 0.27),
+        (("--model", "Qwen/Qwen3-Embedding-0.6B"), 0.45),
+        (("--model", "my/own-model"), 0.45),  # no card, no scores: the spec's own default
+        (("--threshold", "0.5"), 0.5),
+    ):
+        code, out, _ = run(capsys, "spec", "--format", "table", *options)
+        assert out.strip() == (
+            f"candidates=8 inject=3 threshold={threshold:g} bonus=0.05 tau_days=14 reference=2026-09-10"
+        )
 
 
 @pytest.mark.parametrize(

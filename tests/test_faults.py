@@ -115,7 +115,7 @@ def test_a_sigterm_at_the_rename_leaves_the_whole_new_result(tmp_path, old_resul
     # finished (0), stopped in memlab (143), or after main() returned and restored the default (-15)
     assert proc.returncode in (0, 128 + signal.SIGTERM, -signal.SIGTERM)
     lines = out.read_text().splitlines()
-    assert len(lines) == 1 + sweep_rows() and lines[0].startswith("bonus,tau_days,threshold")
+    assert len(lines) == 1 + sweep_rows() and lines[0].startswith("decay,combine,bonus,tau_days,threshold")
     assert temps(tmp_path) == []
 
 
@@ -242,7 +242,10 @@ def test_dash_writes_to_stdout(capsys):
         == 0
     )
     out, err = capsys.readouterr()
-    assert out.splitlines()[0].startswith("bonus,tau_days,threshold") and len(out.splitlines()) == 2
+    assert (
+        out.splitlines()[0].startswith("decay,combine,bonus,tau_days,threshold")
+        and len(out.splitlines()) == 2
+    )
     assert "feasible: 1 of 1" in err  # the summary goes to stderr when the table owns stdout
 
 
@@ -494,11 +497,17 @@ def test_the_peak_memory_of_a_sweep_does_not_grow_with_the_grid():
 def test_chunked_and_whole_sweeps_agree():
     seed = load_dataset("seed16")
     scores = load_scores("published", seed)
-    grid = Grid(bonus=(0.0, 0.05), tau_days=(7.0, 14.0), threshold=parse_axis("0.3:0.6:0.01", "threshold"))
+    grid = Grid(
+        bonus=(0.0, 0.05),
+        tau_days=(7.0, 14.0),
+        threshold=parse_axis("0.3:0.6:0.01", "threshold"),
+        decay=("exp", "gauss"),
+    )
     args = (scores.retrievable(seed), seed.ages(), Labels.from_dataset(seed), grid)
     whole = sweep(*args)
     parts = list(sweep_chunks(*args, chunk_rows=7))  # 31 thresholds per pair: 5 chunks of 7 or fewer
-    assert len(parts) == 20 and [len(p) for p in parts[:5]] == [7, 7, 7, 7, 3]
+    assert len(parts) == 2 * 4 * 5 and [len(p) for p in parts[:5]] == [7, 7, 7, 7, 3]
+    assert set(parts[20]["decay"]) == {"gauss"} and parts[20].index[0] == 124
     pd.testing.assert_frame_equal(pd.concat(parts), whole)
 
 
@@ -565,17 +574,32 @@ def test_a_model_folder_is_identified_by_every_files_content(tmp_path, monkeypat
 
 
 @pytest.mark.model
-def test_a_texts_cached_bytes_do_not_depend_on_its_batch(tmp_path):
+@pytest.mark.parametrize("model", ["all-MiniLM-L6-v2", "multilingual-e5-small"])
+def test_a_texts_cached_bytes_do_not_depend_on_its_batch(tmp_path, model):
     from memlab.scoring.embeddings import Embedder
 
     seed = load_dataset("seed16")
     texts = [m.text("en") for m in seed.memories]
     long = "2026-09-09: " + " ".join(["The user wrote a very long memory about many unrelated things."] * 20)
     alone = np.stack(
-        [Embedder(cache_dir=tmp_path / f"a{i}").encode_documents([t])[0] for i, t in enumerate(texts)]
+        [Embedder(model, cache_dir=tmp_path / f"a{i}").encode_documents([t])[0] for i, t in enumerate(texts)]
     )
-    together = Embedder(cache_dir=tmp_path / "b").encode_documents([long, *texts])[1:]
+    together = Embedder(model, cache_dir=tmp_path / "b").encode_documents([long, *texts])[1:]
     assert alone.tobytes() == together.tobytes()
+
+
+@pytest.mark.model
+def test_stock_sentence_transformers_batches_would_not_be(tmp_path):
+    """What the fixed-shape batches fix: the same text, alone and next to a long one, through
+    sentence-transformers' own batching, differs in its bytes."""
+    from memlab.scoring.embeddings import Embedder
+
+    model = Embedder("all-MiniLM-L6-v2", cache_dir=tmp_path)._load_model()._model
+    text = load_dataset("seed16").memories[1].text("en")
+    long = "2026-09-09: " + " ".join(["The user wrote a very long memory about many unrelated things."] * 20)
+    alone = model.encode([text], convert_to_numpy=True)[0]
+    beside = model.encode([text, long], convert_to_numpy=True)[0]
+    assert alone.tobytes() != beside.tobytes() and np.abs(alone - beside).max() < 1e-6
 
 
 @pytest.mark.model

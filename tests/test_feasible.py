@@ -13,18 +13,35 @@ from memlab.core.criteria import SEED_CRITERIA, Criterion
 from memlab.core.feasible import Lines, feasible_bonus, intervals_json, intervals_text, rank_below
 from memlab.core.grid import Grid
 from memlab.core.labels import Labels
-from memlab.core.spec import age_days
+from memlab.core.spec import COMBINES, DECAYS, age_days
 from memlab.core.sweep import sweep
 
 DENSE = tuple(np.round(np.linspace(0.0, 0.3, 3001), 12).tolist())  # step 1e-4
 
 
-def agree_on_dense_grid(raw, ages, labels, criteria, tau, threshold, candidates=8, inject=3):
+def agree_on_dense_grid(
+    raw, ages, labels, criteria, tau, threshold, candidates=8, inject=3, decay="exp", combine="add"
+):
     region = feasible_bonus(
-        raw, ages, labels, criteria, tau_days=tau, threshold=threshold, candidates=candidates, inject=inject
+        raw,
+        ages,
+        labels,
+        criteria,
+        tau_days=tau,
+        threshold=threshold,
+        candidates=candidates,
+        inject=inject,
+        decay=decay,
+        combine=combine,
     )
     grid = Grid(
-        bonus=DENSE, tau_days=(tau,), threshold=(threshold,), candidates=(candidates,), inject=(inject,)
+        bonus=DENSE,
+        tau_days=(tau,),
+        threshold=(threshold,),
+        candidates=(candidates,),
+        inject=(inject,),
+        decay=(decay,),
+        combine=(combine,),
     )
     feasible = sweep(raw, ages, labels, grid, criteria)["feasible"].to_numpy()
     ends = [float(e) for a in ([] if region.empty else region) for e in (a.lower, a.upper) if e != P.inf]
@@ -103,7 +120,8 @@ def random_cases(draw):
     raw = np.array(
         draw(
             st.lists(
-                st.lists(st.floats(0.0, 0.6).map(lambda v: round(v, 3)), min_size=n_m, max_size=n_m),
+                # negative raw cosines too: under mult their bonus slope raw * w is negative
+                st.lists(st.floats(-0.3, 0.6).map(lambda v: round(v, 3)), min_size=n_m, max_size=n_m),
                 min_size=n_q,
                 max_size=n_q,
             )
@@ -126,19 +144,62 @@ def random_cases(draw):
     ]
     dataset = make_dataset(ages, kinds, current, stale)
     tau = draw(st.sampled_from([0.5, 3.0, 14.0, 45.0]))
-    thr = draw(st.sampled_from([0.3, 0.45, 0.55]))
-    return dataset, raw, tau, thr, draw(st.integers(1, n_m)), draw(st.integers(1, 3))
+    thr = draw(st.sampled_from([-0.1, 0.3, 0.45, 0.55]))
+    family = draw(st.sampled_from(list(DECAYS))), draw(st.sampled_from(list(COMBINES)))
+    return dataset, raw, tau, thr, draw(st.integers(1, n_m)), draw(st.integers(1, 3)), family
 
 
-@settings(max_examples=120, deadline=None, derandomize=True)
+@settings(max_examples=180, deadline=None, derandomize=True)
 @given(random_cases())
 def test_random_regions_match_dense_grid(case):
-    dataset, raw, tau, thr, candidates, inject = case
+    """Every decay family and both combines: the closed form holds point by point on the grid."""
+    dataset, raw, tau, thr, candidates, inject, (decay, combine) = case
     ages = age_days(dataset.memory_dates(), dataset.reference_date)
     _, checked = agree_on_dense_grid(
-        raw, ages, Labels.from_dataset(dataset), criteria_for(dataset), tau, thr, candidates, inject
+        raw,
+        ages,
+        Labels.from_dataset(dataset),
+        criteria_for(dataset),
+        tau,
+        thr,
+        candidates,
+        inject,
+        decay,
+        combine,
     )
     assert checked > 2900
+
+
+def test_mult_region_by_hand():
+    """mult: final = raw * (1 + b w). A no-hit candidate at raw -0.2 only falls as b grows; the
+    one at raw 0.4, age 0 (w = 1) reaches 0.5 at b = 0.25, so (a) holds on [0, 0.25)."""
+    labels = Labels(("q",), ("nohit",), np.array([-1]), ((),))
+    raw = np.array([[0.4, -0.2]])
+    region = feasible_bonus(
+        raw,
+        np.array([0.0, 0.0]),
+        labels,
+        (Criterion("a", "nohit_below"),),
+        tau_days=1.0,
+        threshold=0.5,
+        candidates=2,
+        combine="mult",
+    )
+    (part,) = list(region)
+    assert (part.lower, part.left, part.right) == (0, P.CLOSED, P.OPEN)
+    assert part.upper == pytest.approx(0.25, abs=1e-15)
+    assert 0.4 * (1 + float(np.nextafter(part.upper, 0))) < 0.5 <= 0.4 * (1 + part.upper)
+    # a negative threshold: the raw -0.2 memory stays below -0.1 for every bonus; the 0.4 one never does
+    assert feasible_bonus(
+        raw,
+        np.array([0.0, 0.0]),
+        labels,
+        (Criterion("a", "nohit_below"),),
+        tau_days=1.0,
+        threshold=-0.1,
+        candidates=2,
+        combine="mult",
+    ).empty
 
 
 def test_kind_without_closed_form_is_named(seed, published):

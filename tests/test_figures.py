@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import warnings
 
+import numpy as np
 import pytest
 
 from memlab.output import figures
@@ -78,3 +79,25 @@ def test_chromium_is_found_when_on_path():
     if shutil.which("chromium") is None:
         pytest.skip("chromium not installed here")
     assert figures.find_browser() == shutil.which("chromium")
+
+
+def test_feasibility_axes_fit_a_sliver_of_a_wide_grid():
+    import pandas as pd
+
+    from memlab.output.figures.tuning import fitted_ranges
+
+    xs, ys = np.round(np.arange(0, 0.3001, 0.005), 3), np.arange(1, 61, 1.0)
+    z = np.zeros((len(ys), len(xs)))
+    z[0:5, 48:58] = 1  # feasible only at tau 1-5 days, bonus 0.24-0.285
+    x, y = fitted_ranges(pd.DataFrame(z, index=ys, columns=xs))
+    # padded by half the region (at least three steps), clipped to the grid, half a cell outside
+    assert x == pytest.approx([0.24 - 0.0225 - 0.0025, 0.3 + 0.0025])
+    assert y == pytest.approx([1 - 0.5, 5 + 3 + 0.5])
+    assert fitted_ranges(pd.DataFrame(np.ones((3, 3)), index=[1, 2, 3], columns=[0, 0.1, 0.2])) is None
+    assert fitted_ranges(pd.DataFrame(np.zeros((3, 3)), index=[1, 2, 3], columns=[0, 0.1, 0.2])) is None
+
+
+def test_units_agree_with_their_numbers():
+    assert (figures.days(1), figures.days(14), figures.days(0.5)) == ("1 day", "14 days", "0.5 days")
+    fig = figures.bonus_curve(0.265, 1.0)
+    assert fig.layout.title.text == "Recency bonus 0.265 × exp(−age / 1 day)"

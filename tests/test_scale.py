@@ -111,15 +111,26 @@ def test_scale_command_json(capsys, cache_dir, seed, embedded):
     rows = json.loads(capsys.readouterr().out)
     assert code == 0 and [r["n"] for r in rows] == [16, 116, 1016, 5016]
     # at N = 16 it is the fixture alone: the embedded evaluation's criterion (a) value
+    from memlab.scoring.sources import score_defaults
     from memlab.tuning.evaluate import evaluate
 
-    (a,) = [c for c in evaluate(seed, embedded, RetrievalSpec()).criteria if c.name == "a"]
+    threshold = score_defaults(embedded, seed).threshold  # the default model's, as the command uses it
+    assert threshold == 0.845
+    spec = RetrievalSpec(threshold=threshold)
+    (a,) = [c for c in evaluate(seed, embedded, spec).criteria if c.name == "a"]
     assert rows[0]["nohit_max"] == pytest.approx(a.value, abs=1e-6)
     assert rows[0]["nohit_max_real"] == rows[0]["nohit_max"] > 0
     assert all(b["nohit_max"] >= a["nohit_max"] for a, b in itertools.pairwise(rows))
     assert rows[3]["nohit_max_real"] is None  # beyond the real pool: model vectors only
-    assert all(abs(r["headroom"] - (0.45 - r["nohit_max"])) < 1e-12 for r in rows)
-    assert len({r["n_zero_headroom"] for r in rows}) == 1 and rows[0]["n_zero_headroom"] > 5016
+    assert all(abs(r["headroom"] - (threshold - r["nohit_max"])) < 1e-12 for r in rows)
+    assert len({r["n_zero_headroom"] for r in rows}) == 1 and rows[0]["n_zero_headroom"] > 16
+    # the text table of the same study
+    code = main(
+        ["scale", "--source", "embedded", "--cache-dir", str(cache_dir), "--pool", "1000", "--n", "16"]
+    )
+    lines = capsys.readouterr().out.splitlines()
+    assert code == 0 and lines[0].startswith("basis: ") and lines[1].startswith("spec: ")
+    assert "threshold=0.845" in lines[1]
 
 
 def test_scale_needs_vectors(capsys):

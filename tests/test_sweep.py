@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from memlab.core.criteria import SEED_CRITERIA, Criterion
 from memlab.core.grid import Grid, parse_axis
 from memlab.core.labels import Labels
-from memlab.core.spec import age_days
+from memlab.core.spec import COMBINES, DECAYS, age_days
 from memlab.core.sweep import sweep, sweep_chunks
 from memlab.scoring.store import MemoryStore
 from memlab.tuning.evaluate import SEED_CANDIDATES, candidate_table, evaluate
@@ -121,6 +121,8 @@ def cases(draw):
         ),
         candidates=tuple(draw(st.lists(st.integers(1, n_m + 2), min_size=1, max_size=2))),
         inject=tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=2))),
+        decay=tuple(draw(st.lists(st.sampled_from(list(DECAYS)), min_size=1, max_size=2, unique=True))),
+        combine=tuple(draw(st.lists(st.sampled_from(list(COMBINES)), min_size=1, max_size=2, unique=True))),
     )
     # sometimes the questions are asked in the past: later memories are not retrievable for them
     asked = draw(st.one_of(st.none(), st.lists(st.integers(0, 30 * 86400), min_size=n_q, max_size=n_q)))
@@ -179,6 +181,8 @@ def vector_cases(draw):
         ),
         candidates=(draw(st.integers(1, n_m)),),
         inject=(draw(st.integers(1, 3)),),
+        decay=(draw(st.sampled_from(list(DECAYS))),),
+        combine=(draw(st.sampled_from(list(COMBINES))),),
     )
     return rng.normal(size=(n_m, dim)), rng.normal(size=(n_q, dim)), rng.integers(0, 60 * 86400, n_m), grid
 
@@ -230,8 +234,8 @@ def test_grid_order_is_c_order_and_recorded():
     assert v["candidates"].tolist() == [2, 4] * 6
     raw = np.array([[0.5, 0.4]])
     df = sweep(raw, np.zeros(2), Labels(("q",), ("nohit",), np.array([-1]), ((),)), grid, SEED_CRITERIA[:1])
-    assert df.attrs["axes"] == ["bonus", "tau_days", "threshold", "candidates", "inject"]
-    assert df.attrs["shape"] == [2, 3, 1, 2, 1]
+    assert df.attrs["axes"] == ["decay", "combine", "bonus", "tau_days", "threshold", "candidates", "inject"]
+    assert df.attrs["shape"] == [1, 1, 2, 3, 1, 2, 1]
     assert (
         df[["bonus", "tau_days", "candidates"]].to_numpy().tolist()
         == np.column_stack([v["bonus"], v["tau_days"], v["candidates"]]).tolist()
@@ -386,7 +390,7 @@ def test_sweep_warns_when_the_choice_is_on_an_edge(capsys):
     out, err = capsys.readouterr()
     assert code == 0
     # the largest margin wants more bonus and a longer tau than this grid holds
-    assert "chosen (max-margin): bonus=0.05 tau_days=30 " in out
+    assert "chosen (max-margin): decay=exp combine=add bonus=0.05 tau_days=30 " in out
     assert "injections at the choice: stale 1, wrong 4, on no-hit questions 0" in out
     assert err.splitlines() == [
         f"warning: the choice sits at the highest value of --{flag} ({value}): the best configuration may "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pandas as pd
 import pytest
@@ -40,7 +41,7 @@ def test_sweep_prints_the_seed_choice(capsys):
     # the larger headroom: 0.016 at 14 days against 0.006 at 30
     assert lines[1] == "feasible: 2 of 6 (33.3%)"
     assert lines[2] == (
-        "chosen (smallest-bonus): bonus=0.05 tau_days=14 threshold=0.45 candidates=8 inject=3 "
+        "chosen (smallest-bonus): decay=exp combine=add bonus=0.05 tau_days=14 threshold=0.45 candidates=8 inject=3 "
         "headroom=0.016 min_margin=0.005 a=0.434 b=0.467 c=0.455"
     )
 
@@ -128,7 +129,7 @@ def test_sweep_with_yaml_criteria_and_max_margin(capsys, tmp_path):
     assert code == 0
     chosen = next(line for line in out.splitlines() if line.startswith("chosen"))
     # with inject=2 H2's article is third behind TTS and pasta until the bonus is large; inject=3 wins
-    assert chosen.startswith("chosen (max-margin): bonus=") and "inject=3" in chosen
+    assert chosen.startswith("chosen (max-margin): decay=exp combine=add bonus=") and "inject=3" in chosen
     assert "quiet=" in chosen and "coffee=" in chosen and "article=" in chosen
 
 
@@ -136,8 +137,8 @@ def test_feasible_table_and_json(capsys):
     code, out, _ = run(capsys, "feasible", "--source", "published", "--tau", "14,30")
     assert code == 0
     assert out.splitlines()[-2:] == [
-        "      14      0.45  [0.0451097, 0.0758412)",
-        "      30      0.45  [0.0434236, 0.0580889)",
+        "exp   add           14      0.45  [0.0451097, 0.0758412)",
+        "exp   add           30      0.45  [0.0434236, 0.0580889)",
     ]
     code, out, _ = run(capsys, "feasible", "--source", "published", "--tau", "14", "--format", "json")
     (row,) = json.loads(out)
@@ -148,7 +149,38 @@ def test_feasible_table_and_json(capsys):
 def test_feasible_empty_region(capsys):
     # with 2 candidates H2's article (third by raw score) is never fetched, so (c) cannot hold
     code, out, _ = run(capsys, "feasible", "--source", "published", "--tau", "14", "--candidates", "2")
-    assert code == 0 and out.splitlines()[-1] == "      14      0.45  empty"
+    assert code == 0 and out.splitlines()[-1] == "exp   add           14      0.45  empty"
+
+
+def test_feasible_over_decay_families(capsys):
+    """The same two binding memories in every family, worked by hand: (c) C1's café au lait at
+    raw 0.408, 1 day old; (a) the no-hit 0.404, 7 days old. gauss: w = exp(-(age/14)^2);
+    lin: w = 1 - (1 - 1/e) age/14; mult: 0.408 (1 + b w) >= 0.45."""
+    code, out, _ = run(
+        capsys,
+        "feasible",
+        "--source",
+        "published",
+        "--tau",
+        "14",
+        "--decay",
+        "exp,gauss,lin",
+        "--combine",
+        "add,mult",
+    )
+    assert code == 0
+    rows = out.splitlines()[-6:]
+    assert [r.split()[:2] for r in rows] == [[d, c] for d in ("exp", "gauss", "lin") for c in ("add", "mult")]
+    assert rows[2].endswith(
+        f"[{(0.45 - 0.408) / math.exp(-((1 / 14) ** 2)):.6g}, {0.046 / math.exp(-0.25):.6g})"
+    )
+    w1, w7 = 1 - (1 - 1 / math.e) / 14, 1 - (1 - 1 / math.e) / 2
+    assert rows[4].endswith(f"[{0.042 / w1:.6g}, {0.046 / w7:.6g})")
+    assert rows[1].endswith(
+        f"[{(0.45 / 0.408 - 1) / math.exp(-1 / 14):.6g}, {(0.45 / 0.404 - 1) / math.exp(-0.5):.6g})"
+    )
+    code, _, err = run(capsys, "feasible", "--source", "published", "--decay", "cosine")
+    assert code == 2 and err.strip() == "memlab: error: unknown decay 'cosine'; available: exp, gauss, lin"
 
 
 @pytest.mark.parametrize(

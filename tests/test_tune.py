@@ -21,6 +21,8 @@ def test_panel_updates_figure_criteria_and_prompt(seed):
         "source",
         "lang",
         "prompt for",
+        "decay",
+        "combine",
         "bonus",
         "tau (days)",
         "threshold",
@@ -39,6 +41,20 @@ def test_panel_updates_figure_criteria_and_prompt(seed):
     assert panel.spec.threshold == 0.50
     assert [s.y0 for s in panel.figure.layout.shapes] == [0.5]
     assert panel.last_update_ms > 0
+
+
+def test_decay_and_combine_dropdowns(seed):
+    """H2's article: raw 0.408, one day old. gauss: 0.408 + 0.05 exp(-(1/14)^2) = 0.458;
+    mult: 0.408 (1 + 0.05 exp(-1/14)) = 0.427, below the threshold: (c) fails."""
+    panel = TuningPanel(seed, source="published")
+    panel.view()
+    panel._widgets["decay"].value = "gauss"
+    assert panel.spec.decay == "gauss" and round(panel.figure.data[1].y[1], 3) == 0.458
+    assert " · gauss/add · " in panel.figure.layout.title.text
+    panel._widgets["decay"].value = "exp"
+    panel._widgets["combine"].value = "mult"
+    assert round(panel.figure.data[1].y[1], 3) == 0.427
+    assert [c.passed for c in panel.state.criteria] == [True, True, False]
 
 
 def test_prompt_follows_the_question_dropdown(seed):

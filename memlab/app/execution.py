@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import memlab.output  # noqa: F401  (imported before papermill: spares jsonschema's 1 s IRI grammar)
 from memlab.app.runner import Batch, Result, git_commit, kernel_name, now, versions
 from memlab.core.errors import InputError, MissingFileError
 from memlab.core.files import atomic_write_text
@@ -239,7 +240,15 @@ def run_batch(
                 }
             )
         log(f"{len(tasks)} notebooks, {min(jobs, len(tasks))} at a time, into {out}")
-        pool = cf.ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), initializer=_die_with_parent)
+        # spawn, not fork: a forked copy of a process with threads (grpc, jupyter channels, torch)
+        # can crash in its first garbage collection
+        import multiprocessing
+
+        pool = cf.ProcessPoolExecutor(
+            max_workers=min(jobs, len(tasks)),
+            initializer=_die_with_parent,
+            mp_context=multiprocessing.get_context("spawn"),
+        )
         futures = {pool.submit(execute, t): i for i, t in enumerate(tasks)}
         for done, future in enumerate(cf.as_completed(futures), start=1):
             i = futures[future]

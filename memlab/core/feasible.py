@@ -1,12 +1,16 @@
 """The exact feasible region in the bonus, for each tau and threshold, in closed form.
 
-With tau, threshold, candidates and inject fixed, a candidate's final score is linear in the
-bonus: ``raw + bonus * w`` with ``w = exp(-age / tau)``. So every criterion holds on a set of
-bonus values that can be written down exactly:
+With the decay family, tau, threshold, candidates and inject fixed, a candidate's final score
+is linear in the bonus: ``raw + bonus * s`` with slope ``s = w`` (combine ``add``) or
+``s = raw * w`` (combine ``mult``: ``raw * (1 + bonus * w)``), ``w`` the decay's weight at the
+memory's age. So every criterion holds on a set of bonus values that can be written down
+exactly, for every decay family and both combines (no grid is needed):
 
 - ``nohit_below``: every candidate of every no-hit question stays below the threshold, an
-  intersection of half-lines ``bonus < (threshold - raw) / w``;
-- ``current_reaches``: ``bonus >= (threshold - raw_c) / w_c`` (empty if the memory is not a
+  intersection of half-lines ``bonus < (threshold - raw) / s`` (with ``mult``, a candidate with
+  a negative raw score has a negative slope: its half-line points the other way, so the
+  criterion is not monotone in the bonus, but still an intersection of half-lines);
+- ``current_reaches``: ``bonus >= (threshold - raw_c) / s_c`` (empty if the memory is not a
   candidate);
 - ``current_injected``: that, and the memory's rank after the re-sort is below ``inject``. Each
   other candidate overtakes it on a half-line ending where the two lines cross; the rank is
@@ -33,17 +37,26 @@ from memlab.core import criteria as crit
 from memlab.core.errors import InputError
 from memlab.core.labels import Labels
 from memlab.core.numbers import check_number
-from memlab.core.registry import unknown_message
-from memlab.core.spec import SPEC_BOUNDS, recency_weight, rescore, select_candidates
+from memlab.core.registry import lookup, unknown_message
+from memlab.core.spec import COMBINES, SPEC_BOUNDS, recency_weight, rescore, select_candidates
 
 
 @dataclass(frozen=True)
 class Lines:
-    """One question's candidates as lines in the bonus: ``final = raw + bonus * weight``."""
+    """One question's candidates as lines in the bonus: ``final = raw + bonus * slope``."""
 
     index: np.ndarray  # memory index, in candidate order (raw desc, then fixture order)
     raw: np.ndarray
     weight: np.ndarray
+    combine: str = "add"
+
+    @property
+    def slope(self) -> np.ndarray:
+        return self.weight if self.combine == "add" else self.raw * self.weight
+
+    def final(self, i: int, bonus: float) -> float:
+        """Candidate ``i``'s final score, computed as the reference computes it."""
+        return rescore(self.raw[i], self.weight[i], bonus, self.combine)
 
     def position(self, memory: int) -> int:
         hit = np.flatnonzero(self.index == memory)
@@ -71,18 +84,40 @@ def first_true(x: float, holds: Callable[[float], bool]) -> float:
     return b
 
 
-def _at_least(w: float, r: float, threshold: float) -> P.Interval:
-    """{b : r + b w >= threshold}, as the reference compares it."""
-    if w > 0:
-        return P.closed(first_true((threshold - r) / w, lambda b: rescore(r, w, b) >= threshold), P.inf)
-    return P.open(-P.inf, P.inf) if r >= threshold else P.empty()
+def _from(x: float, holds: Callable[[float], bool]) -> P.Interval:
+    """{b : holds(b)} for a predicate False below the real crossing ``x`` and True above."""
+    if x == np.inf:
+        return P.empty()
+    return P.open(-P.inf, P.inf) if x == -np.inf else P.closed(first_true(x, holds), P.inf)
 
 
-def _below(w: float, r: float, threshold: float) -> P.Interval:
-    """{b : r + b w < threshold}, as the reference compares it."""
-    if w > 0:
-        return P.open(-P.inf, first_true((threshold - r) / w, lambda b: not rescore(r, w, b) < threshold))
-    return P.open(-P.inf, P.inf) if r < threshold else P.empty()
+def _upto(x: float, holds: Callable[[float], bool]) -> P.Interval:
+    """{b : holds(b)} for a predicate True below the real crossing ``x`` and False above."""
+    if x == -np.inf:
+        return P.empty()
+    return P.open(-P.inf, P.inf) if x == np.inf else P.open(-P.inf, first_true(x, lambda b: not holds(b)))
+
+
+def _side(slope: float, gap: float, holds: Callable[[float], bool], rising: bool) -> P.Interval:
+    """{b : holds(b)} for a line ``raw + b * slope`` and ``gap = threshold - raw``: ``holds``
+    turns True (``rising``) or False where ``b * slope`` crosses ``gap``."""
+    if slope == 0:
+        return P.open(-P.inf, P.inf) if holds(0.0) else P.empty()
+    with np.errstate(over="ignore", divide="ignore"):
+        x = float(np.float64(gap) / slope)
+    return _from(x, holds) if rising == (slope > 0) else _upto(x, holds)
+
+
+def _at_least(lines: Lines, i: int, threshold: float) -> P.Interval:
+    """{b : final_i(b) >= threshold}, as the reference compares it."""
+    holds = lambda b: lines.final(i, b) >= threshold  # noqa: E731
+    return _side(lines.slope[i], threshold - lines.raw[i], holds, rising=True)
+
+
+def _below(lines: Lines, i: int, threshold: float) -> P.Interval:
+    """{b : final_i(b) < threshold}, as the reference compares it."""
+    holds = lambda b: lines.final(i, b) < threshold  # noqa: E731
+    return _side(lines.slope[i], threshold - lines.raw[i], holds, rising=False)
 
 
 def _overtakes(lines: Lines, p: int, c: int) -> P.Interval:
@@ -91,20 +126,21 @@ def _overtakes(lines: Lines, p: int, c: int) -> P.Interval:
     ``p`` comes first when its final score is higher, or equal and ``p`` is earlier in
     candidate order (higher raw score, then fixture order): the reference's tie rule.
     """
-    rp, rc, wp, wc = lines.raw[p], lines.raw[c], lines.weight[p], lines.weight[c]
+    rp, rc = lines.raw[p], lines.raw[c]
     wins_tie = p < c
 
     def beats(b: float) -> bool:
-        fp, fc = rescore(rp, wp, b), rescore(rc, wc, b)
+        fp, fc = lines.final(p, b), lines.final(c, b)
         return bool(fp > fc or (fp == fc and wins_tie))
 
-    dw = wp - wc
+    dw = lines.slope[p] - lines.slope[c]
     if dw == 0:
         return P.open(-P.inf, P.inf) if beats(0.0) else P.empty()
-    x = -(rp - rc) / dw  # where the two lines cross
+    with np.errstate(over="ignore", divide="ignore"):
+        x = float(-(rp - rc) / dw)  # where the two lines cross
     if dw > 0:  # p gains on c as the bonus grows: beats turns True at the crossing
-        return P.closed(first_true(x, beats), P.inf)
-    return P.open(-P.inf, first_true(x, lambda b: not beats(b)))
+        return _from(x, beats)
+    return _upto(x, beats)
 
 
 def rank_below(lines: Lines, c: int, limit: int) -> P.Interval:
@@ -140,8 +176,8 @@ def _nohit_below(ctx: dict[str, Any], cols: np.ndarray) -> P.Interval:
     region = P.open(-P.inf, P.inf)
     for q in np.flatnonzero(cols):
         lines = ctx["lines"][q]
-        for r, w in zip(lines.raw, lines.weight, strict=True):
-            region &= _below(w, r, ctx["threshold"])
+        for i in range(len(lines.index)):
+            region &= _below(lines, i, ctx["threshold"])
     return region
 
 
@@ -155,20 +191,20 @@ def _current_reaches(ctx: dict[str, Any], cols: np.ndarray) -> P.Interval:
     lines, c = _current(ctx, cols)
     if c < 0:
         return P.empty()
-    return _at_least(lines.weight[c], lines.raw[c], ctx["threshold"])
+    return _at_least(lines, c, ctx["threshold"])
 
 
 def _current_injected(ctx: dict[str, Any], cols: np.ndarray) -> P.Interval:
     lines, c = _current(ctx, cols)
     if c < 0:
         return P.empty()
-    reaches = _at_least(lines.weight[c], lines.raw[c], ctx["threshold"])
+    reaches = _at_least(lines, c, ctx["threshold"])
     return reaches & rank_below(lines, c, ctx["inject"])
 
 
 def _injected(lines: Lines, c: int, ctx: dict[str, Any]) -> P.Interval:
     """{b : candidate ``c`` reaches the threshold and is among the first ``inject``}."""
-    return _at_least(lines.weight[c], lines.raw[c], ctx["threshold"]) & rank_below(lines, c, ctx["inject"])
+    return _at_least(lines, c, ctx["threshold"]) & rank_below(lines, c, ctx["inject"])
 
 
 def _stale_positions(ctx: dict[str, Any], q: int) -> list[int]:
@@ -219,17 +255,21 @@ def feasible_bonus(
     threshold: float,
     candidates: int = 8,
     inject: int = 3,
+    decay: str = "exp",
+    combine: str = "add",
 ) -> P.Interval:
     """The exact set of bonus values >= 0 where every criterion holds."""
     for name, value in (("tau_days", tau_days), ("threshold", threshold), ("candidates", candidates)):
         check_number(value, name, integer=name == "candidates", **SPEC_BOUNDS[name])
     check_number(inject, "inject", integer=True, **SPEC_BOUNDS["inject"])
     criteria = labels.criteria() if criteria is None else criteria
-    weight = recency_weight(np.broadcast_to(np.asarray(ages, dtype=np.float64), raw.shape), tau_days)
+    lookup(COMBINES, combine, "combine")
+    ages = np.broadcast_to(np.asarray(ages, dtype=np.float64), raw.shape)
+    weight = recency_weight(ages, tau_days, decay)
     lines = []
     for q in range(raw.shape[0]):
         idx = select_candidates(raw[q], candidates)  # the reference's own candidate order
-        lines.append(Lines(idx, raw[q, idx], weight[q, idx]))
+        lines.append(Lines(idx, raw[q, idx], weight[q, idx], combine))
     ctx = {"lines": lines, "labels": labels, "threshold": threshold, "inject": inject}
     region = P.closed(0, P.inf)
     for c in criteria:

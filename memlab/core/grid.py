@@ -15,9 +15,13 @@ import numpy as np
 
 from memlab.core.errors import InputError
 from memlab.core.numbers import check_number
-from memlab.core.spec import SPEC_BOUNDS, RetrievalSpec
+from memlab.core.registry import check_names
+from memlab.core.spec import COMBINES, DECAYS, SPEC_BOUNDS, RetrievalSpec
 
-AXES = ("bonus", "tau_days", "threshold", "candidates", "inject")
+# the decay family and how the bonus combines are the outermost axes (names, not numbers)
+FAMILY_AXES = ("decay", "combine")
+AXES = (*FAMILY_AXES, "bonus", "tau_days", "threshold", "candidates", "inject")
+NUMERIC_AXES = AXES[len(FAMILY_AXES) :]
 INTEGER_AXES = ("candidates", "inject")
 MAX_CONFIGURATIONS = 2**62  # rows a sweep can number (int64)
 AXIS_BOUNDS = SPEC_BOUNDS  # each axis is checked like the spec field of its name
@@ -164,9 +168,17 @@ class Grid:
     threshold: Axis | Sequence[float] = (RetrievalSpec.threshold,)
     candidates: Axis | Sequence[int] = (RetrievalSpec.candidates,)
     inject: Axis | Sequence[int] = (RetrievalSpec.inject,)
+    decay: tuple[str, ...] = (RetrievalSpec.decay,)
+    combine: tuple[str, ...] = (RetrievalSpec.combine,)
 
     def __post_init__(self) -> None:
-        for name in AXES:
+        for name, registry in zip(FAMILY_AXES, (DECAYS, COMBINES), strict=True):
+            raw = getattr(self, name)
+            values = (raw,) if isinstance(raw, str) else tuple(raw)
+            if not values:
+                raise InputError(f"{name}: the axis has no values")
+            object.__setattr__(self, name, check_names(registry, values, name))
+        for name in NUMERIC_AXES:
             axis = Axis.of(getattr(self, name), integer=name in INTEGER_AXES).check(name, **AXIS_BOUNDS[name])
             object.__setattr__(self, name, axis)
         if self.size > MAX_CONFIGURATIONS:
@@ -184,14 +196,19 @@ class Grid:
         """Each axis's value for configurations ``start .. stop-1`` (C order)."""
         flat = np.arange(start, self.size if stop is None else stop)
         idx = np.unravel_index(flat, self.shape)
-        return {a: getattr(self, a).take(i) for a, i in zip(AXES, idx, strict=True)}
+        out = {
+            a: np.asarray(getattr(self, a), dtype=object)[i] for a, i in zip(FAMILY_AXES, idx, strict=False)
+        }
+        for a, i in zip(NUMERIC_AXES, idx[len(FAMILY_AXES) :], strict=True):
+            out[a] = getattr(self, a).take(i)
+        return out
 
     def edges(self, values: dict[str, float]) -> list[tuple[str, str, float]]:
         """Axes (with more than one value) on whose lowest or highest value ``values`` sits:
         (axis, "lowest" | "highest", value). A choice on an edge may be better outside the grid;
-        widen that axis. Bonus 0 is the natural floor, not an edge."""
+        widen that axis. Bonus 0 is the natural floor, not an edge; a decay family is no edge."""
         out = []
-        for name in AXES:
+        for name in NUMERIC_AXES:
             axis = getattr(self, name)
             if len(axis) < 2 or name not in values:
                 continue
@@ -211,6 +228,8 @@ class Grid:
             threshold=float(v["threshold"][0]),
             bonus=float(v["bonus"][0]),
             tau_days=float(v["tau_days"][0]),
+            decay=str(v["decay"][0]),
+            combine=str(v["combine"][0]),
         )
 
 

@@ -4,6 +4,12 @@ The spec (from the seed write-up): take the top ``candidates`` memories by raw c
 recency bonus ``bonus * exp(-age_days / tau_days)``, re-sort on the post-bonus score, keep those
 at or above ``threshold`` and inject the first ``inject`` of them into the prompt.
 
+The decay family is a spec field (``decay``: Qdrant's ``exp_decay``, ``gauss_decay`` and
+``lin_decay``), all with one midpoint convention: the weight is 1 at age 0 and ``1/e`` at age
+``tau_days`` (so the seed's ``exp(-age / tau)`` is ``exp`` with midpoint 1/e at scale tau). The
+bonus is added (``combine="add"``: ``raw + bonus * w``) or multiplies the raw score
+(``combine="mult"``: ``raw * (1 + bonus * w)``).
+
 Every formula is one small function over arrays. The reference here, the sweep and the tests
 call the same functions, so the spec cannot drift between them.
 
@@ -14,13 +20,16 @@ Ties are broken deterministically:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import NamedTuple
 
 import numpy as np
 
+from memlab.core.errors import UnknownNameError
 from memlab.core.numbers import check_number
+from memlab.core.registry import lookup, unknown_message
 
 SECONDS_PER_DAY = 86_400.0
 
@@ -37,24 +46,58 @@ def age_days(dates: np.ndarray, reference: np.ndarray | np.datetime64 | datetime
     return (ref - np.asarray(dates).astype("datetime64[s]")).astype(np.float64) / SECONDS_PER_DAY
 
 
-def recency_weight(age: np.ndarray | float, tau_days: np.ndarray | float) -> np.ndarray:
-    """``exp(-age / tau)``: 1 for a memory written at the reference time, 1/e after tau days."""
+MIDPOINT = math.exp(-1.0)  # every decay family's weight at age tau_days (Qdrant's ``midpoint``)
+
+
+def exp_decay(age: np.ndarray | float, tau_days: np.ndarray | float) -> np.ndarray:
+    """Qdrant's ``exp_decay`` with midpoint 1/e at scale tau: ``exp(-age / tau)``."""
     return np.exp(-np.asarray(age, dtype=np.float64) / tau_days)
 
 
+def gauss_decay(age: np.ndarray | float, tau_days: np.ndarray | float) -> np.ndarray:
+    """Qdrant's ``gauss_decay`` with midpoint 1/e at scale tau: ``exp(-(age / tau)^2)``."""
+    return np.exp(-np.square(np.asarray(age, dtype=np.float64) / tau_days))
+
+
+def lin_decay(age: np.ndarray | float, tau_days: np.ndarray | float) -> np.ndarray:
+    """Qdrant's ``lin_decay`` with midpoint 1/e at scale tau: ``max(0, 1 - (1 - 1/e) age / tau)``,
+    zero from ``age = tau / (1 - 1/e)`` (about 1.58 tau) on."""
+    return np.maximum(0.0, 1.0 - (1.0 - MIDPOINT) * (np.asarray(age, dtype=np.float64) / tau_days))
+
+
+# the decay families: name -> weight(age, tau); Qdrant's expression is ``<name>_decay``
+DECAYS = {"exp": exp_decay, "gauss": gauss_decay, "lin": lin_decay}
+# how the bonus enters the score: name -> meaning
+COMBINES = {"add": "raw + bonus * w", "mult": "raw * (1 + bonus * w)"}
+
+
+def recency_weight(age: np.ndarray | float, tau_days: np.ndarray | float, decay: str = "exp") -> np.ndarray:
+    """The decay family's weight: 1 for a memory written at the reference time, 1/e after tau
+    days; 0 for a memory written after it (age +inf)."""
+    return lookup(DECAYS, decay, "decay")(age, tau_days)
+
+
 def recency_bonus(
-    age: np.ndarray | float, bonus: np.ndarray | float, tau_days: np.ndarray | float
+    age: np.ndarray | float, bonus: np.ndarray | float, tau_days: np.ndarray | float, decay: str = "exp"
 ) -> np.ndarray:
-    """``bonus * exp(-age / tau)``, added to the raw cosine."""
-    return bonus * recency_weight(age, tau_days)
+    """``bonus * weight(age, tau)``: the weight the bonus multiplies (added to the raw cosine)."""
+    return bonus * recency_weight(age, tau_days, decay)
 
 
-def rescore(raw: np.ndarray | float, weight: np.ndarray | float, bonus: np.ndarray | float) -> np.ndarray:
-    """Post-bonus score from a precomputed recency weight: ``raw + bonus * weight``.
+def rescore(
+    raw: np.ndarray | float, weight: np.ndarray | float, bonus: np.ndarray | float, combine: str = "add"
+) -> np.ndarray:
+    """Post-bonus score from a precomputed recency weight: ``raw + bonus * weight`` (add) or
+    ``raw * (1 + bonus * weight)`` (mult), in the order Qdrant's formula evaluates them.
 
-    The reference and the sweep both score through this function, so they round alike.
+    The reference, the sweep and the feasible region all score through this function, so they
+    round alike. Both forms are linear in the bonus (mult with slope ``raw * weight``).
     """
-    return raw + bonus * weight
+    if combine == "add":
+        return raw + bonus * weight
+    if combine == "mult":
+        return raw * (1.0 + bonus * weight)
+    raise UnknownNameError(unknown_message("combine", [combine], COMBINES))
 
 
 def final_score(
@@ -62,9 +105,11 @@ def final_score(
     age: np.ndarray | float,
     bonus: np.ndarray | float,
     tau_days: np.ndarray | float,
+    decay: str = "exp",
+    combine: str = "add",
 ) -> np.ndarray:
-    """Post-bonus score: ``raw + bonus * exp(-age / tau)``."""
-    return rescore(raw, recency_weight(age, tau_days), bonus)
+    """Post-bonus score: ``raw + bonus * exp(-age / tau)`` for the seed's exp/add spec."""
+    return rescore(raw, recency_weight(age, tau_days, decay), bonus, combine)
 
 
 # each field's range, checked by memlab.core.numbers.check_number (the grid's axes use the same)
@@ -87,10 +132,14 @@ class RetrievalSpec:
     bonus: float = 0.05
     tau_days: float = 14.0
     reference_date: datetime | None = None  # None: the dataset's reference date
+    decay: str = "exp"  # exp | gauss | lin (weight 1/e at age tau_days)
+    combine: str = "add"  # add: raw + bonus*w; mult: raw * (1 + bonus*w)
 
     def __post_init__(self) -> None:
         for name, bounds in SPEC_BOUNDS.items():
             check_number(getattr(self, name), name, integer=name in ("candidates", "inject"), **bounds)
+        lookup(DECAYS, self.decay, "decay")
+        lookup(COMBINES, self.combine, "combine")
 
     def with_reference(self, reference: datetime) -> RetrievalSpec:
         return self if self.reference_date is not None else replace(self, reference_date=reference)
@@ -102,6 +151,8 @@ class RetrievalSpec:
             "threshold": self.threshold,
             "bonus": self.bonus,
             "tau_days": self.tau_days,
+            "decay": self.decay,
+            "combine": self.combine,
             "reference_date": None if self.reference_date is None else self.reference_date.isoformat(),
         }
 
@@ -161,9 +212,10 @@ def retrieve(
     """The one-config reference: one question's raw scores (NaN = unknown) -> its candidates."""
     raw = np.asarray(raw, dtype=np.float64)
     idx = select_candidates(raw, spec.candidates)
-    weight = recency_weight(ages, spec.tau_days)
-    final = rescore(raw, weight, spec.bonus)
-    bonus = spec.bonus * weight  # the same product rescore adds
+    weight = recency_weight(ages, spec.tau_days, spec.decay)
+    final = rescore(raw, weight, spec.bonus, spec.combine)
+    # what the recency term added: the same product rescore adds, or (mult) the difference it made
+    bonus = spec.bonus * weight if spec.combine == "add" else final - raw
     out = []
     for rank, i in enumerate(rerank(raw, final, idx)):
         reaches = bool(final[i] >= spec.threshold)

@@ -1,18 +1,20 @@
-"""The vectorised sweep: every (bonus, tau, threshold, candidates, inject) at once.
+"""The vectorised sweep: every (decay, combine, bonus, tau, threshold, candidates, inject) at once.
 
 ``sweep`` is a pure function over arrays. It never loops over configurations in Python; it uses
 the structure of the spec instead:
 
 - which memories are candidates depends only on ``candidates`` (top-k by raw score), so each
   question's candidates are the first k of one sorted list;
-- a candidate's final score depends only on (bonus, tau): ``rescore(raw, weight(tau), bonus)``,
-  the same function the one-config reference calls;
+- a candidate's final score depends only on (decay, combine, bonus, tau):
+  ``rescore(raw, weight(age, tau, decay), bonus, combine)``, the functions the one-config
+  reference calls;
 - threshold and inject only enter through comparisons, broadcast last.
 
-Configurations are laid out in C order over ``AXES`` (bonus slowest, inject fastest); row ``i``
+Configurations are laid out in C order over ``AXES`` (decay slowest, inject fastest); row ``i``
 of the result is configuration ``i`` of ``Grid.values``. The order is recorded in
-``DataFrame.attrs``. Large grids are evaluated in chunks (``sweep_chunks``, planned by
-``memlab.core.chunks`` to a budget in bytes), so memory stays bounded whatever the grid size.
+``DataFrame.attrs``. Large grids are evaluated in chunks within one (decay, combine) family
+(``sweep_chunks``, planned by ``memlab.core.chunks`` to a budget in bytes), so memory stays
+bounded whatever the grid size.
 """
 
 from __future__ import annotations
@@ -58,7 +60,8 @@ class Prepared:
 
 
 def prepare_candidates(raw: np.ndarray, ages: np.ndarray, labels: Labels, grid: Grid) -> Prepared:
-    """Candidate lists (top max(candidates) by raw, the reference's own order) and weights."""
+    """Candidate lists (top max(candidates) by raw, the reference's own order) and their ages;
+    the weights of each decay family and tau are computed per chunk."""
     raw = np.asarray(raw, dtype=np.float64)
     n_q = raw.shape[0]
     kmax = max(1, min(max(grid.candidates), raw.shape[1]))
@@ -195,11 +198,12 @@ def _evaluate_chunk(
 
     # (P, Q, n): every candidate's final score, through the reference's own formula.
     # Questions come before configurations so that each question's slices are contiguous.
-    weight = recency_weight(prep.age[:, :, None], taus[None, None, :])  # (P, Q, T of the chunk)
+    weight = recency_weight(prep.age[:, :, None], taus[None, None, :], chunk.decay)  # (P, Q, T of the chunk)
     final = rescore(
         prep.raw[:, :, None, None],
         weight[:, :, None, :],
         bonus[None, None, :, None],
+        chunk.combine,
     ).reshape(n_p, n_q, n)
     pos = np.arange(n_p)
     valid = prep.known[:, :, None] & (pos[:, None, None] < k_vals[None, None, :])  # (P, Q, K)
@@ -270,6 +274,8 @@ def _evaluate_chunk(
         return np.broadcast_to(a, shape).ravel()
 
     cols: dict[str, np.ndarray] = {
+        "decay": np.full(n * n_h * n_k * n_i, chunk.decay, dtype=object),
+        "combine": np.full(n * n_h * n_k * n_i, chunk.combine, dtype=object),
         "bonus": flat(np.repeat(bonus, n_t)[:, None, None, None]),
         "tau_days": flat(np.tile(taus, n_b)[:, None, None, None]),
         "threshold": flat(thr[None, :, None, None]),

@@ -107,6 +107,8 @@ class Dataset:
     vectors: dict[str, Any] | None = field(default=None, compare=False)  # stored memory vectors
     criteria: tuple[Any, ...] | None = field(default=None, compare=False)  # declared in dataset.json
     tables: DeclaredTables | None = field(default=None, compare=False)  # declared in dataset.json
+    # the Qdrant collection it was imported from: date_field, date_format, vector_name, id_field, ...
+    qdrant: dict[str, Any] | None = field(default=None, compare=False)
 
     @property
     def memory_ids(self) -> tuple[str, ...]:
@@ -462,4 +464,5 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         vectors=vectors,
         criteria=criteria,
         tables=tables,
+        qdrant=meta.get("qdrant"),
     )

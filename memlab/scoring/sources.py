@@ -4,7 +4,9 @@ A source returns a ``ScoreTable``: raw cosine, question x memory, with NaN where
 unknown (the published numbers are sparse: an unknown pair is missing, never zero).
 
 Sources are a registry (``SOURCES``): ``published`` (the seed's own numbers), ``embedded``
-(embed the dataset text with a sentence-transformers model, store it in Qdrant and score).
+(embed the dataset text with the default multilingual-e5-small, another model or a server, store
+it in Qdrant and score). ``score_defaults`` gives the threshold and sweep ranges that follow the
+scores: the seed's for published ones, the model card's or the distribution's for embedded ones.
 """
 
 from __future__ import annotations
@@ -142,19 +144,24 @@ def embedded_scores(
     qdrant_url: str | None = None,
     cache_dir: str | Path | None = None,
     progress: bool = False,
+    server: Any = None,
     **_: Any,
 ) -> ScoreTable:
-    """Embed the dataset (cached), store the memories in Qdrant and read every raw cosine back."""
-    from memlab.scoring.embeddings import Embedder
+    """Embed the dataset (cached), store the memories in Qdrant and read every raw cosine back.
+
+    ``server`` (a ``memlab.scoring.server.ServerConfig``) embeds on a server first; the table's
+    details record which path served each vector (``vectors``: cache, server, local)."""
+    from memlab.scoring.embeddings import make_embedder
     from memlab.scoring.store import MemoryStore
 
     if lang not in dataset.languages:
         raise InputError(
             f"dataset {dataset.name!r} has no language {lang!r}; it has: {', '.join(dataset.languages)}"
         )
+    options = {"truncate_dim": truncate_dim, "cache_dir": cache_dir, "progress": progress, "server": server}
     if dataset.vectors:  # imported: the memory vectors are kept as stored, only questions are embedded
         from memlab.datasets.qdrant_import import stored_vectors
-        from memlab.scoring.embeddings import resolve_model
+        from memlab.scoring.backends import model_id
 
         made_with = dataset.vectors.get("model")
         if model is None and made_with is None:
@@ -162,18 +169,12 @@ def embedded_scores(
                 f"dataset {dataset.name!r} keeps vectors from an unrecorded model: pass --model, "
                 "the model that made them, to embed the questions alike"
             )
-        if (
-            model is not None
-            and made_with is not None
-            and resolve_model(model)[1] != resolve_model(made_with)[1]
-        ):
+        if model is not None and made_with is not None and model_id(model) != model_id(made_with):
             raise InputError(
                 f"dataset {dataset.name!r} keeps vectors made with {made_with!r}; questions would be "
                 f"embedded with {model!r}: pass --model {made_with}"
             )
-        embedder = Embedder(
-            model or made_with, truncate_dim=truncate_dim, cache_dir=cache_dir, progress=progress
-        )
+        embedder = make_embedder(model or made_with, **options)
         mem_vecs = stored_vectors(dataset)
         q_vecs = embedder.encode_queries([q.text(lang) for q in dataset.questions])
         if q_vecs.shape[1] != mem_vecs.shape[1]:
@@ -182,7 +183,7 @@ def embedded_scores(
                 f"but the stored memory vectors have {mem_vecs.shape[1]}"
             )
     else:
-        embedder = Embedder(model, truncate_dim=truncate_dim, cache_dir=cache_dir, progress=progress)
+        embedder = make_embedder(model, **options)
         mem_vecs = embedder.encode_documents([m.text(lang) for m in dataset.memories])
         q_vecs = embedder.encode_queries([q.text(lang) for q in dataset.questions])
     store = MemoryStore.from_dataset(dataset, mem_vecs, lang=lang, path=qdrant_path, url=qdrant_url)
@@ -194,9 +195,11 @@ def embedded_scores(
         "embedded",
         {
             "model": embedder.model_id,
+            "model_name": embedder.backend.name if embedder.engine != "openai-compatible" else None,
             "dim": int(mem_vecs.shape[1]),
             "lang": lang,
             "models_loaded": embedder.loads,
+            **embedder.record(),
         },
     )
 
@@ -215,3 +218,63 @@ def load_scores(source: str, dataset: Dataset, **options: Any) -> ScoreTable:
     """Scores from a named source (see ``SOURCES``)."""
     fn = lookup(SOURCES, source, "score source")
     return fn(dataset, **options)
+
+
+# ---------------------------------------------------------------------------------------------
+# defaults that follow the model
+
+
+@dataclass(frozen=True)
+class ScoreDefaults:
+    """The threshold and sweep ranges a command uses when the user gives none."""
+
+    threshold: float
+    threshold_range: str
+    bonus_range: str
+    basis: str  # where they come from
+
+
+SEED_DEFAULTS = ScoreDefaults(
+    0.45, "0.40:0.50:0.005", "0:0.1:0.001", "the seed's Qwen3-Embedding calibration"
+)
+
+
+def distribution_defaults(raw: np.ndarray) -> ScoreDefaults:
+    """Defaults from a score table alone, for a model (or language) memlab has not measured: the
+    threshold at the 98th percentile of the known raw cosines (rounded to 0.005; on seed16 it
+    lands inside multilingual-e5-small's feasible interval in both languages), the threshold range
+    from the median to the maximum plus 0.05 in 20 steps, the bonus from 0 to four standard
+    deviations of the cosines in 100 steps."""
+    vals = raw[np.isfinite(raw)]
+    if vals.size < 2:
+        return SEED_DEFAULTS
+    p50, p98, top = (float(x) for x in np.percentile(vals, [50, 98, 100]))
+    lo, hi = round(p50, 3), round(top + 0.05, 3)
+    spread = max(0.001, round(4 * float(vals.std()), 3))
+    return ScoreDefaults(
+        round(round(p98 / 0.005) * 0.005, 4),
+        f"{lo:g}:{hi:g}:{max(0.0005, round((hi - lo) / 20, 4)):g}",
+        f"0:{spread:g}:{max(0.00001, round(spread / 100, 5)):g}",
+        "the distribution of this table's raw cosines (98th percentile)",
+    )
+
+
+def score_defaults(scores: ScoreTable, dataset: Dataset | None = None) -> ScoreDefaults:
+    """Published scores: the seed's 0.45. Embedded: the model card's measured threshold for the
+    language (``memlab.scoring.backends.MODELS``), else values from the table's own distribution
+    (the retrievable pairs only, when the dataset is given)."""
+    if scores.source != "embedded":
+        return SEED_DEFAULTS
+    from memlab.scoring.backends import model_card
+
+    name = scores.details.get("model_name")
+    card = model_card(name) if name else None
+    threshold = card.thresholds.get(scores.details.get("lang", "en")) if card else None
+    if card is None or threshold is None:
+        return distribution_defaults(scores.retrievable(dataset) if dataset is not None else scores.raw)
+    return ScoreDefaults(
+        threshold,
+        card.threshold_range or SEED_DEFAULTS.threshold_range,
+        card.bonus_range or SEED_DEFAULTS.bonus_range,
+        f"measured for {card.name} on seed16 (memlab.scoring.backends.MODELS)",
+    )

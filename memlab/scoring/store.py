@@ -1,23 +1,22 @@
 """Memories in Qdrant, and the retrieval spec as one native Qdrant query.
 
 Local mode (``":memory:"``) by default, ``path=`` to persist, ``url=`` for a Qdrant server.
-Cosine distance; each point's payload holds the memory id, its text and its date (RFC 3339),
-the date the recency bonus is computed from.
+Cosine distance; each point's payload holds the memory id, its text and its date, under the
+names and in the date format of a ``CollectionSchema`` (default: ``memory_id``, ``date`` as
+RFC 3339), with the payload index on the date the engine needs for ``order_by``.
 
-Two execution paths must agree (the tests hold them to 1e-6):
+Two execution paths must agree (the tests hold them to 1e-6, on local mode and on the real
+engine, ``tests/test_qdrant_edge.py``):
 - raw top-k from Qdrant, then the Python re-rank of ``memlab.core.spec.retrieve``;
-- ``spec_query``: a prefetch of ``candidates`` raw neighbours, re-scored by the formula
-  ``$score + bonus * exp_decay(date)`` with ``score_threshold`` and ``limit = inject``.
-``spec_query_json`` prints the same query for Qdrant's REST API, so a tuned spec goes into
-production unchanged.
+- ``spec_query``: the REST body of ``memlab.scoring.query.spec_body`` (a prefetch of
+  ``candidates`` raw neighbours written by the query time, re-scored by the decay formula, with
+  ``score_threshold`` and ``limit = inject``), the query ``memlab spec`` prints.
 """
 
 from __future__ import annotations
 
-import json
-import math
+import warnings
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
@@ -25,77 +24,51 @@ import numpy as np
 from qdrant_client import models
 
 from memlab.core.errors import InputError
-from memlab.core.spec import SECONDS_PER_DAY, RetrievalSpec
+from memlab.core.spec import RetrievalSpec
 from memlab.datasets.model import Dataset
 from memlab.datasets.qdrant_import import open_client
+from memlab.scoring.query import (
+    DEFAULT_SCHEMA,
+    CollectionSchema,
+    formula,
+    not_after,
+    rfc3339,
+    spec_body,
+    spec_query_json,
+)
 
-DATE_FIELD = "date"
+__all__ = ["KEYWORD_VECTOR", "CollectionSchema", "MemoryStore", "rfc3339", "spec_query", "spec_query_json"]
+
 KEYWORD_VECTOR = "bm25"  # the sparse vector holding each memory's BM25 term weights
-QUERY_VECTOR_PLACEHOLDER = "<query vector>"
+DATE_FIELD = DEFAULT_SCHEMA.date_field
 
 
-def rfc3339(when: datetime) -> str:
-    """The instant in UTC; a naive datetime is taken as UTC, as everywhere in memlab."""
-    when = when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def spec_formula(spec: RetrievalSpec, date_field: str = DATE_FIELD) -> models.FormulaQuery:
-    """``$score + bonus * exp(-|date - reference| / tau)`` as a Qdrant formula.
-
-    Qdrant's ``exp_decay`` is ``exp(ln(midpoint) * |x - target| / scale)``; with midpoint 1/e and
-    scale = tau in seconds it is exactly the spec's ``exp(-age_days / tau_days)``.
-    """
+def _reference(spec: RetrievalSpec) -> datetime:
     if spec.reference_date is None:
         raise InputError("spec has no reference_date: call spec.with_reference(dataset.reference_date)")
-    decay = models.ExpDecayExpression(
-        exp_decay=models.DecayParamsExpression(
-            x=models.DatetimeKeyExpression(datetime_key=date_field),
-            target=models.DatetimeExpression(datetime=rfc3339(spec.reference_date)),
-            scale=spec.tau_days * SECONDS_PER_DAY,
-            midpoint=math.exp(-1.0),
-        )
-    )
-    return models.FormulaQuery(
-        formula=models.SumExpression(sum=["$score", models.MultExpression(mult=[spec.bonus, decay])])
-    )
+    return spec.reference_date
 
 
 def spec_query(
     spec: RetrievalSpec,
-    vector: Sequence[float] | str,
+    vector: Sequence[float],
     *,
-    date_field: str = DATE_FIELD,
-    prefetch_filter: models.Filter | None = None,
+    schema: CollectionSchema = DEFAULT_SCHEMA,
+    at: datetime | None = None,
+    extra_conditions: Sequence[dict[str, Any]] = (),
     exact: bool = False,
 ) -> models.QueryRequest:
-    """The whole spec as one query: filters go inside the prefetch, where candidates are chosen.
-
-    ``exact``: search without the HNSW index (memlab's measurements); the printed production
-    query leaves it off.
-    """
-    params = models.SearchParams(exact=True) if exact else None
-    return models.QueryRequest(
-        prefetch=models.Prefetch(query=vector, limit=spec.candidates, filter=prefetch_filter, params=params),
-        query=spec_formula(spec, date_field),
-        score_threshold=spec.threshold,
-        limit=spec.inject,
-        with_payload=True,
+    """The whole spec as one query (``spec_body``, validated into qdrant-client's models): the
+    query time ``at`` (default: the spec's reference date) is the decay's target and the
+    prefetch's cut-off, where candidates are chosen."""
+    body = spec_body(
+        spec, schema, vector, at or _reference(spec), extra_conditions=extra_conditions, exact=exact
     )
-
-
-def spec_query_json(spec: RetrievalSpec, vector: Sequence[float] | None = None) -> str:
-    """The REST body for ``POST /collections/{name}/points/query``."""
-    request = spec_query(spec, [0.0] if vector is None else list(map(float, vector)))
-    body: dict[str, Any] = request.model_dump(mode="json", exclude_none=True)
-    body["query"].pop("defaults", None)  # empty in the spec; keeps the printed query minimal
-    if vector is None:
-        body["prefetch"]["query"] = QUERY_VECTOR_PLACEHOLDER
-    return json.dumps(body, indent=2, ensure_ascii=False)
+    return models.QueryRequest.model_validate(body)
 
 
 class MemoryStore:
-    """One Qdrant collection holding a dataset's memories."""
+    """One Qdrant collection holding a dataset's memories, under a ``CollectionSchema``."""
 
     def __init__(
         self,
@@ -106,12 +79,14 @@ class MemoryStore:
         url: str | None = None,
         recreate: bool = True,
         keyword: bool = False,
+        schema: CollectionSchema = DEFAULT_SCHEMA,
     ):
         if path and url:
             raise InputError("give either a Qdrant path (local mode on disk) or a url, not both")
         self.client = open_client(path=path, url=url)
         self.collection = collection
         self.dim = dim
+        self.schema = schema
         # a server's HNSW index is approximate: memlab's measurements ask it for exact search
         # (local mode always searches exactly, and warns if asked)
         self.exact = models.SearchParams(exact=True) if url else None
@@ -119,11 +94,25 @@ class MemoryStore:
         if recreate and self.client.collection_exists(collection):
             self.client.delete_collection(collection)
         if not self.client.collection_exists(collection):
+            dense = models.VectorParams(size=dim, distance=models.Distance.COSINE)
             self.client.create_collection(
                 collection,
-                vectors_config=models.VectorParams(size=dim, distance=models.Distance.COSINE),
+                vectors_config={schema.vector_name: dense} if schema.vector_name else dense,
                 # BM25 as a sparse dot product: memory-side term weights, a 0/1 query
                 sparse_vectors_config={KEYWORD_VECTOR: models.SparseVectorParams()} if keyword else None,
+            )
+            self.create_date_index()
+
+    def create_date_index(self) -> None:
+        """The range index on the date the real engine needs for ``order_by`` (the time route)
+        and reads filters through; local mode has no payload indexes and says so, quietly here."""
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Payload indexes have no effect in the local Qdrant")
+            self.client.create_payload_index(
+                self.collection,
+                self.schema.date_field,
+                field_schema=models.PayloadSchemaType(self.schema.index_type),
+                wait=True,
             )
 
     @classmethod
@@ -139,6 +128,11 @@ class MemoryStore:
         )
         return store
 
+    def payload(self, memory_id: str, when: datetime, text: str | None = None) -> dict[str, Any]:
+        """A memory's payload as the schema names it."""
+        s = self.schema
+        return {s.id_field: memory_id, s.date_field: s.date_value(when), **({"text": text} if text else {})}
+
     def add(
         self,
         ids: Sequence[str],
@@ -151,28 +145,23 @@ class MemoryStore:
         if vectors.shape != (len(ids), self.dim):
             raise InputError(f"vectors have shape {vectors.shape}, expected ({len(ids)}, {self.dim})")
         start = len(self.memory_ids)
-        points = [
-            models.PointStruct(
-                id=start + i,
-                vector=(
-                    vectors[i].astype(float).tolist()
-                    if keyword_weights is None
-                    else {
-                        "": vectors[i].astype(float).tolist(),
-                        KEYWORD_VECTOR: models.SparseVector(
-                            indices=sorted(keyword_weights[i]),
-                            values=[keyword_weights[i][t] for t in sorted(keyword_weights[i])],
-                        ),
-                    }
-                ),
-                payload={
-                    "memory_id": ids[i],
-                    DATE_FIELD: rfc3339(dates[i]),
-                    **({"text": texts[i]} if texts is not None else {}),
-                },
+        name = self.schema.vector_name or ""
+        points = []
+        for i in range(len(ids)):
+            dense = vectors[i].astype(float).tolist()
+            vector: Any = {name: dense} if name else dense
+            if keyword_weights is not None:
+                terms = sorted(keyword_weights[i])
+                vector = {
+                    name: dense,
+                    KEYWORD_VECTOR: models.SparseVector(
+                        indices=terms, values=[keyword_weights[i][t] for t in terms]
+                    ),
+                }
+            text = texts[i] if texts is not None else None
+            points.append(
+                models.PointStruct(id=start + i, vector=vector, payload=self.payload(ids[i], dates[i], text))
             )
-            for i in range(len(ids))
-        ]
         self.client.upsert(self.collection, points=points, wait=True)
         self.memory_ids.extend(ids)
 
@@ -181,6 +170,7 @@ class MemoryStore:
         res = self.client.query_points(
             self.collection,
             query=np.asarray(vector, dtype=float).tolist(),
+            using=self.schema.vector_name,
             limit=k,
             search_params=self.exact,
         )
@@ -195,6 +185,32 @@ class MemoryStore:
                 table[qi, idx] = score
         return table
 
+    def run(self, body: dict[str, Any]) -> list[tuple[int, float]]:
+        """(memory index, score) of a REST query body, run through qdrant-client."""
+        req = models.QueryRequest.model_validate(body)
+        res = self.client.query_points(
+            self.collection,
+            prefetch=req.prefetch,
+            query=req.query,
+            query_filter=req.filter,
+            score_threshold=req.score_threshold,
+            limit=req.limit,
+        )
+        return [(int(p.id), float(p.score)) for p in res.points]
+
+    def spec_body(
+        self, vector: np.ndarray, spec: RetrievalSpec, asked: datetime | None = None
+    ) -> dict[str, Any]:
+        """The REST body ``memlab spec`` prints for this store, filled with the vector and the
+        query time (``asked``, else the spec's reference date)."""
+        return spec_body(
+            spec,
+            self.schema,
+            np.asarray(vector, dtype=float).tolist(),
+            asked or _reference(spec),
+            exact=self.exact is not None,
+        )
+
     def query_spec(
         self, vector: np.ndarray, spec: RetrievalSpec, asked: datetime | None = None
     ) -> list[tuple[int, float]]:
@@ -203,58 +219,32 @@ class MemoryStore:
         ``asked``: when the question is asked. Ages count from then, and memories written after
         it are filtered out inside the prefetch, where candidates are chosen.
         """
-        if asked is not None:
-            spec = replace(spec, reference_date=asked)
-        req = spec_query(
-            spec,
-            np.asarray(vector, dtype=float).tolist(),
-            prefetch_filter=asked_filter(asked),
-            exact=self.exact is not None,
-        )
-        res = self.client.query_points(
-            self.collection,
-            prefetch=req.prefetch,
-            query=req.query,
-            score_threshold=req.score_threshold,
-            limit=req.limit,
-        )
-        return [(int(p.id), float(p.score)) for p in res.points]
+        return self.run(self.spec_body(vector, spec, asked))
 
 
-def _not_after(asked: datetime) -> models.FieldCondition:
-    return models.FieldCondition(key=DATE_FIELD, range=models.DatetimeRange(lte=rfc3339(asked)))
-
-
-def asked_filter(asked: datetime | None) -> models.Filter | None:
-    """Memories written by the time the question is asked (None: no cut-off)."""
-    return None if asked is None else models.Filter(must=[_not_after(asked)])
-
-
-def window_filter(start: date, end: date, asked: datetime | None = None) -> models.Filter:
-    """Memories dated on the calendar days ``start`` .. ``end`` (UTC), and not after ``asked``."""
+def window_conditions(schema: CollectionSchema, start: date, end: date) -> list[dict[str, Any]]:
+    """Memories dated on the calendar days ``start`` .. ``end`` (UTC), as REST conditions."""
     lo = datetime.combine(start, time(), tzinfo=UTC)
     hi = datetime.combine(end + timedelta(days=1), time(), tzinfo=UTC)
-    window = models.FieldCondition(
-        key=DATE_FIELD, range=models.DatetimeRange(gte=rfc3339(lo), lt=rfc3339(hi))
-    )
-    return models.Filter(must=[window] if asked is None else [window, _not_after(asked)])
+    return [{"key": schema.date_field, "range": {"gte": schema.date_value(lo), "lt": schema.date_value(hi)}}]
 
 
-def gate_filter(
-    store: MemoryStore, time_range: tuple[date, date] | None, asked: datetime | None
-) -> models.Filter | None:
-    """The time gate as a payload filter: the named days; widened by a day on each side, once,
-    when they hold no memory (counted in Qdrant); no range: only the ``asked`` cut-off."""
+def gate_filter(store: MemoryStore, time_range: tuple[date, date] | None, at: datetime) -> dict[str, Any]:
+    """The time gate as a payload filter (REST JSON): the named days, widened by a day on each
+    side, once, when they hold no memory (counted in Qdrant); always the cut-off at ``at``."""
+    cutoff = not_after(store.schema, at)
     if time_range is None:
-        return asked_filter(asked)
+        return {"must": [cutoff]}
     start, end = time_range
-    gate = window_filter(start, end, asked)
-    if store.client.count(store.collection, count_filter=gate, exact=True).count == 0:
-        gate = window_filter(start - timedelta(days=1), end + timedelta(days=1), asked)
+    gate = {"must": [cutoff, *window_conditions(store.schema, start, end)]}
+    count = store.client.count(store.collection, count_filter=models.Filter.model_validate(gate), exact=True)
+    if count.count == 0:
+        wide = window_conditions(store.schema, start - timedelta(days=1), end + timedelta(days=1))
+        gate = {"must": [cutoff, *wide]}
     return gate
 
 
-def retriever_query(
+def retriever_body(
     store: MemoryStore,
     retriever: Any,
     spec: RetrievalSpec,
@@ -264,16 +254,17 @@ def retriever_query(
     rrf_k: float = 60,
     time_range: tuple[date, date] | None = None,
     asked: datetime | None = None,
-) -> list[tuple[int, float]]:
-    """A ``memlab.studies.hybrid`` retriever as one native Qdrant query: (memory index, final score) injected.
+) -> dict[str, Any]:
+    """A ``memlab.studies.hybrid`` retriever as one native Qdrant query, as its REST body.
 
-    Routes are prefetches with the gate's payload filter inside them; RRF is Qdrant's
-    ``RrfQuery`` (its k is memlab's k + 1: Qdrant scores ``1 / (k + rank - 1)``); the recency
-    bonus, threshold and inject limit are the spec's formula on top. The time route is the
-    newest memories first (an ``order_by`` on the date). Weighted fusion with min-max or z-score
+    Routes are prefetches with the gate's payload filter inside them (and the cut-off at the
+    query time); RRF is Qdrant's ``rrf`` (its k is memlab's k + 1: Qdrant scores
+    ``1 / (k + rank - 1)``); the recency bonus, threshold and inject limit are the spec's
+    formula on top. The time route is the newest memories first (an ``order_by`` on the date,
+    which needs the range index ``MemoryStore`` creates). Weighted fusion with min-max or z-score
     has no Qdrant counterpart (Qdrant fuses by RRF or DBSF); its reference path is ranx. Qdrant
-    cuts and orders tied scores its own way (memlab keeps ties, ``memlab.retrieval.fusion``), so the two
-    agree where scores differ. ``time_range`` is the gate's (start, end) days, both included.
+    cuts and orders tied scores its own way (memlab keeps ties, ``memlab.retrieval.fusion``), so
+    the two agree where scores differ. ``time_range`` is the gate's (start, end) days, both included.
     """
     if retriever.fusion == "weighted":
         raise InputError(
@@ -281,42 +272,49 @@ def retriever_query(
         )
     if retriever.fusion == "rrf" and rrf_k != int(rrf_k):
         raise InputError(f"Qdrant's RRF takes an integer k; got {rrf_k}")
-    if asked is not None:
-        spec = replace(spec, reference_date=asked)
-    flt = gate_filter(store, time_range if retriever.gate else None, asked)
-    exact = store.exact
+    at = asked or _reference(spec)
+    schema = store.schema
+    flt = gate_filter(store, time_range if retriever.gate else None, at)
+    vector_route: dict[str, Any] = {
+        "query": np.asarray(vector, dtype=float).tolist(),
+        "limit": spec.candidates,
+        "filter": flt,
+    }
+    if schema.vector_name:
+        vector_route["using"] = schema.vector_name
+    if store.exact is not None:
+        vector_route["params"] = {"exact": True}
     routes = {
-        "vector": models.Prefetch(
-            query=np.asarray(vector, dtype=float).tolist(), limit=spec.candidates, filter=flt, params=exact
-        ),
-        "keyword": models.Prefetch(
-            query=models.SparseVector(indices=list(keyword_terms), values=[1.0] * len(keyword_terms)),
-            using=KEYWORD_VECTOR,
-            limit=spec.candidates,
-            filter=flt,
-        ),
-        "time": models.Prefetch(
-            query=models.OrderByQuery(
-                order_by=models.OrderBy(key=DATE_FIELD, direction=models.Direction.DESC)
-            ),
-            limit=spec.candidates,
-            filter=flt,
-        ),
+        "vector": vector_route,
+        "keyword": {
+            "query": {"indices": list(keyword_terms), "values": [1.0] * len(keyword_terms)},
+            "using": KEYWORD_VECTOR,
+            "limit": spec.candidates,
+            "filter": flt,
+        },
+        "time": {
+            "query": {"order_by": {"key": schema.date_field, "direction": "desc"}},
+            "limit": spec.candidates,
+            "filter": flt,
+        },
     }
     if retriever.fusion == "none":
         prefetch = routes["vector"]
     else:
         used = [routes[r] for r in retriever.routes if r != "keyword" or keyword_terms]
-        prefetch = models.Prefetch(
-            prefetch=used,
-            query=models.RrfQuery(rrf=models.Rrf(k=int(rrf_k) + 1)),
-            limit=spec.candidates * len(used),
-        )
-    res = store.client.query_points(
-        store.collection,
-        prefetch=prefetch,
-        query=spec_formula(spec),
-        score_threshold=spec.threshold,
-        limit=spec.inject,
-    )
-    return [(int(p.id), float(p.score)) for p in res.points]
+        prefetch = {
+            "prefetch": used,
+            "query": {"rrf": {"k": int(rrf_k) + 1}},
+            "limit": spec.candidates * len(used),
+        }
+    return {
+        "prefetch": prefetch,
+        "query": {"formula": formula(spec, schema, at)},
+        "score_threshold": spec.threshold,
+        "limit": spec.inject,
+    }
+
+
+def retriever_query(store: MemoryStore, *args: Any, **kwargs: Any) -> list[tuple[int, float]]:
+    """(memory index, final score) the retriever injects: ``retriever_body`` run on the store."""
+    return store.run(retriever_body(store, *args, **kwargs))

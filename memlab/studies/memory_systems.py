@@ -111,10 +111,10 @@ def pack(scores: np.ndarray, tokens: np.ndarray, budget: np.ndarray | float) -> 
     order = np.argsort(-scores, axis=-1, kind="stable")
     packable = np.isfinite(np.take_along_axis(scores, order, axis=-1))
     used = np.cumsum(np.where(packable, tokens[order], 0), axis=-1)
-    keep = packable & (used <= np.asarray(budget)[..., None])
-    out = np.zeros(keep.shape, dtype=bool)
-    np.put_along_axis(out, np.broadcast_to(order, keep.shape), keep, axis=-1)
-    return out
+    # the running count only grows, so what fits is a prefix of the order: count it per budget,
+    # then compare each memory's rank (computed once, without the budget axis) with that count
+    fits = np.sum(packable & (used <= np.asarray(budget)[..., None]), axis=-1)
+    return np.isfinite(scores) & (rank_of(order) < fits[..., None])
 
 
 # ---------------------------------------------------------------------------------------------

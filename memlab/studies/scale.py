@@ -201,15 +201,19 @@ def embedded_inputs(
     cache_dir=None,
     seed: int = 0,
     progress: bool = False,
+    server=None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(question vectors, pool vectors, pool ages in days): the dataset's questions and ``pool``
-    template distractors embedded through the cache, with the model an imported dataset records."""
-    from memlab.scoring.embeddings import Embedder
+    template distractors embedded through the cache (a server first when given), with the model
+    an imported dataset records."""
+    from memlab.scoring.embeddings import make_embedder
 
     check_number(pool, "pool", integer=True, minimum=1)  # real distractors
     check_number(seed, "seed", integer=True, minimum=0)
     model = model or (dataset.vectors or {}).get("model")
-    embedder = Embedder(model, truncate_dim=truncate_dim, cache_dir=cache_dir, progress=progress)
+    embedder = make_embedder(
+        model, truncate_dim=truncate_dim, cache_dir=cache_dir, progress=progress, server=server
+    )
     queries = embedder.encode_queries([q.text(lang) for q in dataset.questions])
     texts, ages = distractor_texts(pool, dataset.reference_date, seed=seed)
     return queries, embedder.encode_documents(texts), ages

@@ -23,9 +23,7 @@ def package_version() -> str:
     try:
         return metadata.version("memlab")
     except metadata.PackageNotFoundError:  # run from a source tree that is not installed
-        from memlab import __version__
-
-        return __version__
+        return "(not installed)"
 
 
 def build_parser() -> argparse.ArgumentParser:

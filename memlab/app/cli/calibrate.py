@@ -56,7 +56,8 @@ def qdrant_dataset(args: argparse.Namespace, tmp: Path) -> Dataset:
 def store_vectors(args: argparse.Namespace, dataset: Dataset):
     """(embedder, memory vectors): the stored vectors with the recorded model, else the memories
     embedded with ``--model``."""
-    from memlab.scoring.embeddings import Embedder, resolve_model
+    from memlab.scoring.backends import model_id
+    from memlab.scoring.embeddings import Embedder
 
     opts = {"truncate_dim": args.truncate_dim, "cache_dir": args.cache_dir, "progress": sys.stderr.isatty()}
     if dataset.vectors:
@@ -68,7 +69,7 @@ def store_vectors(args: argparse.Namespace, dataset: Dataset):
                 f"dataset {dataset.name!r} keeps vectors from an unrecorded model: pass --model, "
                 "the model that made them, to embed the probes alike"
             )
-        if args.model and made_with and resolve_model(args.model)[1] != resolve_model(made_with)[1]:
+        if args.model and made_with and model_id(args.model) != model_id(made_with):
             raise InputError(
                 f"dataset {dataset.name!r} keeps vectors made with {made_with!r}; probes would be "
                 f"embedded with {args.model!r}: pass --model {made_with}"

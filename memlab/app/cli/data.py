@@ -45,6 +45,8 @@ def cmd_import_qdrant(args: argparse.Namespace) -> int:
         path=args.path,
         url=args.url,
         vector_name=args.vector_name,
+        id_field=args.id_field,
+        date_format=args.date_format,
         model=args.model,
         questions=args.questions,
         reference_date=args.reference_date,
@@ -181,6 +183,15 @@ def add_import_qdrant_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--date-field", required=True, help="payload field with the memory's date")
     p.add_argument("--text-field", required=True, help="payload field with the memory's text")
     p.add_argument("--vector-name", default=None, help="which named vector (if the collection has several)")
+    p.add_argument(
+        "--id-field", default=None, help="payload field with your own memory id (default: the point id)"
+    )
+    p.add_argument(
+        "--date-format",
+        choices=["auto", "iso", "epoch-s", "epoch-ms"],
+        default="auto",
+        help="how the date is stored (default: auto: ISO strings, or numbers as epoch seconds)",
+    )
     p.add_argument(
         "--model", default=None, help="the model that made the vectors (questions are embedded with it)"
     )

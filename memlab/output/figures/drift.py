@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 
 
 from memlab.core.registry import lookup
-from memlab.output.figures.style import OKABE_ITO, style
+from memlab.output.figures.style import OKABE_ITO, short_text, style
 
 DRIFT_METRICS = {
     "recall": (
@@ -101,7 +101,6 @@ def _curves(
                 col=col,
             )
     budgets = sorted(table["budget"].unique())
-    unit = f"token budget (tokens, {tokenizer})" if tokenizer else "token budget (tokens)"
     style(fig, title, "", y_label)
     fig.update_xaxes(type="log", tickvals=budgets, ticktext=[str(b) for b in budgets])
     if y_range is not None:
@@ -113,6 +112,23 @@ def _curves(
         legend={"orientation": "h", "x": 0.5, "xanchor": "center", "y": -0.22, "yanchor": "top"},
     )
     fig.add_annotation(
-        text=unit, xref="paper", yref="paper", x=0.5, y=-0.15, showarrow=False, font={"size": 15}
+        text="token budget (tokens)",
+        xref="paper",
+        yref="paper",
+        x=0.5,
+        y=-0.15,
+        showarrow=False,
+        font={"size": 15},
     )
+    if tokenizer:  # the detail goes in a caption under the legend, not in the axis title
+        fig.add_annotation(
+            text=f"tokens counted with {short_text(tokenizer, 70)}; memory texts only, no prompt wrapper",
+            xref="paper",
+            yref="paper",
+            x=0,
+            y=-0.42,
+            xanchor="left",
+            showarrow=False,
+            font={"size": 12, "color": "#555"},
+        )
     return fig

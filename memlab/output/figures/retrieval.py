@@ -97,7 +97,9 @@ def retriever_bars(by_kind: pd.DataFrame, metric: str) -> go.Figure:
                 name="the threshold (a no-hit memory reaches it at 0)",
             )
         )
-    style(fig, figure_title, "retrieval retriever (each at its tuned configuration)", title)
+    style(fig, figure_title, "retriever (each at its tuned configuration)", title)
+    # every value label the same size (plotly shrinks labels that do not fit otherwise)
+    fig.update_layout(uniformtext={"minsize": 11, "mode": "show"})
     # many series: the legend goes under the plot, clear of the title
     fig.update_layout(
         legend={"orientation": "h", "x": 0, "xanchor": "left", "y": -0.2, "yanchor": "top"},

