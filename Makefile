@@ -57,6 +57,8 @@ lint: $(VENV)/.installed-dev  ## ruff check and format check
 bench: $(VENV)/.installed  ## run the benchmarks (timings printed, not asserted)
 	$(BIN)/python benchmarks/bench_evaluate.py
 	$(BIN)/python benchmarks/bench_sweep.py
+	$(BIN)/python benchmarks/bench_sweep_memory.py
+	$(BIN)/python benchmarks/bench_embed_batching.py
 	$(BIN)/python benchmarks/bench_tune.py
 	$(BIN)/python benchmarks/bench_panel_browser.py
 	$(BIN)/python benchmarks/bench_scale.py

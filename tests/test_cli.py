@@ -129,7 +129,7 @@ def test_spec_formats(capsys):
         ),
         (
             ["evaluate", "--source", "published", "--candidates", "0"],
-            "memlab: error: RetrievalSpec.candidates must be an integer >= 1, got 0\n",
+            "memlab: error: candidates: expected an integer >= 1, got 0\n",
         ),
     ],
 )

@@ -434,7 +434,7 @@ def test_systems_may_be_named_in_any_order():
 
 
 def test_benchmark_refuses_empty_ranges_and_no_resamples():
-    with pytest.raises(ValueError, match="n_boot must be >= 1"):
+    with pytest.raises(ValueError, match="n_boot: expected an integer >= 1, got 0"):
         drift_benchmark(range(5, 10), range(0, 5), encode=bag_of_words, count_tokens=words, n_boot=0)
     with pytest.raises(ValueError, match="empty seed range"):
         drift_benchmark(range(5, 5), range(0, 5), encode=bag_of_words, count_tokens=words)
@@ -508,7 +508,7 @@ def test_cli_json_rows(capsys, cache_dir, monkeypatch):
         (["--streams", "500"], "--streams: expected 1 to 400 (the seeds in --seed-range 1000:1400), got 500"),
         (["--budgets", "32,x"], "--budgets: expected a comma list of positive integers, got '32,x'"),
         (["--budgets", "0,32"], "--budgets: expected a comma list of positive integers, got '0,32'"),
-        (["--boot", "0"], "--boot: expected a positive number of resamples, got 0"),
+        (["--boot", "0"], "n_boot: expected an integer >= 1, got 0"),
         (["--streams", "0"], "--streams: expected 1 to 400 (the seeds in --seed-range 1000:1400), got 0"),
     ],
 )

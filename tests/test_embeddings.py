@@ -141,16 +141,18 @@ def test_cache_is_partial_and_deduplicated(tmp_path):
 
 
 @pytest.mark.model
-def test_mixed_vector_dimensions_in_the_cache_are_refused(tmp_path):
+def test_a_foreign_vector_in_the_cache_is_reported_and_embedded_again(tmp_path):
     emb = Embedder(cache_dir=tmp_path)
-    emb.encode_documents(TEXTS)
+    want = emb.encode_documents(TEXTS)
     ns = emb.namespace("document")
-    np.save(ns / f"{Embedder.text_key(TEXTS[1])}.npy", np.ones(64, dtype=np.float32))  # a foreign vector
-    with pytest.raises(RuntimeError) as e:
-        Embedder(cache_dir=tmp_path).encode_documents(TEXTS)
-    assert str(e.value) == (
-        f"embedding cache {ns} holds vectors of different shapes: (64,), (384,); delete that folder to rebuild it"
-    )
+    bad = ns / f"{Embedder.text_key(TEXTS[1])}.npy"
+    np.save(bad, np.ones(64, dtype=np.float32))  # a foreign vector
+    with pytest.warns(UserWarning) as caught:
+        again = Embedder(cache_dir=tmp_path).encode_documents(TEXTS)
+    assert [str(w.message) for w in caught] == [
+        f"embedding cache: {bad}: 64 dimensions, the others have 384; embedding it again"
+    ]
+    assert again.tobytes() == want.tobytes() and np.load(bad).shape == (384,)
 
 
 def test_embedded_source_scores_the_fixture(seed, embedded, cache_dir):

@@ -461,7 +461,7 @@ def test_policy_lists_and_grids_are_checked():
         check_retrievers(["vector", "hybrid-rrf", "vector"])
     with pytest.raises(ValueError, match="retriever grid axis 'alphas' is empty"):
         RetrieverGrid(alphas=())
-    with pytest.raises(ValueError, match="threshold_steps must be >= 2, got 1"):
+    with pytest.raises(ValueError, match="threshold_steps: expected an integer >= 2, got 1"):
         RetrieverGrid(threshold_steps=1)
 
 

@@ -98,11 +98,11 @@ def test_unknown_scores_are_never_candidates():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"candidates": 0}, "RetrievalSpec.candidates must be an integer >= 1, got 0"),
-        ({"inject": 2.5}, "RetrievalSpec.inject must be an integer >= 1, got 2.5"),
-        ({"tau_days": 0}, "RetrievalSpec.tau_days must be > 0, got 0"),
-        ({"bonus": -0.01}, "RetrievalSpec.bonus must be >= 0, got -0.01"),
-        ({"threshold": float("nan")}, "RetrievalSpec.threshold must be a finite number, got nan"),
+        ({"candidates": 0}, "candidates: expected an integer >= 1, got 0"),
+        ({"inject": 2.5}, "inject: expected an integer >= 1, got 2.5"),
+        ({"tau_days": 0}, "tau_days: expected a finite number > 0, got 0"),
+        ({"bonus": -0.01}, "bonus: expected a finite number >= 0, got -0.01"),
+        ({"threshold": float("nan")}, "threshold: expected a finite number, got nan"),
     ],
 )
 def test_spec_rejects_bad_values(kwargs, message):

@@ -346,10 +346,10 @@ def test_parse_axis_errors(text, integer, message):
 @pytest.mark.parametrize(
     ("axes", "message"),
     [
-        ({"tau_days": (0.0,)}, "grid axis 'tau_days' needs values > 0, got 0.0"),
-        ({"bonus": (-0.1,)}, "grid axis 'bonus' needs values >= 0, got -0.1"),
-        ({"candidates": (0,)}, "grid axis 'candidates' needs integers >= 1, got [0]"),
-        ({"threshold": ()}, "grid axis 'threshold' is empty"),
+        ({"tau_days": (0.0,)}, "tau_days: expected a finite number > 0, got 0"),
+        ({"bonus": (-0.1,)}, "bonus: expected a finite number >= 0, got -0.1"),
+        ({"candidates": (0,)}, "candidates: expected an integer >= 1, got 0"),
+        ({"threshold": ()}, "threshold: the axis has no values"),
     ],
 )
 def test_bad_grids(axes, message):

@@ -192,11 +192,11 @@ def test_feasible_over_decay_families(capsys):
         ),
         (
             ["sweep", "--source", "published", "--candidates", "0"],
-            "memlab: error: grid axis 'candidates' needs integers >= 1, got [0]\n",
+            "memlab: error: candidates: expected an integer >= 1, got 0\n",
         ),
         (
             ["feasible", "--source", "published", "--tau", "0"],
-            "memlab: error: --tau: values must be > 0, got 0\n",
+            "memlab: error: tau_days: expected a finite number > 0, got 0\n",
         ),
     ],
 )

@@ -44,6 +44,11 @@ class QuestionSummary(NamedTuple):
     stale_gap: np.ndarray | None = None
 
 
+# a criterion writes <name>_value, <name>_pass and <name>_margin; these names would collide with
+# the sweep's own min_margin, margin_<question> and injected_<question|kind> columns
+RESERVED_NAMES = ("min", "margin", "injected")
+
+
 @dataclass(frozen=True)
 class Criterion:
     name: str
@@ -52,6 +57,14 @@ class Criterion:
     description: str = ""
 
     def __post_init__(self) -> None:
+        for field, value in (("name", self.name), ("kind", self.kind), ("question", self.question)):
+            if not (isinstance(value, str) and value) and not (field == "question" and value is None):
+                raise InputError(f"criterion {field}: expected text, got {value!r}")
+        if self.name in RESERVED_NAMES:
+            raise InputError(
+                f"criterion {self.name!r}: reserved name (a sweep writes min_margin, margin_<id> and "
+                "injected_<id> columns of its own): choose another"
+            )
         if self.kind not in CRITERION_KINDS:
             raise InputError(
                 f"criterion {self.name!r}: {unknown_message('kind', [self.kind], CRITERION_KINDS)}"

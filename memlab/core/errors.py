@@ -27,5 +27,14 @@ class MissingFileError(MemlabError, FileNotFoundError):
     """A file or folder the user named does not exist."""
 
 
+class UnreachableError(MemlabError, ConnectionError):
+    """A server the user named (a Qdrant URL) that refuses the connection or does not answer."""
+
+
+class MemlabWarning(UserWarning):
+    """Something memlab noticed and worked around (a corrupt cache entry it rebuilt); the CLI
+    prints it as one ``memlab: warning:`` line."""
+
+
 class EmbeddingError(MemlabError, RuntimeError):
     """An embedding model or server that cannot serve: not found offline, a broken cache, a bad reply."""

@@ -36,8 +36,9 @@ import portion as P
 from memlab.core import criteria as crit
 from memlab.core.errors import InputError
 from memlab.core.labels import Labels
+from memlab.core.numbers import check_number
 from memlab.core.registry import lookup, unknown_message
-from memlab.core.spec import COMBINES, recency_weight, rescore, select_candidates
+from memlab.core.spec import COMBINES, SPEC_BOUNDS, recency_weight, rescore, select_candidates
 
 
 @dataclass(frozen=True)
@@ -258,6 +259,9 @@ def feasible_bonus(
     combine: str = "add",
 ) -> P.Interval:
     """The exact set of bonus values >= 0 where every criterion holds."""
+    for name, value in (("tau_days", tau_days), ("threshold", threshold), ("candidates", candidates)):
+        check_number(value, name, integer=name == "candidates", **SPEC_BOUNDS[name])
+    check_number(inject, "inject", integer=True, **SPEC_BOUNDS["inject"])
     criteria = labels.criteria() if criteria is None else criteria
     lookup(COMBINES, combine, "combine")
     ages = np.broadcast_to(np.asarray(ages, dtype=np.float64), raw.shape)

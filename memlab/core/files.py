@@ -2,41 +2,171 @@
 
 Standard library only, so every layer (dataset import, the embedding cache, reports) writes
 files the same way.
+
+- Only regular files are replaced. A symlink is written through: its target is replaced
+  atomically and the link is kept. A FIFO, a device, a socket or a folder is refused
+  (``InputError``), so ``-o /dev/stdout`` never swaps a terminal or a pipe for a file.
+- A write in progress is recorded in ``PENDING`` until it is renamed into place or removed, so
+  a command stopped by a signal can remove it (``discard_pending``).
+- Temporary names carry the writing process's id, ``.NAME.PID.TOKEN.tmp``: the first write into a
+  folder removes those left there by processes that no longer exist (a SIGKILL leaves one).
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
-from collections.abc import Callable
+import secrets
+import shutil
+import stat
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+from memlab.core.errors import InputError
+
+TEMP_SUFFIX = ".tmp"
+PENDING: set[Path] = set()  # temporary files and folders of the writes in progress
+_SWEPT: set[Path] = set()  # folders already cleared of dead processes' temporary files
+
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def file_mode(path: Path) -> int:
     """The mode a new file gets: the replaced file's, else 0666 less the umask."""
     if path.exists():
         return path.stat().st_mode & 0o777
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
+    return 0o666 & ~_umask()
+
+
+def output_target(path: str | Path) -> Path:
+    """The regular file a write to ``path`` replaces: ``path`` itself, or a symlink's target.
+
+    Anything that exists and is not a regular file is refused with one line."""
+    path = Path(path)
+    try:
+        mode = os.stat(path).st_mode  # follows symlinks
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        kind = next((k for test, k in _KINDS if test(mode)), "not a regular file")
+        raise InputError(
+            f"{path}: is {kind}, not a regular file: memlab writes only regular files "
+            "(for standard output pass -o -)"
+        )
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+def temp_name(target: Path) -> Path:
+    """A fresh temporary name beside ``target``: ``.NAME.PID.TOKEN.tmp``."""
+    return target.parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+
+
+def remove_stale_temps(folder: Path) -> list[Path]:
+    """Remove the temporary files and folders that dead processes left in ``folder`` (once per
+    folder and process); returns what was removed."""
+    folder = Path(folder)
+    if folder in _SWEPT or not folder.is_dir():
+        return []
+    _SWEPT.add(folder)
+    removed = []
+    for entry in os.scandir(folder):
+        pid = _temp_owner(entry.name)
+        if pid is None or pid == os.getpid() or _alive(pid):
+            continue
+        p = Path(entry.path)
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)
+        removed.append(p)
+    return removed
+
+
+def _temp_owner(name: str) -> int | None:
+    """The process id in a temporary name ``.NAME.PID.TOKEN.tmp``, else None."""
+    if not (name.startswith(".") and name.endswith(TEMP_SUFFIX)):
+        return None
+    parts = name[: -len(TEMP_SUFFIX)].rsplit(".", 2)
+    if len(parts) != 3 or not parts[1].isdigit() or len(parts[2]) != 8:
+        return None
+    return int(parts[1])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+def new_temp_file(target: Path) -> Path:
+    """Create an empty temporary file beside ``target`` (recorded in ``PENDING``)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(target.parent)
+    mode = file_mode(target)
+    tmp = temp_name(target)
+    PENDING.add(tmp)  # before it exists: a signal between the two still finds it
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+    return tmp
+
+
+def commit(tmp: Path, target: Path) -> None:
+    """Rename ``tmp`` over ``target`` (one atomic step) and forget it."""
+    os.replace(tmp, target)
+    PENDING.discard(tmp)
+
+
+def discard(tmp: Path) -> None:
+    """Remove a temporary file or folder of a write that did not finish."""
+    if tmp.is_dir() and not tmp.is_symlink():
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        tmp.unlink(missing_ok=True)
+    PENDING.discard(tmp)
+
+
+def discard_pending() -> list[Path]:
+    """Remove every write in progress (after a signal stopped them); returns what was pending."""
+    pending = sorted(PENDING)
+    for tmp in pending:
+        discard(tmp)
+    return pending
+
+
+@contextmanager
+def atomic_file(path: str | Path) -> Iterator[Path]:
+    """A temporary path to write; on success it replaces ``path`` (or a symlink's target) in one
+    rename, on any exception (a signal included) it is removed and ``path`` is left as it was."""
+    target = output_target(path)
+    tmp = new_temp_file(target)
+    try:
+        yield tmp
+        commit(tmp, target)
+    except BaseException:
+        discard(tmp)
+        raise
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     """Write ``data`` to ``path`` so readers see the old file or the new one, never a part."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.chmod(tmp, file_mode(path))  # mkstemp makes 0600
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    with atomic_file(path) as tmp, open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    return Path(path)
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
@@ -52,15 +182,16 @@ def write_folder_atomically(
     loader) may raise to refuse it; then it is renamed into place. ``out`` must not exist or be
     an empty folder, so nothing a user made is overwritten.
     """
-    import shutil
-
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise FileExistsError(f"{out} already exists and is not an empty folder")
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
+    remove_stale_temps(out.parent)
+    tmp = temp_name(out)
+    PENDING.add(tmp)
     try:
-        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700
+        tmp.mkdir(mode=0o700)
+        os.chmod(tmp, 0o777 & ~_umask())
         for name, data in files.items():
             (tmp / name).write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
         if check is not None:
@@ -68,8 +199,9 @@ def write_folder_atomically(
         if out.exists():
             out.rmdir()
         tmp.rename(out)
+        PENDING.discard(tmp)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        discard(tmp)
         raise
     return out
 

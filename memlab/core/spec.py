@@ -27,7 +27,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from memlab.core.errors import InputError, UnknownNameError
+from memlab.core.errors import UnknownNameError
+from memlab.core.numbers import check_number
 from memlab.core.registry import lookup, unknown_message
 
 SECONDS_PER_DAY = 86_400.0
@@ -111,6 +112,16 @@ def final_score(
     return rescore(raw, recency_weight(age, tau_days, decay), bonus, combine)
 
 
+# each field's range, checked by memlab.core.numbers.check_number (the grid's axes use the same)
+SPEC_BOUNDS: dict[str, dict[str, float]] = {
+    "candidates": {"minimum": 1},
+    "inject": {"minimum": 1},
+    "threshold": {},
+    "bonus": {"minimum": 0.0},
+    "tau_days": {"above": 0.0},
+}
+
+
 @dataclass(frozen=True)
 class RetrievalSpec:
     """How memories are recalled. Defaults are the values the seed write-up adopted."""
@@ -125,18 +136,8 @@ class RetrievalSpec:
     combine: str = "add"  # add: raw + bonus*w; mult: raw * (1 + bonus*w)
 
     def __post_init__(self) -> None:
-        for name in ("candidates", "inject"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-                raise InputError(f"RetrievalSpec.{name} must be an integer >= 1, got {value!r}")
-        for name in ("threshold", "bonus", "tau_days"):
-            value = getattr(self, name)
-            if not isinstance(value, int | float | np.floating) or not math.isfinite(value):
-                raise InputError(f"RetrievalSpec.{name} must be a finite number, got {value!r}")
-        if self.tau_days <= 0:
-            raise InputError(f"RetrievalSpec.tau_days must be > 0, got {self.tau_days!r}")
-        if self.bonus < 0:
-            raise InputError(f"RetrievalSpec.bonus must be >= 0, got {self.bonus!r}")
+        for name, bounds in SPEC_BOUNDS.items():
+            check_number(getattr(self, name), name, integer=name in ("candidates", "inject"), **bounds)
         lookup(DECAYS, self.decay, "decay")
         lookup(COMBINES, self.combine, "combine")
 

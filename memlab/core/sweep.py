@@ -12,8 +12,9 @@ the structure of the spec instead:
 
 Configurations are laid out in C order over ``AXES`` (decay slowest, inject fastest); row ``i``
 of the result is configuration ``i`` of ``Grid.values``. The order is recorded in
-``DataFrame.attrs``. Large grids are evaluated in chunks of whole (bonus, tau) pairs within one
-(decay, combine) family (``sweep_chunks``), so memory stays bounded whatever the grid size.
+``DataFrame.attrs``. Large grids are evaluated in chunks within one (decay, combine) family
+(``sweep_chunks``, planned by ``memlab.core.chunks`` to a budget in bytes), so memory stays
+bounded whatever the grid size.
 """
 
 from __future__ import annotations
@@ -21,12 +22,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import reduce
-from itertools import product
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from memlab.core import criteria as crit
+from memlab.core.chunks import CHUNK_BYTES, Chunk, first_row, pair_bytes, plan_chunks, row_bytes
 from memlab.core.errors import InputError
 from memlab.core.grid import AXES, Grid
 from memlab.core.labels import QUESTION_KINDS, Labels
@@ -47,7 +48,7 @@ class Prepared:
 
     cand: np.ndarray  # (Q, P) memory index at each candidate position, -1 if none
     raw: np.ndarray  # (P, Q) raw score at each position (NaN if none)
-    weight: np.ndarray  # (P, Q, T) recency weight of each position for each tau
+    age: np.ndarray  # (P, Q) age in days of the memory at each position (weights per chunk of taus)
     known: np.ndarray  # (P, Q) the position holds a memory
     # tracked memories: currents, then stale ones, then the other labelled ones (relevant)
     tracked_q: np.ndarray  # (L,) question of each tracked memory
@@ -58,11 +59,9 @@ class Prepared:
     labelled_of: tuple[tuple[int, ...], ...]  # per question, indices into tracked of every labelled memory
 
 
-def prepare_candidates(
-    raw: np.ndarray, ages: np.ndarray, labels: Labels, grid: Grid, decay: str = "exp"
-) -> Prepared:
-    """Candidate lists (top max(candidates) by raw, the reference's own order) and the decay
-    family's weights."""
+def prepare_candidates(raw: np.ndarray, ages: np.ndarray, labels: Labels, grid: Grid) -> Prepared:
+    """Candidate lists (top max(candidates) by raw, the reference's own order) and their ages;
+    the weights of each decay family and tau are computed per chunk."""
     raw = np.asarray(raw, dtype=np.float64)
     n_q = raw.shape[0]
     kmax = max(1, min(max(grid.candidates), raw.shape[1]))
@@ -74,8 +73,6 @@ def prepare_candidates(
     raw_c = np.where(known, raw[np.arange(n_q)[:, None], np.maximum(cand, 0)], np.nan)
     ages = np.broadcast_to(np.asarray(ages, dtype=np.float64), raw.shape)  # (M,) or per question (Q, M)
     ages_c = ages[np.arange(n_q)[:, None], np.maximum(cand, 0)]
-    tau = np.asarray(grid.tau_days, dtype=np.float64)
-    weight = recency_weight(ages_c[None], tau[:, None, None], decay)  # (T, Q, P)
 
     tracked_q, tracked_mem, current_l, stale_l = [], [], np.full(n_q, -1), []
     stale_of: list[list[int]] = [[] for _ in range(n_q)]
@@ -115,7 +112,7 @@ def prepare_candidates(
     return Prepared(
         cand,
         np.ascontiguousarray(raw_c.T),
-        np.ascontiguousarray(weight.transpose(2, 1, 0)),
+        np.ascontiguousarray(ages_c.T),
         np.ascontiguousarray(known.T),
         tq,
         pos,
@@ -124,23 +121,6 @@ def prepare_candidates(
         tuple(tuple(s) for s in stale_of),
         tuple(tuple(s) for s in labelled_of),
     )
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """A rectangle of the (bonus, tau) plane of one (decay, combine) family whose
-    configurations are consecutive rows."""
-
-    b0: int
-    b1: int
-    t0: int
-    t1: int
-    family: int = 0  # index of (decay, combine) in the grid's C order
-    decay: str = "exp"
-    combine: str = "add"
-
-    def pairs(self) -> int:
-        return (self.b1 - self.b0) * (self.t1 - self.t0)
 
 
 WRONG_KINDS = ("hit", "contradiction")  # the kinds whose injections outside the labels are wrong
@@ -207,9 +187,9 @@ def _evaluate_chunk(
     Array axes: P candidate positions, n = (bonus, tau) pairs of the chunk, H thresholds,
     K candidates values, I inject values, Q questions, L tracked memories.
     """
-    bonus = np.asarray(grid.bonus, dtype=np.float64)[chunk.b0 : chunk.b1]
-    taus = np.asarray(grid.tau_days, dtype=np.float64)[chunk.t0 : chunk.t1]
-    thr = np.asarray(grid.threshold, dtype=np.float64)
+    bonus = grid.bonus.array(chunk.b0, chunk.b1).astype(np.float64)
+    taus = grid.tau_days.array(chunk.t0, chunk.t1).astype(np.float64)
+    thr = grid.threshold.array(chunk.h0, chunk.h1).astype(np.float64)
     k_vals = np.asarray(grid.candidates)
     i_vals = np.asarray(grid.inject)
     n_b, n_t = len(bonus), len(taus)
@@ -218,9 +198,10 @@ def _evaluate_chunk(
 
     # (P, Q, n): every candidate's final score, through the reference's own formula.
     # Questions come before configurations so that each question's slices are contiguous.
+    weight = recency_weight(prep.age[:, :, None], taus[None, None, :], chunk.decay)  # (P, Q, T of the chunk)
     final = rescore(
         prep.raw[:, :, None, None],
-        prep.weight[:, :, None, chunk.t0 : chunk.t1],
+        weight[:, :, None, :],
         bonus[None, None, :, None],
         chunk.combine,
     ).reshape(n_p, n_q, n)
@@ -343,7 +324,7 @@ def _evaluate_chunk(
             t_injected,
             thr_b,
             shape,
-            _first_row(grid, chunk),
+            first_row(grid, chunk),
         )
     return cols
 
@@ -483,28 +464,6 @@ def _long_columns(
     return out
 
 
-def _first_row(grid: Grid, chunk: Chunk) -> int:
-    per_pair = len(grid.threshold) * len(grid.candidates) * len(grid.inject)
-    per_family = len(grid.bonus) * len(grid.tau_days) * per_pair
-    return chunk.family * per_family + (chunk.b0 * len(grid.tau_days) + chunk.t0) * per_pair
-
-
-def plan_chunks(grid: Grid, chunk_rows: int) -> list[Chunk]:
-    """Rectangles of consecutive rows with about ``chunk_rows`` configurations each, family by
-    family: several bonus values with every tau, or, when one bonus row alone is too large, a
-    range of taus."""
-    per_pair = len(grid.threshold) * len(grid.candidates) * len(grid.inject)
-    n_b, n_t = len(grid.bonus), len(grid.tau_days)
-    budget = max(1, chunk_rows // per_pair)  # (bonus, tau) pairs per chunk
-    if budget >= n_t:
-        step = budget // n_t
-        rects = [(b, min(b + step, n_b), 0, n_t) for b in range(0, n_b, step)]
-    else:
-        rects = [(b, b + 1, t, min(t + budget, n_t)) for b in range(n_b) for t in range(0, n_t, budget)]
-    families = list(product(grid.decay, grid.combine))
-    return [Chunk(*r, f, d, c) for f, (d, c) in enumerate(families) for r in rects]
-
-
 def _frame(cols: dict[str, np.ndarray], grid: Grid, index_start: int, long: bool) -> pd.DataFrame:
     import pandas as pd
 
@@ -523,18 +482,29 @@ def sweep_chunks(
     criteria: tuple[crit.Criterion, ...] | None = None,
     *,
     long: bool = False,
-    chunk_rows: int = 1 << 20,
+    chunk_rows: int | None = None,
     progress: bool = False,
     metrics: Sequence[str] | None = None,
+    chunk_bytes: int = CHUNK_BYTES,
 ) -> Iterator[pd.DataFrame]:
-    """The sweep as consecutive DataFrames of about ``chunk_rows`` configurations each."""
+    """The sweep as consecutive DataFrames, each computed within about ``chunk_bytes`` of
+    working memory (questions x candidates x configurations decide how many configurations
+    that is), and at most ``chunk_rows`` configurations when given."""
     n_mem = np.shape(ages)[-1]
     if raw.ndim != 2 or raw.shape != (len(labels.question_ids), n_mem):
         raise InputError(f"score table has shape {raw.shape}, expected ({len(labels.question_ids)}, {n_mem})")
     criteria = labels.criteria() if criteria is None else criteria
     chosen = check_metrics(metrics)
-    preps = {d: prepare_candidates(raw, ages, labels, grid, d) for d in grid.decay}
-    chunks = plan_chunks(grid, chunk_rows)
+    prep = prepare_candidates(raw, ages, labels, grid)
+    n_q, n_p = len(labels.question_ids), prep.cand.shape[1]
+    n_columns = len(AXES) + 3 * len(criteria) + 2 * int((prep.current_l >= 0).sum()) + len(QUESTION_KINDS) + 6
+    chunks = plan_chunks(
+        grid,
+        chunk_rows,
+        row_cost=row_bytes(n_q, len(prep.tracked_q), n_columns, long),
+        pair_cost=pair_bytes(n_q, n_p, len(grid.candidates), len(grid.inject)),
+        budget=chunk_bytes,
+    )
     bar = None
     if progress and len(chunks) > 1:
         from tqdm import tqdm
@@ -542,12 +512,11 @@ def sweep_chunks(
         # disable=None: tqdm stays quiet when stderr is not a terminal (CI logs, papermill)
         bar = tqdm(total=grid.size, unit="config", unit_scale=True, disable=None)
     try:
-        per_pair = len(grid.threshold) * len(grid.candidates) * len(grid.inject)
         for chunk in chunks:
-            cols = _evaluate_chunk(preps[chunk.decay], labels, grid, criteria, chunk, long, chosen)
-            yield _frame(cols, grid, _first_row(grid, chunk), long)
+            cols = _evaluate_chunk(prep, labels, grid, criteria, chunk, long, chosen)
+            yield _frame(cols, grid, first_row(grid, chunk), long)
             if bar is not None:
-                bar.update(chunk.pairs() * per_pair)
+                bar.update(chunk.rows(grid))
     finally:
         if bar is not None:
             bar.close()
@@ -561,7 +530,7 @@ def sweep(
     criteria: tuple[crit.Criterion, ...] | None = None,
     *,
     long: bool = False,
-    chunk_rows: int = 1 << 20,
+    chunk_rows: int | None = None,
     metrics: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Every configuration of the grid: one row each (or one per configuration and question).

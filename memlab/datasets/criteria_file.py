@@ -32,8 +32,20 @@ def load_criteria(path: str | Path) -> tuple[Criterion, ...]:
         if not isinstance(node, yaml.MappingNode):
             problems.append(f"{where}: expected a mapping with name and kind")
             continue
-        # a scalar tagged null (null, ~, empty) is None, not the text "null"
-        item = {k.value: None if v.tag.endswith(":null") else v.value for k, v in node.value}
+        # a scalar tagged null (null, ~, empty) is None, not the text "null"; a list or a mapping
+        # where text belongs is a problem at its own line
+        item, bad = {}, False
+        for k, v in node.value:
+            key = k.value if isinstance(k, yaml.ScalarNode) else "field name"
+            if not isinstance(k, yaml.ScalarNode) or not isinstance(v, yaml.ScalarNode):
+                odd = v if isinstance(k, yaml.ScalarNode) else k
+                got = "a list" if isinstance(odd, yaml.SequenceNode) else "a mapping"
+                problems.append(f"{path}:{odd.start_mark.line + 1}: {key}: expected text, got {got}")
+                bad = True
+                continue
+            item[key] = None if v.tag.endswith(":null") else v.value
+        if bad:
+            continue
         unknown = set(item) - {"name", "kind", "question", "description"}
         for key in sorted(unknown):
             problems.append(f"{where}: {key}: unknown field (allowed: description, kind, name, question)")
@@ -47,7 +59,7 @@ def load_criteria(path: str | Path) -> tuple[Criterion, ...]:
                 Criterion(item["name"], item["kind"], item.get("question"), item.get("description", ""))
             )
         except ValueError as e:
-            field = "question" if "needs a question" in str(e) else "kind"
+            field = "question" if "needs a question" in str(e) else "name" if "reserved" in str(e) else "kind"
             problems.append(f"{where}: {field}: {e}")
     names = [c.name for c in out]
     for name in sorted({n for n in names if names.count(n) > 1}):

@@ -1,10 +1,14 @@
-"""What a dataset declares in dataset.json beyond its records: criteria and the seed-style tables."""
+"""What a dataset declares in dataset.json beyond its records: criteria, the seed-style tables and
+the stored vectors of an imported dataset."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from memlab.core.criteria import Criterion
 
@@ -23,9 +27,10 @@ class DeclaredTables:
 
 
 def declared_criteria(
-    items: Any, question_ids: dict[str, int], problems: list[str]
+    items: Any, question_ids: dict[str, int], problems: list[str], no_current: frozenset[str] = frozenset()
 ) -> tuple[Any, ...] | None:
-    """``criteria`` in dataset.json: a list of {name, kind, question, description}."""
+    """``criteria`` in dataset.json: a list of {name, kind, question, description}. A ``current_*``
+    criterion on a question without a current memory (``no_current``) could never pass: refused."""
     if items is None:
         return None
     if not isinstance(items, list) or not items:
@@ -44,10 +49,20 @@ def declared_criteria(
         if q is not None and q not in question_ids:
             problems.append(f"{where}: question: unknown question id {q!r}")
             continue
+        if q in no_current and str(item["kind"]).startswith("current_"):
+            problems.append(f"{where}: question: {q!r} has no current memory, so {item['kind']} cannot hold")
+            continue
         try:
             out.append(Criterion(item["name"], item["kind"], q, item.get("description", "")))
         except ValueError as e:
             problems.append(f"{where}: {e}")
+    names = [c.name for c in out]
+    for name in sorted({n for n in names if names.count(n) > 1}):
+        first = [i for i, n in enumerate(names, start=1) if n == name]
+        problems.append(
+            f"dataset.json: criteria: name {name!r} is declared more than once "
+            f"(criteria {', '.join(map(str, first))}): each names a column of the sweep"
+        )
     return tuple(out)
 
 
@@ -82,3 +97,50 @@ def declared_tables(items: Any, question_ids: dict[str, int], problems: list[str
     if not ok_pairs or any(q not in question_ids for q in reruns):
         return None
     return DeclaredTables(tuple((float(b), float(t)) for b, t in pairs), tuple(reruns))
+
+
+VECTOR_FIELDS = ("dim", "file", "model", "order")
+
+
+def declared_vectors(items: Any, root: Path, n_memories: int, problems: list[str]) -> dict[str, Any] | None:
+    """``vectors`` in dataset.json (an imported dataset keeps its memories' vectors):
+    ``{"file": "vectors.npy", "dim": D, "model": NAME | null, "order": "memories.jsonl"}``, and the
+    file itself: a float array of one finite row of D numbers per memory, in file order."""
+    if items is None:
+        return None
+    where = "dataset.json: vectors"
+    if not isinstance(items, dict):
+        problems.append(f"{where}: expected an object with file, dim and model, got {items!r}")
+        return None
+    before = len(problems)
+    for key in sorted(set(items) - set(VECTOR_FIELDS)):
+        problems.append(f"{where}: {key}: unknown field (allowed: {', '.join(VECTOR_FIELDS)})")
+    name, dim, model = items.get("file", "vectors.npy"), items.get("dim"), items.get("model")
+    if not isinstance(name, str) or not name or Path(name).is_absolute() or ".." in Path(name).parts:
+        problems.append(f"{where}: file: expected a file name inside the dataset folder, got {name!r}")
+    elif not (root / name).is_file():
+        problems.append(f"{where}: file: {name} is missing in {root}")
+    if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+        problems.append(f"{where}: dim: expected an integer >= 1, got {dim!r}")
+    if model is not None and not isinstance(model, str):
+        problems.append(f"{where}: model: expected a model name or null, got {model!r}")
+    if items.get("order", "memories.jsonl") != "memories.jsonl":
+        problems.append(f"{where}: order: expected 'memories.jsonl', got {items.get('order')!r}")
+    if len(problems) > before:
+        return None
+    try:
+        vecs = np.load(root / name, mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError, EOFError) as e:
+        problems.append(f"{name}: not a NumPy .npy array ({e})")
+        return None
+    if vecs.ndim != 2 or vecs.shape != (n_memories, dim) or vecs.dtype.kind != "f":
+        problems.append(
+            f"{name}: expected {n_memories} rows (one per memory) of {dim} floats, "
+            f"got shape {vecs.shape} of {vecs.dtype}"
+        )
+    elif not np.isfinite(vecs).all():
+        row = int(np.flatnonzero(~np.isfinite(vecs).all(axis=1))[0])
+        problems.append(
+            f"{name}: row {row + 1} (memory {row + 1} of memories.jsonl): contains NaN or infinity"
+        )
+    return None if len(problems) > before else dict(items)

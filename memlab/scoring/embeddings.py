@@ -9,7 +9,9 @@ are the registry ``EMBEDDERS`` (``memlab.scoring.backends``).
 Vectors are L2-normalised after truncation. The cache holds one ``.npy`` per text in a folder per
 namespace: ``embeddings/<digest>/`` with a ``meta.json`` saying what the digest is of (the
 model's identity, the dimension and the role). A rerun with everything cached loads no model,
-and vectors of another model, build or dimension are never mixed in.
+and vectors of another model, build or dimension are never mixed in. A cache entry is checked
+when read: an empty, truncated, non-finite, zero or foreign one is reported with its path and
+embedded again (``memlab.scoring.cache``).
 
 **Server first, the same model as fallback** (``server=ServerConfig(...)``, ``--embed-url``).
 The server is *declared* to be the local model when ``--embed-model`` is not given or names the
@@ -29,7 +31,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ import numpy as np
 
 from memlab.core.errors import EmbeddingError, InputError
 from memlab.core.files import atomic_write_bytes, atomic_write_text
+from memlab.core.numbers import check_number
 from memlab.core.registry import lookup
 from memlab.scoring.backends import (
     DEFAULT_MODEL,
@@ -46,18 +48,13 @@ from memlab.scoring.backends import (
     model_card,
     model_id,
 )
+from memlab.scoring.cache import default_cache_dir, read_vector
 from memlab.scoring.server import ServerClient, ServerConfig, ServerUnavailable
+
+__all__ = ["PROBE_TEXT", "Embedder", "default_cache_dir", "make_embedder"]
 
 PROBE_TEXT = "2026-09-01: memlab probe · sweet café au lait · 甘いカフェオレ"
 PROBE_TOLERANCE = 1e-6  # largest |server - local| per component for "the same model"
-
-
-def default_cache_dir() -> Path:
-    env = os.environ.get("MEMLAB_CACHE_DIR")
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "memlab"
 
 
 def declared_same(server: ServerConfig, model: str | None) -> bool:
@@ -82,8 +79,8 @@ class Embedder:
         batch_size: int = 32,
         server: ServerConfig | None = None,
     ):
-        if truncate_dim is not None and truncate_dim < 1:
-            raise InputError(f"truncate_dim must be >= 1, got {truncate_dim}")
+        if truncate_dim is not None:
+            check_number(truncate_dim, "truncate_dim", integer=True, minimum=1)
         self.truncate_dim = truncate_dim
         self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self.progress = progress
@@ -221,10 +218,12 @@ class Embedder:
         ns = self.namespace(role)
         out: list[np.ndarray | None] = []
         missing: dict[str, list[int]] = {}
+        dim = None
         for i, text in enumerate(texts):
-            f = ns / f"{self.text_key(text)}.npy"
-            if f.is_file():
-                out.append(np.load(f))
+            vec = read_vector(ns / f"{self.text_key(text)}.npy", dim)  # None: missing or corrupt
+            if vec is not None:
+                dim = vec.size
+                out.append(vec)
                 self.served["cache"] += 1
             else:
                 out.append(None)

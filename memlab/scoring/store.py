@@ -21,11 +21,12 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 import numpy as np
-from qdrant_client import QdrantClient, models
+from qdrant_client import models
 
 from memlab.core.errors import InputError
 from memlab.core.spec import RetrievalSpec
 from memlab.datasets.model import Dataset
+from memlab.datasets.qdrant_import import open_client
 from memlab.scoring.query import (
     DEFAULT_SCHEMA,
     CollectionSchema,
@@ -82,12 +83,7 @@ class MemoryStore:
     ):
         if path and url:
             raise InputError("give either a Qdrant path (local mode on disk) or a url, not both")
-        if url:
-            self.client = QdrantClient(url=url)
-        elif path:
-            self.client = QdrantClient(path=path)
-        else:
-            self.client = QdrantClient(":memory:")
+        self.client = open_client(path=path, url=url)
         self.collection = collection
         self.dim = dim
         self.schema = schema

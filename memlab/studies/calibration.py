@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from memlab.core.errors import InputError
+from memlab.core.numbers import check_number
 from memlab.core.spec import RetrievalSpec, age_days, candidate_order, recency_weight, rescore, resort_order
 from memlab.studies.scale import MaxLaw, block_outcomes, distractor_texts
 
@@ -174,8 +175,9 @@ def calibrate(
     ``basis`` = (vectors, ages in days, description) the extreme-value laws are fitted on; None:
     the store itself (it needs at least ``MIN_STORE_BASIS`` memories).
     """
-    if not 0 <= false_rate < 1:
-        raise InputError(f"--false-rate must be in [0, 1), got {false_rate}")
+    check_number(false_rate, "false_rate", minimum=0, below=1)
+    check_number(n_boot, "n_boot", integer=True, minimum=1)
+    check_number(seed, "seed", integer=True, minimum=0)
     spec = spec.with_reference(dataset.reference_date)
     n = len(dataset.memories)
     if memory_vectors.shape[0] != n:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from memlab.core.errors import InputError
+from memlab.core.numbers import check_number
 from memlab.core.registry import check_names, lookup
 from memlab.studies.drift_intervals import REFERENCE, bootstrap_ci, frontier, paired_bootstrap_ci
 from memlab.studies.drift_streams import Stream, check_disjoint, generate_streams
@@ -516,8 +517,8 @@ def drift_benchmark(
     check_disjoint(tune_range, held_out)
     if len(held_out) == 0 or len(tune_range) == 0:
         raise InputError(f"empty seed range: held-out {held_out}, tuning {tune_range}")
-    if n_boot < 1:
-        raise InputError(f"n_boot must be >= 1 (bootstrap resamples), got {n_boot}")
+    check_number(n_boot, "n_boot", integer=True, minimum=1)  # bootstrap resamples
+    check_number(seed, "seed", integer=True, minimum=0)
     budgets = sorted({int(b) for b in budgets})
     if not budgets or budgets[0] < 1:
         raise InputError(f"budgets must be positive token counts, got {budgets}")

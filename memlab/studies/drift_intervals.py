@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from memlab.core.errors import InputError
+from memlab.core.numbers import check_number
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -28,8 +29,7 @@ MAX_STALENESS = 0.05
 
 def resample_counts(n_streams: int, n_boot: int, seed: int) -> np.ndarray:
     """(n_boot, S) multinomial counts: how often each stream is drawn in each resample."""
-    if n_boot < 1:
-        raise InputError(f"n_boot must be >= 1, got {n_boot}")
+    check_number(n_boot, "n_boot", integer=True, minimum=1)
     rng = np.random.default_rng(seed)
     return rng.multinomial(n_streams, np.full(n_streams, 1.0 / n_streams), size=n_boot)
 

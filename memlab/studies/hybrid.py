@@ -17,6 +17,8 @@ import numpy as np
 from memlab.core.errors import InputError
 from memlab.core.grid import Grid
 from memlab.core.labels import Labels
+from memlab.core.numbers import check_number
+from memlab.core.spec import SPEC_BOUNDS
 from memlab.core.sweep import sweep
 from memlab.retrieval.gate import time_gate
 from memlab.retrieval.inputs import RetrievalInputs, build_inputs
@@ -43,8 +45,13 @@ class RetrieverGrid:
         for name in ("alphas", "norms", "rrf_ks", "bonus", "tau_days"):
             if not getattr(self, name):
                 raise InputError(f"retriever grid axis {name!r} is empty")
-        if self.threshold_steps < 2:
-            raise InputError(f"threshold_steps must be >= 2, got {self.threshold_steps}")
+        bounds = {"alphas": {"minimum": 0, "maximum": 1}, "rrf_ks": {"above": 0}, **SPEC_BOUNDS}
+        for name in ("alphas", "rrf_ks", "bonus", "tau_days"):  # each value checked like the spec's
+            values = tuple(check_number(v, name, **bounds[name]) for v in getattr(self, name))
+            object.__setattr__(self, name, values)
+        check_number(self.threshold_steps, "threshold_steps", integer=True, minimum=2)
+        for name in ("candidates", "inject"):
+            check_number(getattr(self, name), name, integer=True, **SPEC_BOUNDS[name])
 
 
 def calibrated_thresholds(scores: np.ndarray, max_bonus: float, steps: int) -> tuple[float, ...]:

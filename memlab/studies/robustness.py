@@ -22,6 +22,7 @@ from memlab.core import criteria as crit
 from memlab.core.feasible import feasible_bonus
 from memlab.core.grid import Grid
 from memlab.core.labels import Labels
+from memlab.core.numbers import check_number
 from memlab.core.spec import RetrievalSpec
 from memlab.core.sweep import sweep
 
@@ -103,6 +104,8 @@ def robustness(
     """One row per resample: kind, index, what was left out, feasible, lo, hi, headroom, min_margin."""
     import pandas as pd
 
+    check_number(n_boot, "n_boot", integer=True, minimum=1)  # bootstrap resamples of each kind
+    check_number(seed, "seed", integer=True, minimum=0)
     criteria = crit.dataset_criteria(dataset) if criteria is None else criteria
     raw = np.where(dataset.visible(), raw, np.nan)
     ages = dataset.ages()

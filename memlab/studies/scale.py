@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from memlab.core.errors import InputError
+from memlab.core.numbers import check_number
 from memlab.core.spec import RetrievalSpec, age_days, recency_weight, rescore, select_candidates
 
 # Everyday topics for a companion device's user: (subject phrases, objects, details).
@@ -207,6 +208,8 @@ def embedded_inputs(
     an imported dataset records."""
     from memlab.scoring.embeddings import make_embedder
 
+    check_number(pool, "pool", integer=True, minimum=1)  # real distractors
+    check_number(seed, "seed", integer=True, minimum=0)
     model = model or (dataset.vectors or {}).get("model")
     embedder = make_embedder(
         model, truncate_dim=truncate_dim, cache_dir=cache_dir, progress=progress, server=server

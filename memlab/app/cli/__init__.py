@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
+import warnings
 from collections.abc import Sequence
 
 from memlab.app.cli import calibrate, data, run, studies, tuning
-from memlab.core.errors import MemlabError
+from memlab.core.errors import MemlabError, MemlabWarning
+from memlab.core.files import discard_pending
 from memlab.datasets.model import DatasetError
 
 GROUPS = (tuning, studies, calibrate, data, run)
@@ -36,17 +40,56 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like SIGINT's KeyboardInterrupt so every ``finally`` and atomic write
+    cleans up on the way out."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _terminate(signum: int, frame) -> None:
+    raise Terminated(signum)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None, _default=warnings.showwarning):
+    if issubclass(category, MemlabWarning):  # one line, no source location
+        print(f"memlab: warning: {message}", file=sys.stderr)
+    else:
+        _default(message, category, filename, lineno, file, line)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    # `memlab run` owns its signals (its kernels); every other command stops cleanly on SIGTERM
+    catch = args.command != "run" and threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if catch else None
+    shown, warnings.showwarning = warnings.showwarning, _show_warning
     try:
         return args.handler(args)
+    except KeyboardInterrupt as e:
+        if not catch:
+            raise
+        discard_pending()
+        signum = e.signum if isinstance(e, Terminated) else signal.SIGINT
+        print(
+            f"memlab: stopped by {signal.Signals(signum).name}; "
+            "the file being written was removed, earlier files are as they were",
+            file=sys.stderr,
+        )
+        return 128 + signum
     except DatasetError as e:
         print(f"memlab: invalid dataset:\n{e}", file=sys.stderr)
     except MemlabError as e:
         print(f"memlab: error: {e}", file=sys.stderr)
     except OSError as e:  # the file system said no (permission, disk full): not a memlab bug
         print(f"memlab: error: {e}", file=sys.stderr)
+    finally:
+        warnings.showwarning = shown
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     return 2
 
 

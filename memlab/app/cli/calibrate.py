@@ -12,6 +12,7 @@ import numpy as np
 
 from memlab.app.cli.options import Command, add_output_options, add_spec_options, emit, fmt, spec_from
 from memlab.core.errors import InputError
+from memlab.core.numbers import check_number
 from memlab.datasets.model import DEFAULT_DATASET, Dataset, Memory, load_dataset, parse_datetime
 from memlab.output.io import json_ready
 
@@ -89,10 +90,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     if bool(args.qdrant_path) and bool(args.qdrant_url):
         raise InputError("give one of --qdrant-path or --qdrant-url")
-    if args.boot < 1:
-        raise InputError(f"--boot: expected a positive number of resamples, got {args.boot}")
-    if not 0 <= args.false_rate < 1:  # before anything is embedded
-        raise InputError(f"--false-rate must be in [0, 1), got {args.false_rate}")
+    # calibrate()'s own checks, made before anything is embedded
+    check_number(args.boot, "n_boot", integer=True, minimum=1)
+    check_number(args.false_rate, "false_rate", minimum=0, below=1)
     probe_set = load_probes(args.probes)
     probe_texts = probe_set.texts(args.lang)
     with tempfile.TemporaryDirectory(prefix="memlab-calibrate-") as tmp:

@@ -23,6 +23,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
         f"({', '.join(f'{kinds.count(k)} {k}' for k in QUESTION_KINDS)}; {dated} dated), "
         f"languages {', '.join(dataset.languages)}, reference date {dataset.reference_date:%Y-%m-%d}"
     )
+    uncurrent = [q.id for q in dataset.questions if q.kind == "hit" and q.current is None]
+    if uncurrent:  # accepted (a benchmark hit with several evidence memories has none), and said
+        print(
+            f"note: {len(uncurrent)} hit question{'s' * (len(uncurrent) > 1)} without a current memory "
+            f"({', '.join(uncurrent)}): no current_* criterion or margin_<id> column scores "
+            f"{'them; they count' if len(uncurrent) > 1 else 'it; it counts'} only in injected_hit "
+            "and wrong_injected"
+        )
     return 0
 
 

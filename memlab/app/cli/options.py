@@ -187,7 +187,7 @@ def add_output_options(p: argparse.ArgumentParser, formats: Sequence[str]) -> No
     p.add_argument(
         "--format", choices=list(formats), default=formats[0], help="output format (default: %(default)s)"
     )
-    p.add_argument("-o", "--output", default=None, help="write to this file instead of stdout")
+    p.add_argument("-o", "--output", default=None, help="write to this file instead of stdout (- for stdout)")
 
 
 def default_threshold(args: argparse.Namespace, scores=None, dataset=None) -> float:
@@ -236,7 +236,8 @@ def scores_from(args: argparse.Namespace, dataset):
 
 
 def emit(text: str, output: str | None) -> None:
-    if output:
+    """``text`` to the ``-o`` file (atomically), or to standard output when none or ``-``."""
+    if output and output != "-":
         path = atomic_write_text(output, text if text.endswith("\n") else text + "\n")
         print(f"wrote {path}", file=sys.stderr)
     else:

@@ -280,6 +280,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             for frame in sweep_chunks(raw, ages, labels, grid, criteria, long=True, progress=progress):
                 out.write(frame)
     elapsed = time.perf_counter() - t0
+    say = sys.stderr if args.output == "-" else sys.stdout  # -o -: the table owns stdout
     axes = " x ".join(
         f"{n} {a}"
         for a, n in zip(
@@ -289,22 +290,25 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     )
     print(
         f"grid: {axes} = {total:,} configurations, {len(dataset.questions)} questions, "
-        f"swept in {elapsed:.2f} s"
+        f"swept in {elapsed:.2f} s",
+        file=say,
     )
     if args.output:
-        print(f"wrote {args.output} ({args.format}{', long form' if args.long else ''})")
+        print(f"wrote {args.output} ({args.format}{', long form' if args.long else ''})", file=say)
     share = f" ({n_feasible / total:.1%})" if total else ""
-    print(f"feasible: {n_feasible:,} of {total:,}{share}")
+    print(f"feasible: {n_feasible:,} of {total:,}{share}", file=say)
     if chosen.empty:
         print(
-            f"chosen ({args.select}): none: no configuration satisfies {', '.join(c.name for c in criteria)}"
+            f"chosen ({args.select}): none: no configuration satisfies {', '.join(c.name for c in criteria)}",
+            file=say,
         )
         return 0
     row = chosen.iloc[0].to_dict()
-    print(f"chosen ({args.select}): {describe_row(row, criteria)}")
+    print(f"chosen ({args.select}): {describe_row(row, criteria)}", file=say)
     print(
         f"injections at the choice: stale {int(row.get('stale_injected', 0))}, "
-        f"wrong {int(row.get('wrong_injected', 0))}, on no-hit questions {int(row.get('injected_nohit', 0))}"
+        f"wrong {int(row.get('wrong_injected', 0))}, on no-hit questions {int(row.get('injected_nohit', 0))}",
+        file=say,
     )
     if args.print_choice != "line":
         from memlab.app.panel import batch_yaml, cli_flags, dataset_reference
@@ -333,11 +337,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_feasible(args: argparse.Namespace) -> int:
     from memlab.app.cli.options import default_threshold
     from memlab.core.feasible import feasible_bonus, intervals_json, intervals_text
-    from memlab.core.grid import parse_axis
+    from memlab.core.grid import Grid, parse_axis
     from memlab.core.labels import Labels
 
     taus = parse_axis(args.tau, "tau")
     decays, combines = family_values(args)
+    # the grid checks every value, as for a sweep (bonus is what feasible solves for): here, and
+    # again below with the thresholds, whose default follows the scores
+    Grid(tau_days=taus, candidates=(args.candidates,), inject=(args.inject,), decay=decays, combine=combines)
     dataset = load_dataset(args.dataset)
     criteria = criteria_from(args, dataset)
     scores = scores_from(args, dataset)
@@ -346,9 +353,15 @@ def cmd_feasible(args: argparse.Namespace) -> int:
     raw = scores.retrievable(dataset)
     labels = Labels.from_dataset(dataset)
     rows = []
-    for decay, combine, tau, thr in product(decays, combines, taus, thresholds):
-        if tau <= 0:
-            raise InputError(f"--tau: values must be > 0, got {tau:g}")
+    grid = Grid(
+        tau_days=taus,
+        threshold=thresholds,
+        candidates=(args.candidates,),
+        inject=(args.inject,),
+        decay=decays,
+        combine=combines,
+    )
+    for decay, combine, tau, thr in product(grid.decay, grid.combine, grid.tau_days, grid.threshold):
         region = feasible_bonus(
             raw,
             ages,

@@ -1,0 +1,138 @@
+"""How a sweep splits its grid into chunks of consecutive configurations that fit a memory budget.
+
+A chunk's working memory grows with questions x candidates x configurations (``row_bytes``,
+``pair_bytes``); ``plan_chunks`` picks boxes of the (bonus, tau, threshold) axes that stay within
+the budget, down to a range of thresholds of one (bonus, tau) pair, so the peak memory of a sweep
+does not grow with the size of its grid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from itertools import product
+
+from memlab.core.grid import Grid
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A box of the (bonus, tau, threshold) axes whose configurations are consecutive rows:
+    whole tau rows of several bonus values, or a range of taus of one bonus, or a range of
+    thresholds of one (bonus, tau) pair (every candidates and inject value each time)."""
+
+    b0: int
+    b1: int
+    t0: int
+    t1: int
+    h0: int = 0
+    h1: int | None = None  # None: every threshold
+    family: int = 0  # index of (decay, combine) in the grid's C order
+    decay: str = "exp"
+    combine: str = "add"
+
+    def pairs(self) -> int:
+        return (self.b1 - self.b0) * (self.t1 - self.t0)
+
+    def rows(self, grid: Grid) -> int:
+        n_h = len(grid.threshold) if self.h1 is None else self.h1 - self.h0
+        return self.pairs() * n_h * len(grid.candidates) * len(grid.inject)
+
+
+def first_row(grid: Grid, chunk: Chunk) -> int:
+    per_threshold = len(grid.candidates) * len(grid.inject)
+    per_pair = len(grid.threshold) * per_threshold
+    per_family = len(grid.bonus) * len(grid.tau_days) * per_pair
+    return (
+        chunk.family * per_family
+        + (chunk.b0 * len(grid.tau_days) + chunk.t0) * per_pair
+        + chunk.h0 * per_threshold
+    )
+
+
+CHUNK_BYTES = 256 << 20  # the working memory a chunk of the sweep may take, about
+
+
+def row_bytes(n_questions: int, n_tracked: int, n_columns: int, long: bool = False) -> int:
+    """Working bytes per configuration of a chunk, about: the arrays shaped (configuration,
+    question) (floats, flags and counts, several at a time while the criteria are checked),
+    the tracked memories' injections, and the output columns (twice: the columns, then the
+    DataFrame). Measured with tracemalloc (benchmarks/bench_sweep_memory.py) and rounded up."""
+    per_q = 64 * n_questions if not long else 256 * n_questions
+    return per_q + 8 * n_tracked + 16 * n_columns
+
+
+def pair_bytes(n_questions: int, n_positions: int, n_candidates: int, n_inject: int) -> int:
+    """Working bytes per (bonus, tau) pair, whatever the thresholds: the final scores at every
+    candidate position for every candidates value, and the top-inject scores."""
+    return 8 * n_questions * (n_positions * (n_candidates + 2) + n_inject * n_candidates)
+
+
+class ChunkPlan(Sequence):
+    """The chunks of a grid, generated on demand (an axis of 10^8 values plans 10^5 chunks
+    without holding them), family by family ((decay, combine) in C order): ``step`` bonus rows,
+    ``step`` taus of one bonus, or ``step`` thresholds of one (bonus, tau) pair per chunk."""
+
+    def __init__(self, mode: str, step: int, n_b: int, n_t: int, n_h: int, families=(("exp", "add"),)):
+        self.mode, self.step, self.n_b, self.n_t, self.n_h = mode, step, n_b, n_t, n_h
+        self.families = tuple(families)
+        per = {"bonus": n_b, "tau": n_t, "threshold": n_h}[mode]
+        self.per_row = -(-per // step)  # chunks along the split axis
+        self.outer = {"bonus": 1, "tau": n_b, "threshold": n_b * n_t}[mode]
+
+    def __len__(self) -> int:
+        return len(self.families) * self.outer * self.per_row
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if not -len(self) <= i < len(self):
+            raise IndexError(i)
+        i %= len(self)
+        f, i = divmod(i, self.outer * self.per_row)
+        fam = {"family": f, "decay": self.families[f][0], "combine": self.families[f][1]}
+        o, k = divmod(i, self.per_row)
+        lo = k * self.step
+        if self.mode == "bonus":
+            return Chunk(lo, min(lo + self.step, self.n_b), 0, self.n_t, **fam)
+        if self.mode == "tau":
+            return Chunk(o, o + 1, lo, min(lo + self.step, self.n_t), **fam)
+        b, t = divmod(o, self.n_t)
+        return Chunk(b, b + 1, t, t + 1, lo, min(lo + self.step, self.n_h), **fam)
+
+    def __iter__(self) -> Iterator[Chunk]:
+        return (self[i] for i in range(len(self)))
+
+
+def plan_chunks(
+    grid: Grid,
+    chunk_rows: int | None = None,
+    *,
+    row_cost: int = 0,
+    pair_cost: int = 0,
+    budget: int = CHUNK_BYTES,
+) -> ChunkPlan:
+    """Boxes of consecutive rows, each within ``budget`` bytes: a chunk of ``r`` configurations
+    over ``p`` (bonus, tau) pairs costs ``r * row_cost + p * pair_cost`` (``row_bytes``,
+    ``pair_bytes``). ``chunk_rows``, when given, also caps the configurations of a chunk.
+    Family by family ((decay, combine)): several bonus values with every tau; when one bonus
+    row alone is too large, a range of taus; when one (bonus, tau) pair is, a range of its
+    thresholds."""
+    per_threshold = len(grid.candidates) * len(grid.inject)
+    n_h = len(grid.threshold)
+    per_pair = n_h * per_threshold
+    n_b, n_t = len(grid.bonus), len(grid.tau_days)
+    families = tuple(product(grid.decay, grid.combine))
+    cost = per_pair * row_cost + pair_cost
+    pairs = budget // cost if cost else n_b * n_t
+    if chunk_rows is not None:
+        pairs = min(pairs, chunk_rows // per_pair)
+    if pairs >= n_t:
+        return ChunkPlan("bonus", pairs // n_t, n_b, n_t, n_h, families)
+    if pairs >= 1:
+        return ChunkPlan("tau", pairs, n_b, n_t, n_h, families)
+    # one (bonus, tau) pair is too large: a range of its thresholds per chunk
+    step = (budget - pair_cost) // (per_threshold * row_cost) if row_cost else n_h
+    if chunk_rows is not None:
+        step = min(step, chunk_rows // per_threshold)
+    return ChunkPlan("threshold", max(1, step), n_b, n_t, n_h, families)

@@ -1,0 +1,78 @@
+"""The one check of a number a user passes: finite, in range, an integer where something is counted.
+
+Every entry point of the library (the spec, the grid and its axes, the studies) checks its
+numbers here, so a bad value gets the same message whatever command or notebook passed it:
+``NAME: expected a finite number > 0, got inf``.
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+
+from memlab.core.errors import InputError
+
+
+def shown(value: object) -> str:
+    """A value as a message shows it: ``nan``, ``inf``, ``-5``, ``0.5``; anything else as repr."""
+    if isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, Integral):
+        return str(int(value))
+    if isinstance(value, Real):
+        return f"{float(value):g}"
+    return repr(value)
+
+
+def expected(
+    integer: bool = False,
+    minimum: float | None = None,
+    above: float | None = None,
+    maximum: float | None = None,
+    below: float | None = None,
+) -> str:
+    """What the check wants, in words: ``an integer >= 1``, ``a finite number in [0, 1)``."""
+    what = "an integer" if integer else "a finite number"
+    if minimum is not None and (maximum is not None or below is not None):
+        close = f"{shown(maximum)}]" if maximum is not None else f"{shown(below)})"
+        return f"{what} in [{shown(minimum)}, {close}"
+    if above is not None:
+        return f"{what} > {shown(above)}"
+    if minimum is not None:
+        return f"{what} >= {shown(minimum)}"
+    if maximum is not None:
+        return f"{what} <= {shown(maximum)}"
+    if below is not None:
+        return f"{what} < {shown(below)}"
+    return what
+
+
+def check_number(
+    value: object,
+    name: str,
+    *,
+    integer: bool = False,
+    minimum: float | None = None,
+    above: float | None = None,
+    maximum: float | None = None,
+    below: float | None = None,
+) -> float | int:
+    """``value`` as a float (an int when ``integer``), or ``InputError``:
+    ``NAME: expected <what>, got <value>``. ``above`` and ``below`` are strict bounds."""
+    ok = isinstance(value, Real) and not isinstance(value, bool)
+    if ok and integer:
+        ok = isinstance(value, Integral)  # 8.0 is refused: a count is written as an integer
+    if ok and not integer:
+        ok = math.isfinite(float(value))
+    if ok:
+        x = float(value)
+        ok = (
+            (minimum is None or x >= minimum)
+            and (above is None or x > above)
+            and (maximum is None or x <= maximum)
+            and (below is None or x < below)
+        )
+    if not ok:
+        want = expected(integer, minimum, above, maximum, below)
+        raise InputError(f"{name}: expected {want}, got {shown(value)}")
+    return int(value) if integer else float(value)  # type: ignore[arg-type]

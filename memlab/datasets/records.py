@@ -1,0 +1,194 @@
+"""JSON-lines records read so that every mistake becomes a located problem, ``file:line: field: problem``.
+
+The dataset loader, the probe sets and the published scores read their files through these; a
+line that is not UTF-8, not JSON or not an object, and a field of the wrong type or with text
+that is not valid Unicode (a lone surrogate escape such as ``\\ud800``), each become one problem.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+from memlab.core.errors import InputError
+
+
+def parse_datetime(value: Any) -> datetime:
+    """``YYYY-MM-DD`` (midnight UTC) or an ISO 8601 date-time; naive times are taken as UTC."""
+    if not isinstance(value, str):
+        raise InputError(f"expected a date string like '2026-09-01', got {value!r}")
+    try:
+        if len(value) == 10:
+            d = date.fromisoformat(value)
+            return datetime(d.year, d.month, d.day, tzinfo=UTC)
+        dt = datetime.fromisoformat(value)
+    except ValueError:
+        raise InputError(f"{value!r} is not a date (YYYY-MM-DD or ISO 8601)") from None
+    return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
+
+
+def jsonl_format_problem(path: Path) -> str | None:
+    """One message when a file is not JSON lines at all (a CSV, a JSON array, a missing file with
+    a sibling of another format), instead of a cascade of per-line errors."""
+    expected = "expected JSON lines, one JSON object per line"
+    if not path.is_file():
+        others = sorted(q.name for q in path.parent.glob(f"{path.stem}.*") if q != path and q.is_file())
+        seen = f"; found {', '.join(others)}: convert it to {path.name}" if others else ""
+        return f"{path.name}: file missing in {path.parent} ({expected}){seen}"
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        first = next((line.strip() for line in fh if line.strip()), "")
+    if first.startswith("["):
+        return (
+            f"{path.name}: {expected}; this file is a JSON array (line 1 starts with '['): "
+            "write each element on its own line"
+        )
+    if first and not first.startswith("{"):
+        looks = "CSV" if "," in first or "\t" in first else "not JSON"
+        return f"{path.name}: {expected}; line 1 looks like {looks}: {first[:60]!r}"
+    return None
+
+
+def read_jsonl(path: Path, problems: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (line number, object) for each non-blank line; bad lines become problems."""
+    if not path.is_file():
+        problems.append(f"{path.name}: file missing in {path.parent}")
+        return
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                problems.append(
+                    f"{path.name}:{lineno}: not UTF-8 text (byte 0x{raw[e.start]:02x} at column "
+                    f"{e.start + 1}): save the file as UTF-8"
+                )
+                line = raw.decode("utf-8", errors="replace")  # read on, so ids it declares are known
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                problems.append(f"{path.name}:{lineno}: invalid JSON: {e.msg}")
+                continue
+            if not isinstance(obj, dict):
+                problems.append(f"{path.name}:{lineno}: expected a JSON object")
+                continue
+            yield lineno, obj
+
+
+def surrogate(text: str) -> int | None:
+    """The index of the first lone surrogate in ``text`` (JSON's ``"\\ud800"`` decodes to one;
+    it cannot be encoded, embedded or written as UTF-8), else None."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return e.start
+    return None
+
+
+class JsonRecord:
+    """Field access for one JSONL line that turns every mistake into a located problem."""
+
+    def __init__(self, fname: str, lineno: int, obj: dict[str, Any], problems: list[str]):
+        self.where = f"{fname}:{lineno}"
+        self.obj = obj
+        self.problems = problems
+
+    def problem(self, fieldname: str, text: str) -> None:
+        self.problems.append(f"{self.where}: {fieldname}: {text}")
+
+    def unknown_fields(self, allowed: set[str]) -> None:
+        for key in self.obj:
+            if key not in allowed:
+                self.problem(key, f"unknown field (allowed: {', '.join(sorted(allowed))})")
+
+    def text(self, fieldname: str, required: bool = True) -> str | None:
+        if fieldname not in self.obj or self.obj[fieldname] is None:
+            if required:
+                self.problem(fieldname, "missing")
+            return None
+        value = self.obj[fieldname]
+        if not isinstance(value, str):
+            self.problem(fieldname, f"expected a string, got {value!r}")
+            return None
+        if required and not value.strip():
+            self.problem(fieldname, "empty")
+            return None
+        bad = surrogate(value)
+        if bad is not None:
+            self.problem(
+                fieldname,
+                f"lone surrogate escape \\u{ord(value[bad]):04x} at character {bad + 1}: "
+                "not valid Unicode text",
+            )
+            return None
+        return value
+
+    def date(self, fieldname: str, required: bool) -> datetime | None:
+        value = self.obj.get(fieldname)
+        if value is None:
+            if required:
+                self.problem(fieldname, "missing")
+            return None
+        try:
+            return parse_datetime(value)
+        except ValueError as e:
+            self.problem(fieldname, str(e))
+            return None
+
+    def day_range(self, fieldname: str) -> tuple[date, date] | None:
+        """``{"start": "YYYY-MM-DD", "end": "YYYY-MM-DD"}``, both days included."""
+        value = self.obj.get(fieldname)
+        if value is None:
+            return None
+        if not isinstance(value, dict) or set(value) != {"start", "end"}:
+            self.problem(fieldname, f'expected {{"start": "YYYY-MM-DD", "end": "YYYY-MM-DD"}}, got {value!r}')
+            return None
+        days = []
+        for k in ("start", "end"):
+            v = value[k]
+            if not isinstance(v, str) or len(v) != 10:
+                self.problem(fieldname, f"{k}: expected a day as YYYY-MM-DD, got {v!r}")
+                return None
+            try:
+                days.append(date.fromisoformat(v))
+            except ValueError as e:
+                self.problem(fieldname, f"{k}: {v} is not a calendar date ({e})")
+                return None
+        start, end = days
+        if start > end:
+            self.problem(fieldname, f"start {start} is after end {end}")
+            return None
+        return start, end
+
+    def unique_id(self, seen: dict[str, int], lineno: int) -> str | None:
+        """The record's ``id``, remembered in ``seen``; None (and a problem) if repeated."""
+        value = self.text("id")
+        if value is not None and value in seen:
+            self.problem("id", f"duplicate id {value!r} (first on line {seen[value]})")
+            return None
+        if value is not None:
+            seen[value] = lineno
+        return value
+
+    def ids(self, fieldname: str) -> tuple[str, ...]:
+        value = self.obj.get(fieldname, [])
+        if value is None:
+            return ()
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.problem(fieldname, f"expected a list of ids, got {value!r}")
+            return ()
+        return tuple(value)
+
+    def choice(self, fieldname: str, choices: tuple[str, ...], default: str | None = None):
+        value = self.obj.get(fieldname, default)
+        if value is None:
+            self.problem(fieldname, "missing")
+            return None
+        if value not in choices:
+            self.problem(fieldname, f"{value!r} is not one of {', '.join(choices)}")
+            return None
+        return value
