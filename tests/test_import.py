@@ -206,13 +206,20 @@ def test_imported_seed_scores_like_the_embedded_source(tmp_path, seed, embedded,
     np.save(tmp_path / "imported" / "vectors.npy", bad)
     with pytest.raises(ValueError) as e:
         load_scores("embedded", load_dataset(tmp_path / "imported"), cache_dir=cache_dir)
-    assert str(e.value) == f"{tmp_path / 'imported' / 'vectors.npy'}: contains NaN or infinity"
+    # the loader checks the stored vectors, and names the row and the memory
+    assert str(e.value) == (
+        f"{tmp_path / 'imported' / 'vectors.npy'}: row 4 (memory 4 of memories.jsonl): contains NaN or infinity"
+    )
     np.save(tmp_path / "imported" / "vectors.npy", good)
     # a dimension mismatch: vectors truncated to 64 dimensions while questions keep 384
     np.save(tmp_path / "imported" / "vectors.npy", np.load(tmp_path / "imported" / "vectors.npy")[:, :64])
     with pytest.raises(ValueError) as e:
         load_scores("embedded", load_dataset(tmp_path / "imported"), cache_dir=cache_dir)
-    assert "but the stored memory vectors have 64" in str(e.value)
+    # dataset.json records the dimension: the loader refuses the file before any embedding
+    assert str(e.value) == (
+        f"{tmp_path / 'imported' / 'vectors.npy'}: expected 16 rows (one per memory) of 384 floats, "
+        "got shape (16, 64) of float32"
+    )
     shutil.rmtree(tmp_path / "imported")
 
 
