@@ -47,6 +47,9 @@ def memlab(*argv: str, cwd: Path) -> subprocess.Popen:
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        # a background job (CI runs the suite as one) inherits SIGINT ignored, and Python then
+        # keeps it ignored: give the child the default a user's terminal gives it
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 
