@@ -298,7 +298,7 @@ def run_batch(
             left = (f"; running {', '.join(running)}" if running else "") + (
                 f"; {queued} queued" if queued else ""
             )
-            note = " (its kernel died while starting: retried once)" if res.__dict__.get("retried") else ""
+            note = " (its kernel died while starting: retried once)" if res.retried else ""
             log(
                 f"[{done}/{len(tasks)}] {res.run}/{res.notebook} {res.status} in {res.duration_s:.1f} s"
                 + note
@@ -311,6 +311,7 @@ def run_batch(
         written = export_deferred([Path(r.out_dir) for r in results if r.status == "ok"])
         if written:
             log(f"exported {len(written)} PNG/SVG files in {time.perf_counter() - static_t:.1f} s")
+        final = [relocated(r, staging, out) for r in results]  # where each lives after the swap
         manifest = {
             "memlab": versions()["memlab"],
             "batch": batch.source,
@@ -327,10 +328,10 @@ def run_batch(
             "notebooks": [
                 {
                     **{k: v for k, v in r.__dict__.items() if k != "report"},
-                    **relocated(r, staging, out),
-                    "parameters": {**r.parameters, "out_dir": relocated(r, staging, out)["out_dir"]},
+                    **paths,
+                    "parameters": {**r.parameters, "out_dir": paths["out_dir"]},
                 }
-                for r in results
+                for r, paths in zip(results, final, strict=True)
             ],
         }
         atomic_write_text(staging / "manifest.json", json.dumps(manifest, indent=2, default=str) + "\n")
@@ -343,8 +344,8 @@ def run_batch(
         }
         atomic_write_text(staging / "index.html", render_index(staged, [r.report for r in results], staging))
         swap_in(staging, out)
-        for r in results:  # the results now live in the folder that was swapped in
-            r.__dict__.update(relocated(r, staging, out))
+        for r, paths in zip(results, final, strict=True):  # now in the folder swapped in
+            r.__dict__.update(paths)
         return results, out / "index.html"
     except KeyboardInterrupt:
         raise InputError(f"stopped: nothing in {out} was changed") from None

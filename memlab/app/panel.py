@@ -232,7 +232,7 @@ class TuningPanel:
     def set(self, **changes: Any) -> Evaluation:
         """Change controls (dataset, source, lang, question or any spec field) and recompute."""
         t0 = time.perf_counter()
-        rescored = "dataset" in changes
+        rescored = bool({"dataset", "source", "lang"} & set(changes))  # a new score table
         if "dataset" in changes:
             name = changes.pop("dataset")
             self.dataset = load_dataset(name)
@@ -245,7 +245,6 @@ class TuningPanel:
             if self.source not in available_sources(self.dataset):
                 self.source = "embedded"
             self.question = default_question(self.dataset)
-        rescored = rescored or bool({"source", "lang"} & set(changes))
         for key in ("source", "lang", "question"):
             if key in changes:
                 setattr(self, key, changes.pop(key))

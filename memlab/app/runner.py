@@ -73,6 +73,7 @@ class Result:
     start: str | None = None
     end: str | None = None
     duration_s: float | None = None
+    retried: bool = False  # its kernel died while starting and was started once more
     report: dict[str, Any] = field(default_factory=dict)
 
 

@@ -196,10 +196,7 @@ def _current_reaches(ctx: dict[str, Any], cols: np.ndarray) -> P.Interval:
 
 def _current_injected(ctx: dict[str, Any], cols: np.ndarray) -> P.Interval:
     lines, c = _current(ctx, cols)
-    if c < 0:
-        return P.empty()
-    reaches = _at_least(lines, c, ctx["threshold"])
-    return reaches & rank_below(lines, c, ctx["inject"])
+    return P.empty() if c < 0 else _injected(lines, c, ctx)
 
 
 def _injected(lines: Lines, c: int, ctx: dict[str, Any]) -> P.Interval:
