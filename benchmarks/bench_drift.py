@@ -15,8 +15,15 @@ import json
 import time
 
 from memlab.app.cli.studies import drift_table
-from memlab.studies.drift_benchmark import drift_benchmark, parse_budgets
-from memlab.studies.drift_streams import held_out_seeds, parse_seed_range
+from memlab.studies.drift_benchmark import (
+    default_encoder,
+    default_token_counter,
+    drift_benchmark,
+    parse_budgets,
+    prepare_streams,
+)
+from memlab.studies.drift_signals import signal_separation
+from memlab.studies.drift_streams import generate_streams, held_out_seeds, parse_seed_range
 
 
 def main() -> None:
@@ -44,7 +51,16 @@ def main() -> None:
     t = result.table
     budgets = sorted(int(b) for b in t.budget.unique())
     shown = [b for b in (64, 128, 256, 512) if b in budgets] or budgets
-    keep = ("top-k", "multi-factor", "supersession", "content-supersession", "oracle")
+    keep = (
+        "top-k",
+        "multi-factor",
+        "supersession",
+        "content-supersession",
+        "oracle",
+        "oracle-topic",
+        "oracle-distractors",
+        "oracle-filing",
+    )
 
     def cell(r):
         return {
@@ -71,6 +87,20 @@ def main() -> None:
         for r in result.frontier().itertuples()
         if r.budget in shown
     }
+    # why the label-free signals fall short: how well they see the two kinds of noise (held out)
+    streams = generate_streams(held)
+    encode, _ = default_encoder()
+    count, _ = default_token_counter()
+    arrays, _ = prepare_streams(streams, encode, count)
+    trust = result.chosen[("content-supersession", "store-everything")].read_params["key_trust"]
+    signals = signal_separation(streams, arrays, trust)
+    print(
+        "signals (held-out): typed distractor vs a fact of the query's topic, ROC AUC: "
+        + ", ".join(f"{k} {v:.3f}" for k, v in signals["distractor_auc"].items())
+        + f"; misfiled facts refiled under their true topic: {signals['refiled_share']:.1%} of "
+        f"{signals['misfiled']}; facts filed right moved away: {signals['moved_share']:.1%} of "
+        f"{signals['filed_right']}"
+    )
     print(
         json.dumps(
             {
@@ -83,6 +113,7 @@ def main() -> None:
                 "paired_against": "top-k/store-everything",
                 "rows": headline,
                 "frontier": frontier,
+                "signals": signals,
             }
         )
     )

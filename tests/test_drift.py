@@ -20,6 +20,7 @@ from memlab.studies.drift_benchmark import (
     run_stream,
 )
 from memlab.studies.drift_intervals import bootstrap_ci, frontier, paired_bootstrap_ci
+from memlab.studies.drift_signals import auc, signal_separation
 from memlab.studies.drift_streams import (
     TOPICS,
     Fact,
@@ -390,7 +391,8 @@ def test_benchmark_is_deterministic_and_reports_every_pair():
     assert a.table.equals(b.table)
     t = a.table
     memory_systems = [s for s in READ_SYSTEMS.values() if not s.oracle]
-    assert len(t) == (len(memory_systems) * len(WRITE_POLICIES) + 1) * 2  # one oracle line
+    oracles = [s for s in READ_SYSTEMS.values() if s.oracle]
+    assert len(t) == (len(memory_systems) * len(WRITE_POLICIES) + len(oracles)) * 2  # oracles: once
     assert t[t.oracle].write_policy.unique().tolist() == ["store-everything"]
     # the reference's paired difference to itself is exactly 0, interval included
     ref = t[(t.system == "top-k") & (t.write_policy == "store-everything")]
@@ -475,7 +477,8 @@ def test_cli_json_rows(capsys, cache_dir, monkeypatch):
     )
     out, _ = capsys.readouterr()
     rows = json.loads(out)
-    assert code == 0 and len(rows) == ((len(READ_SYSTEMS) - 1) * len(WRITE_POLICIES) + 1) * 2
+    oracles = sum(s.oracle for s in READ_SYSTEMS.values())  # each under one write policy
+    assert code == 0 and len(rows) == ((len(READ_SYSTEMS) - oracles) * len(WRITE_POLICIES) + oracles) * 2
     required = {
         "system",
         "write_policy",
@@ -652,6 +655,42 @@ def test_oracle_excludes_exactly_the_truly_superseded():
     assert (recall[0, 0], stale[0, 0]) == (1.0, 0.0)
 
 
+def test_oracle_lines_told_a_part_of_the_truth_undo_that_noise_only():
+    # the current "I moved to Chicago." is followed, under the city key, by a distractor typed like
+    # a fact and by a job fact misfiled there; key-only retirement (key_trust 2: nothing refiled,
+    # no gate, no cosine pass) lets either retire it
+    facts = (
+        fact("I live in Ames.", "city", "Ames"),
+        fact("I moved to Chicago.", "city", "Chicago", "correction"),
+        Fact("My cousin flew in from Denver.", "", "profile", "", D, "distractor", "city"),
+        fact("I work as a nurse.", "job", "nurse", filed="city"),
+        # a key with one member has no centroid to keep a memory there: a second job fact
+        fact("Being a nurse keeps me busy.", "job", "nurse", "paraphrase"),
+    )
+    q = Query("Which city do I live in now?", "city", "Chicago", ("Ames",), date(2026, 2, 1))
+    (a,), _ = prepare_streams([Stream(0, "T", facts, (q,), date(2026, 2, 1))], bag_of_words, words)
+    assert a.oracle_topic.tolist() == [0, 0, -1, 1, 1]  # city, city, a distractor, job, job
+    w = WRITE_POLICIES["store-everything"].write(a.memory_cosine, a.key)
+    multi = {"alpha": 1.0, "beta": 0.0, "gamma": 0.0, "delta": 0.0, "recency_half_life_days": 60.0}
+    params = {
+        **content_params(key_trust=2.0),
+        **{k: np.array([v]) for k, v in multi.items()},
+        "half_life_scale": np.array([1.0]),
+        "reinforce": np.array([0]),
+        "retired_penalty": np.array([np.inf]),
+    }
+
+    def measured(system):
+        recall, stale, _ = run_stream(a, w, READ_SYSTEMS[system], params, np.array([1000]))
+        return float(recall[0, 0]), float(stale[0, 0])
+
+    assert measured("content-supersession") == (0.0, 0.0)  # Ames retired, and Chicago too
+    assert measured("oracle-distractors") == (0.0, 0.0)  # the misfiled job fact still retires it
+    assert measured("oracle-filing") == (0.0, 0.0)  # the distractor still retires it
+    assert measured("oracle-topic") == (1.0, 0.0)  # told both: Chicago stays, Ames goes
+    assert all(READ_SYSTEMS[s].oracle for s in ("oracle-topic", "oracle-distractors", "oracle-filing"))
+
+
 def test_paired_interval_is_the_interval_of_the_differences():
     rng = np.random.default_rng(2)
     a, b = rng.uniform(size=(40, 2)), rng.uniform(size=(40, 2))
@@ -711,3 +750,39 @@ def test_frontier_picks_the_best_clean_system_and_judges_the_target():
     assert (row.system, bool(row.meets), row.oracle_recall) == ("a", True, 0.97)
     table.loc[1, "recall_diff_lo"] = -0.021
     assert not frontier(table).iloc[0].meets
+
+
+def test_auc_on_paper():
+    assert auc(np.array([3.0, 4.0]), np.array([1.0, 2.0])) == 1.0
+    assert auc(np.array([1.0]), np.array([2.0])) == 0.0
+    # pairs (2, 2) tie: 1/2; (2, 1), (3, 2), (3, 1) above: 3.5 of 4
+    assert auc(np.array([2.0, 3.0]), np.array([2.0, 1.0])) == 0.875
+    assert np.isnan(auc(np.array([]), np.array([1.0])))
+
+
+def test_signal_separation_counts_refiling_against_the_truth():
+    # city facts 0, 1 and a job fact 2 filed under city, then job facts 3, 4 it lies between
+    facts = (
+        fact("I live in Ames.", "city", "Ames"),
+        fact("I moved to Chicago.", "city", "Chicago", "correction"),
+        fact("I work as a nurse.", "job", "nurse", filed="city"),
+        fact("Being a nurse keeps me busy.", "job", "nurse", "paraphrase"),
+        fact("At work I'm the nurse.", "job", "nurse", "paraphrase"),
+        Fact("My cousin flew in from Denver.", "", "profile", "", D, "distractor", "city"),
+    )
+    q = Query("Which city do I live in now?", "city", "Chicago", ("Ames",), date(2026, 2, 1))
+    stream = Stream(0, "T", facts, (q,), date(2026, 2, 1))
+    x = unit(0, 20, 90, 100, 95, 45)
+    vectors = {f.text: v for f, v in zip(facts, x, strict=True)}
+
+    def encode(texts, role):
+        return np.array([vectors.get(t, unit(10)[0]) for t in texts])
+
+    (a,), _ = prepare_streams([stream], encode, words)
+    out = signal_separation([stream], [a], key_trust=0.1)
+    assert (out["misfiled"], out["refiled_share"]) == (1, 1.0)  # fact 2 goes back to job
+    assert (out["filed_right"], out["moved_share"]) == (4, 0.0)
+    # each city fact is nearer the centroid of the others under the city key than the distractor is
+    aff = content_keys(a.memory_cosine, a.key, a.key_type, a.memory_type, np.ones(6, bool), 0.1)[1]
+    assert min(aff[0], aff[1]) > aff[5]
+    assert out["distractor_auc"]["affinity"] == 1.0

@@ -88,6 +88,7 @@ class StreamArrays:
     memory_type: np.ndarray  # (M,) type id (index into TYPE_ORDER)
     shares_term: np.ndarray  # (M, M) the two texts share a keyword term (BM25 route's tokenizer)
     oracle_supersedes: np.ndarray  # (M, M) truth, for the oracle line only: j newer, same topic, other value
+    oracle_topic: np.ndarray  # (M,) truth, for the oracle lines only: true topic id, -1 for a distractor
 
     @property
     def position(self) -> np.ndarray:
@@ -150,6 +151,7 @@ def stream_arrays(
         & (topic[:, None] == topic[None, :])
         & (topic[:, None] != "")
         & (value[:, None] != value[None, :]),
+        oracle_topic=np.array([sorted(set(topic) - {""}).index(t) if t else -1 for t in topic]),
     )
 
 
@@ -192,6 +194,7 @@ def scene_at(
         memory_type=arrays.memory_type,
         shares_term=arrays.shares_term,
         oracle_supersedes=arrays.oracle_supersedes,
+        oracle_topic=arrays.oracle_topic,
     )
 
 

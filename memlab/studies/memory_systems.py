@@ -33,10 +33,16 @@ packed". Then ``pack`` fills the token budget greedily in score order.
 - ``oracle``: not a memory system but a ceiling. It reads the generator's truth: a memory is
   excluded when a newer visible one has its true topic and another true value; the rest ranked
   by cosine. What any system could reach if it knew the topic and the value.
+- ``oracle-topic``, ``oracle-distractors`` and ``oracle-filing``: not memory systems either, but
+  content supersession told a part of the truth and re-tuned, to show what each kind of noise
+  costs: each memory's true topic (both of the others), which memories are distractors (they
+  then retire nothing and stand for no topic), or each fact's true topic (misfiled facts filed
+  right; distractors stay where the extractor put them). None is told the value.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -219,6 +225,7 @@ class Scene:
     # (M, M) [i, j]: j is newer than i, same true topic, another true value. The generator's
     # truth: read by the ``oracle`` line only, never by a memory system.
     oracle_supersedes: np.ndarray | None = None
+    oracle_topic: np.ndarray | None = None  # (M,) true topic id, -1 for a distractor: oracle lines only
 
 
 def _column(params: dict[str, np.ndarray], name: str) -> np.ndarray:
@@ -296,6 +303,42 @@ def _content_supersession(scene: Scene, params) -> np.ndarray:
     )  # (C, Q, M)
     penalty = _column(params, "retired_penalty")
     return np.where(retired[:, None, :, :], score - penalty, score)
+
+
+def _told_distractors(scene: Scene) -> Scene:
+    """The scene with every distractor in a key and a type of its own: it retires nothing and
+    shapes no topic's centroid."""
+    distractor = np.flatnonzero(scene.oracle_topic < 0)
+    own_type = max(int(scene.memory_type.max()), int(scene.key_type.max())) + 1
+    key = scene.key.copy()
+    key[distractor] = len(scene.key_type) + np.arange(len(distractor))
+    memory_type = scene.memory_type.copy()
+    memory_type[distractor] = own_type
+    key_type = np.concatenate([scene.key_type, np.full(len(distractor), own_type)])
+    return dataclasses.replace(scene, key=key, key_type=key_type, memory_type=memory_type)
+
+
+def _told_filing(scene: Scene) -> Scene:
+    """The scene with each fact filed under (its true topic, its type); distractors keep the
+    extractor's key."""
+    fact = scene.oracle_topic >= 0
+    n_types = int(max(scene.memory_type.max(), scene.key_type.max())) + 1
+    code = np.where(fact, scene.oracle_topic * n_types + scene.memory_type, -1 - scene.key)
+    codes, key = np.unique(code, return_inverse=True)
+    key_type = np.where(codes >= 0, codes % n_types, scene.key_type[np.maximum(-1 - codes, 0)])
+    return dataclasses.replace(scene, key=key, key_type=key_type)
+
+
+def _oracle_distractors(scene: Scene, params) -> np.ndarray:
+    return _content_supersession(_told_distractors(scene), params)
+
+
+def _oracle_filing(scene: Scene, params) -> np.ndarray:
+    return _content_supersession(_told_filing(scene), params)
+
+
+def _oracle_topic(scene: Scene, params) -> np.ndarray:
+    return _content_supersession(_told_distractors(_told_filing(scene)), params)
 
 
 def _oracle(scene: Scene, params) -> np.ndarray:
@@ -383,6 +426,33 @@ READ_SYSTEMS: dict[str, ReadSystem] = {
             _oracle,
             {},
             "ceiling: knows the true topic and value, excludes superseded memories, ranks by cosine",
+            oracle=True,
+        ),
+        ReadSystem(
+            "oracle-topic",
+            _oracle_topic,
+            CONTENT_SUPERSESSION_GRID,
+            "content-supersession told each memory's true topic (distractors: none), re-tuned",
+            base="multi-factor",
+            reinforces=True,
+            oracle=True,
+        ),
+        ReadSystem(
+            "oracle-distractors",
+            _oracle_distractors,
+            CONTENT_SUPERSESSION_GRID,
+            "content-supersession told which memories are distractors (the truth), re-tuned",
+            base="multi-factor",
+            reinforces=True,
+            oracle=True,
+        ),
+        ReadSystem(
+            "oracle-filing",
+            _oracle_filing,
+            CONTENT_SUPERSESSION_GRID,
+            "content-supersession told each fact's true topic (misfiling undone), re-tuned",
+            base="multi-factor",
+            reinforces=True,
             oracle=True,
         ),
     )

@@ -99,6 +99,15 @@ def drift_table(result) -> str:
             f"staleness {r['staleness']:.3f}, d recall {diff(r, 'recall')}: "
             f"{'met' if r['meets'] else 'missed'}{oracle}"
         )
+    told = result.table[result.table["oracle"] & (result.table["system"] != "oracle")]
+    if len(told):
+        lines.append(
+            "told a part of the truth (content-supersession re-tuned; not memory systems): "
+            "recall / staleness per budget"
+        )
+        for system, rows in told.groupby("system", sort=False):
+            cells = ", ".join(f"{r.budget}: {r.recall:.3f} / {r.staleness:.3f}" for r in rows.itertuples())
+            lines.append(f"  {system:<20} {cells}")
     lines.append("")
     lines.append("tuned on the tuning seeds (objective: mean over budgets of recall - staleness)")
     for (system, write_policy), c in result.chosen.items():
