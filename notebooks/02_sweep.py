@@ -39,6 +39,8 @@ out_dir: str = "results/notebook"  # folder for this notebook's tables and figur
 fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
 
 # %%
+import json
+
 import pandas as pd
 
 from memlab import RetrievalSpec, evaluate, load_dataset, load_scores
@@ -133,7 +135,7 @@ bands = pd.DataFrame(
 )
 report.table(
     "feasible_bands",
-    bands.assign(intervals=bands.intervals.map(str), closed=bands.closed.map(str)),
+    bands.assign(intervals=bands.intervals.map(json.dumps), closed=bands.closed.map(json.dumps)),  # JSON cells
     f"Exact feasible bonus intervals per tau, at threshold {shown:g}"
     + ("" if shown == threshold else f" (the chosen one) and {threshold:g}"),
 )

@@ -49,7 +49,7 @@ def test_interval_columns_become_one_readable_column(tmp_path):
                 {
                     "tau_days": 14.0,
                     "intervals": "[[0.0451097400900845, 0.0758411784522059]]",
-                    "closed": "[[True, False]]",
+                    "closed": "[[true, false]]",
                 },
                 {"tau_days": 30.0, "intervals": "[]", "closed": "[]"},
             ]

@@ -101,6 +101,7 @@ def test_02_sweep_writes_bands_and_the_choice(tmp_path):
     ]
     bands = {r["tau_days"]: r for r in rows if r["threshold"] == 0.45}
     ((lo, hi),) = json.loads(bands[14.0]["intervals"])
+    assert json.loads(bands[14.0]["closed"]) == [[True, False]]  # JSON cells: [lo, hi)
     assert abs(lo - 0.0451097400900845) < 1e-15 and abs(hi - 0.0758411784522059) < 1e-15
     report = json.loads((out / "report.json").read_text())
     chosen = next(e["value"] for e in report["entries"] if e["name"] == "chosen")

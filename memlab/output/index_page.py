@@ -92,7 +92,7 @@ def _json_list(text: str) -> Any:
     if not (text.startswith("[") and text.endswith("]")):
         return None
     try:
-        return json.loads(text.replace("True", "true").replace("False", "false").replace("None", "null"))
+        return json.loads(text)
     except ValueError:
         return None
 
