@@ -15,14 +15,9 @@ import json
 import time
 
 from memlab.app.cli.studies import drift_table
-from memlab.studies.drift_benchmark import (
-    default_encoder,
-    default_token_counter,
-    drift_benchmark,
-    parse_budgets,
-    prepare_streams,
-)
-from memlab.studies.drift_signals import signal_separation
+from memlab.studies.drift_arrays import default_encoder, default_token_counter, prepare_streams
+from memlab.studies.drift_benchmark import drift_benchmark, parse_budgets
+from memlab.studies.drift_signals import event_transfer, signal_separation
 from memlab.studies.drift_streams import generate_streams, held_out_seeds, parse_seed_range
 
 
@@ -56,6 +51,7 @@ def main() -> None:
         "multi-factor",
         "supersession",
         "content-supersession",
+        "learned-supersession",
         "oracle",
         "oracle-topic",
         "oracle-distractors",
@@ -87,19 +83,30 @@ def main() -> None:
         for r in result.frontier().itertuples()
         if r.budget in shown
     }
-    # why the label-free signals fall short: how well they see the two kinds of noise (held out)
-    streams = generate_streams(held)
+    # how well the signals see the two kinds of noise (held out; the extractor model fit on the
+    # tuning streams, as in the benchmark), and whether the event direction carries to a topic
+    # it was not fit on
+    tune_streams, held_streams = generate_streams(result.tune_range), generate_streams(held)
     encode, _ = default_encoder()
     count, _ = default_token_counter()
-    arrays, _ = prepare_streams(streams, encode, count)
+    arrays, _ = prepare_streams([*tune_streams, *held_streams], encode, count, len(tune_streams))
     trust = result.chosen[("content-supersession", "store-everything")].read_params["key_trust"]
-    signals = signal_separation(streams, arrays, trust)
+    signals = signal_separation(held_streams, arrays[len(tune_streams) :], trust)
+    texts = sorted({f.text for s in (*tune_streams, *held_streams) for f in s.facts})
+    signals["event_transfer"] = event_transfer(
+        tune_streams, held_streams, dict(zip(texts, encode(texts, "document"), strict=True))
+    )
     print(
         "signals (held-out): typed distractor vs a fact of the query's topic, ROC AUC: "
         + ", ".join(f"{k} {v:.3f}" for k, v in signals["distractor_auc"].items())
-        + f"; misfiled facts refiled under their true topic: {signals['refiled_share']:.1%} of "
-        f"{signals['misfiled']}; facts filed right moved away: {signals['moved_share']:.1%} of "
+        + f"; misfiled facts refiled under their true topic: content keys {signals['refiled_share']:.1%}, "
+        f"learned keys {signals['learned_refiled_share']:.1%} of {signals['misfiled']}; facts filed "
+        f"right moved away: {signals['moved_share']:.1%}, {signals['learned_moved_share']:.1%} of "
         f"{signals['filed_right']}"
+    )
+    print(
+        "event direction fit without the topic it judges (AUC per topic): "
+        + ", ".join(f"{k} {v:.3f}" for k, v in signals["event_transfer"].items())
     )
     print(
         json.dumps(

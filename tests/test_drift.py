@@ -13,14 +13,14 @@ import pytest
 from memlab.app.cli import main
 from memlab.core.spec import RetrievalSpec, retrieve
 from memlab.studies.content_supersession import centroid_affinity, content_keys, content_retired
+from memlab.studies.drift_arrays import prepare_streams
 from memlab.studies.drift_benchmark import (
     context_metrics,
     drift_benchmark,
-    prepare_streams,
     run_stream,
 )
 from memlab.studies.drift_intervals import bootstrap_ci, frontier, paired_bootstrap_ci
-from memlab.studies.drift_signals import auc, signal_separation
+from memlab.studies.drift_signals import auc, event_transfer, signal_separation
 from memlab.studies.drift_streams import (
     TOPICS,
     Fact,
@@ -752,6 +752,28 @@ def test_frontier_picks_the_best_clean_system_and_judges_the_target():
     assert not frontier(table).iloc[0].meets
 
 
+def test_event_transfer_fits_without_the_topic_it_judges():
+    def stream(seed, facts):
+        return Stream(seed, "T", tuple(facts), (), date(2026, 2, 1))
+
+    job = [fact("I work as a nurse.", "job", "nurse"), fact("My job is chef.", "job", "chef")]
+    events = [Fact("My aunt sings.", "", "event", "", D, "distractor", "job")]
+    city = [fact("I live in Ames.", "city", "Ames"), fact("Home is Chicago.", "city", "Chicago")]
+    typed = [Fact("My cousin flew in.", "", "profile", "", D, "distractor", "city")]
+    # a city memory in the fit that would give the answer away if it were used: it is not
+    leak = [Fact("My cousin flew in.", "", "event", "", D, "distractor", "city")]
+    vectors = {
+        "I work as a nurse.": unit(0)[0],
+        "My job is chef.": unit(10)[0],
+        "My aunt sings.": unit(90)[0],
+        "I live in Ames.": unit(20)[0],
+        "Home is Chicago.": unit(30)[0],
+        "My cousin flew in.": unit(80)[0],
+    }
+    out = event_transfer([stream(0, job + events + leak)], [stream(1, city + typed)], vectors)
+    assert out == {"city": 1.0}  # only city has test memories; the distractor reads like the event
+
+
 def test_auc_on_paper():
     assert auc(np.array([3.0, 4.0]), np.array([1.0, 2.0])) == 1.0
     assert auc(np.array([1.0]), np.array([2.0])) == 0.0
@@ -782,6 +804,9 @@ def test_signal_separation_counts_refiling_against_the_truth():
     out = signal_separation([stream], [a], key_trust=0.1)
     assert (out["misfiled"], out["refiled_share"]) == (1, 1.0)  # fact 2 goes back to job
     assert (out["filed_right"], out["moved_share"]) == (4, 0.0)
+    # the learned centroids (fit on this stream): city about 39 deg, job 97.5 deg; fact 2 (90 deg)
+    # is nearer job even with the city key's bonus, the others stay
+    assert (out["learned_refiled_share"], out["learned_moved_share"]) == (1.0, 0.0)
     # each city fact is nearer the centroid of the others under the city key than the distractor is
     aff = content_keys(a.memory_cosine, a.key, a.key_type, a.memory_type, np.ones(6, bool), 0.1)[1]
     assert min(aff[0], aff[1]) > aff[5]

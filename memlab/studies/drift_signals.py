@@ -8,9 +8,14 @@ generator's truth, how well the signals it does read separate them:
 - ``distractor_auc``: for each signal, the probability that a random fact of the query's topic
   scores above a random typed distractor filed under that topic (the ROC AUC, 0.5 = chance,
   1 = perfect), over every held-out (query, memory) pair. Signals: the memory's affinity to its
-  content key, its cosine to the query, and their sum (the retire gate).
-- refiling: of the misfiled facts, the share content keys put back under their true topic's key;
-  of the facts filed right, the share they move away.
+  content key, its cosine to the query, their sum (the retire gate), and minus its score on the
+  event direction the extractor model learned on the tuning streams.
+- refiling: of the misfiled facts, the share content keys (one stream's centroids) and the
+  learned keys (the tuning streams' centroids) put back under their true topic's key; of the
+  facts filed right, the share they move away.
+- ``event_transfer``: the event direction's AUC on the memories filed under one topic when the
+  model is fit without every memory filed under that topic: does it read "an event about
+  someone else" or remember the templates it was fit on?
 
 The ``oracle-*`` lines of the benchmark say what each kind of noise costs in recall and staleness;
 this says why the signals do not remove it.
@@ -24,8 +29,9 @@ import numpy as np
 from scipy.stats import mannwhitneyu
 
 from memlab.studies.content_supersession import content_keys
-from memlab.studies.drift_benchmark import StreamArrays
-from memlab.studies.drift_streams import Stream
+from memlab.studies.drift_arrays import StreamArrays
+from memlab.studies.drift_streams import TOPICS, Stream
+from memlab.studies.extractor_model import event_score, fit_extractor_model
 
 EVENT_TYPE = "event"
 
@@ -40,8 +46,10 @@ def auc(positive: np.ndarray, negative: np.ndarray) -> float:
 
 def signal_separation(streams: Sequence[Stream], arrays: Sequence[StreamArrays], key_trust: float) -> dict:
     """The separations above, over every stream, with content keys at ``key_trust``."""
-    signals: dict[str, tuple[list, list]] = {"affinity": ([], []), "query cosine": ([], []), "gate": ([], [])}
-    misfiled = refiled = right = moved = 0
+    signals: dict[str, tuple[list, list]] = {
+        name: ([], []) for name in ("affinity", "query cosine", "gate", "learned event score")
+    }
+    misfiled = refiled = right = moved = learned_refiled = learned_moved = 0
     for stream, a in zip(streams, arrays, strict=True):
         facts = stream.facts
         visible = np.ones(len(facts), dtype=bool)
@@ -60,19 +68,23 @@ def signal_separation(streams: Sequence[Stream], arrays: Sequence[StreamArrays],
                 ("affinity", aff),
                 ("query cosine", a.query_cosine[q]),
                 ("gate", a.query_cosine[q] + aff),
+                ("learned event score", -a.event_score),
             ):
                 signals[name][0].append(value[fact])
                 signals[name][1].append(value[typed])
-        for f, k in zip(facts, ck, strict=True):
+        for f, k, lk in zip(facts, ck, a.learned_key, strict=True):
             if not f.topic:
                 continue
             true_key = key_of.get((f.topic, f.type))
+            learned_right = a.learned_key_names[lk] == (f.topic, f.type)
             if f.key != (f.topic, f.type):
                 misfiled += 1
                 refiled += int(true_key is not None and k == true_key)
+                learned_refiled += int(learned_right)
             else:
                 right += 1
                 moved += int(k != true_key)
+                learned_moved += int(not learned_right)
     return {
         "distractor_auc": {
             name: auc(np.concatenate(pos), np.concatenate(neg)) for name, (pos, neg) in signals.items()
@@ -81,4 +93,25 @@ def signal_separation(streams: Sequence[Stream], arrays: Sequence[StreamArrays],
         "refiled_share": refiled / misfiled if misfiled else float("nan"),
         "filed_right": right,
         "moved_share": moved / right if right else float("nan"),
+        "learned_refiled_share": learned_refiled / misfiled if misfiled else float("nan"),
+        "learned_moved_share": learned_moved / right if right else float("nan"),
     }
+
+
+def event_transfer(
+    fit_streams: Sequence[Stream], test_streams: Sequence[Stream], vectors: dict[str, np.ndarray]
+) -> dict[str, float]:
+    """Per topic key: the event direction fit without any memory filed under it, judged on the
+    test streams' memories filed under it and typed like facts (facts against typed distractors,
+    ROC AUC). ``vectors`` maps each text to its unit embedding."""
+    out = {}
+    for topic in TOPICS:
+        fit = [f for s in fit_streams for f in s.facts if f.key[0] != topic]
+        model = fit_extractor_model(np.stack([vectors[f.text] for f in fit]), [f.key for f in fit])
+        test = [f for s in test_streams for f in s.facts if f.key[0] == topic and f.type != EVENT_TYPE]
+        if not test:
+            continue
+        score = event_score(model, np.stack([vectors[f.text] for f in test]))
+        distractor = np.array([f.kind == "distractor" for f in test])
+        out[topic] = auc(-score[~distractor], -score[distractor])
+    return out

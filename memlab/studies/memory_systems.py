@@ -30,6 +30,10 @@ packed". Then ``pack`` fills the token budget greedily in score order.
   content says it is about the same attribute with another value
   (``memlab.studies.content_supersession``: content keys, a low-surprise gate, a value-span
   exemption); retired memories pushed down by ``retired_penalty``.
+- ``learned-supersession``: content supersession corrected by what the extractor's own labels
+  say over the tuning streams (``memlab.studies.extractor_model``): memories refiled under the
+  learned key centroids, and a memory typed like a fact that reads like an event (its score on the
+  learned event direction at or above ``event_threshold``; ``inf``: never) retires nothing.
 - ``oracle``: not a memory system but a ceiling. It reads the generator's truth: a memory is
   excluded when a newer visible one has its true topic and another true value; the rest ranked
   by cosine. What any system could reach if it knew the topic and the value.
@@ -226,6 +230,11 @@ class Scene:
     # truth: read by the ``oracle`` line only, never by a memory system.
     oracle_supersedes: np.ndarray | None = None
     oracle_topic: np.ndarray | None = None  # (M,) true topic id, -1 for a distractor: oracle lines only
+    # the extractor model's (memlab.studies.extractor_model): keys refiled by the centroids learned
+    # on the tuning streams, and how much each memory reads like an event
+    learned_key: np.ndarray | None = None  # (M,)
+    learned_key_type: np.ndarray | None = None  # (K',)
+    event_score: np.ndarray | None = None  # (M,)
 
 
 def _column(params: dict[str, np.ndarray], name: str) -> np.ndarray:
@@ -289,9 +298,9 @@ def _supersession(scene: Scene, params) -> np.ndarray:
     return np.where(retired[:, None, None, :], score - penalty, score)
 
 
-def _content_supersession(scene: Scene, params) -> np.ndarray:
-    score = _multi_factor(scene, params)
-    retired = content_retired(
+def _retired_by_content(scene: Scene, params) -> np.ndarray:
+    """(C, Q, M): ``memlab.studies.content_supersession.content_retired`` on the scene."""
+    return content_retired(
         cosine=scene.memory_cosine,
         query_cosine=scene.cosine,
         key=scene.key,
@@ -300,15 +309,20 @@ def _content_supersession(scene: Scene, params) -> np.ndarray:
         visible=scene.visible,
         shares_term=scene.shares_term,
         params={k: np.asarray(v, dtype=np.float64) for k, v in params.items()},
-    )  # (C, Q, M)
+    )
+
+
+def _content_supersession(scene: Scene, params) -> np.ndarray:
+    score = _multi_factor(scene, params)
+    retired = _retired_by_content(scene, params)  # (C, Q, M)
     penalty = _column(params, "retired_penalty")
     return np.where(retired[:, None, :, :], score - penalty, score)
 
 
-def _told_distractors(scene: Scene) -> Scene:
-    """The scene with every distractor in a key and a type of its own: it retires nothing and
-    shapes no topic's centroid."""
-    distractor = np.flatnonzero(scene.oracle_topic < 0)
+def _as_events(scene: Scene, event: np.ndarray) -> Scene:
+    """The scene with every ``event`` memory in a key and a type of its own: it retires nothing
+    and shapes no topic's centroid."""
+    distractor = np.flatnonzero(event)
     own_type = max(int(scene.memory_type.max()), int(scene.key_type.max())) + 1
     key = scene.key.copy()
     key[distractor] = len(scene.key_type) + np.arange(len(distractor))
@@ -316,6 +330,10 @@ def _told_distractors(scene: Scene) -> Scene:
     memory_type[distractor] = own_type
     key_type = np.concatenate([scene.key_type, np.full(len(distractor), own_type)])
     return dataclasses.replace(scene, key=key, key_type=key_type, memory_type=memory_type)
+
+
+def _told_distractors(scene: Scene) -> Scene:
+    return _as_events(scene, scene.oracle_topic < 0)
 
 
 def _told_filing(scene: Scene) -> Scene:
@@ -327,6 +345,23 @@ def _told_filing(scene: Scene) -> Scene:
     codes, key = np.unique(code, return_inverse=True)
     key_type = np.where(codes >= 0, codes % n_types, scene.key_type[np.maximum(-1 - codes, 0)])
     return dataclasses.replace(scene, key=key, key_type=key_type)
+
+
+def _learned_supersession(scene: Scene, params) -> np.ndarray:
+    """Content supersession on the learned keys, memories typed like facts that read like events
+    (``event_score >= event_threshold``) treated as events."""
+    learned = dataclasses.replace(scene, key=scene.learned_key, key_type=scene.learned_key_type)
+    thresholds = np.asarray(params["event_threshold"], dtype=np.float64)
+    score = _multi_factor(scene, params)
+    retired = np.zeros((len(thresholds), *scene.cosine.shape), dtype=bool)
+    for value in np.unique(thresholds):  # the scene depends on the threshold alone
+        rows = np.flatnonzero(thresholds == value)
+        typed = scene.memory_type != TYPE_ORDER.index("event")
+        s = _as_events(learned, typed & (scene.event_score >= value))
+        subset = {k: np.asarray(v, dtype=np.float64)[rows] for k, v in params.items()}
+        retired[rows] = _retired_by_content(s, subset)
+    penalty = _column(params, "retired_penalty")
+    return np.where(retired[:, None, :, :], score - penalty, score)
 
 
 def _oracle_distractors(scene: Scene, params) -> np.ndarray:
@@ -418,6 +453,15 @@ READ_SYSTEMS: dict[str, ReadSystem] = {
             CONTENT_SUPERSESSION_GRID,
             "the tuned multi-factor score; memories retired by content (content key, low-surprise "
             "gate, value span) down-weighted or excluded",
+            base="multi-factor",
+            reinforces=True,
+        ),
+        ReadSystem(
+            "learned-supersession",
+            _learned_supersession,
+            {**CONTENT_SUPERSESSION_GRID, "event_threshold": (0.6, 0.8, np.inf)},
+            "content-supersession on keys refiled by centroids learned from the extractor's labels on "
+            "the tuning streams, memories that read like events (event_threshold) retiring nothing",
             base="multi-factor",
             reinforces=True,
         ),
