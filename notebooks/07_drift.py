@@ -18,7 +18,8 @@
 #
 # Synthetic personas tell an agent about themselves over dated sessions, and their facts drift
 # (Ames, then Chicago, then Seattle). Each read system (no memory, full history, naive top-k,
-# the seed's recency bonus, the multi-factor score, key supersession, content supersession)
+# the seed's recency bonus, the multi-factor score, key supersession, content supersession,
+# and content supersession on keys and event flags learned from the extractor's labels)
 # runs on the store each write policy (store everything, cosine de-duplication,
 # contradiction-aware) builds, under the same token budgets. Parameters are tuned on the tuning
 # seeds and reported on held-out seeds, with paired intervals on the differences to naive top-k,

@@ -219,6 +219,7 @@ def test_07_drift_writes_the_table_and_the_budget_curves(tmp_path, cache_dir, mo
         "multi-factor",
         "supersession",
         "content-supersession",
+        "learned-supersession",
     ]
     writes = ["store-everything", "dedup", "contradiction-aware"]
     oracles = ["oracle", "oracle-topic", "oracle-distractors", "oracle-filing"]
