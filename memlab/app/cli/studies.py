@@ -25,6 +25,7 @@ from memlab.core.errors import InputError
 from memlab.core.registry import check_names
 from memlab.datasets.model import load_dataset
 from memlab.output.io import json_ready
+from memlab.studies.drift_arrays import DRIFT_MODEL
 from memlab.studies.drift_benchmark import parse_budgets
 
 
@@ -365,8 +366,9 @@ def add_drift_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--model",
         default=None,
-        help="embedding model (default: multilingual-e5-small); a sentence-transformers model's "
-        "tokenizer counts the tokens, else the packaged all-MiniLM-L6-v2's",
+        help=f"embedding model (default: {DRIFT_MODEL}, the scale the memory systems' cosine grids are "
+        "set on); a sentence-transformers model's tokenizer counts the tokens, else the packaged "
+        "all-MiniLM-L6-v2's",
     )
     p.add_argument(
         "--cache-dir", default=None, help="embedding cache (default: $MEMLAB_CACHE_DIR or ~/.cache/memlab)"
