@@ -750,6 +750,10 @@ def test_frontier_picks_the_best_clean_system_and_judges_the_target():
     assert (row.system, bool(row.meets), row.oracle_recall) == ("a", True, 0.97)
     table.loc[1, "recall_diff_lo"] = -0.021
     assert not frontier(table).iloc[0].meets
+    # a lower-recall system that meets the target is the frontier's pick over one that does not
+    table.loc[2, ["recall_diff_lo", "staleness"]] = [-0.015, 0.01]
+    row = frontier(table).iloc[0]
+    assert (row.system, bool(row.meets), row.recall) == ("b", True, 0.85)
 
 
 def test_event_transfer_fits_without_the_topic_it_judges():

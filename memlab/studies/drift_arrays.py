@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from memlab.core.errors import InputError
 from memlab.studies.drift_streams import Stream
 from memlab.studies.extractor_model import ExtractorModel, event_score, fit_extractor_model, refiled_keys
 from memlab.studies.memory_systems import TYPE_HALF_LIFE_DAYS, TYPE_ORDER, TYPE_PRIOR
@@ -48,6 +49,8 @@ class StreamArrays:
     shares_term: np.ndarray  # (M, M) the two texts share a keyword term (BM25 route's tokenizer)
     oracle_supersedes: np.ndarray  # (M, M) truth, for the oracle line only: j newer, same topic, other value
     oracle_topic: np.ndarray  # (M,) truth, for the oracle lines only: true topic id, -1 for a distractor
+    oracle_key: np.ndarray  # (M,) truth, oracle lines only: the key of (true topic, type); distractors' own
+    oracle_key_type: np.ndarray  # (K'',) type id of each of those keys
     # from the extractor model fit on the tuning streams (memlab.studies.extractor_model)
     learned_key: np.ndarray  # (M,) key id after refiling by the learned centroids
     learned_key_type: np.ndarray  # (K',) type id of each learned key
@@ -96,6 +99,7 @@ def stream_arrays(
     if model is None:
         model = fit_extractor_model(docs, [f.key for f in facts])
     refiled = refiled_keys(model, docs, [f.key for f in facts])
+    undone = {k: i for i, k in enumerate(dict.fromkeys((f.topic or f.key[0], f.type) for f in facts))}
     learned = {k: i for i, k in enumerate(dict.fromkeys(refiled))}
     return StreamArrays(
         seed=stream.seed,
@@ -122,6 +126,8 @@ def stream_arrays(
         & (topic[:, None] != "")
         & (value[:, None] != value[None, :]),
         oracle_topic=np.array([sorted(set(topic) - {""}).index(t) if t else -1 for t in topic]),
+        oracle_key=np.array([undone[(f.topic or f.key[0], f.type)] for f in facts]),
+        oracle_key_type=np.array([TYPE_ORDER.index(k[1]) for k in undone]),
         learned_key=np.array([learned[k] for k in refiled]),
         learned_key_type=np.array([TYPE_ORDER.index(k[1]) for k in learned]),
         learned_key_names=tuple(learned),
@@ -177,9 +183,10 @@ def default_token_counter(model: str | None = None) -> tuple[TokenCounter, str]:
 
     from memlab.scoring.backends import model_card, sentence_transformers_source
 
+    model = DRIFT_MODEL if model is None else model  # the benchmark's own default, as in default_encoder
     card = model_card(model)
     stand_in = card is not None and card.embedder != "sentence-transformers"
-    path, model_id = sentence_transformers_source("all-MiniLM-L6-v2" if stand_in or model is None else model)
+    path, model_id = sentence_transformers_source("all-MiniLM-L6-v2" if stand_in else model)
     hf_logging.set_verbosity_error()
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
 
@@ -199,6 +206,12 @@ def prepare_streams(
     The extractor model (``memlab.studies.extractor_model``) is fit on the first ``fit_streams``
     streams (all when None): the benchmark passes its tuning streams first and fits on those only.
     """
+    if fit_streams is not None and not 1 <= fit_streams <= len(streams):
+        raise InputError(f"fit_streams: expected 1 to {len(streams)} (the streams given), got {fit_streams}")
+    unkeyed = [(s.seed, k) for s in streams for k, f in enumerate(s.facts) if not f.key[0]]
+    if unkeyed:  # the key is what a policy reads; an empty one would single a memory out
+        seed, k = unkeyed[0]
+        raise InputError(f"stream {seed}, fact {k}: no topic key (filed_topic and topic are both empty)")
     docs = sorted({f.text for s in streams for f in s.facts})
     questions = sorted({q.text for s in streams for q in (*s.queries, *s.recalls)})
     doc_vectors = dict(zip(docs, encode(docs, "document"), strict=True))

@@ -74,9 +74,18 @@ def scene_at(
     now: float,
     cosine: np.ndarray,
     last_access: np.ndarray,
+    truth: bool = False,
 ) -> Scene:
-    """The store as it stands after ``said`` facts: stored, already said, not yet forgotten."""
+    """The store as it stands after ``said`` facts: stored, already said, not yet forgotten.
+
+    The generator's truth (the ``oracle_*`` fields) is in the scene only when ``truth`` is set,
+    for the oracle lines: a memory system that reached for it would fail, not read it.
+    """
     visible = write.admitted & (arrays.position < said) & (write.forgotten_by >= said)
+    told = {
+        name: getattr(arrays, name) if truth else None
+        for name in ("oracle_supersedes", "oracle_topic", "oracle_key", "oracle_key_type")
+    }
     return Scene(
         cosine=np.where(visible, cosine, -np.inf),
         visible=visible,
@@ -93,8 +102,7 @@ def scene_at(
         key_type=arrays.key_type,
         memory_type=arrays.memory_type,
         shares_term=arrays.shares_term,
-        oracle_supersedes=arrays.oracle_supersedes,
-        oracle_topic=arrays.oracle_topic,
+        **told,
         learned_key=arrays.learned_key,
         learned_key_type=arrays.learned_key_type,
         event_score=arrays.event_score,
@@ -119,11 +127,17 @@ def run_stream(
         for r in range(len(arrays.recall_day)):
             now = float(arrays.recall_day[r])
             scene = scene_at(
-                arrays, write, int(arrays.recall_said[r]), now, arrays.recall_cosine[r : r + 1], last
+                arrays,
+                write,
+                int(arrays.recall_said[r]),
+                now,
+                arrays.recall_cosine[r : r + 1],
+                last,
+                system.oracle,
             )
             recalled = pack(system.score(scene, params), arrays.tokens, budget)[:, :, 0, :]  # (C, B, M)
             last = np.where(on, reinforce(last, recalled, now), last)
-    scene = scene_at(arrays, write, m, arrays.asked, arrays.query_cosine, last)
+    scene = scene_at(arrays, write, m, arrays.asked, arrays.query_cosine, last, system.oracle)
     packed = pack(system.score(scene, params), arrays.tokens, budget)  # (C, B, Q, M)
     return context_metrics(packed, arrays.is_current, arrays.is_stale, arrays.tokens)
 

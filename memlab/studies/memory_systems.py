@@ -230,6 +230,8 @@ class Scene:
     # truth: read by the ``oracle`` line only, never by a memory system.
     oracle_supersedes: np.ndarray | None = None
     oracle_topic: np.ndarray | None = None  # (M,) true topic id, -1 for a distractor: oracle lines only
+    oracle_key: np.ndarray | None = None  # (M,) key id with misfiling undone: oracle lines only
+    oracle_key_type: np.ndarray | None = None  # (K'',) type id of each of those keys
     # the extractor model's (memlab.studies.extractor_model): keys refiled by the centroids learned
     # on the tuning streams, and how much each memory reads like an event
     learned_key: np.ndarray | None = None  # (M,)
@@ -320,15 +322,16 @@ def _content_supersession(scene: Scene, params) -> np.ndarray:
 
 
 def _as_events(scene: Scene, event: np.ndarray) -> Scene:
-    """The scene with every ``event`` memory in a key and a type of its own: it retires nothing
-    and shapes no topic's centroid."""
-    distractor = np.flatnonzero(event)
-    own_type = max(int(scene.memory_type.max()), int(scene.key_type.max())) + 1
+    """The scene with every ``event`` memory in a key and a type of its own (each its own, so the
+    same-type cosine pass cannot pair two of them either): it retires nothing, is retired by
+    nothing, and shapes no topic's centroid."""
+    flagged = np.flatnonzero(event)
+    own_types = max(int(scene.memory_type.max()), int(scene.key_type.max())) + 1 + np.arange(len(flagged))
     key = scene.key.copy()
-    key[distractor] = len(scene.key_type) + np.arange(len(distractor))
+    key[flagged] = len(scene.key_type) + np.arange(len(flagged))
     memory_type = scene.memory_type.copy()
-    memory_type[distractor] = own_type
-    key_type = np.concatenate([scene.key_type, np.full(len(distractor), own_type)])
+    memory_type[flagged] = own_types
+    key_type = np.concatenate([scene.key_type, own_types])
     return dataclasses.replace(scene, key=key, key_type=key_type, memory_type=memory_type)
 
 
@@ -338,13 +341,8 @@ def _told_distractors(scene: Scene) -> Scene:
 
 def _told_filing(scene: Scene) -> Scene:
     """The scene with each fact filed under (its true topic, its type); distractors keep the
-    extractor's key."""
-    fact = scene.oracle_topic >= 0
-    n_types = int(max(scene.memory_type.max(), scene.key_type.max())) + 1
-    code = np.where(fact, scene.oracle_topic * n_types + scene.memory_type, -1 - scene.key)
-    codes, key = np.unique(code, return_inverse=True)
-    key_type = np.where(codes >= 0, codes % n_types, scene.key_type[np.maximum(-1 - codes, 0)])
-    return dataclasses.replace(scene, key=key, key_type=key_type)
+    extractor's key, in the same namespace (a typed distractor still shares its topic's key)."""
+    return dataclasses.replace(scene, key=scene.oracle_key, key_type=scene.oracle_key_type)
 
 
 def _learned_supersession(scene: Scene, params) -> np.ndarray:
