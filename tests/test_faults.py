@@ -617,3 +617,14 @@ def test_a_corrupt_entry_is_embedded_again_to_the_same_bytes(tmp_path):
         entry.write_bytes(data)
         with pytest.warns(CacheWarning, match=str(entry)):
             assert Embedder(cache_dir=tmp_path).encode_documents(texts).tobytes() == want.tobytes()
+
+
+def test_a_sigterm_while_the_handlers_are_put_back_exits_143_without_a_traceback(monkeypatch, capsys):
+    import memlab.app.cli as cli
+
+    def late(argv):  # what a SIGTERM raises when it lands in _main's finally, before the restore
+        raise cli.Terminated(signal.SIGTERM)
+
+    monkeypatch.setattr(cli, "_main", late)
+    assert cli.main(["sweep"]) == 128 + signal.SIGTERM
+    assert capsys.readouterr().err == ""

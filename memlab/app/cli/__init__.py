@@ -61,6 +61,15 @@ def _show_warning(message, category, filename, lineno, file=None, line=None, _de
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except Terminated as e:
+        # arrived while _main was putting its handlers back, after the work was done (or undone):
+        # the same exit status, without a traceback
+        return 128 + e.signum
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     # `memlab run` owns its signals (its kernels); every other command stops cleanly on SIGTERM
@@ -87,9 +96,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as e:  # the file system said no (permission, disk full): not a memlab bug
         print(f"memlab: error: {e}", file=sys.stderr)
     finally:
-        warnings.showwarning = shown
-        if previous is not None:
+        if previous is not None:  # first: a SIGTERM from here on takes the previous path
             signal.signal(signal.SIGTERM, previous)
+        warnings.showwarning = shown
     return 2
 
 
