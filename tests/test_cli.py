@@ -74,6 +74,42 @@ def test_table_text(capsys):
     assert lines[2].split() == ["0.03", "30", "0.428", "0.463", "0.437", "0.022", "fails", "(c)"]
 
 
+def test_table_candidates_given_declared_or_the_seeds_with_a_warning(capsys, tmp_path):
+    import shutil
+
+    from memlab.datasets.model import dataset_dir
+
+    code, out, _ = run(
+        capsys, "table", "--source", "published", "--pairs", "0.05:14,0.04:30", "--format", "json"
+    )
+    assert code == 0 and [(r["bonus"], r["tau_days"]) for r in json.loads(out)] == [(0.05, 14), (0.04, 30)]
+    # a copy of seed16 that declares no tables: the seed's four, and a warning saying so
+    folder = tmp_path / "mine"
+    shutil.copytree(dataset_dir("seed16"), folder)
+    meta = json.loads((folder / "dataset.json").read_text())
+    del meta["tables"]
+    (folder / "dataset.json").write_text(json.dumps(meta))
+    code, out, err = run(
+        capsys, "table", "--dataset", str(folder), "--source", "published", "--format", "json"
+    )
+    assert code == 0 and [(r["bonus"], r["tau_days"]) for r in json.loads(out)] == [
+        (0.03, 30),
+        (0.04, 30),
+        (0.04, 14),
+        (0.05, 14),
+    ]
+    assert err == (
+        f"memlab: warning: {meta['name']} declares no candidate pairs (dataset.json: tables.candidates); "
+        "showing the seed's 0.03:30, 0.04:30, 0.04:14, 0.05:14; pass --pairs BONUS:TAU_DAYS,... "
+        "for your own\n"
+    )
+    code, _, err = run(capsys, "table", "--source", "published", "--pairs", "0.05:14,0.1")
+    assert code == 2 and err == (
+        "memlab: error: --pairs: expected BONUS:TAU_DAYS pairs separated by commas (bonus >= 0, "
+        "tau_days > 0), got '0.1' in '0.05:14,0.1'\n"
+    )
+
+
 def test_prompt_c1(capsys):
     code, out, _ = run(capsys, "prompt", "--question", "C1", "--source", "published")
     assert code == 0

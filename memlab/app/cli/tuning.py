@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from itertools import product
 from typing import Any
 
@@ -24,7 +25,7 @@ from memlab.app.cli.options import (
     spec_from,
     spec_line,
 )
-from memlab.core.errors import InputError
+from memlab.core.errors import InputError, MemlabWarning
 from memlab.core.selection import SELECTION_RULES
 from memlab.core.spec import RetrievalSpec
 from memlab.datasets.model import DEFAULT_DATASET, load_dataset
@@ -124,6 +125,23 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def parse_pairs(text: str) -> tuple[tuple[float, float], ...]:
+    """``--pairs 0.03:30,0.05:14`` -> ((0.03, 30.0), (0.05, 14.0)): bonus >= 0, tau_days > 0."""
+    pairs = []
+    for item in str(text).split(","):
+        try:
+            bonus, tau = (float(x) for x in item.split(":"))
+        except ValueError:
+            bonus = tau = float("nan")
+        if not (bonus >= 0 and tau > 0):
+            raise InputError(
+                f"--pairs: expected BONUS:TAU_DAYS pairs separated by commas (bonus >= 0, "
+                f"tau_days > 0), got {item!r} in {text!r}"
+            )
+        pairs.append((bonus, tau))
+    return tuple(pairs)
+
+
 def cmd_table(args: argparse.Namespace) -> int:
     from memlab.core.criteria import dataset_criteria
     from memlab.tuning.evaluate import SEED_CANDIDATES, candidate_table
@@ -132,7 +150,18 @@ def cmd_table(args: argparse.Namespace) -> int:
     criteria = dataset_criteria(dataset)
     scores = scores_from(args, dataset)
     base = spec_from(args, scores, dataset)
-    table = candidate_table(dataset, scores, SEED_CANDIDATES, base, rule=args.select, lang=args.lang)
+    declared = dataset.tables.candidates if dataset.tables is not None else ()
+    pairs = parse_pairs(args.pairs) if args.pairs else declared
+    if not pairs:
+        pairs = SEED_CANDIDATES
+        shown = ", ".join(f"{b:g}:{t:g}" for b, t in pairs)
+        warnings.warn(
+            f"{dataset.name} declares no candidate pairs (dataset.json: tables.candidates); showing the "
+            f"seed's {shown}; pass --pairs BONUS:TAU_DAYS,... for your own",
+            MemlabWarning,
+            stacklevel=1,
+        )
+    table = candidate_table(dataset, scores, pairs, base, rule=args.select, lang=args.lang)
     if args.format == "json":
         rows = [
             {
@@ -420,6 +449,12 @@ def add_table_arguments(p: argparse.ArgumentParser) -> None:
         choices=list(SELECTION_RULES),
         default="smallest-bonus",
         help="selection rule (default: %(default)s)",
+    )
+    p.add_argument(
+        "--pairs",
+        default=None,
+        help="(bonus, tau_days) pairs to compare, BONUS:TAU_DAYS,... (default: the dataset's "
+        "tables.candidates, else the seed's four)",
     )
     add_output_options(p, ["table", "json"])
 
