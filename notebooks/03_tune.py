@@ -23,6 +23,8 @@
 source: str = "published"  # score source: published (the seed's numbers) or embedded
 lang: str = "en"  # text language to embed: en or ja
 model: str = ""  # embedding model name or folder; empty: multilingual-e5-small (07_drift: all-MiniLM-L6-v2)
+embed_url: str = ""  # embedding server URL (OpenAI-compatible), tried first; empty: the local model only
+embed_model: str = ""  # model asked of the server; empty: the local model's name (which it must serve)
 dataset: str = "seed16"  # packaged dataset name or dataset folder
 bonus: float = 0.05  # recency bonus at age 0 (cosine units)
 tau_days: float = 14.0  # recency decay constant (days)
@@ -44,6 +46,7 @@ from memlab.core.grid import parse_axis
 from memlab.datasets.model import packaged_datasets, user_datasets
 from memlab.output import tables
 from memlab.output.report import Report
+from memlab.scoring.server import server_config
 
 report = Report(out_dir, fig_formats)
 data = load_dataset(dataset)
@@ -54,6 +57,7 @@ def axis_span(text: str, name: str) -> tuple[float, float]:
     return (min(values), max(values))
 
 
+server = server_config(embed_url, embed_model)  # None: the local model only
 panel = TuningPanel(
     data,
     RetrievalSpec(
@@ -67,7 +71,7 @@ panel = TuningPanel(
     ),
     source=source,
     lang=lang,
-    score_options={"model": model or None},
+    score_options={"model": model or None, "server": server},
     # the sliders reach at least the sweep's axes, so its chosen point is always on them
     ranges={
         "bonus": axis_span(bonus_range, "bonus_range"),

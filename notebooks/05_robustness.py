@@ -24,6 +24,8 @@
 source: str = "published"  # score source: published (the seed's numbers) or embedded
 lang: str = "en"  # text language to embed: en or ja
 model: str = ""  # embedding model name or folder; empty: multilingual-e5-small (07_drift: all-MiniLM-L6-v2)
+embed_url: str = ""  # embedding server URL (OpenAI-compatible), tried first; empty: the local model only
+embed_model: str = ""  # model asked of the server; empty: the local model's name (which it must serve)
 dataset: str = "seed16"  # packaged dataset name or dataset folder
 bonus: float = 0.05  # recency bonus at age 0 (cosine units)
 tau_days: float = 14.0  # recency decay constant (days)
@@ -39,11 +41,13 @@ fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg 
 from memlab import RetrievalSpec, load_dataset, load_scores
 from memlab.output import figures
 from memlab.output.report import Report
+from memlab.scoring.server import server_config
 from memlab.studies.robustness import robustness, robustness_summary
 
 report = Report(out_dir, fig_formats)
 data = load_dataset(dataset)
-scores = load_scores(source, data, lang=lang, model=model or None)
+server = server_config(embed_url, embed_model)  # None: the local model only
+scores = load_scores(source, data, lang=lang, model=model or None, server=server)
 spec = RetrievalSpec(
     candidates=candidates, inject=inject, threshold=threshold, bonus=bonus, tau_days=tau_days
 )

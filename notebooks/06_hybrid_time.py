@@ -28,6 +28,8 @@
 source: str = "published"  # score source: published (the seed's numbers) or embedded
 lang: str = "en"  # text language to embed: en or ja
 model: str = ""  # embedding model name or folder; empty: multilingual-e5-small (07_drift: all-MiniLM-L6-v2)
+embed_url: str = ""  # embedding server URL (OpenAI-compatible), tried first; empty: the local model only
+embed_model: str = ""  # model asked of the server; empty: the local model's name (which it must serve)
 dataset: str = "seed16"  # packaged dataset name or dataset folder
 candidates: int = 8  # raw nearest neighbours fetched before the re-sort
 inject: int = 3  # most memories injected into the prompt
@@ -44,6 +46,7 @@ fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg 
 from memlab.core.grid import parse_axis
 from memlab.output import figures
 from memlab.output.report import Report, safe_name
+from memlab.scoring.server import server_config
 from memlab.studies.hybrid import RetrieverGrid, compare_datasets
 
 report = Report(out_dir, fig_formats)
@@ -55,11 +58,13 @@ grid = RetrieverGrid(
     candidates=candidates,
     inject=inject,
 )
+server = server_config(embed_url, embed_model)  # None: the local model only
 results = compare_datasets(
     [d.strip() for d in hybrid_datasets.split(",") if d.strip()],
     source=source,
     lang=lang,
     model=model or None,
+    server=server,
     retrievers=[p.strip() for p in retrievers.split(",") if p.strip()] or None,
     grid=grid,
 )

@@ -28,6 +28,8 @@
 
 # %% tags=["parameters"]
 model: str = ""  # embedding model name or folder; empty: multilingual-e5-small (07_drift: all-MiniLM-L6-v2)
+embed_url: str = ""  # embedding server URL (OpenAI-compatible), tried first; empty: the local model only
+embed_model: str = ""  # model asked of the server; empty: the local model's name (which it must serve)
 boot: int = 200  # robustness and drift: bootstrap resamples (of each kind)
 seed: int = 0  # scale, robustness and drift: random seed
 streams: int = 400  # drift: held-out streams, the first N seeds of seed_range
@@ -40,16 +42,19 @@ fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg 
 # %%
 from memlab.output import figures
 from memlab.output.report import Report
+from memlab.scoring.server import server_config
 from memlab.studies.drift_benchmark import drift_benchmark, parse_budgets
 from memlab.studies.drift_streams import held_out_seeds, parse_seed_range
 
 report = Report(out_dir, fig_formats)
 held_out = held_out_seeds(seed_range, streams, "seed_range", "streams")
+server = server_config(embed_url, embed_model)  # None: the local model only
 result = drift_benchmark(
     held_out,
     parse_seed_range(tune_range, "tune_range"),
     parse_budgets(budgets),
     model=model or None,
+    server=server,
     n_boot=boot,
     seed=seed,
 )

@@ -23,6 +23,8 @@
 
 # %% tags=["parameters"]
 model: str = ""  # embedding model name or folder; empty: multilingual-e5-small (07_drift: all-MiniLM-L6-v2)
+embed_url: str = ""  # embedding server URL (OpenAI-compatible), tried first; empty: the local model only
+embed_model: str = ""  # model asked of the server; empty: the local model's name (which it must serve)
 bonus: float = 0.05  # recency bonus at age 0 (cosine units)
 tau_days: float = 14.0  # recency decay constant (days)
 threshold: float = 0.45  # post-bonus score a memory needs to be injected
@@ -53,6 +55,7 @@ from memlab.core.labels import Labels
 from memlab.core.sweep import sweep
 from memlab.datasets.benchmarks import import_benchmark
 from memlab.output.report import Report
+from memlab.scoring.server import server_config
 from memlab.studies.scale import embedded_inputs, scale_study
 
 report = Report(out_dir, fig_formats)
@@ -63,13 +66,15 @@ if not run:
     report.finish({"benchmark_file": benchmark_file})
 
 # %%
+server = server_config(embed_url, embed_model)  # None: the local model only
 if run:
     folder = Path(out_dir) / "dataset"
     if not (folder / "dataset.json").is_file():  # a rerun in the same folder keeps the import
         imported = import_benchmark(benchmark_file, folder, benchmark_granularity)
         report.value("import", imported.log.summary(), "per category: kinds, rejections, repairs")
     data = load_dataset(folder)
-    scores = load_scores("embedded", data, lang="en", model=model or None)  # benchmarks are English
+    # benchmarks are English
+    scores = load_scores("embedded", data, lang="en", model=model or None, server=server)
     kinds = pd.Series([q.kind for q in data.questions]).value_counts()
     print(f"{data.name}: {len(data.memories):,} memories, {len(data.questions):,} questions; {dict(kinds)}")
 
@@ -145,7 +150,9 @@ if run:
 if run:
     n0 = len(data.memories)
     sizes = sorted({n0, *(n for n in parse_axis(n_range, "n_range", integer=True) if n > n0)})
-    queries, vectors, pool_ages = embedded_inputs(data, pool, lang="en", model=model or None, seed=seed)
+    queries, vectors, pool_ages = embedded_inputs(
+        data, pool, lang="en", model=model or None, seed=seed, server=server
+    )
     result = scale_study(data, scores.raw, queries, vectors, pool_ages, sizes, spec, seed=seed)
     report.table("scale", pd.DataFrame(list(result.rows)), "No-hit maximum against N: measured and predicted")
     report.value("n_zero_headroom", result.n_zero_headroom, "predicted N where the headroom reaches zero")

@@ -299,3 +299,52 @@ def test_08_benchmark_on_the_tiny_locomo_file(tmp_path, cache_dir, monkeypatch):
     crit = {r["kind"]: (r["criteria"], r["passed"]) for r in records(out / "tables" / "criteria.json")}
     assert crit["current_reaches"][0] == 3  # qa0, qa2 and qa3 have one evidence turn each
     assert [r["n"] for r in records(out / "tables" / "scale.json")] == [6, 60, 600]
+
+
+@pytest.mark.notebook
+def test_01_embeds_on_the_server_the_parameters_name(tmp_path, monkeypatch):
+    """embed_url and embed_model reach the notebook's scores: every text is embedded by the server
+    (a model of its own, so nothing falls back to a local model)."""
+    import threading
+    import zlib
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import numpy as np
+
+    seen = []
+
+    class Embeddings(BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            seen.append(body)
+
+            def vector(text):  # a fixed unit vector per text
+                v = np.random.default_rng(zlib.crc32(text.encode())).normal(size=8)
+                return (v / np.linalg.norm(v)).tolist()
+
+            data = [{"index": i, "embedding": vector(t)} for i, t in enumerate(body["input"])]
+            payload = json.dumps({"object": "list", "data": data, "model": body["model"]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Embeddings)
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+    monkeypatch.setenv("MEMLAB_CACHE_DIR", str(tmp_path / "cache"))  # nothing cached before
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+        out = execute("01_reproduce", tmp_path, source="embedded", embed_url=url, embed_model="tiny")
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert seen and {b["model"] for b in seen} == {"tiny"}
+    texts = {t for b in seen for t in b["input"]}
+    from memlab.datasets.model import load_dataset
+
+    seed = load_dataset("seed16")
+    assert len(texts) == len(seed.memories) + len(seed.questions) == 16 + 10  # each embedded once
+    assert (out / "tables" / "criteria.json").is_file()

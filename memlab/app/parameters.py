@@ -28,6 +28,18 @@ NOTEBOOK_PARAMETERS: tuple[Parameter, ...] = (
         "",
         "embedding model name or folder; empty: multilingual-e5-small (07_drift: all-MiniLM-L6-v2)",
     ),
+    Parameter(
+        "embed_url",
+        "str",
+        "",
+        "embedding server URL (OpenAI-compatible), tried first; empty: the local model only",
+    ),
+    Parameter(
+        "embed_model",
+        "str",
+        "",
+        "model asked of the server; empty: the local model's name (which it must serve)",
+    ),
     Parameter("dataset", "str", "seed16", "packaged dataset name or dataset folder"),
     Parameter("bonus", "float", 0.05, "recency bonus at age 0 (cosine units)"),
     Parameter("tau_days", "float", 14.0, "recency decay constant (days)"),
@@ -84,7 +96,8 @@ NOTEBOOK_PARAMETERS: tuple[Parameter, ...] = (
 
 SPEC = ("bonus", "tau_days", "threshold", "candidates", "inject")
 FAMILY = ("decay", "combine")  # the decay family, an axis of the sweep
-SCORES = ("source", "lang", "model", "dataset")
+SERVER = ("embed_url", "embed_model")
+SCORES = ("source", "lang", "model", *SERVER, "dataset")
 OUTPUT = ("out_dir", "fig_formats")
 # the parameters each notebook takes, in NOTEBOOK_PARAMETERS order; its cell declares these only
 NOTEBOOK_USES: dict[str, tuple[str, ...]] = {
@@ -105,9 +118,10 @@ NOTEBOOK_USES: dict[str, tuple[str, ...]] = {
         "hybrid_tau_range",
         *OUTPUT,
     ),
-    "07_drift": ("model", "boot", "seed", "streams", "seed_range", "tune_range", "budgets", *OUTPUT),
+    "07_drift": ("model", *SERVER, "boot", "seed", "streams", "seed_range", "tune_range", "budgets", *OUTPUT),
     "08_benchmark": (
         "model",
+        *SERVER,
         *SPEC,
         "bonus_range",
         "tau_range",

@@ -232,3 +232,8 @@ class ServerClient:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+def server_config(url: str, model: str = "") -> ServerConfig | None:
+    """The server a notebook's ``embed_url`` and ``embed_model`` name, or None for an empty URL."""
+    return ServerConfig(url, model or None) if url else None

@@ -296,11 +296,13 @@ def compare_datasets(
     model: str | None = None,
     retrievers: Sequence[str] | None = None,
     grid: RetrieverGrid = RetrieverGrid(),
+    server=None,
 ) -> dict[str, Comparison]:
     """``compare`` on several datasets (keyed by their names, which must differ). ``source``
     applies where the dataset has such scores; the
     seed's published numbers exist only for seed16, so other datasets are embedded (the
-    comparison's ``chosen`` table records which source each used)."""
+    comparison's ``chosen`` table records which source each used); ``server`` embeds on a server
+    first (``memlab.scoring.server.ServerConfig``)."""
     from memlab.datasets.model import load_dataset
     from memlab.scoring.sources import load_scores
 
@@ -318,7 +320,7 @@ def compare_datasets(
     for dataset in datasets:
         has_published = dataset.path is not None and (dataset.path / "published_scores.jsonl").is_file()
         used = source if source != "published" or has_published else "embedded"
-        scores = load_scores(used, dataset, lang=lang, model=model)
+        scores = load_scores(used, dataset, lang=lang, model=model, server=server)
         inputs = build_inputs(dataset, scores.raw, lang=lang, keyword=uses_keywords(retrievers))
         result = compare(inputs, retrievers, grid)
         for frame in (result.chosen, result.by_kind, result.questions, result.landscape):
