@@ -103,6 +103,12 @@ def test_table_candidates_given_declared_or_the_seeds_with_a_warning(capsys, tmp
         "showing the seed's 0.03:30, 0.04:30, 0.04:14, 0.05:14; pass --pairs BONUS:TAU_DAYS,... "
         "for your own\n"
     )
+    # without declared criteria the generic ones, stale kinds included, label their columns too
+    del meta["criteria"]
+    (folder / "dataset.json").write_text(json.dumps(meta))
+    code, out, _ = run(capsys, "table", "--dataset", str(folder), "--source", "published")
+    header = out.splitlines()[1]
+    assert code == 0 and "no_stale: best stale" in header and "current_first: gap to stale" in header
     code, _, err = run(capsys, "table", "--source", "published", "--pairs", "0.05:14,0.1")
     assert code == 2 and err == (
         "memlab: error: --pairs: expected BONUS:TAU_DAYS pairs separated by commas (bonus >= 0, "

@@ -160,6 +160,7 @@ class CriterionKind:
     meaning: str
     # signed distance of the value from the threshold, positive on the passing side
     margin: Callable[[np.ndarray, np.ndarray, object], np.ndarray] = _above_margin
+    label: str = "value"  # what the criterion's value is, as a table column says it
 
 
 CRITERION_KINDS: dict[str, CriterionKind] = {
@@ -169,15 +170,21 @@ CRITERION_KINDS: dict[str, CriterionKind] = {
         "nohit",
         "best post-bonus score over the no-hit questions stays below the threshold",
         _below_margin,
+        "no-hit max",
     ),
     "current_reaches": CriterionKind(
-        _current_reaches, True, None, "the question's current memory reaches the threshold"
+        _current_reaches,
+        True,
+        None,
+        "the question's current memory reaches the threshold",
+        label="current",
     ),
     "current_injected": CriterionKind(
         _current_injected,
         True,
         None,
         "the question's current memory reaches the threshold and is among the first `inject`",
+        label="current",
     ),
     "no_stale_injected": CriterionKind(
         _no_stale_injected,
@@ -185,6 +192,7 @@ CRITERION_KINDS: dict[str, CriterionKind] = {
         "*",
         "no memory labelled stale for the question is injected",
         _stale_margin,
+        "best stale",
     ),
     "current_above_stale": CriterionKind(
         _current_above_stale,
@@ -192,6 +200,7 @@ CRITERION_KINDS: dict[str, CriterionKind] = {
         "*",
         "the current memory is injected and ranked before every injected stale memory",
         _gap_margin,
+        "gap to stale",
     ),
 }
 

@@ -143,7 +143,7 @@ def parse_pairs(text: str) -> tuple[tuple[float, float], ...]:
 
 
 def cmd_table(args: argparse.Namespace) -> int:
-    from memlab.core.criteria import dataset_criteria
+    from memlab.core.criteria import CRITERION_KINDS, dataset_criteria
     from memlab.tuning.evaluate import SEED_CANDIDATES, candidate_table
 
     dataset = load_dataset(args.dataset)
@@ -181,8 +181,9 @@ def cmd_table(args: argparse.Namespace) -> int:
         ]
         emit(json.dumps(json_ready(rows), indent=2), args.output)
         return 0
-    label = {"nohit_below": "no-hit max", "current_reaches": "current", "current_injected": "current"}
-    names = [f"{c.name}: {c.question + ' ' if c.question else ''}{label[c.kind]}" for c in criteria]
+    names = [
+        f"{c.name}: {c.question + ' ' if c.question else ''}{CRITERION_KINDS[c.kind].label}" for c in criteria
+    ]
     header = (
         f"{'bonus':>6} {'tau_days':>8} " + " ".join(f"{n:>14}" for n in names) + f" {'headroom':>9}  verdict"
     )
