@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from memlab.app.cli import main
+from memlab.core.errors import UnknownNameError
 from memlab.core.spec import RetrievalSpec, recency_weight, rescore
 from memlab.studies.scale import (
     GaussianVectors,
@@ -31,6 +32,16 @@ def test_distractors_are_seeded_dated_and_unique():
     assert len(set(a)) == 500
     assert a[0][:12] == f"{REF - np.timedelta64(int(ages_a[0]), 'D')}: "
     assert ages_a.min() >= 0 and ages_a.max() < 365
+
+
+def test_japanese_distractors_are_japanese_and_drawn_the_same_way():
+    _, ages_en = distractor_texts(300, REF, seed=3)
+    ja, ages_ja = distractor_texts(300, REF, seed=3, lang="ja")
+    assert np.array_equal(ages_en, ages_ja) and len(set(ja)) == 300
+    assert all(t[10:].startswith(": ユーザー") and t.endswith("。") for t in ja)
+    assert not any(c.isascii() and c.isalpha() for t in ja for c in t[12:])  # no English left
+    with pytest.raises(UnknownNameError, match=r"^unknown distractor language 'fr'; available: en, ja$"):
+        distractor_texts(5, REF, lang="fr")
 
 
 def test_chunked_top_k_is_exact_whatever_the_chunk():

@@ -329,7 +329,9 @@ def compare_labels(dataset, scores, spec: RetrievalSpec, t_cal: float, lang: str
     }
 
 
-def template_basis(reference, embedder, size: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, str]:
-    """``size`` template distractors (the scale study's), embedded as documents with ``embedder``."""
-    texts, ages = distractor_texts(size, reference, seed=seed)
+def template_basis(
+    reference, embedder, size: int, seed: int = 0, lang: str = "en"
+) -> tuple[np.ndarray, np.ndarray, str]:
+    """``size`` template distractors (the scale study's, in ``lang``), embedded as documents."""
+    texts, ages = distractor_texts(size, reference, seed=seed, lang=lang)
     return embedder.encode_documents(texts), ages, f"{size:,} embedded template distractors (seed {seed})"

@@ -28,136 +28,18 @@ import numpy as np
 from memlab.core.errors import InputError
 from memlab.core.numbers import check_number
 from memlab.core.spec import RetrievalSpec, age_days, recency_weight, rescore, select_candidates
-
-# Everyday topics for a companion device's user: (subject phrases, objects, details).
-TEMPLATES: tuple[str, ...] = (
-    "The user {verb} {thing} {when}.",
-    "The user said {thing} {opinion}.",
-    "The user is planning to {plan} {when}.",
-    "The user mentioned that {person} {event}.",
-    "The user {verb} {thing} with {person} {when}.",
-    "The user wants to {plan} because {reason}.",
-)
-SLOTS: dict[str, tuple[str, ...]] = {
-    "verb": (
-        "bought",
-        "repaired",
-        "cleaned",
-        "borrowed",
-        "returned",
-        "ordered",
-        "sold",
-        "found",
-        "lost",
-        "painted",
-        "tried",
-        "cooked",
-        "watched",
-        "read",
-        "planted",
-        "booked",
-    ),
-    "thing": (
-        "a new umbrella",
-        "the bicycle",
-        "a houseplant",
-        "the kitchen shelf",
-        "a jigsaw puzzle",
-        "a winter coat",
-        "the garden hose",
-        "a rice cooker",
-        "a board game",
-        "a library book",
-        "the car tyres",
-        "a pair of sneakers",
-        "a coffee grinder",
-        "the bathroom fan",
-        "a camping tent",
-        "a desk lamp",
-        "a pot of curry",
-        "a sourdough loaf",
-        "the fish tank",
-        "a knitted scarf",
-        "a concert ticket",
-        "a yoga mat",
-        "the window blinds",
-        "a map of Kyoto",
-    ),
-    "when": (
-        "last weekend",
-        "this morning",
-        "after work",
-        "on Sunday",
-        "yesterday evening",
-        "during lunch",
-        "before the holidays",
-        "at the end of the month",
-        "last night",
-        "today",
-    ),
-    "opinion": (
-        "was better than expected",
-        "was too expensive",
-        "broke after a week",
-        "is surprisingly useful",
-        "needs a replacement",
-        "smells odd",
-        "was a good deal",
-    ),
-    "plan": (
-        "visit the aquarium",
-        "learn to juggle",
-        "paint the fence",
-        "join a choir",
-        "try bouldering",
-        "bake bread",
-        "rearrange the living room",
-        "start a vegetable garden",
-        "take a pottery class",
-        "go fishing",
-        "visit grandparents",
-        "sort old photos",
-    ),
-    "person": (
-        "a neighbour",
-        "an old classmate",
-        "the landlord",
-        "a cousin",
-        "a coworker",
-        "the dentist",
-        "a friend from university",
-        "the barber",
-        "a sister",
-        "the postman",
-    ),
-    "event": (
-        "moved to another city",
-        "got a new dog",
-        "started a bakery",
-        "ran a marathon",
-        "had a baby",
-        "changed jobs",
-        "won a quiz night",
-        "broke an arm",
-    ),
-    "reason": (
-        "the weather was nice",
-        "a friend recommended it",
-        "it was on sale",
-        "the old one wore out",
-        "there is a long weekend",
-        "a magazine mentioned it",
-    ),
-}
+from memlab.studies.distractor_templates import distractor_templates
 
 
 def distractor_texts(
-    n: int, reference: np.datetime64 | datetime, seed: int = 0, span_days: int = 365
+    n: int, reference: np.datetime64 | datetime, seed: int = 0, span_days: int = 365, lang: str = "en"
 ) -> tuple[list[str], np.ndarray]:
-    """``n`` dated memory texts ("YYYY-MM-DD: The user ...") and their ages in days, seeded.
+    """``n`` dated memory texts ("YYYY-MM-DD: The user ...", in ``lang``) and their ages in days,
+    seeded (``memlab.studies.distractor_templates``).
 
     Texts are unique while the template space lasts (about 100,000 combinations).
     """
+    templates, slots = distractor_templates(lang)
     if isinstance(reference, datetime):
         reference = np.datetime64(
             reference.astimezone(UTC).replace(tzinfo=None) if reference.tzinfo else reference, "D"
@@ -168,8 +50,8 @@ def distractor_texts(
     ages = rng.integers(0, span_days, size=n).astype(np.float64)
     tries = 0
     while len(texts) < n:
-        template = TEMPLATES[rng.integers(len(TEMPLATES))]
-        fill = {k: v[rng.integers(len(v))] for k, v in SLOTS.items()}
+        template = templates[rng.integers(len(templates))]
+        fill = {k: v[rng.integers(len(v))] for k, v in slots.items()}
         sentence = template.format(**fill)
         tries += 1
         if sentence in seen and tries < 20 * n:
@@ -215,7 +97,7 @@ def embedded_inputs(
         model, truncate_dim=truncate_dim, cache_dir=cache_dir, progress=progress, server=server
     )
     queries = embedder.encode_queries([q.text(lang) for q in dataset.questions])
-    texts, ages = distractor_texts(pool, dataset.reference_date, seed=seed)
+    texts, ages = distractor_texts(pool, dataset.reference_date, seed=seed, lang=lang)
     return queries, embedder.encode_documents(texts), ages
 
 

@@ -114,7 +114,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         scores = ScoreTable(dataset.question_ids, dataset.memory_ids, raw, "embedded")
     basis = None
     if len(dataset.memories) < MIN_STORE_BASIS:
-        basis = template_basis(dataset.reference_date, embedder, args.pool, seed=args.seed)
+        basis = template_basis(dataset.reference_date, embedder, args.pool, seed=args.seed, lang=args.lang)
     result = calibrate(
         dataset,
         probe_set,
