@@ -233,3 +233,31 @@ def test_calibrate_a_qdrant_collection_reuses_its_vectors(tmp_path, capsys, cach
     from_qdrant = json.loads(capsys.readouterr().out)
     assert abs(from_qdrant["threshold"] - from_dataset["threshold"]) < 1e-6
     assert from_qdrant["labelled"] is None and from_qdrant["memories"] == 16
+
+
+def test_probes_and_attractors_show_the_memories_in_the_language_embedded():
+    from memlab.datasets.model import load_dataset
+
+    rng = np.random.default_rng(2)
+    seed = load_dataset("seed16")
+    mem = rng.normal(size=(len(seed.memories), 8))
+    mem /= np.linalg.norm(mem, axis=1, keepdims=True)
+    probe_set = load_probes()
+    probes = rng.normal(size=(len(probe_set.probes), 8))
+    probes /= np.linalg.norm(probes, axis=1, keepdims=True)
+    basis = rng.normal(size=(1000, 8))
+    basis /= np.linalg.norm(basis, axis=1, keepdims=True)
+    cal = calibrate(
+        seed,
+        probe_set,
+        probes,
+        mem,
+        RetrievalSpec(),
+        lang="ja",
+        basis=(basis, rng.uniform(0, 365, 1000), "noise"),
+        n_boot=20,
+    )
+    by_id = {m.id: m for m in seed.memories}
+    assert all(p["memory_text"] == by_id[p["memory"]].text("ja") for p in cal.probes if p["memory"])
+    assert all(a["text"] == by_id[a["memory"]].text("ja") for a in cal.attractors)
+    assert cal.probes[0]["memory_text"] != by_id[cal.probes[0]["memory"]].text("en")

@@ -190,6 +190,7 @@ def calibrate(
     quantiles = {f"p{q:g}": float(np.quantile(finite, q / 100)) for q in (5, 25, 50, 75, 90, 95, 99)}
 
     order = np.lexsort((np.arange(len(best.final)), -best.final))  # highest first, ties in probe order
+    shown = lang if lang in dataset.languages else dataset.languages[0]  # memories as they were embedded
     probes = []
     for i in order:
         m = int(best.memory[i])
@@ -202,7 +203,7 @@ def calibrate(
                 "best_final": float(best.final[i]),
                 "raw": float(best.raw[i]),
                 "memory": memory.id if memory else None,
-                "memory_text": memory.text(dataset.languages[0]) if memory else None,
+                "memory_text": memory.text(shown) if memory else None,
                 "margin": t_cal - float(best.final[i]),
                 "reaches_spec_threshold": bool(best.final[i] >= spec.threshold),
             }
@@ -211,7 +212,7 @@ def calibrate(
     attractors = tuple(
         {
             "memory": dataset.memories[m].id,
-            "text": dataset.memories[m].text(dataset.languages[0]),
+            "text": dataset.memories[m].text(shown),
             "probes": c,
             "best_final": float(best.final[best.memory == m].max()),
         }
