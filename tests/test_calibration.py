@@ -105,17 +105,20 @@ def test_predicted_rate_by_hand():
     assert predicted_rate([law], own[:1], 0.3, 0) == 0.0  # no new memories: the measured rate
 
 
+def unit_rows(rng: np.random.Generator, n: int, dim: int = 8) -> np.ndarray:
+    """``n`` random unit vectors: stand-ins for embeddings."""
+    x = rng.normal(size=(n, dim))
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
 def test_calibrate_on_a_synthetic_store():
     rng = np.random.default_rng(1)
     n = 30
     dataset = make_dataset(rng.integers(0, 30 * 86400, n), ["nohit"], [-1], [[]])
-    mem = rng.normal(size=(n, 8))
-    mem /= np.linalg.norm(mem, axis=1, keepdims=True)
+    mem = unit_rows(rng, n)
     probe_set = load_probes()
-    probes = rng.normal(size=(len(probe_set.probes), 8))
-    probes /= np.linalg.norm(probes, axis=1, keepdims=True)
-    basis = rng.normal(size=(1000, 8))
-    basis /= np.linalg.norm(basis, axis=1, keepdims=True)
+    probes = unit_rows(rng, len(probe_set.probes))
+    basis = unit_rows(rng, 1000)
     spec = RetrievalSpec(bonus=0.02, tau_days=14, threshold=0.9)
     cal = calibrate(
         dataset,
@@ -240,13 +243,10 @@ def test_probes_and_attractors_show_the_memories_in_the_language_embedded():
 
     rng = np.random.default_rng(2)
     seed = load_dataset("seed16")
-    mem = rng.normal(size=(len(seed.memories), 8))
-    mem /= np.linalg.norm(mem, axis=1, keepdims=True)
+    mem = unit_rows(rng, len(seed.memories))
     probe_set = load_probes()
-    probes = rng.normal(size=(len(probe_set.probes), 8))
-    probes /= np.linalg.norm(probes, axis=1, keepdims=True)
-    basis = rng.normal(size=(1000, 8))
-    basis /= np.linalg.norm(basis, axis=1, keepdims=True)
+    probes = unit_rows(rng, len(probe_set.probes))
+    basis = unit_rows(rng, 1000)
     cal = calibrate(
         seed,
         probe_set,

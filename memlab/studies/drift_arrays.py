@@ -67,12 +67,12 @@ def stream_arrays(
     doc_vectors: dict[str, np.ndarray],
     query_vectors: dict[str, np.ndarray],
     token_counts: dict[str, int],
-    terms: dict[str, frozenset[str]] | None = None,
-    model: ExtractorModel | None = None,
+    terms: dict[str, frozenset[str]] | None,
+    model: ExtractorModel,
 ) -> StreamArrays:
-    """One stream as arrays; ``terms`` maps each text to its keyword terms (default: tokenized
-    here with the keyword route's English tokenizer); ``model`` the extractor model (default: fit
-    on this stream alone)."""
+    """One stream as arrays; ``terms`` maps each text to its keyword terms (None: tokenized here
+    with the keyword route's English tokenizer); ``model`` the extractor model
+    (``prepare_streams`` fits it)."""
     facts = stream.facts
     if terms is None:
         terms = keyword_terms(sorted({f.text for f in facts}))
@@ -96,8 +96,6 @@ def stream_arrays(
     is_stale = np.stack([(topic == q.topic) & np.isin(value, q.stale_values) for q in stream.queries])
     created = np.array([f.date.toordinal() for f in facts], dtype=np.float64)
     recall_day = np.array([q.date.toordinal() for q in stream.recalls], dtype=np.float64)
-    if model is None:
-        model = fit_extractor_model(docs, [f.key for f in facts])
     refiled = refiled_keys(model, docs, [f.key for f in facts])
     undone = {k: i for i, k in enumerate(dict.fromkeys((f.topic or f.key[0], f.type) for f in facts))}
     learned = {k: i for i, k in enumerate(dict.fromkeys(refiled))}

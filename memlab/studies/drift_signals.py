@@ -31,9 +31,7 @@ from scipy.stats import mannwhitneyu
 from memlab.studies.content_supersession import content_keys
 from memlab.studies.drift_arrays import StreamArrays
 from memlab.studies.drift_streams import TOPICS, Stream
-from memlab.studies.extractor_model import event_score, fit_extractor_model
-
-EVENT_TYPE = "event"
+from memlab.studies.extractor_model import EVENT_TYPE, event_score, fit_extractor_model
 
 
 def auc(positive: np.ndarray, negative: np.ndarray) -> float:

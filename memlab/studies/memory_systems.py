@@ -57,6 +57,7 @@ import numpy as np
 from memlab.core.registry import lookup
 from memlab.core.spec import candidate_order, rank_of, recency_weight, rescore, resort_order
 from memlab.studies.content_supersession import content_retired
+from memlab.studies.extractor_model import EVENT_TYPE
 
 # Per-type half-lives of salience (days) and the type prior. Preferences are pinned: a user's
 # stated taste does not fade because it was not mentioned for a while (seed 001).
@@ -352,9 +353,9 @@ def _learned_supersession(scene: Scene, params) -> np.ndarray:
     thresholds = np.asarray(params["event_threshold"], dtype=np.float64)
     score = _multi_factor(scene, params)
     retired = np.zeros((len(thresholds), *scene.cosine.shape), dtype=bool)
+    typed = scene.memory_type != TYPE_ORDER.index(EVENT_TYPE)  # typed like a fact
     for value in np.unique(thresholds):  # the scene depends on the threshold alone
         rows = np.flatnonzero(thresholds == value)
-        typed = scene.memory_type != TYPE_ORDER.index("event")
         s = _as_events(learned, typed & (scene.event_score >= value))
         subset = {k: np.asarray(v, dtype=np.float64)[rows] for k, v in params.items()}
         retired[rows] = _retired_by_content(s, subset)
