@@ -14,9 +14,9 @@ import json
 import statistics
 import time
 
-from memlab.datasets.model import load_dataset
+from memlab.datasets.schema import load_dataset
 from memlab.retrieval.inputs import build_inputs
-from memlab.scoring.sources import load_scores
+from memlab.scores.sources import load_scores
 from memlab.studies.hybrid import RetrieverGrid, compare
 
 

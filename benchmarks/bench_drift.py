@@ -15,10 +15,10 @@ import json
 import time
 
 from memlab.app.cli.studies import drift_table
-from memlab.studies.drift_arrays import default_encoder, default_token_counter, prepare_streams
-from memlab.studies.drift_benchmark import drift_benchmark, parse_budgets
-from memlab.studies.drift_signals import event_transfer, signal_separation
-from memlab.studies.drift_streams import generate_streams, held_out_seeds, parse_seed_range
+from memlab.drift.arrays import default_encoder, default_token_counter, prepare_streams
+from memlab.drift.study import drift_benchmark, parse_budgets
+from memlab.drift.signals import event_transfer, signal_separation
+from memlab.drift.streams import generate_streams, held_out_seeds, parse_seed_range
 
 
 def main() -> None:

@@ -17,9 +17,9 @@ import time
 
 import numpy as np
 
-from memlab.scoring.backends import token_lengths
-from memlab.scoring.cache import fixed_shape_batches
-from memlab.scoring.embeddings import Embedder
+from memlab.embedding.engines import token_lengths
+from memlab.embedding.cache import fixed_shape_batches
+from memlab.embedding.embedder import Embedder
 
 
 def main() -> None:

@@ -3,7 +3,7 @@
 Runs every measurement side by side in one process tree (this machine is noisy), `repeat` times
 each, and prints medians:
 - python start-up alone (`python -c pass`);
-- python + importing what the command imports (`memlab.app.cli`, `memlab.scoring.sources`, qdrant-client,
+- python + importing what the command imports (`memlab.app.cli`, `memlab.scores.sources`, qdrant-client,
   pandas...), without running it;
 - the whole command, end to end;
 - the work itself (dataset, cached vectors, Qdrant, re-rank, criteria) timed in-process.
@@ -32,8 +32,8 @@ def wall(cmd: list[str], env: dict[str, str]) -> float:
 
 
 IMPORTS = (
-    "import memlab.app.cli, memlab.scoring.sources, memlab.tuning.evaluate, "
-    "memlab.scoring.embeddings, memlab.scoring.store"
+    "import memlab.app.cli, memlab.scores.sources, memlab.tuning.evaluate, "
+    "memlab.embedding.embedder, memlab.qdrant.store"
 )
 
 
@@ -75,8 +75,8 @@ def main() -> None:
         runs["evaluate (warm)"].append(wall(evaluate, env))
 
     os.environ.update(env)
-    from memlab.datasets.model import load_dataset
-    from memlab.scoring.sources import load_scores
+    from memlab.datasets.schema import load_dataset
+    from memlab.scores.sources import load_scores
     from memlab.tuning.evaluate import evaluate as run_evaluate
 
     inproc = []

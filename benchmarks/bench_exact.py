@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from memlab.core.spec import RetrievalSpec
-from memlab.scoring import edge
-from memlab.scoring.query import DEFAULT_SCHEMA, fill, spec_body
+from memlab.qdrant import edge
+from memlab.qdrant.query import DEFAULT_SCHEMA, fill, spec_body
 
 REF = datetime(2026, 9, 10, tzinfo=UTC)
 DIM = 384

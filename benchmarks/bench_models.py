@@ -30,9 +30,9 @@ from memlab.core.errors import EmbeddingError
 from memlab.core.feasible import feasible_bonus
 from memlab.core.labels import Labels
 from memlab.core.spec import RetrievalSpec
-from memlab.datasets.model import load_dataset
-from memlab.scoring.embeddings import make_embedder
-from memlab.scoring.sources import load_scores
+from memlab.datasets.schema import load_dataset
+from memlab.embedding.embedder import make_embedder
+from memlab.scores.sources import load_scores
 from memlab.tuning.evaluate import evaluate
 
 TAUS = np.arange(1.0, 61.0)

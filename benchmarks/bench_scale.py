@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from memlab.core.spec import RetrievalSpec
-from memlab.scoring.embeddings import Embedder
+from memlab.embedding.embedder import Embedder
 from memlab.studies.scale import GaussianVectors, TopK, distractor_texts, stream
 
 

@@ -30,9 +30,9 @@ from memlab.core.labels import Labels
 from memlab.core.selection import select_streaming
 from memlab.core.spec import retrieve
 from memlab.core.sweep import sweep, sweep_chunks
-from memlab.datasets.model import load_dataset
-from memlab.scoring.sources import load_scores
-from memlab.scoring.store import MemoryStore
+from memlab.datasets.schema import load_dataset
+from memlab.scores.sources import load_scores
+from memlab.qdrant.store import MemoryStore
 
 
 def grid_of(size: int) -> Grid:
@@ -77,7 +77,7 @@ def main() -> None:
     tracemalloc.stop()
 
     # -- the baseline on a sample of the same grid --------------------------------------
-    from memlab.scoring.embeddings import Embedder
+    from memlab.embedding.embedder import Embedder
 
     emb = Embedder()
     store = MemoryStore.from_dataset(dataset, emb.encode_documents([m.text("en") for m in dataset.memories]))

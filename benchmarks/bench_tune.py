@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from memlab.app.panel import TuningPanel
-from memlab.datasets.model import load_dataset
+from memlab.datasets.schema import load_dataset
 
 
 def measure(source: str, moves: int) -> dict[str, float]:

@@ -2,8 +2,8 @@
 
 from memlab.core.criteria import SEED_CRITERIA, Criterion
 from memlab.core.spec import RetrievalSpec, final_score, recency_bonus, recency_weight, retrieve
-from memlab.datasets.model import Dataset, DatasetError, Memory, Question, load_dataset
-from memlab.scoring.sources import SOURCES, ScoreTable, load_scores
+from memlab.datasets.schema import Dataset, DatasetError, Memory, Question, load_dataset
+from memlab.scores.sources import SOURCES, ScoreTable, load_scores
 from memlab.tuning.evaluate import SEED_CANDIDATES, Evaluation, candidate_table, evaluate
 
 __version__ = "0.1.0"

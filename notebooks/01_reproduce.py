@@ -44,7 +44,7 @@ from dataclasses import replace
 from memlab import RetrievalSpec, candidate_table, evaluate, load_dataset, load_scores
 from memlab.output import figures, tables
 from memlab.output.report import Report
-from memlab.scoring.server import server_config
+from memlab.embedding.server import server_config
 
 report = Report(out_dir, fig_formats)
 data = load_dataset(dataset)

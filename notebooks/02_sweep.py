@@ -54,7 +54,7 @@ from memlab.core.labels import Labels
 from memlab.core.sweep import sweep
 from memlab.output import figures
 from memlab.output.report import Report
-from memlab.scoring.server import server_config
+from memlab.embedding.server import server_config
 
 report = Report(out_dir, fig_formats)
 data = load_dataset(dataset)

@@ -43,10 +43,10 @@ fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg 
 from memlab import RetrievalSpec, load_dataset
 from memlab.app.panel import TuningPanel
 from memlab.core.grid import parse_axis
-from memlab.datasets.model import packaged_datasets, user_datasets
+from memlab.datasets.schema import packaged_datasets, user_datasets
 from memlab.output import tables
 from memlab.output.report import Report
-from memlab.scoring.server import server_config
+from memlab.embedding.server import server_config
 
 report = Report(out_dir, fig_formats)
 data = load_dataset(dataset)

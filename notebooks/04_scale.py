@@ -46,7 +46,7 @@ from memlab import RetrievalSpec, load_dataset, load_scores
 from memlab.core.grid import parse_axis
 from memlab.output import figures
 from memlab.output.report import Report
-from memlab.scoring.server import server_config
+from memlab.embedding.server import server_config
 from memlab.studies.scale import embedded_inputs, scale_study
 
 report = Report(out_dir, fig_formats)

@@ -42,9 +42,9 @@ fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg 
 # %%
 from memlab.output import figures
 from memlab.output.report import Report
-from memlab.scoring.server import server_config
-from memlab.studies.drift_benchmark import drift_benchmark, parse_budgets
-from memlab.studies.drift_streams import held_out_seeds, parse_seed_range
+from memlab.embedding.server import server_config
+from memlab.drift.study import drift_benchmark, parse_budgets
+from memlab.drift.streams import held_out_seeds, parse_seed_range
 
 report = Report(out_dir, fig_formats)
 held_out = held_out_seeds(seed_range, streams, "seed_range", "streams")

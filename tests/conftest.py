@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from memlab.datasets.model import dataset_dir, load_dataset
-from memlab.scoring.embeddings import Embedder
-from memlab.scoring.sources import load_scores
+from memlab.datasets.schema import dataset_dir, load_dataset
+from memlab.embedding.embedder import Embedder
+from memlab.scores.sources import load_scores
 
 
 def pytest_collection_modifyitems(items):
@@ -37,7 +37,7 @@ def markers_say_the_truth(request, monkeypatch):
 
         monkeypatch.setattr(papermill, "execute_notebook", no_notebook)
     if request.node.get_closest_marker("qdrant_edge") is None:
-        from memlab.scoring import edge
+        from memlab.qdrant import edge
 
         def no_engine():
             raise AssertionError(f"{node} runs the real Qdrant engine: mark it @pytest.mark.qdrant_edge")

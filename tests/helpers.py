@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 
 from memlab.core.criteria import Criterion
-from memlab.datasets.model import Dataset, Memory, Question
-from memlab.scoring.sources import ScoreTable
+from memlab.datasets.schema import Dataset, Memory, Question
+from memlab.scores.sources import ScoreTable
 
 REF = datetime(2026, 9, 10, tzinfo=UTC)
 

@@ -191,7 +191,7 @@ def test_calibrate_seed16_json_agrees_with_evaluate(capsys, cache_dir, seed, emb
     assert doc["probe_set_version"] == "1.0.0" and [r["factor"] for r in doc["scale"]] == [1, 10, 100]
     # the labelled part scores the questions with numpy; evaluate scores them through Qdrant, at
     # the default model's threshold, which calibrate uses too when --threshold is not given
-    from memlab.scoring.sources import score_defaults
+    from memlab.scores.sources import score_defaults
 
     ev = evaluate(seed, embedded, RetrievalSpec(threshold=score_defaults(embedded, seed).threshold))
     assert abs(doc["labelled"]["headroom"] - ev.headroom) < 1e-5
@@ -206,7 +206,7 @@ def test_calibrate_seed16_json_agrees_with_evaluate(capsys, cache_dir, seed, emb
 def test_calibrate_a_qdrant_collection_reuses_its_vectors(tmp_path, capsys, cache_dir, seed):
     from test_import import make_collection
 
-    from memlab.scoring.embeddings import Embedder
+    from memlab.embedding.embedder import Embedder
 
     vecs = Embedder(cache_dir=cache_dir).encode_documents([m.text("en") for m in seed.memories])
     points = [
@@ -239,7 +239,7 @@ def test_calibrate_a_qdrant_collection_reuses_its_vectors(tmp_path, capsys, cach
 
 
 def test_probes_and_attractors_show_the_memories_in_the_language_embedded():
-    from memlab.datasets.model import load_dataset
+    from memlab.datasets.schema import load_dataset
 
     rng = np.random.default_rng(2)
     seed = load_dataset("seed16")

@@ -77,7 +77,7 @@ def test_table_text(capsys):
 def test_table_candidates_given_declared_or_the_seeds_with_a_warning(capsys, tmp_path):
     import shutil
 
-    from memlab.datasets.model import dataset_dir
+    from memlab.datasets.schema import dataset_dir
 
     code, out, _ = run(
         capsys, "table", "--source", "published", "--pairs", "0.05:14,0.04:30", "--format", "json"
@@ -147,7 +147,7 @@ def test_spec_formats(capsys):
     assert code == 0
     assert body["query"]["formula"]["sum"][1]["mult"][0] == 0.04
     assert body["query"]["formula"]["sum"][1]["mult"][1]["exp_decay"]["scale"] == 30 * 86400
-    # the default threshold follows the model and the language (memlab.scoring.backends.MODELS)
+    # the default threshold follows the model and the language (memlab.embedding.engines.MODELS)
     for options, threshold in (
         ((), 0.845),
         (("--lang", "ja"), 0.875),

@@ -12,16 +12,16 @@ import pytest
 
 from memlab.app.cli import main
 from memlab.core.spec import RetrievalSpec, retrieve
-from memlab.studies.content_supersession import centroid_affinity, content_keys, content_retired
-from memlab.studies.drift_arrays import prepare_streams
-from memlab.studies.drift_benchmark import (
+from memlab.drift.content_supersession import centroid_affinity, content_keys, content_retired
+from memlab.drift.arrays import prepare_streams
+from memlab.drift.study import (
     context_metrics,
     drift_benchmark,
     run_stream,
 )
-from memlab.studies.drift_intervals import bootstrap_ci, frontier, paired_bootstrap_ci
-from memlab.studies.drift_signals import auc, event_transfer, signal_separation
-from memlab.studies.drift_streams import (
+from memlab.drift.intervals import bootstrap_ci, frontier, paired_bootstrap_ci
+from memlab.drift.signals import auc, event_transfer, signal_separation
+from memlab.drift.streams import (
     TOPICS,
     Fact,
     Query,
@@ -31,7 +31,7 @@ from memlab.studies.drift_streams import (
     ground_truth,
     parse_seed_range,
 )
-from memlab.studies.memory_systems import (
+from memlab.drift.memory_systems import (
     READ_SYSTEMS,
     WRITE_POLICIES,
     Scene,

@@ -19,7 +19,7 @@ from memlab.core.selection import select
 from memlab.core.spec import RetrievalSpec, age_days
 from memlab.core.sweep import sweep
 from memlab.datasets.criteria_file import load_criteria
-from memlab.datasets.model import DatasetError, load_dataset
+from memlab.datasets.schema import DatasetError, load_dataset
 from memlab.studies.scale import TopK
 from memlab.tuning.evaluate import candidate_table
 
@@ -125,7 +125,7 @@ def test_atomic_files_get_the_usual_mode(tmp_path):
 def test_import_reference_date_is_checked_before_writing(tmp_path):
     from qdrant_client import QdrantClient, models
 
-    from memlab.datasets.qdrant_import import import_qdrant
+    from memlab.importers.qdrant import import_qdrant
 
     client = QdrantClient(path=str(tmp_path / "q"))
     client.create_collection(

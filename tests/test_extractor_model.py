@@ -7,11 +7,11 @@ from datetime import date
 import numpy as np
 import pytest
 
-from memlab.studies.drift_arrays import prepare_streams
-from memlab.studies.drift_benchmark import run_stream
-from memlab.studies.drift_streams import Fact, Query, Stream
-from memlab.studies.extractor_model import KEY_TRUST, event_score, fit_extractor_model, refiled_keys
-from memlab.studies.memory_systems import READ_SYSTEMS, WRITE_POLICIES
+from memlab.drift.arrays import prepare_streams
+from memlab.drift.study import run_stream
+from memlab.drift.streams import Fact, Query, Stream
+from memlab.drift.extractor_prior import KEY_TRUST, event_score, fit_extractor_model, refiled_keys
+from memlab.drift.memory_systems import READ_SYSTEMS, WRITE_POLICIES
 
 D = date(2026, 1, 1)
 
@@ -135,7 +135,7 @@ def test_the_model_is_fit_on_the_first_fit_streams_only():
 
 
 def test_memory_systems_get_no_truth_and_flagged_memories_retire_each_other_never():
-    from memlab.studies.drift_benchmark import scene_at
+    from memlab.drift.study import scene_at
 
     first, second, encode, words, _ = two_streams()
     arrays, _ = prepare_streams([first, second], encode, words, fit_streams=1)

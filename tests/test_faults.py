@@ -28,9 +28,9 @@ from memlab.core.chunks import plan_chunks
 from memlab.core.grid import Grid, parse_axis
 from memlab.core.labels import Labels
 from memlab.core.sweep import sweep, sweep_chunks
-from memlab.datasets.model import dataset_dir, load_dataset
-from memlab.scoring.cache import CacheWarning, fixed_shape_batches, folder_fingerprint, read_vector
-from memlab.scoring.sources import load_scores
+from memlab.datasets.schema import dataset_dir, load_dataset
+from memlab.embedding.cache import CacheWarning, fixed_shape_batches, folder_fingerprint, read_vector
+from memlab.scores.sources import load_scores
 
 ROOT = Path(__file__).resolve().parents[1]
 # about 127k configurations: long enough (a few seconds) to be stopped at each point
@@ -563,7 +563,7 @@ def test_a_model_folder_is_identified_by_every_files_content(tmp_path, monkeypat
     (model / "1_Pooling" / "config.json").write_text('{"pooling_mode_mean_tokens": true}')
     memo = tmp_path / "fingerprints.json"
     first = folder_fingerprint(model, memo)
-    import memlab.scoring.cache as cache
+    import memlab.embedding.cache as cache
 
     hashed = []
     monkeypatch.setattr(
@@ -580,7 +580,7 @@ def test_a_model_folder_is_identified_by_every_files_content(tmp_path, monkeypat
 @pytest.mark.model
 @pytest.mark.parametrize("model", ["all-MiniLM-L6-v2", "multilingual-e5-small"])
 def test_a_texts_cached_bytes_do_not_depend_on_its_batch(tmp_path, model):
-    from memlab.scoring.embeddings import Embedder
+    from memlab.embedding.embedder import Embedder
 
     seed = load_dataset("seed16")
     texts = [m.text("en") for m in seed.memories]
@@ -596,7 +596,7 @@ def test_a_texts_cached_bytes_do_not_depend_on_its_batch(tmp_path, model):
 def test_stock_sentence_transformers_batches_would_not_be(tmp_path):
     """What the fixed-shape batches fix: the same text, alone and next to a long one, through
     sentence-transformers' own batching, differs in its bytes."""
-    from memlab.scoring.embeddings import Embedder
+    from memlab.embedding.embedder import Embedder
 
     model = Embedder("all-MiniLM-L6-v2", cache_dir=tmp_path)._load_model()._model
     text = load_dataset("seed16").memories[1].text("en")
@@ -608,7 +608,7 @@ def test_stock_sentence_transformers_batches_would_not_be(tmp_path):
 
 @pytest.mark.model
 def test_a_corrupt_entry_is_embedded_again_to_the_same_bytes(tmp_path):
-    from memlab.scoring.embeddings import Embedder
+    from memlab.embedding.embedder import Embedder
 
     texts = ["2026-09-01: The user drinks tea.", "2026-09-02: The user runs on Sundays."]
     want = Embedder(cache_dir=tmp_path).encode_documents(texts)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from memlab.app.cli import main
-from memlab.datasets.model import DatasetError, dataset_dir, load_dataset
+from memlab.datasets.schema import DatasetError, dataset_dir, load_dataset
 
 
 def test_seed16_shape(seed):

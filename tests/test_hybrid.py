@@ -13,7 +13,7 @@ import pytest
 from memlab.app.cli import main
 from memlab.core.spec import RetrievalSpec, retrieve
 from memlab.datasets.generate import daily_lunch, write_generated
-from memlab.datasets.model import dataset_dir, load_dataset
+from memlab.datasets.schema import dataset_dir, load_dataset
 from memlab.datasets.timeparse import DateRange
 from memlab.retrieval.fusion import (
     alpha_weights,
@@ -278,7 +278,7 @@ def test_native_qdrant_query_agrees_with_memlab(name):
     RrfQuery, the decay formula) injects what memlab's retriever scores + the reference inject.
     BM25 ties are common (fifty lunches share one score) and Qdrant breaks them its own way, so
     each memory's term weights are scaled by a distinct factor here: same terms, no ties."""
-    from memlab.scoring.store import MemoryStore, retriever_query
+    from memlab.qdrant.store import MemoryStore, retriever_query
 
     ds = load_dataset(name)
     n_m, n_q = len(ds.memories), len(ds.questions)
@@ -333,7 +333,7 @@ def test_native_qdrant_query_agrees_with_memlab(name):
 
 
 def test_native_query_needs_an_integer_k():
-    from memlab.scoring.store import MemoryStore, retriever_query
+    from memlab.qdrant.store import MemoryStore, retriever_query
 
     store = MemoryStore(2, keyword=True)
     with pytest.raises(ValueError, match=r"Qdrant.s RRF takes an integer k; got 0\.5"):
@@ -343,7 +343,7 @@ def test_native_query_needs_an_integer_k():
 def test_naive_datetimes_are_utc_in_qdrant(monkeypatch):
     import time as _time
 
-    from memlab.scoring.store import rfc3339
+    from memlab.qdrant.store import rfc3339
 
     monkeypatch.setenv("TZ", "Asia/Tokyo")
     _time.tzset()
@@ -355,7 +355,7 @@ def test_naive_datetimes_are_utc_in_qdrant(monkeypatch):
 
 
 def test_weighted_fusion_has_no_native_query():
-    from memlab.scoring.store import MemoryStore, retriever_query
+    from memlab.qdrant.store import MemoryStore, retriever_query
 
     store = MemoryStore(2, keyword=True)
     with pytest.raises(
@@ -525,7 +525,7 @@ def test_generator_labels_hold_on_any_reference_day():
 
 
 def test_reserved_ids_and_late_time_ranges_are_refused(dataset_copy):
-    from memlab.datasets.model import DatasetError
+    from memlab.datasets.schema import DatasetError
 
     root, edit = dataset_copy
     edit("questions.jsonl", 1, id="time")

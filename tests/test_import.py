@@ -11,10 +11,10 @@ import pytest
 from qdrant_client import QdrantClient, models
 
 from memlab.app.cli import main
-from memlab.datasets.model import DatasetError, dataset_dir, load_dataset
-from memlab.datasets.qdrant_import import import_qdrant
-from memlab.scoring.embeddings import Embedder
-from memlab.scoring.sources import load_scores
+from memlab.datasets.schema import DatasetError, dataset_dir, load_dataset
+from memlab.importers.qdrant import import_qdrant
+from memlab.embedding.embedder import Embedder
+from memlab.scores.sources import load_scores
 
 REF = datetime(2026, 9, 10, tzinfo=UTC)
 

@@ -10,15 +10,32 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "memlab"
 # each layer may import the layers listed before it, never one listed after it
-LAYERS = ("core", "datasets", "scoring", "tuning", "retrieval", "studies", "output", "app")
+LAYERS = (
+    "core",
+    "datasets",
+    "embedding",
+    "qdrant",
+    "importers",
+    "scores",
+    "tuning",
+    "retrieval",
+    "studies",
+    "drift",
+    "output",
+    "app",
+)
 MAY_IMPORT = {
     "core": {"core"},
     "datasets": {"core", "datasets"},
-    "scoring": {"core", "datasets", "scoring"},
-    "tuning": {"core", "datasets", "scoring", "tuning"},
+    "embedding": {"core", "embedding"},
+    "qdrant": {"core", "datasets", "qdrant"},
+    "importers": {"core", "datasets", "embedding", "qdrant", "importers"},
+    "scores": {"core", "datasets", "embedding", "qdrant", "scores"},
+    "tuning": {"core", "datasets", "embedding", "scores", "tuning"},
     "retrieval": {"core", "datasets", "retrieval"},
-    "studies": {"core", "datasets", "scoring", "tuning", "retrieval", "studies"},
-    "output": {"core", "datasets", "scoring", "tuning", "retrieval", "studies", "output"},
+    "studies": {"core", "datasets", "embedding", "scores", "tuning", "retrieval", "studies"},
+    "drift": {"core", "embedding", "retrieval", "drift"},
+    "output": {"core", "datasets", "scores", "tuning", "retrieval", "studies", "drift", "output"},
     "app": set(LAYERS),
 }
 MODULES = sorted(p for p in ROOT.rglob("*.py") if p.parent != ROOT)

@@ -343,7 +343,7 @@ def test_01_embeds_on_the_server_the_parameters_name(tmp_path, monkeypatch):
         httpd.server_close()
     assert seen and {b["model"] for b in seen} == {"tiny"}
     texts = {t for b in seen for t in b["input"]}
-    from memlab.datasets.model import load_dataset
+    from memlab.datasets.schema import load_dataset
 
     seed = load_dataset("seed16")
     assert len(texts) == len(seed.memories) + len(seed.questions) == 16 + 10  # each embedded once

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from memlab.core.spec import RetrievalSpec, age_days, recency_bonus
-from memlab.datasets.model import dataset_dir
-from memlab.scoring.sources import load_published
+from memlab.datasets.schema import dataset_dir
+from memlab.scores.sources import load_published
 from memlab.tuning.evaluate import SEED_CANDIDATES, candidate_table, evaluate
 
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from memlab.core.spec import RetrievalSpec, age_days, retrieve
-from memlab.scoring.embeddings import Embedder
-from memlab.scoring.store import MemoryStore, spec_query_json
+from memlab.embedding.embedder import Embedder
+from memlab.qdrant.store import MemoryStore, spec_query_json
 
 REF = datetime(2026, 9, 10, tzinfo=UTC)
 
@@ -140,7 +140,7 @@ def test_qdrant_json_is_the_rest_query():
 def test_qdrant_json_for_the_users_collection():
     """Named vector, epoch seconds, gauss, mult, exact: the number decays against a datetime
     target (epoch seconds in float64 on the engine), the filter cuts on the number."""
-    from memlab.scoring.query import CollectionSchema
+    from memlab.qdrant.query import CollectionSchema
 
     spec = RetrievalSpec(decay="gauss", combine="mult", bonus=0.2, tau_days=2.0)
     schema = CollectionSchema(date_field="created_at", date_format="epoch-s", vector_name="dense")
@@ -171,7 +171,7 @@ def test_qdrant_json_for_the_users_collection():
             "midpoint": math.exp(-1),
         }
     }
-    from memlab.scoring.query import fill
+    from memlab.qdrant.query import fill
 
     filled = fill(lin, [1.0], REF, ms)
     assert filled["prefetch"]["filter"]["must"][0]["range"]["lte"] == t * 1000
@@ -219,7 +219,7 @@ def test_dated_questions_native_query_matches_reference():
 def test_python_snippet_runs_and_injects_what_the_reference_injects(date_format):
     """The printed qdrant-client function, executed against a collection with the user's names:
     the same memories and scores as memlab's reference, for the query time it is given."""
-    from memlab.scoring.query import CollectionSchema, python_snippet
+    from memlab.qdrant.query import CollectionSchema, python_snippet
 
     schema = CollectionSchema(
         date_field="created_at", date_format=date_format, vector_name="dense", id_field="mid"

@@ -3,7 +3,7 @@ query memlab exports, and injects what memlab's reference and local mode inject.
 
 The spec is run as the very JSON ``memlab spec`` prints (``spec_query_json``), placeholders
 filled the way a caller fills them, converted to engine objects in one place
-(``memlab.scoring.edge``). Ids and scores agree to 1e-6 (the engine returns float32); tie groups
+(``memlab.qdrant.edge``). Ids and scores agree to 1e-6 (the engine returns float32); tie groups
 are compared as sets, since the engine orders and cuts ties its own way.
 """
 
@@ -22,9 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memlab.core.spec import COMBINES, DECAYS, RetrievalSpec, age_days, retrieve
-from memlab.scoring import edge
-from memlab.scoring.query import CollectionSchema, fill, spec_query_json
-from memlab.scoring.store import MemoryStore
+from memlab.qdrant import edge
+from memlab.qdrant.query import CollectionSchema, fill, spec_query_json
+from memlab.qdrant.store import MemoryStore
 
 pytestmark = pytest.mark.qdrant_edge
 
@@ -221,11 +221,11 @@ def test_every_native_retriever_on_the_engine(tmp_path, name, capsys):
     mode, against memlab's retriever scores + the reference inject; every decay family and
     combine, ISO dates and epoch seconds under a named vector. BM25 weights are scaled by a
     distinct factor per memory so the keyword route has no ties."""
-    from memlab.datasets.model import load_dataset
+    from memlab.datasets.schema import load_dataset
     from memlab.retrieval.inputs import build_inputs
     from memlab.retrieval.keyword import KeywordIndex
     from memlab.retrieval.retrievers import RETRIEVERS, retriever_scores
-    from memlab.scoring.store import retriever_body
+    from memlab.qdrant.store import retriever_body
 
     ds = load_dataset(name)
     n_m, n_q = len(ds.memories), len(ds.questions)

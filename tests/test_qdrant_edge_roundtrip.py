@@ -18,10 +18,10 @@ import pytest
 from qdrant_client import QdrantClient, models
 
 from memlab.app.cli import main
-from memlab.datasets.model import dataset_dir, load_dataset
-from memlab.scoring import edge
-from memlab.scoring.embeddings import Embedder
-from memlab.scoring.query import CollectionSchema, fill
+from memlab.datasets.schema import dataset_dir, load_dataset
+from memlab.qdrant import edge
+from memlab.embedding.embedder import Embedder
+from memlab.qdrant.query import CollectionSchema, fill
 
 pytestmark = [pytest.mark.model, pytest.mark.qdrant_edge]
 

@@ -122,7 +122,7 @@ def test_scale_command_json(capsys, cache_dir, seed, embedded):
     rows = json.loads(capsys.readouterr().out)
     assert code == 0 and [r["n"] for r in rows] == [16, 116, 1016, 5016]
     # at N = 16 it is the fixture alone: the embedded evaluation's criterion (a) value
-    from memlab.scoring.sources import score_defaults
+    from memlab.scores.sources import score_defaults
     from memlab.tuning.evaluate import evaluate
 
     threshold = score_defaults(embedded, seed).threshold  # the default model's, as the command uses it

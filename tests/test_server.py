@@ -21,9 +21,9 @@ import pytest
 
 from memlab.app.cli import main
 from memlab.core.errors import EmbeddingError, InputError
-from memlab.scoring.embeddings import PROBE_TEXT, Embedder, declared_same
-from memlab.scoring.server import ServerClient, ServerConfig
-from memlab.scoring.sources import load_scores
+from memlab.embedding.embedder import PROBE_TEXT, Embedder, declared_same
+from memlab.embedding.server import ServerClient, ServerConfig
+from memlab.scores.sources import load_scores
 
 TEXTS = [f"2026-09-{d:02d}: The user mentioned topic number {d}." for d in range(1, 11)]
 FAST = {"timeout": 0.3, "attempts": 2, "backoff": 0.01}  # failing servers fail quickly

@@ -15,7 +15,7 @@ from memlab.core.grid import Grid, parse_axis
 from memlab.core.labels import Labels
 from memlab.core.spec import COMBINES, DECAYS, age_days
 from memlab.core.sweep import sweep, sweep_chunks
-from memlab.scoring.store import MemoryStore
+from memlab.qdrant.store import MemoryStore
 from memlab.tuning.evaluate import SEED_CANDIDATES, candidate_table, evaluate
 from memlab.tuning.sweep_dataset import sweep_dataset
 

@@ -67,7 +67,7 @@ def test_prompt_follows_the_question_dropdown(seed):
 
 
 def example():
-    from memlab.datasets.model import load_dataset
+    from memlab.datasets.schema import load_dataset
 
     return load_dataset(Path(__file__).resolve().parents[1] / "data" / "example-companion")
 
@@ -91,7 +91,7 @@ def test_slider_ranges_hold_the_values_and_the_sweep_axes():
 def test_panel_on_a_dataset_that_is_not_the_seed(monkeypatch):
     from memlab.app.panel import TuningPanel
     from memlab.core.spec import RetrievalSpec
-    from memlab.scoring.sources import ScoreTable
+    from memlab.scores.sources import ScoreTable
 
     ds = example()
     rng = np.random.default_rng(0)

@@ -25,10 +25,10 @@ import numpy as np
 
 from memlab.core.criteria import Criterion, dataset_criteria
 from memlab.core.spec import COMBINES, DECAYS, RetrievalSpec
-from memlab.datasets.model import Dataset, load_dataset
+from memlab.datasets.schema import Dataset, load_dataset
 from memlab.output.figures import OKABE_ITO, question_bars, question_frame
 from memlab.output.prompt import b_format
-from memlab.scoring.sources import ScoreTable, available_sources, load_scores
+from memlab.scores.sources import ScoreTable, available_sources, load_scores
 from memlab.tuning.evaluate import Evaluation, evaluate
 
 PASS_MARK = f"<span class='memlab-pass' style='color:{OKABE_ITO['green']}'>✓ PASS</span>"
@@ -84,7 +84,7 @@ def default_question(dataset: Dataset) -> str:
 
 def dataset_reference(dataset: Dataset) -> str:
     """How a batch file or ``--dataset`` names it: a packaged dataset by name, else its folder."""
-    from memlab.datasets.model import packaged_datasets
+    from memlab.datasets.schema import packaged_datasets
 
     packaged = dataset.path is not None and dataset.path.parent.name == "packaged"
     if dataset.path is None or (packaged and dataset.path.name in packaged_datasets()):

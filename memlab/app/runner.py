@@ -244,9 +244,9 @@ def absolute_datasets(params: dict[str, Any], base: Path | None = None, where: s
     """Dataset folders (and the benchmark file) made absolute (the notebooks run in the notebooks
     folder): a relative one resolves against ``base`` (the batch file's folder, or where memlab
     runs for ``-p``). A bare
-    name is a packaged dataset or one under data/ (``memlab.datasets.model.dataset_dir``); a path
+    name is a packaged dataset or one under data/ (``memlab.datasets.schema.dataset_dir``); a path
     that is no folder is an error that shows where it was looked for."""
-    from memlab.datasets.model import dataset_dir
+    from memlab.datasets.schema import dataset_dir
 
     base = base or Path.cwd()
     out = dict(params)
@@ -271,7 +271,7 @@ def absolute_datasets(params: dict[str, Any], base: Path | None = None, where: s
 
 
 def is_packaged(name: str) -> bool:
-    from memlab.datasets.model import packaged_datasets
+    from memlab.datasets.schema import packaged_datasets
 
     return name in packaged_datasets()
 

@@ -241,7 +241,7 @@ GENERATORS = {"daily-lunch": daily_lunch}
 def write_generated(name: str, out: str | Path, **options) -> Path:
     """Generate a dataset and write its folder atomically, checked by the loader first."""
     from memlab.core.files import write_folder_atomically
-    from memlab.datasets.model import load_dataset
+    from memlab.datasets.schema import load_dataset
 
     generator = lookup(GENERATORS, name, "generator")
     files = generator(**options)

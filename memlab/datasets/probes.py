@@ -15,7 +15,7 @@ from pathlib import Path
 
 from memlab.core.errors import InputError
 from memlab.core.registry import lookup
-from memlab.datasets.model import DatasetError, JsonRecord, read_jsonl
+from memlab.datasets.schema import DatasetError, JsonRecord, read_jsonl
 
 DEFAULT_PROBES = "offtopic"
 

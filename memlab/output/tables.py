@@ -9,7 +9,7 @@ import numpy as np
 if TYPE_CHECKING:
     import pandas as pd
 
-    from memlab.datasets.model import Dataset
+    from memlab.datasets.schema import Dataset
     from memlab.tuning.evaluate import Evaluation
 
 

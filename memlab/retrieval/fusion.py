@@ -13,7 +13,7 @@ in ranx:
   (a route that did not return it adds 0); with two routes the weights are ``alpha, 1 - alpha``;
 - reciprocal rank fusion sums ``1 / (k + rank_r)`` with ranks from 1 (Cormack et al. 2009,
   ranx, Elasticsearch). Qdrant's ``Rrf(k)`` uses ``1 / (k + rank - 1)``, so Qdrant's k is this
-  k plus one (``memlab.scoring.store`` converts). Equal scores share a rank (competition ranking), and
+  k plus one (``memlab.qdrant.store`` converts). Equal scores share a rank (competition ranking), and
   a route keeps every memory tied with its last candidate: no tie is broken by position.
   Qdrant breaks ties in its own order, so its native query agrees with memlab where scores differ.
 

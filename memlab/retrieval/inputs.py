@@ -10,7 +10,7 @@ import numpy as np
 
 from memlab.core import criteria as crit
 from memlab.core.labels import Labels
-from memlab.datasets.model import Dataset
+from memlab.datasets.schema import Dataset
 from memlab.datasets.timeparse import DateRange, parse_time
 
 

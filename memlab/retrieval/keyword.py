@@ -8,7 +8,7 @@
 
 BM25 is bm25s's default (Lucene variant, k1=1.5, b=0.75). A question is a set of terms: a term
 said twice counts once, so the score equals a sparse dot product with a 0/1 query vector (the
-form Qdrant's sparse search uses, see ``memlab.scoring.store``). A memory that shares no term with the
+form Qdrant's sparse search uses, see ``memlab.qdrant.store``). A memory that shares no term with the
 question scores 0 and is not a keyword candidate: the route is quiet when the words do not match.
 """
 

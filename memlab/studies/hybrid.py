@@ -302,9 +302,9 @@ def compare_datasets(
     applies where the dataset has such scores; the
     seed's published numbers exist only for seed16, so other datasets are embedded (the
     comparison's ``chosen`` table records which source each used); ``server`` embeds on a server
-    first (``memlab.scoring.server.ServerConfig``)."""
-    from memlab.datasets.model import load_dataset
-    from memlab.scoring.sources import load_scores
+    first (``memlab.embedding.server.ServerConfig``)."""
+    from memlab.datasets.schema import load_dataset
+    from memlab.scores.sources import load_scores
 
     check_retrievers(retrievers)
     datasets = [load_dataset(given) for given in names]  # every name checked before any embedding

@@ -29,7 +29,7 @@ from memlab.core.sweep import sweep
 if TYPE_CHECKING:
     import pandas as pd
 
-    from memlab.datasets.model import Dataset
+    from memlab.datasets.schema import Dataset
 
 
 def _subset(raw, ages, labels: Labels, criteria, q_idx, m_idx):

@@ -88,7 +88,7 @@ def embedded_inputs(
     """(question vectors, pool vectors, pool ages in days): the dataset's questions and ``pool``
     template distractors embedded through the cache (a server first when given), with the model
     an imported dataset records."""
-    from memlab.scoring.embeddings import make_embedder
+    from memlab.embedding.embedder import make_embedder
 
     check_number(pool, "pool", integer=True, minimum=1)  # real distractors
     check_number(seed, "seed", integer=True, minimum=0)

@@ -18,8 +18,8 @@ from memlab.core import criteria as crit
 from memlab.core.errors import InputError, UnknownNameError
 from memlab.core.selection import select
 from memlab.core.spec import Candidate, RetrievalSpec, retrieve
-from memlab.datasets.model import Dataset
-from memlab.scoring.sources import ScoreTable
+from memlab.datasets.schema import Dataset
+from memlab.scores.sources import ScoreTable
 
 if TYPE_CHECKING:
     import pandas as pd

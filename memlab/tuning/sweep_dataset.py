@@ -10,7 +10,7 @@ from memlab.core import criteria as crit
 from memlab.core.grid import Grid
 from memlab.core.labels import Labels
 from memlab.core.sweep import sweep
-from memlab.datasets.model import Dataset
+from memlab.datasets.schema import Dataset
 
 if TYPE_CHECKING:
     import pandas as pd

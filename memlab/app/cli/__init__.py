@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from memlab.app.cli import calibrate, data, run, studies, tuning
 from memlab.core.errors import MemlabError, MemlabWarning
 from memlab.core.files import discard_pending
-from memlab.datasets.model import DatasetError
+from memlab.datasets.schema import DatasetError
 
 GROUPS = (tuning, studies, calibrate, data, run)
 

@@ -13,14 +13,14 @@ import numpy as np
 from memlab.app.cli.options import Command, add_output_options, add_spec_options, emit, fmt, spec_from
 from memlab.core.errors import InputError
 from memlab.core.numbers import check_number
-from memlab.datasets.model import DEFAULT_DATASET, Dataset, Memory, load_dataset, parse_datetime
+from memlab.datasets.schema import DEFAULT_DATASET, Dataset, Memory, load_dataset, parse_datetime
 from memlab.output.io import json_ready
 
 
 def qdrant_dataset(args: argparse.Namespace, tmp: Path) -> Dataset:
     """The collection's stored vectors and payloads (through ``import_qdrant``, nothing re-embedded)
     as a dataset without questions."""
-    from memlab.datasets.qdrant_import import import_qdrant
+    from memlab.importers.qdrant import import_qdrant
 
     for flag in ("collection", "date_field", "text_field"):
         if not getattr(args, flag):
@@ -56,12 +56,12 @@ def qdrant_dataset(args: argparse.Namespace, tmp: Path) -> Dataset:
 def store_vectors(args: argparse.Namespace, dataset: Dataset):
     """(embedder, memory vectors): the stored vectors with the recorded model, else the memories
     embedded with ``--model``."""
-    from memlab.scoring.backends import model_id
-    from memlab.scoring.embeddings import Embedder
+    from memlab.embedding.engines import model_id
+    from memlab.embedding.embedder import Embedder
 
     opts = {"truncate_dim": args.truncate_dim, "cache_dir": args.cache_dir, "progress": sys.stderr.isatty()}
     if dataset.vectors:
-        from memlab.datasets.qdrant_import import stored_vectors
+        from memlab.datasets.schema import stored_vectors
 
         made_with = dataset.vectors.get("model")
         if args.model is None and made_with is None:
@@ -85,7 +85,7 @@ def store_vectors(args: argparse.Namespace, dataset: Dataset):
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from memlab.datasets.probes import load_probes
-    from memlab.scoring.sources import ScoreTable
+    from memlab.scores.sources import ScoreTable
     from memlab.studies.calibration import MIN_STORE_BASIS, calibrate, template_basis
 
     if bool(args.qdrant_path) and bool(args.qdrant_url):

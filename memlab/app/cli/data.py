@@ -11,7 +11,7 @@ from pathlib import Path
 from memlab.app.cli.options import Command, add_output_options, emit
 from memlab.core.errors import InputError
 from memlab.core.labels import QUESTION_KINDS
-from memlab.datasets.model import DEFAULT_DATASET, DatasetError, load_dataset
+from memlab.datasets.schema import DEFAULT_DATASET, DatasetError, load_dataset
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -35,7 +35,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_import_qdrant(args: argparse.Namespace) -> int:
-    from memlab.datasets.qdrant_import import import_qdrant
+    from memlab.importers.qdrant import import_qdrant
 
     out = import_qdrant(
         collection=args.collection,
@@ -83,7 +83,7 @@ def import_summary(result) -> str:
 
 
 def cmd_import_longmemeval(args: argparse.Namespace) -> int:
-    from memlab.datasets.longmemeval import import_longmemeval
+    from memlab.importers.longmemeval import import_longmemeval
 
     out = args.output or Path("data") / Path(args.file).stem
     print(import_summary(import_longmemeval(args.file, out, granularity=args.granularity)))
@@ -91,7 +91,7 @@ def cmd_import_longmemeval(args: argparse.Namespace) -> int:
 
 
 def cmd_import_locomo(args: argparse.Namespace) -> int:
-    from memlab.datasets.locomo import import_locomo
+    from memlab.importers.locomo import import_locomo
 
     stem = Path(args.file).stem + (f"-{args.conversation}" if args.conversation else "")
     out = args.output or Path("data") / stem
@@ -117,7 +117,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_timeparse(args: argparse.Namespace) -> int:
-    from memlab.datasets.model import parse_datetime
+    from memlab.datasets.schema import parse_datetime
     from memlab.datasets.timeparse import parse_time
 
     ref = parse_datetime(args.ref) if args.ref else load_dataset(DEFAULT_DATASET).reference_date
@@ -127,7 +127,7 @@ def cmd_timeparse(args: argparse.Namespace) -> int:
 
 
 def cmd_datasets(args: argparse.Namespace) -> int:
-    from memlab.datasets.model import packaged_datasets, user_datasets
+    from memlab.datasets.schema import packaged_datasets, user_datasets
 
     rows = [("packaged", name) for name in packaged_datasets()] + [("data/", str(d)) for d in user_datasets()]
     out = []

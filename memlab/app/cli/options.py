@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from memlab.core.files import atomic_write_text
 from memlab.core.spec import COMBINES, DECAYS, RetrievalSpec
-from memlab.datasets.model import DEFAULT_DATASET
+from memlab.datasets.schema import DEFAULT_DATASET
 
 DEFAULTS = RetrievalSpec()
 
@@ -26,7 +26,7 @@ class Command:
 
 
 def add_source_options(p: argparse.ArgumentParser, default_source: str = "embedded") -> None:
-    from memlab.scoring.sources import SOURCES
+    from memlab.scores.sources import SOURCES
 
     g = p.add_argument_group("scores")
     g.add_argument(
@@ -62,7 +62,7 @@ def add_source_options(p: argparse.ArgumentParser, default_source: str = "embedd
 
 
 def add_server_options(p: argparse.ArgumentParser) -> None:
-    from memlab.scoring.server import ENCODINGS, SERVER_ROLES
+    from memlab.embedding.server import ENCODINGS, SERVER_ROLES
 
     g = p.add_argument_group(
         "embedding server (OpenAI-compatible POST /v1/embeddings, tried first; the local model "
@@ -106,7 +106,7 @@ def server_from(args: argparse.Namespace):
     """The ServerConfig the --embed-* options describe, or None without --embed-url."""
     if getattr(args, "embed_url", None) is None:
         return None
-    from memlab.scoring.server import ServerConfig
+    from memlab.embedding.server import ServerConfig
 
     return ServerConfig(
         url=args.embed_url,
@@ -195,10 +195,10 @@ def default_threshold(args: argparse.Namespace, scores=None, dataset=None) -> fl
     if args.threshold is not None:
         return args.threshold
     if scores is not None:
-        from memlab.scoring.sources import score_defaults
+        from memlab.scores.sources import score_defaults
 
         return score_defaults(scores, dataset).threshold
-    from memlab.scoring.backends import model_card
+    from memlab.embedding.engines import model_card
 
     card = model_card(getattr(args, "model", None))
     return (
@@ -219,7 +219,7 @@ def spec_from(args: argparse.Namespace, scores=None, dataset=None) -> RetrievalS
 
 
 def scores_from(args: argparse.Namespace, dataset):
-    from memlab.scoring.sources import load_scores
+    from memlab.scores.sources import load_scores
 
     return load_scores(
         args.source,

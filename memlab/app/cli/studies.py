@@ -23,10 +23,10 @@ from memlab.app.cli.options import (
 )
 from memlab.core.errors import InputError
 from memlab.core.registry import check_names
-from memlab.datasets.model import load_dataset
+from memlab.datasets.schema import load_dataset
 from memlab.output.io import json_ready
-from memlab.studies.drift_arrays import DRIFT_MODEL
-from memlab.studies.drift_benchmark import parse_budgets
+from memlab.drift.arrays import DRIFT_MODEL
+from memlab.drift.study import parse_budgets
 
 
 def scale_inputs(args: argparse.Namespace):
@@ -57,7 +57,7 @@ def scale_inputs(args: argparse.Namespace):
 def drift_table(result) -> str:
     """The held-out table as text (with paired differences to top-k under store-everything), the
     frontier per budget with the oracle line, then the configuration each pair was tuned to."""
-    from memlab.studies.drift_intervals import MAX_STALENESS, RECALL_GAP, REFERENCE
+    from memlab.drift.intervals import MAX_STALENESS, RECALL_GAP, REFERENCE
 
     ref = " / ".join(REFERENCE)
     lines = [
@@ -221,8 +221,8 @@ def cmd_robustness(args: argparse.Namespace) -> int:
 
 
 def cmd_drift(args: argparse.Namespace) -> int:
-    from memlab.studies.drift_benchmark import drift_benchmark
-    from memlab.studies.drift_streams import held_out_seeds, parse_seed_range
+    from memlab.drift.study import drift_benchmark
+    from memlab.drift.streams import held_out_seeds, parse_seed_range
 
     held_out = held_out_seeds(args.seed_range, args.streams)
     tune_range = parse_seed_range(args.tune_range, "--tune-range")

@@ -28,13 +28,13 @@ from memlab.app.cli.options import (
 from memlab.core.errors import InputError, MemlabWarning
 from memlab.core.selection import SELECTION_RULES
 from memlab.core.spec import RetrievalSpec
-from memlab.datasets.model import DEFAULT_DATASET, load_dataset
+from memlab.datasets.schema import DEFAULT_DATASET, load_dataset
 from memlab.output.io import json_ready
 
 
 def grid_from(args: argparse.Namespace, scores=None, dataset=None):
     from memlab.core.grid import Grid, parse_axis
-    from memlab.scoring.sources import SEED_DEFAULTS, score_defaults
+    from memlab.scores.sources import SEED_DEFAULTS, score_defaults
 
     decays, combines = family_values(args)
     thresholds = args.threshold
@@ -83,7 +83,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         f"spec: {spec_line(ev.spec)}",
     ]
     if args.threshold is None:
-        from memlab.scoring.sources import score_defaults
+        from memlab.scores.sources import score_defaults
 
         lines.append(f"threshold: {ev.spec.threshold:g}, the default {score_defaults(scores, dataset).basis}")
     vectors = ev.details.get("vectors")
@@ -220,7 +220,7 @@ def schema_from(args: argparse.Namespace, dataset):
     """The collection's names: what an imported dataset recorded, overridden by the options."""
     from dataclasses import replace
 
-    from memlab.scoring.query import CollectionSchema
+    from memlab.qdrant.query import CollectionSchema
 
     schema = CollectionSchema.from_dataset(dataset)
     given = {
@@ -233,8 +233,8 @@ def schema_from(args: argparse.Namespace, dataset):
 
 
 def cmd_spec(args: argparse.Namespace) -> int:
-    from memlab.datasets.model import parse_datetime
-    from memlab.scoring.query import python_snippet, setup_text, spec_query_json
+    from memlab.datasets.schema import parse_datetime
+    from memlab.qdrant.query import python_snippet, setup_text, spec_query_json
 
     dataset = load_dataset(args.dataset)
     spec = spec_from(args).with_reference(dataset.reference_date)
@@ -248,7 +248,7 @@ def cmd_spec(args: argparse.Namespace) -> int:
     vector = None
     if args.question:
         from memlab.app.cli.options import server_from
-        from memlab.scoring.embeddings import make_embedder
+        from memlab.embedding.embedder import make_embedder
 
         question = dataset.question(args.question)
         vector = make_embedder(
@@ -469,7 +469,7 @@ def add_prompt_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_spec_arguments(p: argparse.ArgumentParser) -> None:
-    from memlab.scoring.query import DATE_FORMATS
+    from memlab.qdrant.query import DATE_FORMATS
 
     add_spec_options(p)
     add_family_options(p)

@@ -13,7 +13,7 @@ from memlab.core.spec import recency_bonus
 if TYPE_CHECKING:
     import pandas as pd
 
-    from memlab.datasets.model import Dataset
+    from memlab.datasets.schema import Dataset
     from memlab.tuning.evaluate import Evaluation
 
 from memlab.output.figures.style import (

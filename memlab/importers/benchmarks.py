@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memlab.core.errors import InputError
-from memlab.datasets.benchmark_io import ImportResult, read_json_file
+from memlab.importers.benchmark_io import ImportResult, read_json_file
 
 BENCHMARKS = ("locomo", "longmemeval")
 
@@ -26,8 +26,8 @@ def detect_benchmark(data: object, path: str | Path) -> str:
 
 def import_benchmark(file: str | Path, out: str | Path, granularity: str = "") -> ImportResult:
     """Import a LoCoMo or LongMemEval file (detected) at ``granularity`` (empty: the importer's default)."""
-    from memlab.datasets.locomo import import_locomo
-    from memlab.datasets.longmemeval import import_longmemeval
+    from memlab.importers.locomo import import_locomo
+    from memlab.importers.longmemeval import import_longmemeval
 
     kind = detect_benchmark(read_json_file(file, "benchmark"), file)
     options = {"granularity": granularity} if granularity else {}

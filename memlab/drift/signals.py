@@ -1,6 +1,6 @@
 """How well the label-free content signals see the two kinds of noise in the drifting-facts streams.
 
-Content supersession (``memlab.studies.content_supersession``) reads no truth; its misses come
+Content supersession (``memlab.drift.content_supersession``) reads no truth; its misses come
 from two kinds of newer memory it cannot tell apart from a correction: a distractor the extractor
 typed like a fact, and a fact filed under another topic's key. This measures, against the
 generator's truth, how well the signals it does read separate them:
@@ -28,10 +28,10 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.stats import mannwhitneyu
 
-from memlab.studies.content_supersession import content_keys
-from memlab.studies.drift_arrays import StreamArrays
-from memlab.studies.drift_streams import TOPICS, Stream
-from memlab.studies.extractor_model import EVENT_TYPE, event_score, fit_extractor_model
+from memlab.drift.content_supersession import content_keys
+from memlab.drift.arrays import StreamArrays
+from memlab.drift.streams import TOPICS, Stream
+from memlab.drift.extractor_prior import EVENT_TYPE, event_score, fit_extractor_model
 
 
 def auc(positive: np.ndarray, negative: np.ndarray) -> float:

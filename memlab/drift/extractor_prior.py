@@ -1,6 +1,6 @@
 """What the extractor's own labels say, learned on the tuning streams and used to correct it.
 
-Content supersession (``memlab.studies.content_supersession``) judges each stream on its own: a
+Content supersession (``memlab.drift.content_supersession``) judges each stream on its own: a
 topic's centroid is the mean of a handful of that stream's memories, and nothing in one stream
 says what a distractor reads like. But the extractor labels every memory it writes, in every
 stream, with the same schema: a (topic key, type) and a type, ``event`` among them. Nine facts in
@@ -19,7 +19,7 @@ tuning streams those labels, noisy as they are, describe the schema well:
 
 It reads the extractor's labels (filed topic, type) and the embeddings of the tuning streams
 only, never the generator's topic, value or kind, and nothing of the held-out streams but their
-own memories' embeddings and labels. ``memlab.studies.drift_signals`` measures how well the
+own memories' embeddings and labels. ``memlab.drift.signals`` measures how well the
 direction generalises to a topic it was not fit on.
 """
 

@@ -466,3 +466,18 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         tables=tables,
         qdrant=meta.get("qdrant"),
     )
+
+
+def stored_vectors(dataset) -> np.ndarray:
+    """The memory vectors kept beside an imported dataset, checked against its memories."""
+    spec = dataset.vectors or {}
+    path = Path(dataset.path) / spec.get("file", "vectors.npy")
+    if not path.is_file():
+        raise MissingFileError(f"{path}: the dataset's stored vectors are missing")
+    vecs = np.load(path)
+    if vecs.ndim != 2 or len(vecs) != len(dataset.memories):
+        raise InputError(f"{path}: {vecs.shape} vectors for {len(dataset.memories)} memories")
+    if not np.isfinite(vecs).all():
+        raise InputError(f"{path}: contains NaN or infinity")
+    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+    return vecs / np.where(norms == 0, 1, norms)

@@ -167,7 +167,7 @@ def write_benchmark(
 ) -> ImportResult:
     """Write the dataset folder (``import.json`` beside it: the log) so it appears whole or not at
     all, and only once memlab's loader accepts it."""
-    from memlab.datasets.model import load_dataset
+    from memlab.datasets.schema import load_dataset
 
     if not memories:
         raise InputError(f"{meta.get('provenance', 'the file')}: no memory could be imported")

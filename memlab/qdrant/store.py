@@ -8,7 +8,7 @@ RFC 3339), with the payload index on the date the engine needs for ``order_by``.
 Two execution paths must agree (the tests hold them to 1e-6, on local mode and on the real
 engine, ``tests/test_qdrant_edge.py``):
 - raw top-k from Qdrant, then the Python re-rank of ``memlab.core.spec.retrieve``;
-- ``spec_query``: the REST body of ``memlab.scoring.query.spec_body`` (a prefetch of
+- ``spec_query``: the REST body of ``memlab.qdrant.query.spec_body`` (a prefetch of
   ``candidates`` raw neighbours written by the query time, re-scored by the decay formula, with
   ``score_threshold`` and ``limit = inject``), the query ``memlab spec`` prints.
 """
@@ -25,9 +25,9 @@ from qdrant_client import models
 
 from memlab.core.errors import InputError
 from memlab.core.spec import RetrievalSpec
-from memlab.datasets.model import Dataset
-from memlab.datasets.qdrant_import import open_client
-from memlab.scoring.query import (
+from memlab.datasets.schema import Dataset
+from memlab.qdrant.client import open_client
+from memlab.qdrant.query import (
     DEFAULT_SCHEMA,
     CollectionSchema,
     formula,

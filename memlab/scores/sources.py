@@ -21,7 +21,7 @@ import numpy as np
 
 from memlab.core.errors import InputError, MissingFileError
 from memlab.core.registry import lookup
-from memlab.datasets.model import Dataset, DatasetError, JsonRecord, read_jsonl
+from memlab.datasets.schema import Dataset, DatasetError, JsonRecord, read_jsonl
 
 
 @dataclass(frozen=True)
@@ -149,10 +149,10 @@ def embedded_scores(
 ) -> ScoreTable:
     """Embed the dataset (cached), store the memories in Qdrant and read every raw cosine back.
 
-    ``server`` (a ``memlab.scoring.server.ServerConfig``) embeds on a server first; the table's
+    ``server`` (a ``memlab.embedding.server.ServerConfig``) embeds on a server first; the table's
     details record which path served each vector (``vectors``: cache, server, local)."""
-    from memlab.scoring.embeddings import make_embedder
-    from memlab.scoring.store import MemoryStore
+    from memlab.embedding.embedder import make_embedder
+    from memlab.qdrant.store import MemoryStore
 
     if lang not in dataset.languages:
         raise InputError(
@@ -160,8 +160,8 @@ def embedded_scores(
         )
     options = {"truncate_dim": truncate_dim, "cache_dir": cache_dir, "progress": progress, "server": server}
     if dataset.vectors:  # imported: the memory vectors are kept as stored, only questions are embedded
-        from memlab.datasets.qdrant_import import stored_vectors
-        from memlab.scoring.backends import model_id
+        from memlab.datasets.schema import stored_vectors
+        from memlab.embedding.engines import model_id
 
         made_with = dataset.vectors.get("model")
         if model is None and made_with is None:
@@ -261,11 +261,11 @@ def distribution_defaults(raw: np.ndarray) -> ScoreDefaults:
 
 def score_defaults(scores: ScoreTable, dataset: Dataset | None = None) -> ScoreDefaults:
     """Published scores: the seed's 0.45. Embedded: the model card's measured threshold for the
-    language (``memlab.scoring.backends.MODELS``), else values from the table's own distribution
+    language (``memlab.embedding.engines.MODELS``), else values from the table's own distribution
     (the retrievable pairs only, when the dataset is given)."""
     if scores.source != "embedded":
         return SEED_DEFAULTS
-    from memlab.scoring.backends import model_card
+    from memlab.embedding.engines import model_card
 
     name = scores.details.get("model_name")
     card = model_card(name) if name else None
@@ -276,5 +276,5 @@ def score_defaults(scores: ScoreTable, dataset: Dataset | None = None) -> ScoreD
         threshold,
         card.threshold_range or SEED_DEFAULTS.threshold_range,
         card.bonus_range or SEED_DEFAULTS.bonus_range,
-        f"measured for {card.name} on seed16 (memlab.scoring.backends.MODELS)",
+        f"measured for {card.name} on seed16 (memlab.embedding.engines.MODELS)",
     )

@@ -17,7 +17,7 @@ The file is a list of questions, each with its own haystack: ``haystack_session_
 - Evidence: the sessions in ``answer_session_ids`` (session granularity), or their user turns
   marked ``has_answer`` (turn granularity). Evidence dated after the question is dropped (logged).
 - Kinds: an id containing ``_abs`` (the official scripts' test) is a no-hit question;
-  ``knowledge-update`` a contradiction (``memlab.datasets.benchmark_io.update_labels``);
+  ``knowledge-update`` a contradiction (``memlab.importers.benchmark_io.update_labels``);
   ``temporal-reasoning`` a time question where it names a time and one evidence memory lies in it
   (``time_labels``), else a hit; the other types hit questions.
 """
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from memlab.core.errors import InputError
-from memlab.datasets.benchmark_io import (
+from memlab.importers.benchmark_io import (
     Evidence,
     ImportLog,
     ImportResult,

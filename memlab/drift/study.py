@@ -7,12 +7,12 @@ the one with the best objective wins:
     objective = mean over budgets and tuning streams of (recall - staleness)
 
 Ties go to the combination listed first (write grid, then read grid; see
-``memlab.studies.memory_systems.expand_grid``). The ``supersession`` system starts from the parameters the
+``memlab.drift.memory_systems.expand_grid``). The ``supersession`` system starts from the parameters the
 ``multi-factor`` system chose under the same write policy and tunes its own axes on top.
 
 Then the chosen configuration runs on the held-out streams, and each metric comes with a 95%
 bootstrap interval over held-out streams (seeded), and a paired interval on its difference to
-naive top-k under store-everything (``memlab.studies.drift_intervals``):
+naive top-k under store-everything (``memlab.drift.intervals``):
 
 - ``recall``: the packed context holds a memory whose true value is the current one;
 - ``staleness``: the packed context holds a memory whose true value was superseded;
@@ -35,7 +35,7 @@ import numpy as np
 from memlab.core.errors import InputError
 from memlab.core.numbers import check_number
 from memlab.core.registry import check_names, lookup
-from memlab.studies.drift_arrays import (
+from memlab.drift.arrays import (
     Encoder,
     StreamArrays,
     TokenCounter,
@@ -43,9 +43,9 @@ from memlab.studies.drift_arrays import (
     default_token_counter,
     prepare_streams,
 )
-from memlab.studies.drift_intervals import REFERENCE, bootstrap_ci, frontier, paired_bootstrap_ci
-from memlab.studies.drift_streams import check_disjoint, generate_streams
-from memlab.studies.memory_systems import (
+from memlab.drift.intervals import REFERENCE, bootstrap_ci, frontier, paired_bootstrap_ci
+from memlab.drift.streams import check_disjoint, generate_streams
+from memlab.drift.memory_systems import (
     READ_SYSTEMS,
     WRITE_POLICIES,
     ReadSystem,
@@ -303,7 +303,7 @@ class DriftResult:
 
     def frontier(self) -> pd.DataFrame:
         """Per budget: the best memory system at staleness <= 0.05, whether it meets the target,
-        and the oracle line (``memlab.studies.drift_intervals.frontier``)."""
+        and the oracle line (``memlab.drift.intervals.frontier``)."""
         return frontier(self.table)
 
     def rows(self) -> list[dict]:

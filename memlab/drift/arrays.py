@@ -1,5 +1,5 @@
 """The drifting-facts streams as arrays: embeddings, token counts, keys, the truth to score, and
-the extractor model's features (``memlab.studies.extractor_model``), fit on the tuning streams.
+the extractor model's features (``memlab.drift.extractor_prior``), fit on the tuning streams.
 
 Every unique text is embedded and counted once (``prepare_streams``); each stream then becomes
 one ``StreamArrays`` of cosines, times, keys and labels that the policies and the scoring read.
@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from memlab.core.errors import InputError
-from memlab.studies.drift_streams import Stream
-from memlab.studies.extractor_model import ExtractorModel, event_score, fit_extractor_model, refiled_keys
-from memlab.studies.memory_systems import TYPE_HALF_LIFE_DAYS, TYPE_ORDER, TYPE_PRIOR
+from memlab.drift.streams import Stream
+from memlab.drift.extractor_prior import ExtractorModel, event_score, fit_extractor_model, refiled_keys
+from memlab.drift.memory_systems import TYPE_HALF_LIFE_DAYS, TYPE_ORDER, TYPE_PRIOR
 
 Encoder = Callable[[list[str], str], np.ndarray]  # (texts, "document" | "query") -> unit vectors
 TokenCounter = Callable[[list[str]], np.ndarray]
@@ -51,7 +51,7 @@ class StreamArrays:
     oracle_topic: np.ndarray  # (M,) truth, for the oracle lines only: true topic id, -1 for a distractor
     oracle_key: np.ndarray  # (M,) truth, oracle lines only: the key of (true topic, type); distractors' own
     oracle_key_type: np.ndarray  # (K'',) type id of each of those keys
-    # from the extractor model fit on the tuning streams (memlab.studies.extractor_model)
+    # from the extractor model fit on the tuning streams (memlab.drift.extractor_prior)
     learned_key: np.ndarray  # (M,) key id after refiling by the learned centroids
     learned_key_type: np.ndarray  # (K',) type id of each learned key
     learned_key_names: tuple[tuple[str, str], ...]  # (K',) each learned key's (topic key, type)
@@ -151,13 +151,13 @@ DRIFT_MODEL = "all-MiniLM-L6-v2"  # the grids' cosine scale (see default_encoder
 def default_encoder(
     model: str | None = None, cache_dir: str | None = None, progress: bool = False, server=None
 ) -> tuple[Encoder, str]:
-    """The cached embedder (``memlab.scoring.embeddings``; a server first when given) and its model id.
+    """The cached embedder (``memlab.embedding.embedder``; a server first when given) and its model id.
 
     Without a model the benchmark embeds with all-MiniLM-L6-v2, not memlab's multilingual
     default: the memory systems' grids (duplicate and supersede cosines, the recency spec's
     thresholds) are set on its cosine scale, and its tokenizer counts the budget.
     """
-    from memlab.scoring.embeddings import make_embedder
+    from memlab.embedding.embedder import make_embedder
 
     model = DRIFT_MODEL if model is None else model
     embedder = make_embedder(model, cache_dir=cache_dir, progress=progress, server=server)
@@ -179,7 +179,7 @@ def default_token_counter(model: str | None = None) -> tuple[TokenCounter, str]:
     from transformers import AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    from memlab.scoring.backends import model_card, sentence_transformers_source
+    from memlab.embedding.engines import model_card, sentence_transformers_source
 
     model = DRIFT_MODEL if model is None else model  # the benchmark's own default, as in default_encoder
     card = model_card(model)
@@ -201,7 +201,7 @@ def prepare_streams(
 ) -> tuple[list[StreamArrays], int]:
     """Embed and count every unique text once; (arrays per stream, number of unique texts).
 
-    The extractor model (``memlab.studies.extractor_model``) is fit on the first ``fit_streams``
+    The extractor model (``memlab.drift.extractor_prior``) is fit on the first ``fit_streams``
     streams (all when None): the benchmark passes its tuning streams first and fits on those only.
     """
     if fit_streams is not None and not 1 <= fit_streams <= len(streams):

@@ -22,10 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from memlab.core.errors import InputError, MissingFileError, UnreachableError
+from memlab.core.errors import InputError, MissingFileError
+from memlab.qdrant.client import open_client
 from memlab.core.files import write_folder_atomically
 from memlab.core.registry import lookup
-from memlab.datasets.model import DatasetError, parse_datetime
+from memlab.datasets.schema import DatasetError, parse_datetime
 
 # how the date is stored: iso (RFC 3339 strings), epoch-s or epoch-ms (numbers); "auto": iso for
 # strings, epoch-s for numbers
@@ -64,24 +65,6 @@ def _field_missing(where: str, what: str, name: str, points: list) -> InputError
         f"{where}: no point has payload field {name!r} ({what}); "
         f"payload fields: {', '.join(fields) or 'none'}"
     )
-
-
-def open_client(path: str | None = None, url: str | None = None):
-    """A Qdrant client: on a server (``url``, asked once that it answers, else one line naming the
-    URL), a local folder (``path``) or in memory."""
-    from qdrant_client import QdrantClient
-    from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
-
-    if not url:
-        return QdrantClient(path=path) if path else QdrantClient(":memory:")
-    client = QdrantClient(url=url, check_compatibility=False)  # the probe below says more
-    try:
-        client.get_collections()
-    except (ResponseHandlingException, UnexpectedResponse) as e:
-        client.close()
-        reason = getattr(e, "source", None) or e
-        raise UnreachableError(f"cannot reach a Qdrant server at {url}: {reason}") from None
-    return client
 
 
 def import_qdrant(
@@ -239,7 +222,7 @@ def import_qdrant(
         "vectors.npy": buf.getvalue(),
         "questions.jsonl": Path(questions).read_bytes() if questions is not None else "",
     }
-    from memlab.datasets.model import load_dataset
+    from memlab.datasets.schema import load_dataset
 
     def check(tmp: Path) -> None:
         """The folder must load; a problem in the questions is reported against the user's file."""
@@ -279,18 +262,3 @@ def _scroll_all(client, collection: str, vector_name: str | None, progress: bool
     if bar is not None:
         bar.close()
     return points
-
-
-def stored_vectors(dataset) -> np.ndarray:
-    """The memory vectors kept beside an imported dataset, checked against its memories."""
-    spec = dataset.vectors or {}
-    path = Path(dataset.path) / spec.get("file", "vectors.npy")
-    if not path.is_file():
-        raise MissingFileError(f"{path}: the dataset's stored vectors are missing")
-    vecs = np.load(path)
-    if vecs.ndim != 2 or len(vecs) != len(dataset.memories):
-        raise InputError(f"{path}: {vecs.shape} vectors for {len(dataset.memories)} memories")
-    if not np.isfinite(vecs).all():
-        raise InputError(f"{path}: contains NaN or infinity")
-    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-    return vecs / np.where(norms == 0, 1, norms)

@@ -28,10 +28,10 @@ packed". Then ``pack`` fills the token budget greedily in score order.
   topic), pushed down by ``retired_penalty`` (``inf``: excluded).
 - ``content-supersession``: the same, but a newer memory retires an older one only when its
   content says it is about the same attribute with another value
-  (``memlab.studies.content_supersession``: content keys, a low-surprise gate, a value-span
+  (``memlab.drift.content_supersession``: content keys, a low-surprise gate, a value-span
   exemption); retired memories pushed down by ``retired_penalty``.
 - ``learned-supersession``: content supersession corrected by what the extractor's own labels
-  say over the tuning streams (``memlab.studies.extractor_model``): memories refiled under the
+  say over the tuning streams (``memlab.drift.extractor_prior``): memories refiled under the
   learned key centroids, and a memory typed like a fact that reads like an event (its score on the
   learned event direction at or above ``event_threshold``; ``inf``: never) retires nothing.
 - ``oracle``: not a memory system but a ceiling. It reads the generator's truth: a memory is
@@ -56,8 +56,8 @@ import numpy as np
 
 from memlab.core.registry import lookup
 from memlab.core.spec import candidate_order, rank_of, recency_weight, rescore, resort_order
-from memlab.studies.content_supersession import content_retired
-from memlab.studies.extractor_model import EVENT_TYPE
+from memlab.drift.content_supersession import content_retired
+from memlab.drift.extractor_prior import EVENT_TYPE
 
 # Per-type half-lives of salience (days) and the type prior. Preferences are pinned: a user's
 # stated taste does not fade because it was not mentioned for a while (seed 001).
@@ -233,7 +233,7 @@ class Scene:
     oracle_topic: np.ndarray | None = None  # (M,) true topic id, -1 for a distractor: oracle lines only
     oracle_key: np.ndarray | None = None  # (M,) key id with misfiling undone: oracle lines only
     oracle_key_type: np.ndarray | None = None  # (K'',) type id of each of those keys
-    # the extractor model's (memlab.studies.extractor_model): keys refiled by the centroids learned
+    # the extractor model's (memlab.drift.extractor_prior): keys refiled by the centroids learned
     # on the tuning streams, and how much each memory reads like an event
     learned_key: np.ndarray | None = None  # (M,)
     learned_key_type: np.ndarray | None = None  # (K',)
@@ -302,7 +302,7 @@ def _supersession(scene: Scene, params) -> np.ndarray:
 
 
 def _retired_by_content(scene: Scene, params) -> np.ndarray:
-    """(C, Q, M): ``memlab.studies.content_supersession.content_retired`` on the scene."""
+    """(C, Q, M): ``memlab.drift.content_supersession.content_retired`` on the scene."""
     return content_retired(
         cosine=scene.memory_cosine,
         query_cosine=scene.cosine,
