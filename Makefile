@@ -51,21 +51,21 @@ notebooks: $(VENV)/.installed  ## rewrite the notebooks' parameters cells from m
 	$(BIN)/jupytext --sync notebooks/[0-9]*.py
 
 lint: $(VENV)/.installed-dev  ## ruff check and format check
-	$(BIN)/ruff check memlab tests benchmarks notebooks
-	$(BIN)/ruff format --check memlab tests benchmarks notebooks
+	$(BIN)/ruff check memlab tests bench notebooks
+	$(BIN)/ruff format --check memlab tests bench notebooks
 
-bench: $(VENV)/.installed  ## run the benchmarks (timings printed, not asserted)
-	$(BIN)/python benchmarks/bench_evaluate.py
-	$(BIN)/python benchmarks/bench_sweep.py
-	$(BIN)/python benchmarks/bench_sweep_memory.py
-	$(BIN)/python benchmarks/bench_embed_batching.py
-	$(BIN)/python benchmarks/bench_tune.py
-	$(BIN)/python benchmarks/bench_panel_browser.py
-	$(BIN)/python benchmarks/bench_scale.py
-	$(BIN)/python benchmarks/bench_compare.py
-	$(BIN)/python benchmarks/bench_drift.py
-	$(BIN)/python benchmarks/bench_exact.py
-	$(BIN)/python benchmarks/bench_models.py
+bench: $(VENV)/.installed  ## run the timing scripts in bench/ (timings printed, not asserted)
+	$(BIN)/python bench/bench_evaluate.py
+	$(BIN)/python bench/bench_sweep.py
+	$(BIN)/python bench/bench_sweep_memory.py
+	$(BIN)/python bench/bench_embed_batching.py
+	$(BIN)/python bench/bench_tune.py
+	$(BIN)/python bench/bench_panel_browser.py
+	$(BIN)/python bench/bench_scale.py
+	$(BIN)/python bench/bench_compare.py
+	$(BIN)/python bench/bench_drift.py
+	$(BIN)/python bench/bench_exact.py
+	$(BIN)/python bench/bench_models.py
 
 clean:  ## remove .venv, results and caches
 	rm -rf $(VENV) results .pytest_cache .ruff_cache

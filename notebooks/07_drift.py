@@ -43,13 +43,13 @@ fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg 
 from memlab.output import figures
 from memlab.output.report import Report
 from memlab.embedding.server import server_config
-from memlab.drift.study import drift_benchmark, parse_budgets
+from memlab.drift.study import drift_study, parse_budgets
 from memlab.drift.streams import held_out_seeds, parse_seed_range
 
 report = Report(out_dir, fig_formats)
 held_out = held_out_seeds(seed_range, streams, "seed_range", "streams")
 server = server_config(embed_url, embed_model)  # None: the local model only
-result = drift_benchmark(
+result = drift_study(
     held_out,
     parse_seed_range(tune_range, "tune_range"),
     parse_budgets(budgets),

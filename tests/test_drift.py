@@ -16,7 +16,7 @@ from memlab.drift.content_supersession import centroid_affinity, content_keys, c
 from memlab.drift.arrays import prepare_streams
 from memlab.drift.study import (
     context_metrics,
-    drift_benchmark,
+    drift_study,
     run_stream,
 )
 from memlab.drift.intervals import bootstrap_ci, frontier, paired_bootstrap_ci
@@ -386,8 +386,8 @@ def test_a_correction_beats_a_repeat_under_contradiction_aware_writes():
 
 def test_benchmark_is_deterministic_and_reports_every_pair():
     kwargs = dict(encode=bag_of_words, count_tokens=words, tokenizer_name="words", n_boot=200)
-    a = drift_benchmark(range(100, 108), range(0, 8), (16, 64), **kwargs)
-    b = drift_benchmark(range(100, 108), range(0, 8), (16, 64), **kwargs)
+    a = drift_study(range(100, 108), range(0, 8), (16, 64), **kwargs)
+    b = drift_study(range(100, 108), range(0, 8), (16, 64), **kwargs)
     assert a.table.equals(b.table)
     t = a.table
     memory_systems = [s for s in READ_SYSTEMS.values() if not s.oracle]
@@ -421,15 +421,15 @@ def test_benchmark_is_deterministic_and_reports_every_pair():
 
 def test_benchmark_refuses_overlapping_ranges_before_any_work():
     with pytest.raises(ValueError, match="overlap on 5:8"):
-        drift_benchmark(range(5, 10), range(0, 8), encode=bag_of_words, count_tokens=words)
+        drift_study(range(5, 10), range(0, 8), encode=bag_of_words, count_tokens=words)
 
 
 def test_systems_may_be_named_in_any_order():
     kwargs = dict(encode=bag_of_words, count_tokens=words, tokenizer_name="words", n_boot=50)
-    a = drift_benchmark(
+    a = drift_study(
         range(100, 103), range(0, 3), (32,), systems=["multi-factor", "supersession"], **kwargs
     )
-    b = drift_benchmark(
+    b = drift_study(
         range(100, 103), range(0, 3), (32,), systems=["supersession", "multi-factor"], **kwargs
     )
     assert a.table.equals(b.table)
@@ -437,9 +437,9 @@ def test_systems_may_be_named_in_any_order():
 
 def test_benchmark_refuses_empty_ranges_and_no_resamples():
     with pytest.raises(ValueError, match="n_boot: expected an integer >= 1, got 0"):
-        drift_benchmark(range(5, 10), range(0, 5), encode=bag_of_words, count_tokens=words, n_boot=0)
+        drift_study(range(5, 10), range(0, 5), encode=bag_of_words, count_tokens=words, n_boot=0)
     with pytest.raises(ValueError, match="empty seed range"):
-        drift_benchmark(range(5, 5), range(0, 5), encode=bag_of_words, count_tokens=words)
+        drift_study(range(5, 5), range(0, 5), encode=bag_of_words, count_tokens=words)
 
 
 def test_bootstrap_interval_of_a_constant_is_the_constant_and_seeded():

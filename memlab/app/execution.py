@@ -314,7 +314,7 @@ def run_batch(
         final = [relocated(r, staging, out) for r in results]  # where each lives after the swap
         manifest = {
             "memlab": versions()["memlab"],
-            "batch": batch.source,
+            "batch": batch.path,
             "notebooks_dir": str(notebooks_dir),
             "kernel": kernel,
             "jobs": jobs,

@@ -58,7 +58,7 @@ class Run:
 class Batch:
     notebooks: tuple[str, ...]
     runs: tuple[Run, ...]
-    source: str = "(defaults)"
+    path: str = "(defaults)"  # the batch file it was read from
 
 
 @dataclass
@@ -296,6 +296,6 @@ def check_taken(batch: Batch, overrides: dict[str, Any]) -> None:
         for key in run.own:
             if not any(key in NOTEBOOK_USES.get(nb, (key,)) for nb in notebooks):
                 raise InputError(
-                    f"{batch.source}: run {run.name!r}: {key}: none of its notebooks "
+                    f"{batch.path}: run {run.name!r}: {key}: none of its notebooks "
                     f"({', '.join(notebooks)}) takes it; it is a parameter of {', '.join(takers(key))}"
                 )

@@ -57,7 +57,7 @@ def row_bytes(n_questions: int, n_tracked: int, n_columns: int, long: bool = Fal
     """Working bytes per configuration of a chunk, about: the arrays shaped (configuration,
     question) (floats, flags and counts, several at a time while the criteria are checked),
     the tracked memories' injections, and the output columns (twice: the columns, then the
-    DataFrame). Measured with tracemalloc (benchmarks/bench_sweep_memory.py) and rounded up."""
+    DataFrame). Measured with tracemalloc (bench/bench_sweep_memory.py) and rounded up."""
     per_q = 64 * n_questions if not long else 256 * n_questions
     return per_q + 8 * n_tracked + 16 * n_columns
 

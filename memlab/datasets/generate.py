@@ -155,7 +155,7 @@ def daily_lunch(seed: int = 0, days: int = 50, reference: date = date(2026, 9, 1
                 "text_ja": f"{day.isoformat()}: ユーザーは昼に{place_ja}{dish_ja}を食べた",
                 "topic": "lunch",
                 "type": "event",
-                "source": "synthetic",
+                "provenance": "synthetic",
             }
         )
         if rng.random() < 0.3:  # some evenings hold another event, never a meal
@@ -168,7 +168,7 @@ def daily_lunch(seed: int = 0, days: int = 50, reference: date = date(2026, 9, 1
                     "text_ja": f"{day.isoformat()}: ユーザーは{what_ja}",
                     "topic": "evening",
                     "type": "event",
-                    "source": "synthetic",
+                    "provenance": "synthetic",
                 }
             )
     questions = []
@@ -191,7 +191,7 @@ def daily_lunch(seed: int = 0, days: int = 50, reference: date = date(2026, 9, 1
             "relevant": [current],
             "current": current,
             "stale": stale,
-            "source": "synthetic",
+            "provenance": "synthetic",
             "note": f"the lunch of {day.isoformat()}",
         }
         if asked is not None:
@@ -206,7 +206,7 @@ def daily_lunch(seed: int = 0, days: int = 50, reference: date = date(2026, 9, 1
                 "text_ja": ja,
                 "relevant": [],
                 "stale": [],
-                "source": "synthetic",
+                "provenance": "synthetic",
                 "note": note,
             }
         )

@@ -100,9 +100,10 @@ class JsonRecord:
     def problem(self, fieldname: str, text: str) -> None:
         self.problems.append(f"{self.where}: {fieldname}: {text}")
 
-    def unknown_fields(self, allowed: set[str]) -> None:
+    def unknown_fields(self, allowed: set[str], legacy: frozenset[str] = frozenset()) -> None:
+        """A problem per field not in ``allowed``; ``legacy`` names are accepted but not offered."""
         for key in self.obj:
-            if key not in allowed:
+            if key not in allowed and key not in legacy:
                 self.problem(key, f"unknown field (allowed: {', '.join(sorted(allowed))})")
 
     def text(self, fieldname: str, required: bool = True) -> str | None:

@@ -31,7 +31,9 @@ from memlab.core.spec import age_days
 from memlab.datasets.declared import DeclaredTables, declared_criteria, declared_tables, declared_vectors
 from memlab.datasets.records import JsonRecord, jsonl_format_problem, parse_datetime, read_jsonl
 
-MEMORY_SOURCES = ("seed", "reconstructed", "imported", "synthetic", "user")
+# where a memory or question comes from (the field "provenance"; "source", its name before 0.2, is
+# still read)
+PROVENANCES = ("seed", "reconstructed", "imported", "synthetic", "user")
 DEFAULT_DATASET = "seed16"
 
 
@@ -51,7 +53,7 @@ class Memory:
     date: datetime  # timezone-aware (UTC); a plain YYYY-MM-DD means midnight UTC
     texts: Mapping[str, str]  # language -> "YYYY-MM-DD: fact sentence with an explicit subject"
     topic: str
-    source: str
+    provenance: str
     supersedes: str | None = None
     note: str = ""
     type: str = ""
@@ -77,7 +79,7 @@ class Question:
     relevant: tuple[str, ...] = ()
     current: str | None = None  # the memory that must win (the newest true fact)
     stale: tuple[str, ...] = ()  # older memories the current one replaces
-    source: str = "reconstructed"
+    provenance: str = "reconstructed"
     note: str = ""
     date: datetime | None = None  # when the question is asked; None: the dataset's reference date
     # the days the question asks about, as an application's tool call would pass them (inclusive);
@@ -242,7 +244,7 @@ def _check_time_question(r, fields, time_range, current_date, current, asked) ->
             )
 
 
-_MEMORY_FIELDS = {"id", "date", "text", "topic", "supersedes", "type", "pinned", "source", "note"}
+_MEMORY_FIELDS = {"id", "date", "text", "topic", "supersedes", "type", "pinned", "provenance", "note"}
 _QUESTION_FIELDS = {
     "id",
     "text",
@@ -252,9 +254,16 @@ _QUESTION_FIELDS = {
     "stale",
     "date",
     "time_range",
-    "source",
+    "provenance",
     "note",
 }
+LEGACY_FIELDS = frozenset({"source"})  # provenance, as it was called before 0.2
+
+
+
+def provenance_field(obj: Mapping[str, Any]) -> str:
+    """The record's provenance field: ``provenance``, or ``source`` in files written before 0.2."""
+    return "source" if "source" in obj and "provenance" not in obj else "provenance"
 
 
 def supersession_cycles(refs: list[tuple[JsonRecord, str]], memory_lines: dict[str, int]) -> None:
@@ -347,7 +356,7 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
     supersedes_refs: list[tuple[JsonRecord, str]] = []
     for lineno, obj in read_jsonl(root / "memories.jsonl", problems):
         r = JsonRecord("memories.jsonl", lineno, obj, problems)
-        r.unknown_fields(_MEMORY_FIELDS | set(fields.values()))
+        r.unknown_fields(_MEMORY_FIELDS | set(fields.values()), LEGACY_FIELDS)
         mid = r.unique_id(memory_lines, lineno)
         when = r.date("date", required=True)
         if when is not None and reference is not None and when > reference:
@@ -370,13 +379,13 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         if not isinstance(pinned, bool):
             r.problem("pinned", f"expected true or false, got {pinned!r}")
             pinned = False
-        source = r.choice("source", MEMORY_SOURCES, default="user")
+        provenance = r.choice(provenance_field(obj), PROVENANCES, default="user")
         sup = r.text("supersedes", required=False)
         if sup is not None:
             supersedes_refs.append((r, sup))
         note = r.text("note", required=False) or ""
-        if mid is not None and when is not None and len(texts) == len(languages) and source:
-            memories.append(Memory(mid, when, texts, topic, source, sup, note, mtype, pinned))
+        if mid is not None and when is not None and len(texts) == len(languages) and provenance:
+            memories.append(Memory(mid, when, texts, topic, provenance, sup, note, mtype, pinned))
     for r, sup in supersedes_refs:
         if sup not in memory_lines:
             r.problem("supersedes", f"unknown memory id {sup!r}")
@@ -394,7 +403,7 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
     question_lines: dict[str, int] = {}
     for lineno, obj in read_jsonl(root / "questions.jsonl", problems):
         r = JsonRecord("questions.jsonl", lineno, obj, problems)
-        r.unknown_fields(_QUESTION_FIELDS | set(fields.values()))
+        r.unknown_fields(_QUESTION_FIELDS | set(fields.values()), LEGACY_FIELDS)
         qid = r.unique_id(question_lines, lineno)
         kind = r.choice("kind", QUESTION_KINDS)
         texts = {lang: t for lang, fname in fields.items() if (t := r.text(fname)) is not None}
@@ -430,11 +439,11 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
             _check_time_question(r, fields, time_range, memory_dates[current], current, asked or reference)
         if current is not None and current in stale:
             r.problem("current", f"{current!r} is also listed as stale")
-        source = r.choice("source", MEMORY_SOURCES, default="user")
+        provenance = r.choice(provenance_field(obj), PROVENANCES, default="user")
         note = r.text("note", required=False) or ""
-        if qid is not None and kind and len(texts) == len(languages) and source:
+        if qid is not None and kind and len(texts) == len(languages) and provenance:
             questions.append(
-                Question(qid, kind, texts, relevant, current, stale, source, note, asked, time_range)
+                Question(qid, kind, texts, relevant, current, stale, provenance, note, asked, time_range)
             )
 
     if not problems and not memories:

@@ -1,5 +1,5 @@
 """The drifting-facts streams as arrays: embeddings, token counts, keys, the truth to score, and
-the extractor model's features (``memlab.drift.extractor_prior``), fit on the tuning streams.
+the extractor prior's features (``memlab.drift.extractor_prior``), fit on the tuning streams.
 
 Every unique text is embedded and counted once (``prepare_streams``); each stream then becomes
 one ``StreamArrays`` of cosines, times, keys and labels that the policies and the scoring read.
@@ -14,7 +14,7 @@ import numpy as np
 
 from memlab.core.errors import InputError
 from memlab.drift.streams import Stream
-from memlab.drift.extractor_prior import ExtractorModel, event_score, fit_extractor_model, refiled_keys
+from memlab.drift.extractor_prior import ExtractorPrior, event_score, fit_extractor_prior, refiled_keys
 from memlab.drift.memory_systems import TYPE_HALF_LIFE_DAYS, TYPE_ORDER, TYPE_PRIOR
 
 Encoder = Callable[[list[str], str], np.ndarray]  # (texts, "document" | "query") -> unit vectors
@@ -51,7 +51,7 @@ class StreamArrays:
     oracle_topic: np.ndarray  # (M,) truth, for the oracle lines only: true topic id, -1 for a distractor
     oracle_key: np.ndarray  # (M,) truth, oracle lines only: the key of (true topic, type); distractors' own
     oracle_key_type: np.ndarray  # (K'',) type id of each of those keys
-    # from the extractor model fit on the tuning streams (memlab.drift.extractor_prior)
+    # from the extractor prior fit on the tuning streams (memlab.drift.extractor_prior)
     learned_key: np.ndarray  # (M,) key id after refiling by the learned centroids
     learned_key_type: np.ndarray  # (K',) type id of each learned key
     learned_key_names: tuple[tuple[str, str], ...]  # (K',) each learned key's (topic key, type)
@@ -68,10 +68,10 @@ def stream_arrays(
     query_vectors: dict[str, np.ndarray],
     token_counts: dict[str, int],
     terms: dict[str, frozenset[str]] | None,
-    model: ExtractorModel,
+    prior: ExtractorPrior,
 ) -> StreamArrays:
     """One stream as arrays; ``terms`` maps each text to its keyword terms (None: tokenized here
-    with the keyword route's English tokenizer); ``model`` the extractor model
+    with the keyword route's English tokenizer); ``prior`` the extractor prior
     (``prepare_streams`` fits it)."""
     facts = stream.facts
     if terms is None:
@@ -96,7 +96,7 @@ def stream_arrays(
     is_stale = np.stack([(topic == q.topic) & np.isin(value, q.stale_values) for q in stream.queries])
     created = np.array([f.date.toordinal() for f in facts], dtype=np.float64)
     recall_day = np.array([q.date.toordinal() for q in stream.recalls], dtype=np.float64)
-    refiled = refiled_keys(model, docs, [f.key for f in facts])
+    refiled = refiled_keys(prior, docs, [f.key for f in facts])
     undone = {k: i for i, k in enumerate(dict.fromkeys((f.topic or f.key[0], f.type) for f in facts))}
     learned = {k: i for i, k in enumerate(dict.fromkeys(refiled))}
     return StreamArrays(
@@ -129,7 +129,7 @@ def stream_arrays(
         learned_key=np.array([learned[k] for k in refiled]),
         learned_key_type=np.array([TYPE_ORDER.index(k[1]) for k in learned]),
         learned_key_names=tuple(learned),
-        event_score=event_score(model, docs),
+        event_score=event_score(prior, docs),
     )
 
 
@@ -153,7 +153,7 @@ def default_encoder(
 ) -> tuple[Encoder, str]:
     """The cached embedder (``memlab.embedding.embedder``; a server first when given) and its model id.
 
-    Without a model the benchmark embeds with all-MiniLM-L6-v2, not memlab's multilingual
+    Without a model the drift study embeds with all-MiniLM-L6-v2, not memlab's multilingual
     default: the memory systems' grids (duplicate and supersede cosines, the recency spec's
     thresholds) are set on its cosine scale, and its tokenizer counts the budget.
     """
@@ -179,12 +179,12 @@ def default_token_counter(model: str | None = None) -> tuple[TokenCounter, str]:
     from transformers import AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    from memlab.embedding.engines import model_card, sentence_transformers_source
+    from memlab.embedding.engines import model_card, sentence_transformers_package
 
-    model = DRIFT_MODEL if model is None else model  # the benchmark's own default, as in default_encoder
+    model = DRIFT_MODEL if model is None else model  # the drift study's own default, as in default_encoder
     card = model_card(model)
     stand_in = card is not None and card.embedder != "sentence-transformers"
-    path, model_id = sentence_transformers_source("all-MiniLM-L6-v2" if stand_in else model)
+    path, model_id = sentence_transformers_package("all-MiniLM-L6-v2" if stand_in else model)
     hf_logging.set_verbosity_error()
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
 
@@ -201,8 +201,8 @@ def prepare_streams(
 ) -> tuple[list[StreamArrays], int]:
     """Embed and count every unique text once; (arrays per stream, number of unique texts).
 
-    The extractor model (``memlab.drift.extractor_prior``) is fit on the first ``fit_streams``
-    streams (all when None): the benchmark passes its tuning streams first and fits on those only.
+    The extractor prior (``memlab.drift.extractor_prior``) is fit on the first ``fit_streams``
+    streams (all when None): the drift study passes its tuning streams first and fits on those only.
     """
     if fit_streams is not None and not 1 <= fit_streams <= len(streams):
         raise InputError(f"fit_streams: expected 1 to {len(streams)} (the streams given), got {fit_streams}")
@@ -217,6 +217,6 @@ def prepare_streams(
     token_counts = dict(zip(docs, (int(n) for n in count_tokens(docs)), strict=True))
     terms = keyword_terms(docs)
     fit = [f for s in streams[: len(streams) if fit_streams is None else fit_streams] for f in s.facts]
-    model = fit_extractor_model(np.stack([doc_vectors[f.text] for f in fit]), [f.key for f in fit])
-    arrays = [stream_arrays(s, doc_vectors, query_vectors, token_counts, terms, model) for s in streams]
+    prior = fit_extractor_prior(np.stack([doc_vectors[f.text] for f in fit]), [f.key for f in fit])
+    arrays = [stream_arrays(s, doc_vectors, query_vectors, token_counts, terms, prior) for s in streams]
     return arrays, len(docs) + len(questions)

@@ -23,7 +23,7 @@ NLI model to ask "does B contradict A"; the signals here are built from what a s
 
 None of these reads the generator's truth (topic, value, kind): only the cosines, the
 (filed topic, type) key, the type, the order and the texts' terms. The thresholds are axes of
-the read system's grid, chosen on the tuning seeds by the benchmark.
+the read system's grid, chosen on the tuning seeds by the drift study.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ RIDGE = 0.1  # added to the within-class covariance's diagonal (the unit vectors
 
 
 @dataclass(frozen=True)
-class ExtractorModel:
+class ExtractorPrior:
     keys: tuple[tuple[str, str], ...]  # every (topic key, type) seen in the fit, events excepted
     centroids: np.ndarray  # (K, d) unit mean of the memories filed under each key
     event_direction: np.ndarray  # (d,) zeros when the fit saw no events or no facts
@@ -44,8 +44,8 @@ class ExtractorModel:
     event_mean: float  # mean projection of the fit's events (scaled to 1)
 
 
-def fit_extractor_model(vectors: np.ndarray, keys: Sequence[tuple[str, str]]) -> ExtractorModel:
-    """The model from unit ``vectors`` (N, d) and each one's extractor key (topic key, type)."""
+def fit_extractor_prior(vectors: np.ndarray, keys: Sequence[tuple[str, str]]) -> ExtractorPrior:
+    """The prior from unit ``vectors`` (N, d) and each one's extractor key (topic key, type)."""
     vectors = np.asarray(vectors, dtype=np.float64)
     types = np.array([t for _, t in keys])
     event = types == EVENT_TYPE
@@ -63,29 +63,29 @@ def fit_extractor_model(vectors: np.ndarray, keys: Sequence[tuple[str, str]]) ->
         scatter = within.T @ within / max(len(within) - 2, 1)
         direction = np.linalg.solve(scatter + RIDGE * np.eye(len(direction)), mean_event - mean_fact)
         fact_mean, event_mean = float(mean_fact @ direction), float(mean_event @ direction)
-    return ExtractorModel(names, centroids, direction, fact_mean, event_mean)
+    return ExtractorPrior(names, centroids, direction, fact_mean, event_mean)
 
 
-def event_score(model: ExtractorModel, vectors: np.ndarray) -> np.ndarray:
+def event_score(prior: ExtractorPrior, vectors: np.ndarray) -> np.ndarray:
     """How much each memory reads like an event: 0 at the fit's mean fact, 1 at its mean event."""
-    spread = model.event_mean - model.fact_mean
-    return (np.asarray(vectors) @ model.event_direction - model.fact_mean) / (spread if spread else 1.0)
+    spread = prior.event_mean - prior.fact_mean
+    return (np.asarray(vectors) @ prior.event_direction - prior.fact_mean) / (spread if spread else 1.0)
 
 
 def refiled_keys(
-    model: ExtractorModel, vectors: np.ndarray, keys: Sequence[tuple[str, str]]
+    prior: ExtractorPrior, vectors: np.ndarray, keys: Sequence[tuple[str, str]]
 ) -> list[tuple[str, str]]:
     """Each memory's key after refiling by the learned centroids: the key of its own type whose
     centroid is closest, plus ``KEY_TRUST`` for its filed key (ties: the first in sorted order).
     Events, and memories of a type the fit never saw, keep the key they were filed under."""
-    known_types = np.array([t for _, t in model.keys])
-    cos = np.asarray(vectors, dtype=np.float64) @ model.centroids.T  # (M, K)
+    known_types = np.array([t for _, t in prior.keys])
+    cos = np.asarray(vectors, dtype=np.float64) @ prior.centroids.T  # (M, K)
     out = []
     for m, key in enumerate(keys):
         own = known_types == key[1]
         if key[1] == EVENT_TYPE or not own.any():
             out.append(key)
             continue
-        score = np.where(own, cos[m], -np.inf) + KEY_TRUST * np.array([k == key for k in model.keys])
-        out.append(model.keys[int(np.argmax(score))])
+        score = np.where(own, cos[m], -np.inf) + KEY_TRUST * np.array([k == key for k in prior.keys])
+        out.append(prior.keys[int(np.argmax(score))])
     return out

@@ -1,11 +1,11 @@
-"""Intervals of the drifting-facts benchmark: per system, and paired between systems.
+"""Intervals of the drifting-facts study: per system, and paired between systems.
 
 A per-system interval says how sure the mean is; it cannot say whether system A is less stale
 than system B at equal recall, because the streams that are hard for A are hard for B too. The
 paired interval resamples streams once and takes both systems' means on the same resample: it
 is the percentile interval of the mean per-stream difference.
 
-The target of the benchmark (issue 18): at a budget, a memory system *meets* it when the lower
+The target of the drift study (issue 18): at a budget, a memory system *meets* it when the lower
 end of its paired recall difference to naive top-k under store-everything is at least
 ``-RECALL_GAP`` and its staleness is at most ``MAX_STALENESS``.
 """

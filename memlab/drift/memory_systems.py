@@ -233,7 +233,7 @@ class Scene:
     oracle_topic: np.ndarray | None = None  # (M,) true topic id, -1 for a distractor: oracle lines only
     oracle_key: np.ndarray | None = None  # (M,) key id with misfiling undone: oracle lines only
     oracle_key_type: np.ndarray | None = None  # (K'',) type id of each of those keys
-    # the extractor model's (memlab.drift.extractor_prior): keys refiled by the centroids learned
+    # the extractor prior's (memlab.drift.extractor_prior): keys refiled by the centroids learned
     # on the tuning streams, and how much each memory reads like an event
     learned_key: np.ndarray | None = None  # (M,)
     learned_key_type: np.ndarray | None = None  # (K',)

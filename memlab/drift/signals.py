@@ -9,7 +9,7 @@ generator's truth, how well the signals it does read separate them:
   scores above a random typed distractor filed under that topic (the ROC AUC, 0.5 = chance,
   1 = perfect), over every held-out (query, memory) pair. Signals: the memory's affinity to its
   content key, its cosine to the query, their sum (the retire gate), and minus its score on the
-  event direction the extractor model learned on the tuning streams.
+  event direction the extractor prior learned on the tuning streams.
 - refiling: of the misfiled facts, the share content keys (one stream's centroids) and the
   learned keys (the tuning streams' centroids) put back under their true topic's key; of the
   facts filed right, the share they move away.
@@ -17,7 +17,7 @@ generator's truth, how well the signals it does read separate them:
   model is fit without every memory filed under that topic: does it read "an event about
   someone else" or remember the templates it was fit on?
 
-The ``oracle-*`` lines of the benchmark say what each kind of noise costs in recall and staleness;
+The ``oracle-*`` lines of the drift study say what each kind of noise costs in recall and staleness;
 this says why the signals do not remove it.
 """
 
@@ -31,7 +31,7 @@ from scipy.stats import mannwhitneyu
 from memlab.drift.content_supersession import content_keys
 from memlab.drift.arrays import StreamArrays
 from memlab.drift.streams import TOPICS, Stream
-from memlab.drift.extractor_prior import EVENT_TYPE, event_score, fit_extractor_model
+from memlab.drift.extractor_prior import EVENT_TYPE, event_score, fit_extractor_prior
 
 
 def auc(positive: np.ndarray, negative: np.ndarray) -> float:
@@ -105,7 +105,7 @@ def event_transfer(
     out = {}
     for topic in TOPICS:
         fit = [f for s in fit_streams for f in s.facts if f.key[0] != topic]
-        model = fit_extractor_model(np.stack([vectors[f.text] for f in fit]), [f.key for f in fit])
+        model = fit_extractor_prior(np.stack([vectors[f.text] for f in fit]), [f.key for f in fit])
         test = [f for s in test_streams for f in s.facts if f.key[0] == topic and f.type != EVENT_TYPE]
         if not test:
             continue

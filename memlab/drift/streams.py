@@ -263,7 +263,7 @@ TYPES = ("profile", "preference", "routine", "event")
 
 @dataclass(frozen=True, slots=True)
 class StreamConfig:
-    """How a stream is drawn. The defaults are what the benchmark uses."""
+    """How a stream is drawn. The defaults are what the drift study uses."""
 
     topics: tuple[int, int] = (6, 8)  # topics per stream (inclusive range)
     sessions: tuple[int, int] = (8, 12)  # sessions per stream (inclusive range)

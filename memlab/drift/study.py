@@ -1,4 +1,4 @@
-"""The drifting-facts benchmark: tune on one seed range, report on another.
+"""The drifting-facts study: tune on one seed range, report on another.
 
 Every (read system, write policy) pair is tuned on the tuning streams only: each combination of
 its write-policy grid and its read-system grid is run on every tuning stream at every budget, and
@@ -261,7 +261,7 @@ def evaluate_held_out(
 
 
 # ---------------------------------------------------------------------------------------------
-# the whole benchmark
+# the whole study
 
 
 def parameters_json(params: dict[str, float]) -> str:
@@ -343,7 +343,7 @@ class DriftResult:
         return out
 
 
-def drift_benchmark(
+def drift_study(
     held_out: range,
     tune_range: range,
     budgets: Sequence[int] = DEFAULT_BUDGETS,
@@ -388,7 +388,7 @@ def drift_benchmark(
         count_tokens, tokenizer_name = default_token_counter(model)
     tune_streams = generate_streams(tune_range)
     test_streams = generate_streams(held_out)
-    # the extractor model is fit on the tuning streams only
+    # the extractor prior is fit on the tuning streams only
     arrays, unique = prepare_streams([*tune_streams, *test_streams], encode, count_tokens, len(tune_streams))
     tune_arrays, test_arrays = arrays[: len(tune_streams)], arrays[len(tune_streams) :]
     embedder = getattr(encode, "embedder", None)

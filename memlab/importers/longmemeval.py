@@ -104,7 +104,7 @@ class _Store:
     def add(self, mid: str, when: datetime, text: str) -> None:
         self.index[mid] = len(self.rows)
         self.when[mid] = when
-        self.rows.append({"id": mid, "date": iso(when), "text": text, "source": "imported"})
+        self.rows.append({"id": mid, "date": iso(when), "text": text, "provenance": "imported"})
 
 
 def import_longmemeval(file: str | Path, out: str | Path, *, granularity: str = "session") -> ImportResult:

@@ -166,7 +166,7 @@ def import_qdrant(
             problems.append(f"{where}: point {pid}: vector: contains NaN or infinity")
             continue
         rows.append(
-            {"id": pid, "date": when.isoformat().replace("+00:00", "Z"), "text": text, "source": "imported"}
+            {"id": pid, "date": when.isoformat().replace("+00:00", "Z"), "text": text, "provenance": "imported"}
         )
         vecs.append(vector)
     if not points:

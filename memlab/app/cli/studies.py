@@ -221,12 +221,12 @@ def cmd_robustness(args: argparse.Namespace) -> int:
 
 
 def cmd_drift(args: argparse.Namespace) -> int:
-    from memlab.drift.study import drift_benchmark
+    from memlab.drift.study import drift_study
     from memlab.drift.streams import held_out_seeds, parse_seed_range
 
     held_out = held_out_seeds(args.seed_range, args.streams)
     tune_range = parse_seed_range(args.tune_range, "--tune-range")
-    result = drift_benchmark(
+    result = drift_study(
         held_out,
         tune_range,
         parse_budgets(args.budgets),

@@ -1,4 +1,4 @@
-"""Figures of the drifting-facts benchmark: recall and staleness against the token budget."""
+"""Figures of the drifting-facts study: recall and staleness against the token budget."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ Vectors come from the Gaussian fitted to a pool of real embeddings (``GaussianVe
 peak resident memory of this process (target: 60 s within 4 GB on 2 cores), and checks the
 chunked result against brute force on the first 20,000 memories. The last line is JSON.
 
-Usage: python benchmarks/bench_scale.py [--n 1000000] [--pool 2000]
+Usage: python bench/bench_scale.py [--n 1000000] [--pool 2000]
 """
 
 from __future__ import annotations

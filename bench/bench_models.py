@@ -12,7 +12,7 @@ of ``--repeat`` runs).
 Qwen3-Embedding-0.6B, the seed's model, is measured too when its weights are in the Hugging Face
 cache; otherwise its row says so. The last line is JSON.
 
-Usage: python benchmarks/bench_models.py [--models multilingual-e5-small,all-MiniLM-L6-v2] [--repeat 3]
+Usage: python bench/bench_models.py [--models multilingual-e5-small,all-MiniLM-L6-v2] [--repeat 3]
 """
 
 from __future__ import annotations

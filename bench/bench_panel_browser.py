@@ -8,7 +8,7 @@ after the plot's title shows the new bonus (plotly has redrawn the bars by then)
 median and the 95th percentile; target: median <= 150 ms, p95 <= 300 ms on 2 cores. The last
 line is one JSON object.
 
-Usage: python benchmarks/bench_panel_browser.py [--moves 40] [--source published]
+Usage: python bench/bench_panel_browser.py [--moves 40] [--source published]
 """
 
 from __future__ import annotations

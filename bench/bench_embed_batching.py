@@ -6,7 +6,7 @@ Also checks what makes the bytes batch-independent: a text embedded next to a lo
 a batch of another size, gets other bytes under stock batching; under fixed-shape batches the
 same text always gets the same bytes.
 
-The last line is one JSON object. Usage: python benchmarks/bench_embed_batching.py [--repeat 3]
+The last line is one JSON object. Usage: python bench/bench_embed_batching.py [--repeat 3]
 """
 
 from __future__ import annotations

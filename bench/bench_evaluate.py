@@ -8,7 +8,7 @@ each, and prints medians:
 - the whole command, end to end;
 - the work itself (dataset, cached vectors, Qdrant, re-rank, criteria) timed in-process.
 
-Usage: python benchmarks/bench_evaluate.py [--repeat 7]
+Usage: python bench/bench_evaluate.py [--repeat 7]
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ The peak should stay flat from 10^6 to 10^8 configurations.
 
 The last line is one JSON object with every run.
 
-Usage: python benchmarks/bench_sweep_memory.py [--sizes 1e6,1e7,1e8] [--limit-gb 8]
+Usage: python bench/bench_sweep_memory.py [--sizes 1e6,1e7,1e8] [--limit-gb 8]
 """
 
 from __future__ import annotations

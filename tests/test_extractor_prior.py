@@ -1,4 +1,4 @@
-"""The extractor model: key centroids and the event direction learned from the extractor's labels."""
+"""The extractor prior: key centroids and the event direction learned from the extractor's labels."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from memlab.drift.arrays import prepare_streams
 from memlab.drift.study import run_stream
 from memlab.drift.streams import Fact, Query, Stream
-from memlab.drift.extractor_prior import KEY_TRUST, event_score, fit_extractor_model, refiled_keys
+from memlab.drift.extractor_prior import KEY_TRUST, event_score, fit_extractor_prior, refiled_keys
 from memlab.drift.memory_systems import READ_SYSTEMS, WRITE_POLICIES
 
 D = date(2026, 1, 1)
@@ -22,7 +22,7 @@ def unit(*angles_deg):
 
 def test_refiling_by_the_learned_centroids():
     a, b = ("city", "profile"), ("job", "profile")
-    model = fit_extractor_model(unit(0, 10, 90, 100), [a, a, b, b])
+    model = fit_extractor_prior(unit(0, 10, 90, 100), [a, a, b, b])
     assert model.keys == (a, b)
     assert model.centroids @ np.array([1.0, 0.0]) == pytest.approx(
         [np.cos(np.radians(5)), np.cos(np.radians(95))]
@@ -41,12 +41,12 @@ def test_event_score_is_0_for_the_fits_facts_and_1_for_its_events():
     x[20:, 2] += 3.0  # the events lie along the third axis
     x /= np.linalg.norm(x, axis=1, keepdims=True)
     keys = [("city", "profile")] * 20 + [("city", "event")] * 20
-    model = fit_extractor_model(x, keys)
+    model = fit_extractor_prior(x, keys)
     score = event_score(model, x)
     assert score[:20].mean() == pytest.approx(0.0, abs=1e-12)
     assert score[20:].mean() == pytest.approx(1.0)
     # no events in the fit: no direction, every score 0
-    flat = fit_extractor_model(x[:20], keys[:20])
+    flat = fit_extractor_prior(x[:20], keys[:20])
     assert not flat.event_direction.any() and not event_score(flat, x).any()
 
 
@@ -120,7 +120,7 @@ def two_streams():
 def test_the_model_is_fit_on_the_first_fit_streams_only():
     first, second, encode, words, vectors = two_streams()
     arrays, _ = prepare_streams([first, second], encode, words, fit_streams=1)
-    alone = fit_extractor_model(
+    alone = fit_extractor_prior(
         np.stack([vectors[f.text] for f in first.facts]), [f.key for f in first.facts]
     )
     expected = event_score(alone, np.stack([vectors[f.text] for f in second.facts]))

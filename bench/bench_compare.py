@@ -4,7 +4,7 @@ For each dataset: embedding (cached) + BM25 + the gate, then every retriever swe
 (alpha x normalisation, RRF k, bonus x tau, calibrated thresholds) with the default grid, and
 the chosen configurations. Prints configurations per second and a final JSON line.
 
-Usage: python benchmarks/bench_compare.py [--repeat 3] [--lang en]
+Usage: python bench/bench_compare.py [--repeat 3] [--lang en]
 """
 
 from __future__ import annotations

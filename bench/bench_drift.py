@@ -5,7 +5,7 @@ twice to time the warm case). Prints the held-out table (with paired differences
 store-everything), the frontier per budget and the oracle line, the wall time and, last, one JSON
 line with the headline figures at 64, 128, 256 and 512 tokens.
 
-Usage: python benchmarks/bench_drift.py [--streams 400] [--seed-range 1000:1400] [--tune-range 0:200]
+Usage: python bench/bench_drift.py [--streams 400] [--seed-range 1000:1400] [--tune-range 0:200]
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import time
 
 from memlab.app.cli.studies import drift_table
 from memlab.drift.arrays import default_encoder, default_token_counter, prepare_streams
-from memlab.drift.study import drift_benchmark, parse_budgets
+from memlab.drift.study import drift_study, parse_budgets
 from memlab.drift.signals import event_transfer, signal_separation
 from memlab.drift.streams import generate_streams, held_out_seeds, parse_seed_range
 
@@ -32,7 +32,7 @@ def main() -> None:
 
     held = held_out_seeds(args.seed_range, args.streams)
     t0 = time.perf_counter()
-    result = drift_benchmark(
+    result = drift_study(
         held, parse_seed_range(args.tune_range, "--tune-range"), parse_budgets(args.budgets), n_boot=args.boot
     )
     elapsed = time.perf_counter() - t0

@@ -6,7 +6,7 @@ two bonus values so every move really changes the figure. Prints the median and 
 percentile over ``--moves`` moves, for the published and the embedded source; the last line is
 one JSON object.
 
-Usage: python benchmarks/bench_tune.py [--moves 200]
+Usage: python bench/bench_tune.py [--moves 200]
 """
 
 from __future__ import annotations

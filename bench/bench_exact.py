@@ -8,7 +8,7 @@ queries whose candidates (the prefetch's top ``candidates``) or injected memorie
 Two kinds of vectors: isotropic Gaussian (the hard case for HNSW) and clustered (50 topics,
 closer to real embeddings). Prints a table and, last, one JSON line.
 
-Usage: python benchmarks/bench_exact.py [--sizes 5000,20000] [--queries 200] [--candidates 8]
+Usage: python bench/bench_exact.py [--sizes 5000,20000] [--queries 200] [--candidates 8]
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ Measures, on the fixture embedded with the default model (cached after the first
 The last line is one JSON object: sweep_per_s, baseline_per_s, ratio, peak_mb (the 10^8 run),
 plus the other figures.
 
-Usage: python benchmarks/bench_sweep.py [--huge 1e8] [--baseline-configs 200]
+Usage: python bench/bench_sweep.py [--huge 1e8] [--baseline-configs 200]
 """
 
 from __future__ import annotations
