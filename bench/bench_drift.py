@@ -16,9 +16,9 @@ import time
 
 from memlab.app.cli.studies import drift_table
 from memlab.drift.arrays import default_encoder, default_token_counter, prepare_streams
-from memlab.drift.study import drift_study, parse_budgets
 from memlab.drift.signals import event_transfer, signal_separation
 from memlab.drift.streams import generate_streams, held_out_seeds, parse_seed_range
+from memlab.drift.study import drift_study, parse_budgets
 
 
 def main() -> None:

@@ -17,9 +17,9 @@ import time
 
 import numpy as np
 
-from memlab.embedding.engines import token_lengths
 from memlab.embedding.cache import fixed_shape_batches
 from memlab.embedding.embedder import Embedder
+from memlab.embedding.engines import token_lengths
 
 
 def main() -> None:

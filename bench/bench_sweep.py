@@ -31,8 +31,8 @@ from memlab.core.selection import select_streaming
 from memlab.core.spec import retrieve
 from memlab.core.sweep import sweep, sweep_chunks
 from memlab.datasets.schema import load_dataset
-from memlab.scores.sources import load_scores
 from memlab.qdrant.store import MemoryStore
+from memlab.scores.sources import load_scores
 
 
 def grid_of(size: int) -> Grid:

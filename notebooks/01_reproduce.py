@@ -42,9 +42,9 @@ fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg 
 from dataclasses import replace
 
 from memlab import RetrievalSpec, candidate_table, evaluate, load_dataset, load_scores
+from memlab.embedding.server import server_config
 from memlab.output import figures, tables
 from memlab.output.report import Report
-from memlab.embedding.server import server_config
 
 report = Report(out_dir, fig_formats)
 data = load_dataset(dataset)

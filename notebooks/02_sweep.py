@@ -52,9 +52,9 @@ from memlab.core.feasible import feasible_bonus, intervals_json
 from memlab.core.grid import Grid, parse_axis
 from memlab.core.labels import Labels
 from memlab.core.sweep import sweep
+from memlab.embedding.server import server_config
 from memlab.output import figures
 from memlab.output.report import Report
-from memlab.embedding.server import server_config
 
 report = Report(out_dir, fig_formats)
 data = load_dataset(dataset)

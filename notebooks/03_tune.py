@@ -44,9 +44,9 @@ from memlab import RetrievalSpec, load_dataset
 from memlab.app.panel import TuningPanel
 from memlab.core.grid import parse_axis
 from memlab.datasets.schema import packaged_datasets, user_datasets
+from memlab.embedding.server import server_config
 from memlab.output import tables
 from memlab.output.report import Report
-from memlab.embedding.server import server_config
 
 report = Report(out_dir, fig_formats)
 data = load_dataset(dataset)

@@ -44,9 +44,9 @@ import pandas as pd
 
 from memlab import RetrievalSpec, load_dataset, load_scores
 from memlab.core.grid import parse_axis
+from memlab.embedding.server import server_config
 from memlab.output import figures
 from memlab.output.report import Report
-from memlab.embedding.server import server_config
 from memlab.studies.scale import embedded_inputs, scale_study
 
 report = Report(out_dir, fig_formats)

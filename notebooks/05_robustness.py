@@ -39,9 +39,9 @@ fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg 
 
 # %%
 from memlab import RetrievalSpec, load_dataset, load_scores
+from memlab.embedding.server import server_config
 from memlab.output import figures
 from memlab.output.report import Report
-from memlab.embedding.server import server_config
 from memlab.studies.robustness import robustness, robustness_summary
 
 report = Report(out_dir, fig_formats)

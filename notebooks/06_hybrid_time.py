@@ -44,9 +44,9 @@ fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg 
 
 # %%
 from memlab.core.grid import parse_axis
+from memlab.embedding.server import server_config
 from memlab.output import figures
 from memlab.output.report import Report, safe_name
-from memlab.embedding.server import server_config
 from memlab.studies.hybrid import RetrieverGrid, compare_datasets
 
 report = Report(out_dir, fig_formats)

@@ -40,11 +40,11 @@ out_dir: str = "results/notebook"  # folder for this notebook's tables and figur
 fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
 
 # %%
+from memlab.drift.streams import held_out_seeds, parse_seed_range
+from memlab.drift.study import drift_study, parse_budgets
+from memlab.embedding.server import server_config
 from memlab.output import figures
 from memlab.output.report import Report
-from memlab.embedding.server import server_config
-from memlab.drift.study import drift_study, parse_budgets
-from memlab.drift.streams import held_out_seeds, parse_seed_range
 
 report = Report(out_dir, fig_formats)
 held_out = held_out_seeds(seed_range, streams, "seed_range", "streams")

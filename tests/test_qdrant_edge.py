@@ -222,10 +222,10 @@ def test_every_native_retriever_on_the_engine(tmp_path, name, capsys):
     combine, ISO dates and epoch seconds under a named vector. BM25 weights are scaled by a
     distinct factor per memory so the keyword route has no ties."""
     from memlab.datasets.schema import load_dataset
+    from memlab.qdrant.store import retriever_body
     from memlab.retrieval.inputs import build_inputs
     from memlab.retrieval.keyword import KeywordIndex
     from memlab.retrieval.retrievers import RETRIEVERS, retriever_scores
-    from memlab.qdrant.store import retriever_body
 
     ds = load_dataset(name)
     n_m, n_q = len(ds.memories), len(ds.questions)

@@ -19,8 +19,8 @@ from qdrant_client import QdrantClient, models
 
 from memlab.app.cli import main
 from memlab.datasets.schema import dataset_dir, load_dataset
-from memlab.qdrant import edge
 from memlab.embedding.embedder import Embedder
+from memlab.qdrant import edge
 from memlab.qdrant.query import CollectionSchema, fill
 
 pytestmark = [pytest.mark.model, pytest.mark.qdrant_edge]

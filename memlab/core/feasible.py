@@ -37,8 +37,9 @@ from memlab.core import criteria as crit
 from memlab.core.errors import InputError
 from memlab.core.labels import Labels
 from memlab.core.numbers import check_number
+from memlab.core.ranking import select_candidates
 from memlab.core.registry import lookup, unknown_message
-from memlab.core.spec import COMBINES, SPEC_BOUNDS, recency_weight, rescore, select_candidates
+from memlab.core.spec import COMBINES, SPEC_BOUNDS, recency_weight, rescore
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ class Lines:
 
     @property
     def slope(self) -> np.ndarray:
-        return self.weight if self.combine == "add" else self.raw * self.weight
+        return COMBINES[self.combine].slope(self.raw, self.weight)
 
     def final(self, i: int, bonus: float) -> float:
         """Candidate ``i``'s final score, computed as the reference computes it."""

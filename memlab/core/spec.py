@@ -13,23 +13,23 @@ bonus is added (``combine="add"``: ``raw + bonus * w``) or multiplies the raw sc
 Every formula is one small function over arrays. The reference here, the sweep and the tests
 call the same functions, so the spec cannot drift between them.
 
-Ties are broken deterministically:
-- candidate selection: higher raw score first, then fixture order (earlier memory first);
-- re-sort: higher final score first, then higher raw score, then fixture order.
+Which memories are candidates, how they are re-sorted and which are injected (the tie rule
+included) is ``memlab.core.ranking``, the one module every path ranks with.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from memlab.core.errors import UnknownNameError
 from memlab.core.numbers import check_number
-from memlab.core.registry import lookup, unknown_message
+from memlab.core.ranking import injected, rerank, select_candidates, top_k
+from memlab.core.registry import lookup
 
 SECONDS_PER_DAY = 86_400.0
 
@@ -65,16 +65,64 @@ def lin_decay(age: np.ndarray | float, tau_days: np.ndarray | float) -> np.ndarr
     return np.maximum(0.0, 1.0 - (1.0 - MIDPOINT) * (np.asarray(age, dtype=np.float64) / tau_days))
 
 
-# the decay families: name -> weight(age, tau); Qdrant's expression is ``<name>_decay``
-DECAYS = {"exp": exp_decay, "gauss": gauss_decay, "lin": lin_decay}
-# how the bonus enters the score: name -> meaning
-COMBINES = {"add": "raw + bonus * w", "mult": "raw * (1 + bonus * w)"}
+@dataclass(frozen=True)
+class Decay:
+    """A decay family, whole: its weight, the Qdrant expression that computes the same weight
+    (``{qdrant: {x, target, scale, midpoint}}``), and its formula for titles (``{tau}`` is the
+    scale in words)."""
+
+    name: str
+    weight: Callable[[np.ndarray | float, np.ndarray | float], np.ndarray]
+    qdrant: str
+    title: str
+
+
+@dataclass(frozen=True)
+class Combine:
+    """How the bonus enters the score: the function (in the order Qdrant's formula evaluates it),
+    its slope in the bonus (both forms are linear in it), the formula in words, and the Qdrant
+    formula around ``$score`` given the bonus and the decay expression."""
+
+    name: str
+    score: Callable[[np.ndarray | float, np.ndarray | float, np.ndarray | float], np.ndarray]
+    slope: Callable[[np.ndarray | float, np.ndarray | float], np.ndarray]
+    formula: str
+    qdrant: Callable[[float, Any], dict[str, Any]]
+
+
+DECAYS: dict[str, Decay] = {
+    d.name: d
+    for d in (
+        Decay("exp", exp_decay, "exp_decay", "exp(−age / {tau})"),
+        Decay("gauss", gauss_decay, "gauss_decay", "exp(−(age / {tau})²)"),
+        Decay("lin", lin_decay, "lin_decay", "max(0, 1 − (1 − 1/e) age / {tau})"),
+    )
+}
+COMBINES: dict[str, Combine] = {
+    c.name: c
+    for c in (
+        Combine(
+            "add",
+            lambda raw, weight, bonus: raw + bonus * weight,
+            lambda raw, weight: weight,
+            "raw + bonus * w",
+            lambda bonus, decay: {"sum": ["$score", {"mult": [bonus, decay]}]},
+        ),
+        Combine(
+            "mult",
+            lambda raw, weight, bonus: raw * (1.0 + bonus * weight),
+            lambda raw, weight: raw * weight,
+            "raw * (1 + bonus * w)",
+            lambda bonus, decay: {"mult": ["$score", {"sum": [1.0, {"mult": [bonus, decay]}]}]},
+        ),
+    )
+}
 
 
 def recency_weight(age: np.ndarray | float, tau_days: np.ndarray | float, decay: str = "exp") -> np.ndarray:
     """The decay family's weight: 1 for a memory written at the reference time, 1/e after tau
     days; 0 for a memory written after it (age +inf)."""
-    return lookup(DECAYS, decay, "decay")(age, tau_days)
+    return lookup(DECAYS, decay, "decay").weight(age, tau_days)
 
 
 def recency_bonus(
@@ -90,14 +138,10 @@ def rescore(
     """Post-bonus score from a precomputed recency weight: ``raw + bonus * weight`` (add) or
     ``raw * (1 + bonus * weight)`` (mult), in the order Qdrant's formula evaluates them.
 
-    The reference, the sweep and the feasible region all score through this function, so they
-    round alike. Both forms are linear in the bonus (mult with slope ``raw * weight``).
+    The reference, the sweep, the feasible region and every study score through this function,
+    so they round alike.
     """
-    if combine == "add":
-        return raw + bonus * weight
-    if combine == "mult":
-        return raw * (1.0 + bonus * weight)
-    raise UnknownNameError(unknown_message("combine", [combine], COMBINES))
+    return lookup(COMBINES, combine, "combine").score(raw, weight, bonus)
 
 
 def final_score(
@@ -141,6 +185,14 @@ class RetrievalSpec:
         lookup(DECAYS, self.decay, "decay")
         lookup(COMBINES, self.combine, "combine")
 
+    def weight(self, age: np.ndarray | float) -> np.ndarray:
+        """The recency weight of memories of these ages, in this spec's decay family."""
+        return recency_weight(age, self.tau_days, self.decay)
+
+    def final(self, raw: np.ndarray | float, age: np.ndarray | float) -> np.ndarray:
+        """Post-bonus scores of memories with these raw scores and ages, under this spec."""
+        return rescore(raw, self.weight(age), self.bonus, self.combine)
+
     def with_reference(self, reference: datetime) -> RetrievalSpec:
         return self if self.reference_date is not None else replace(self, reference_date=reference)
 
@@ -169,56 +221,19 @@ class Candidate(NamedTuple):
     injected: bool  # reaches and among the first `inject` after the re-sort
 
 
-def candidate_order(raw: np.ndarray) -> np.ndarray:
-    """Indices along the last axis by raw score, highest first, ties in dataset order; unknown
-    (non-finite) scores last. The candidate rule of the spec, for one question or a whole batch."""
-    raw = np.asarray(raw, dtype=np.float64)
-    return np.argsort(np.where(np.isfinite(raw), -raw, np.inf), axis=-1, kind="stable")
-
-
-def resort_order(raw: np.ndarray, final: np.ndarray) -> np.ndarray:
-    """Indices along the last axis by final score, then raw score, then dataset order (the
-    spec's re-sort). ``np.lexsort`` is stable, so the last tie-break is the position."""
-    raw, final = np.broadcast_arrays(np.asarray(raw, dtype=np.float64), np.asarray(final, dtype=np.float64))
-    return np.lexsort((-raw, -final), axis=-1)
-
-
-def rank_of(order: np.ndarray) -> np.ndarray:
-    """Each element's position in ``order`` (the inverse permutation along the last axis)."""
-    ranks = np.empty_like(order)
-    np.put_along_axis(ranks, order, np.broadcast_to(np.arange(order.shape[-1]), order.shape), axis=-1)
-    return ranks
-
-
-def select_candidates(raw: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the top ``k`` finite raw scores, highest first, ties in fixture order."""
-    raw = np.asarray(raw, dtype=np.float64)
-    order = candidate_order(raw)
-    return order[: min(k, int(np.isfinite(raw).sum()))]
-
-
-def rerank(raw: np.ndarray, final: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """Re-sort candidate indices by final score, then raw score, then fixture order.
-
-    ``idx`` comes from ``select_candidates``: where final and raw tie, candidate order is
-    dataset order, so the stable re-sort keeps it.
-    """
-    return idx[resort_order(raw[idx], final[idx])]
-
-
 def retrieve(
     raw: np.ndarray, ages: np.ndarray, memory_ids: tuple[str, ...], spec: RetrievalSpec
 ) -> list[Candidate]:
-    """The one-config reference: one question's raw scores (NaN = unknown) -> its candidates."""
+    """The one-config reference: one question's raw scores (NaN = unknown) -> its candidates, in
+    re-sort order, through ``memlab.core.ranking``."""
     raw = np.asarray(raw, dtype=np.float64)
     idx = select_candidates(raw, spec.candidates)
-    weight = recency_weight(ages, spec.tau_days, spec.decay)
+    weight = spec.weight(ages)
     final = rescore(raw, weight, spec.bonus, spec.combine)
     # what the recency term added: the same product rescore adds, or (mult) the difference it made
     bonus = spec.bonus * weight if spec.combine == "add" else final - raw
     out = []
     for rank, i in enumerate(rerank(raw, final, idx)):
-        reaches = bool(final[i] >= spec.threshold)
         out.append(
             Candidate(
                 int(i),
@@ -226,8 +241,21 @@ def retrieve(
                 float(raw[i]),
                 float(bonus[i]),
                 float(final[i]),
-                reaches,
-                reaches and rank < spec.inject,
+                bool(final[i] >= spec.threshold),
+                bool(injected(final[i], rank, spec.threshold, spec.inject)),
             )
         )
     return out
+
+
+def best_final(raw: np.ndarray, ages: np.ndarray, spec: RetrievalSpec) -> np.ndarray:
+    """What the spec puts first, per row (leading axes broadcast): the highest post-bonus score
+    among the top ``candidates`` by raw score, with the candidate rule's ties; -inf for a row
+    without a known score. The vectorised form of ``retrieve(...)[0].final``."""
+    raw = np.asarray(raw, dtype=np.float64)
+    ages = np.broadcast_to(np.asarray(ages, dtype=np.float64), raw.shape)
+    top = top_k(raw, spec.candidates)
+    top_raw = np.take_along_axis(raw, top, axis=-1)
+    final = spec.final(top_raw, np.take_along_axis(ages, top, axis=-1))
+    final = np.where(np.isfinite(top_raw), final, -np.inf)
+    return final.max(axis=-1, initial=-np.inf)

@@ -31,8 +31,9 @@ from memlab.core.chunks import CHUNK_BYTES, Chunk, first_row, pair_bytes, plan_c
 from memlab.core.errors import InputError
 from memlab.core.grid import AXES, Grid
 from memlab.core.labels import QUESTION_KINDS, Labels
+from memlab.core.ranking import select_candidates
 from memlab.core.registry import check_names
-from memlab.core.spec import recency_weight, rescore, select_candidates
+from memlab.core.spec import recency_weight, rescore
 
 if TYPE_CHECKING:
     import pandas as pd

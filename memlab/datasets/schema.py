@@ -260,7 +260,6 @@ _QUESTION_FIELDS = {
 LEGACY_FIELDS = frozenset({"source"})  # provenance, as it was called before 0.2
 
 
-
 def provenance_field(obj: Mapping[str, Any]) -> str:
     """The record's provenance field: ``provenance``, or ``source`` in files written before 0.2."""
     return "source" if "source" in obj and "provenance" not in obj else "provenance"

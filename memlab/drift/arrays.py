@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from memlab.core.errors import InputError
-from memlab.drift.streams import Stream
 from memlab.drift.extractor_prior import ExtractorPrior, event_score, fit_extractor_prior, refiled_keys
 from memlab.drift.memory_systems import TYPE_HALF_LIFE_DAYS, TYPE_ORDER, TYPE_PRIOR
+from memlab.drift.streams import Stream
 
 Encoder = Callable[[list[str], str], np.ndarray]  # (texts, "document" | "query") -> unit vectors
 TokenCounter = Callable[[list[str]], np.ndarray]

@@ -54,8 +54,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from memlab.core.ranking import candidate_order, rank_of, resort_order
 from memlab.core.registry import lookup
-from memlab.core.spec import candidate_order, rank_of, recency_weight, rescore, resort_order
+from memlab.core.spec import recency_weight, rescore
 from memlab.drift.content_supersession import content_retired
 from memlab.drift.extractor_prior import EVENT_TYPE
 

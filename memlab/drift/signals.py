@@ -28,10 +28,10 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.stats import mannwhitneyu
 
-from memlab.drift.content_supersession import content_keys
 from memlab.drift.arrays import StreamArrays
-from memlab.drift.streams import TOPICS, Stream
+from memlab.drift.content_supersession import content_keys
 from memlab.drift.extractor_prior import EVENT_TYPE, event_score, fit_extractor_prior
+from memlab.drift.streams import TOPICS, Stream
 
 
 def auc(positive: np.ndarray, negative: np.ndarray) -> float:

@@ -44,7 +44,6 @@ from memlab.drift.arrays import (
     prepare_streams,
 )
 from memlab.drift.intervals import REFERENCE, bootstrap_ci, frontier, paired_bootstrap_ci
-from memlab.drift.streams import check_disjoint, generate_streams
 from memlab.drift.memory_systems import (
     READ_SYSTEMS,
     WRITE_POLICIES,
@@ -56,6 +55,7 @@ from memlab.drift.memory_systems import (
     pack,
     reinforce,
 )
+from memlab.drift.streams import check_disjoint, generate_streams
 
 if TYPE_CHECKING:
     import pandas as pd

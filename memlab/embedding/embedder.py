@@ -40,6 +40,7 @@ from memlab.core.errors import EmbeddingError, InputError
 from memlab.core.files import atomic_write_bytes, atomic_write_text
 from memlab.core.numbers import check_number
 from memlab.core.registry import lookup
+from memlab.embedding.cache import default_cache_dir, read_vector
 from memlab.embedding.engines import (
     DEFAULT_MODEL,
     ROLES,
@@ -48,7 +49,6 @@ from memlab.embedding.engines import (
     model_card,
     model_id,
 )
-from memlab.embedding.cache import default_cache_dir, read_vector
 from memlab.embedding.server import ServerClient, ServerConfig, ServerUnavailable
 
 __all__ = ["PROBE_TEXT", "Embedder", "default_cache_dir", "make_embedder"]

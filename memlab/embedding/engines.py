@@ -41,7 +41,12 @@ import numpy as np
 
 from memlab.core.errors import EmbeddingError, InputError
 from memlab.core.registry import lookup
-from memlab.embedding.cache import FIXED_BATCH_ROWS, default_cache_dir, fixed_shape_batches, folder_fingerprint
+from memlab.embedding.cache import (
+    FIXED_BATCH_ROWS,
+    default_cache_dir,
+    fixed_shape_batches,
+    folder_fingerprint,
+)
 
 # Set before sentence-transformers / transformers are imported anywhere in the process.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -174,7 +174,9 @@ def _import_sample(sample, position, granularity, log, memories, questions) -> N
         )
         for mid, text, dia_ids in rows:
             order[mid] = (len(memories), when)
-            memories.append({"id": mid, "date": iso(when), "text": text, "provenance": "imported", "_when": when})
+            memories.append(
+                {"id": mid, "date": iso(when), "text": text, "provenance": "imported", "_when": when}
+            )
             for d in dia_ids:
                 cites.setdefault(d, []).append(mid)
     if not sessions:

@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 
 from memlab.core.errors import InputError, MissingFileError
-from memlab.qdrant.client import open_client
 from memlab.core.files import write_folder_atomically
 from memlab.core.registry import lookup
 from memlab.datasets.schema import DatasetError, parse_datetime
+from memlab.qdrant.client import open_client
 
 # how the date is stored: iso (RFC 3339 strings), epoch-s or epoch-ms (numbers); "auto": iso for
 # strings, epoch-s for numbers
@@ -166,7 +166,12 @@ def import_qdrant(
             problems.append(f"{where}: point {pid}: vector: contains NaN or infinity")
             continue
         rows.append(
-            {"id": pid, "date": when.isoformat().replace("+00:00", "Z"), "text": text, "provenance": "imported"}
+            {
+                "id": pid,
+                "date": when.isoformat().replace("+00:00", "Z"),
+                "text": text,
+                "provenance": "imported",
+            }
         )
         vecs.append(vector)
     if not points:

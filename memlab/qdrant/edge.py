@@ -99,7 +99,9 @@ def filter_(f: dict[str, Any] | None):
 
 _NARY = ("sum", "mult", "max", "min")
 _UNARY = ("neg", "abs", "sqrt", "exp", "ln", "log10")
-_DECAYS = {"exp_decay": "Exp", "gauss_decay": "Gauss", "lin_decay": "Lin"}
+_DECAY_SUFFIX = (
+    "_decay"  # Qdrant's decay expressions: exp_decay, gauss_decay, lin_decay -> DecayKind.Exp, ...
+)
 
 
 def expression(x: Any):
@@ -128,9 +130,11 @@ def expression(x: Any):
         return E.Datetime(v)
     if k == "datetime_key":
         return E.DatetimeKey(v)
-    if k in _DECAYS:
+    if k.endswith(_DECAY_SUFFIX) and hasattr(
+        qe.DecayKind, kind := k.removesuffix(_DECAY_SUFFIX).capitalize()
+    ):
         return E.Decay(
-            getattr(qe.DecayKind, _DECAYS[k]),
+            getattr(qe.DecayKind, kind),
             x=expression(v["x"]),
             target=expression(v["target"]) if v.get("target") is not None else None,
             midpoint=v.get("midpoint"),

@@ -40,7 +40,7 @@ from typing import Any
 
 from memlab.core.errors import InputError
 from memlab.core.registry import lookup
-from memlab.core.spec import MIDPOINT, SECONDS_PER_DAY, RetrievalSpec
+from memlab.core.spec import COMBINES, DECAYS, MIDPOINT, SECONDS_PER_DAY, RetrievalSpec
 
 QUERY_VECTOR = "<query vector>"
 QUERY_TIME = "<query time>"  # RFC 3339, UTC, whole seconds
@@ -122,8 +122,9 @@ DEFAULT_SCHEMA = CollectionSchema()  # memlab's own: date (RFC 3339), memory_id,
 
 
 def decay_expression(spec: RetrievalSpec, schema: CollectionSchema, at: datetime | None) -> dict[str, Any]:
-    """``<decay>_decay`` of the memory's date around the query time ``at`` (None: the
-    placeholder): 1 at distance 0, 1/e at tau, the distance in seconds."""
+    """The spec's decay (``DECAYS[spec.decay].qdrant``, e.g. ``exp_decay``) of the memory's date
+    around the query time ``at`` (None: the placeholder): 1 at distance 0, 1/e at tau, the
+    distance in seconds."""
     target = {"datetime": QUERY_TIME if at is None else rfc3339(at)}
     params = {
         "x": schema.date_seconds(),
@@ -131,15 +132,13 @@ def decay_expression(spec: RetrievalSpec, schema: CollectionSchema, at: datetime
         "scale": spec.tau_days * SECONDS_PER_DAY,
         "midpoint": MIDPOINT,
     }
-    return {f"{spec.decay}_decay": params}
+    return {DECAYS[spec.decay].qdrant: params}
 
 
 def formula(spec: RetrievalSpec, schema: CollectionSchema, at: datetime | None) -> dict[str, Any]:
-    """add: ``$score + bonus * decay``; mult: ``$score * (1 + bonus * decay)`` (memlab's rescore)."""
-    term = {"mult": [spec.bonus, decay_expression(spec, schema, at)]}
-    if spec.combine == "add":
-        return {"sum": ["$score", term]}
-    return {"mult": ["$score", {"sum": [1.0, term]}]}
+    """The combine's formula around ``$score`` (``COMBINES[spec.combine].qdrant``): add
+    ``$score + bonus * decay``, mult ``$score * (1 + bonus * decay)``, as memlab's rescore."""
+    return COMBINES[spec.combine].qdrant(spec.bonus, decay_expression(spec, schema, at))
 
 
 def not_after(schema: CollectionSchema, at: datetime | None) -> dict[str, Any]:

@@ -29,8 +29,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from memlab.core.errors import InputError
+from memlab.core.ranking import select_candidates
 from memlab.core.registry import lookup
-from memlab.core.spec import select_candidates
 
 
 def route_candidates(scores: np.ndarray, n: int, *, positive_only: bool = False) -> np.ndarray:

@@ -30,7 +30,8 @@ import numpy as np
 
 from memlab.core.errors import InputError
 from memlab.core.numbers import check_number
-from memlab.core.spec import RetrievalSpec, age_days, candidate_order, recency_weight, rescore, resort_order
+from memlab.core.ranking import candidate_order, resort_order
+from memlab.core.spec import RetrievalSpec, age_days, recency_weight, rescore
 from memlab.studies.scale import MaxLaw, block_outcomes, distractor_texts
 
 FACTORS = (10, 100)

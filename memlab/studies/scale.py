@@ -27,7 +27,8 @@ import numpy as np
 
 from memlab.core.errors import InputError
 from memlab.core.numbers import check_number
-from memlab.core.spec import RetrievalSpec, age_days, recency_weight, rescore, select_candidates
+from memlab.core.ranking import select_candidates
+from memlab.core.spec import RetrievalSpec, age_days, recency_weight, rescore
 from memlab.studies.distractor_templates import distractor_templates
 
 

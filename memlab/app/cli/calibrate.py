@@ -56,8 +56,8 @@ def qdrant_dataset(args: argparse.Namespace, tmp: Path) -> Dataset:
 def store_vectors(args: argparse.Namespace, dataset: Dataset):
     """(embedder, memory vectors): the stored vectors with the recorded model, else the memories
     embedded with ``--model``."""
-    from memlab.embedding.engines import model_id
     from memlab.embedding.embedder import Embedder
+    from memlab.embedding.engines import model_id
 
     opts = {"truncate_dim": args.truncate_dim, "cache_dir": args.cache_dir, "progress": sys.stderr.isatty()}
     if dataset.vectors:

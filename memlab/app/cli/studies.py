@@ -24,9 +24,9 @@ from memlab.app.cli.options import (
 from memlab.core.errors import InputError
 from memlab.core.registry import check_names
 from memlab.datasets.schema import load_dataset
-from memlab.output.io import json_ready
 from memlab.drift.arrays import DRIFT_MODEL
 from memlab.drift.study import parse_budgets
+from memlab.output.io import json_ready
 
 
 def scale_inputs(args: argparse.Namespace):
@@ -221,8 +221,8 @@ def cmd_robustness(args: argparse.Namespace) -> int:
 
 
 def cmd_drift(args: argparse.Namespace) -> int:
-    from memlab.drift.study import drift_study
     from memlab.drift.streams import held_out_seeds, parse_seed_range
+    from memlab.drift.study import drift_study
 
     held_out = held_out_seeds(args.seed_range, args.streams)
     tune_range = parse_seed_range(args.tune_range, "--tune-range")

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import plotly.graph_objects as go
 
-from memlab.core.spec import recency_bonus
+from memlab.core.registry import lookup
+from memlab.core.spec import DECAYS, recency_bonus
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -63,17 +64,10 @@ def bonus_curve(
     )
     return style(
         fig,
-        f"Recency bonus {bonus:g} × {DECAY_TITLES[decay].format(tau=days(tau_days))}",
+        f"Recency bonus {bonus:g} × {lookup(DECAYS, decay, 'decay').title.format(tau=days(tau_days))}",
         "memory age (days)",
         "bonus added to the cosine score",
     )
-
-
-DECAY_TITLES = {
-    "exp": "exp(−age / {tau})",
-    "gauss": "exp(−(age / {tau})²)",
-    "lin": "max(0, 1 − (1 − 1/e) age / {tau})",
-}
 
 
 def question_frame(ev: Evaluation, dataset: Dataset) -> pd.DataFrame:
