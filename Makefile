@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help install install-test run test test-fast lint bench clean notebooks
+.PHONY: help install install-test run test test-fast lint bench clean notebooks docs
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -49,6 +49,9 @@ test-fast: $(VENV)/.installed-test  ## the suite without model, notebook, browse
 notebooks: $(VENV)/.installed  ## rewrite the notebooks' parameters cells from memlab.app.parameters and sync the .ipynb
 	$(BIN)/python -m memlab.app.parameters notebooks/[0-9]*.py
 	$(BIN)/jupytext --sync notebooks/[0-9]*.py
+
+docs: $(VENV)/.installed  ## rewrite the generated pages docs/cli.md and docs/parameters.md
+	$(BIN)/python -m memlab.app.cli.reference docs
 
 lint: $(VENV)/.installed-dev  ## ruff check and format check
 	$(BIN)/ruff check memlab tests bench notebooks

@@ -3,7 +3,8 @@
 from memlab.core.criteria import SEED_CRITERIA, Criterion
 from memlab.core.spec import RetrievalSpec, final_score, recency_bonus, recency_weight, retrieve
 from memlab.datasets.schema import Dataset, DatasetError, Memory, Question, load_dataset
-from memlab.scores.sources import SOURCES, ScoreTable, load_scores
+from memlab.scores.problem import RetrievalProblem, build_problem
+from memlab.scores.sources import SOURCES, ScoreOptions, ScoreTable, load_scores
 from memlab.tuning.evaluate import SEED_CANDIDATES, Evaluation, candidate_table, evaluate
 
 __version__ = "0.1.0"
@@ -18,8 +19,11 @@ __all__ = [
     "Evaluation",
     "Memory",
     "Question",
+    "RetrievalProblem",
     "RetrievalSpec",
+    "ScoreOptions",
     "ScoreTable",
+    "build_problem",
     "candidate_table",
     "evaluate",
     "final_score",

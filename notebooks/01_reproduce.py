@@ -24,33 +24,34 @@
 # %% tags=["parameters"]
 source: str = "published"  # score source: published (the seed's numbers) or embedded
 lang: str = "en"  # text language to embed: en or ja
-model: str = ""  # embedding model name or folder; empty: multilingual-e5-small (07_drift: all-MiniLM-L6-v2)
+model: str = ""  # embedding model name or folder; empty: the model an imported dataset records, else multilingual-e5-small (07_drift: all-MiniLM-L6-v2)
 embed_url: str = ""  # embedding server URL (OpenAI-compatible), tried first; empty: the local model only
 embed_model: str = ""  # model asked of the server; empty: the local model's name (which it must serve)
 dataset: str = "seed16"  # packaged dataset name or dataset folder
 bonus: float = 0.05  # recency bonus at age 0 (cosine units)
-tau_days: float = 14.0  # recency decay constant (days)
-decay: str = "exp"  # recency decay family: exp, gauss or lin (weight 1/e at tau_days)
-combine: str = "add"  # how the bonus enters: add (raw + bonus*w) or mult (raw * (1 + bonus*w))
-threshold: float = 0.45  # post-bonus score a memory needs to be injected
+tau_days: float = 14.0  # recency decay constant (days): the decay's weight is 1/e at this age
+threshold: float = 0.45  # post-bonus score a memory needs to be injected (inclusive); commands default to the model's (0.845 English, 0.875 Japanese for multilingual-e5-small; 0.45 for published scores)
 candidates: int = 8  # raw nearest neighbours fetched before the re-sort
 inject: int = 3  # most memories injected into the prompt
+decay: str = "exp"  # recency decay family, weight 1 at age 0 and 1/e at tau_days: exp exp(−age / tau); gauss exp(−(age / tau)²); lin max(0, 1 − (1 − 1/e) age / tau)
+combine: str = "add"  # how the bonus enters: add raw + bonus * w; mult raw * (1 + bonus * w)
 out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
 fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
 
 # %%
 from dataclasses import replace
 
-from memlab import RetrievalSpec, candidate_table, evaluate, load_dataset, load_scores
+from memlab import ScoreOptions, build_problem, candidate_table, evaluate
 from memlab.embedding.server import server_config
 from memlab.output import figures, tables
 from memlab.output.report import Report
 
 report = Report(out_dir, fig_formats)
-data = load_dataset(dataset)
-server = server_config(embed_url, embed_model)  # None: the local model only
-scores = load_scores(source, data, lang=lang, model=model or None, server=server)
-spec = RetrievalSpec(
+# the dataset, its scores (and the model that made them) and the whole spec, settled once
+options = ScoreOptions(source, lang, model or None, server=server_config(embed_url, embed_model))
+problem = build_problem(
+    dataset,
+    options,
     candidates=candidates,
     inject=inject,
     threshold=threshold,
@@ -59,7 +60,8 @@ spec = RetrievalSpec(
     decay=decay,
     combine=combine,
 )
-ev = evaluate(data, scores, spec, lang=lang)
+data, scores, spec = problem.dataset, problem.scores, problem.spec
+ev = evaluate(problem)
 print(f"{scores.source} scores ({scores.details.get('model', '')}), {len(data.memories)} memories")
 
 # %% [markdown]

@@ -22,21 +22,21 @@
 # %% tags=["parameters"]
 source: str = "published"  # score source: published (the seed's numbers) or embedded
 lang: str = "en"  # text language to embed: en or ja
-model: str = ""  # embedding model name or folder; empty: multilingual-e5-small (07_drift: all-MiniLM-L6-v2)
+model: str = ""  # embedding model name or folder; empty: the model an imported dataset records, else multilingual-e5-small (07_drift: all-MiniLM-L6-v2)
 embed_url: str = ""  # embedding server URL (OpenAI-compatible), tried first; empty: the local model only
 embed_model: str = ""  # model asked of the server; empty: the local model's name (which it must serve)
 dataset: str = "seed16"  # packaged dataset name or dataset folder
 bonus: float = 0.05  # recency bonus at age 0 (cosine units)
-tau_days: float = 14.0  # recency decay constant (days)
-decay: str = "exp"  # recency decay family: exp, gauss or lin (weight 1/e at tau_days)
-combine: str = "add"  # how the bonus enters: add (raw + bonus*w) or mult (raw * (1 + bonus*w))
-threshold: float = 0.45  # post-bonus score a memory needs to be injected
+tau_days: float = 14.0  # recency decay constant (days): the decay's weight is 1/e at this age
+threshold: float = 0.45  # post-bonus score a memory needs to be injected (inclusive); commands default to the model's (0.845 English, 0.875 Japanese for multilingual-e5-small; 0.45 for published scores)
 candidates: int = 8  # raw nearest neighbours fetched before the re-sort
 inject: int = 3  # most memories injected into the prompt
+decay: str = "exp"  # recency decay family, weight 1 at age 0 and 1/e at tau_days: exp exp(−age / tau); gauss exp(−(age / tau)²); lin max(0, 1 − (1 − 1/e) age / tau)
+combine: str = "add"  # how the bonus enters: add raw + bonus * w; mult raw * (1 + bonus * w)
 bonus_range: str = "0:0.1:0.001"  # sweep: bonus values, start:stop:step or a comma list
 tau_range: str = "1:60:1"  # sweep: tau_days values
-threshold_range: str = "0.40:0.50:0.005"  # sweep: threshold values
-select: str = "max-margin"  # sweep: selection rule (smallest-bonus, max-headroom, max-margin)
+threshold_range: str = "0.40:0.50:0.005"  # sweep: threshold values (commands default to the model's range: 0.80:0.90:0.005 for multilingual-e5-small, 0.40:0.50:0.005 for published scores)
+select: str = "max-margin"  # sweep: selection rule
 out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
 fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
 
@@ -45,24 +45,31 @@ import json
 
 import pandas as pd
 
-from memlab import RetrievalSpec, evaluate, load_dataset, load_scores
+from memlab import ScoreOptions, build_problem, evaluate
 from memlab.core import selection
 from memlab.core.criteria import dataset_criteria
 from memlab.core.feasible import feasible_bonus, intervals_json
 from memlab.core.grid import Grid, parse_axis
-from memlab.core.labels import Labels
 from memlab.core.sweep import sweep
 from memlab.embedding.server import server_config
 from memlab.output import figures
 from memlab.output.report import Report
 
 report = Report(out_dir, fig_formats)
-data = load_dataset(dataset)
-server = server_config(embed_url, embed_model)  # None: the local model only
-scores = load_scores(source, data, lang=lang, model=model or None, server=server)
-ages = data.ages()
-raw = scores.retrievable(data)
-labels = Labels.from_dataset(data)
+options = ScoreOptions(source, lang, model or None, server=server_config(embed_url, embed_model))
+problem = build_problem(
+    dataset,
+    options,
+    candidates=candidates,
+    inject=inject,
+    threshold=threshold,
+    bonus=bonus,
+    tau_days=tau_days,
+    decay=decay,
+    combine=combine,
+)
+data, scores = problem.dataset, problem.scores
+ages, raw, labels = problem.ages(), problem.raw, problem.labels()
 criteria = dataset_criteria(data)
 grid = Grid(
     bonus=parse_axis(bonus_range, "bonus_range"),
@@ -176,28 +183,10 @@ report.figure(
 # ## Raw and post-bonus scores per question at the chosen spec
 
 # %%
-best = (
-    RetrievalSpec(
-        candidates=candidates,
-        inject=inject,
-        threshold=chosen["threshold"],
-        bonus=chosen["bonus"],
-        tau_days=chosen["tau_days"],
-        decay=decay,
-        combine=combine,
-    )
-    if chosen
-    else RetrievalSpec(
-        candidates=candidates,
-        inject=inject,
-        threshold=threshold,
-        bonus=bonus,
-        tau_days=tau_days,
-        decay=decay,
-        combine=combine,
-    )
-)
-ev = evaluate(data, scores, best, lang=lang)
+# the chosen configuration (else the given one), the same problem under it
+at = problem.with_spec(**({k: chosen[k] for k in ("threshold", "bonus", "tau_days")} if chosen else {}))
+best = at.spec
+ev = evaluate(at)
 report.figure(
     "chosen_bars",
     figures.question_bars(

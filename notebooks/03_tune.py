@@ -22,20 +22,20 @@
 # %% tags=["parameters"]
 source: str = "published"  # score source: published (the seed's numbers) or embedded
 lang: str = "en"  # text language to embed: en or ja
-model: str = ""  # embedding model name or folder; empty: multilingual-e5-small (07_drift: all-MiniLM-L6-v2)
+model: str = ""  # embedding model name or folder; empty: the model an imported dataset records, else multilingual-e5-small (07_drift: all-MiniLM-L6-v2)
 embed_url: str = ""  # embedding server URL (OpenAI-compatible), tried first; empty: the local model only
 embed_model: str = ""  # model asked of the server; empty: the local model's name (which it must serve)
 dataset: str = "seed16"  # packaged dataset name or dataset folder
 bonus: float = 0.05  # recency bonus at age 0 (cosine units)
-tau_days: float = 14.0  # recency decay constant (days)
-decay: str = "exp"  # recency decay family: exp, gauss or lin (weight 1/e at tau_days)
-combine: str = "add"  # how the bonus enters: add (raw + bonus*w) or mult (raw * (1 + bonus*w))
-threshold: float = 0.45  # post-bonus score a memory needs to be injected
+tau_days: float = 14.0  # recency decay constant (days): the decay's weight is 1/e at this age
+threshold: float = 0.45  # post-bonus score a memory needs to be injected (inclusive); commands default to the model's (0.845 English, 0.875 Japanese for multilingual-e5-small; 0.45 for published scores)
 candidates: int = 8  # raw nearest neighbours fetched before the re-sort
 inject: int = 3  # most memories injected into the prompt
+decay: str = "exp"  # recency decay family, weight 1 at age 0 and 1/e at tau_days: exp exp(−age / tau); gauss exp(−(age / tau)²); lin max(0, 1 − (1 − 1/e) age / tau)
+combine: str = "add"  # how the bonus enters: add raw + bonus * w; mult raw * (1 + bonus * w)
 bonus_range: str = "0:0.1:0.001"  # sweep: bonus values, start:stop:step or a comma list
 tau_range: str = "1:60:1"  # sweep: tau_days values
-threshold_range: str = "0.40:0.50:0.005"  # sweep: threshold values
+threshold_range: str = "0.40:0.50:0.005"  # sweep: threshold values (commands default to the model's range: 0.80:0.90:0.005 for multilingual-e5-small, 0.40:0.50:0.005 for published scores)
 out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
 fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
 

@@ -24,15 +24,17 @@
 # %% tags=["parameters"]
 source: str = "published"  # score source: published (the seed's numbers) or embedded
 lang: str = "en"  # text language to embed: en or ja
-model: str = ""  # embedding model name or folder; empty: multilingual-e5-small (07_drift: all-MiniLM-L6-v2)
+model: str = ""  # embedding model name or folder; empty: the model an imported dataset records, else multilingual-e5-small (07_drift: all-MiniLM-L6-v2)
 embed_url: str = ""  # embedding server URL (OpenAI-compatible), tried first; empty: the local model only
 embed_model: str = ""  # model asked of the server; empty: the local model's name (which it must serve)
 dataset: str = "seed16"  # packaged dataset name or dataset folder
 bonus: float = 0.05  # recency bonus at age 0 (cosine units)
-tau_days: float = 14.0  # recency decay constant (days)
-threshold: float = 0.45  # post-bonus score a memory needs to be injected
+tau_days: float = 14.0  # recency decay constant (days): the decay's weight is 1/e at this age
+threshold: float = 0.45  # post-bonus score a memory needs to be injected (inclusive); commands default to the model's (0.845 English, 0.875 Japanese for multilingual-e5-small; 0.45 for published scores)
 candidates: int = 8  # raw nearest neighbours fetched before the re-sort
 inject: int = 3  # most memories injected into the prompt
+decay: str = "exp"  # recency decay family, weight 1 at age 0 and 1/e at tau_days: exp exp(−age / tau); gauss exp(−(age / tau)²); lin max(0, 1 − (1 − 1/e) age / tau)
+combine: str = "add"  # how the bonus enters: add raw + bonus * w; mult raw * (1 + bonus * w)
 n_range: str = "16,100,1000,10000,100000,1000000"  # scale: memory counts N to measure
 pool: int = 5000  # scale: real embedded distractors (cached after the first run)
 seed: int = 0  # scale, robustness and drift: random seed
@@ -42,31 +44,30 @@ fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg 
 # %%
 import pandas as pd
 
-from memlab import RetrievalSpec, load_dataset, load_scores
+from memlab import ScoreOptions, build_problem
 from memlab.core.grid import parse_axis
 from memlab.embedding.server import server_config
 from memlab.output import figures
 from memlab.output.report import Report
-from memlab.studies.scale import embedded_inputs, scale_study
+from memlab.studies.scale import distractor_pool, scale_study
 
 report = Report(out_dir, fig_formats)
-data = load_dataset(dataset)
-server = server_config(embed_url, embed_model)  # None: the local model only
-scores = load_scores(source, data, lang=lang, model=model or None, server=server)
-queries, vectors, ages = embedded_inputs(data, pool, lang=lang, model=model or None, seed=seed, server=server)
-spec = RetrievalSpec(
-    candidates=candidates, inject=inject, threshold=threshold, bonus=bonus, tau_days=tau_days
+options = ScoreOptions(source, lang, model or None, server=server_config(embed_url, embed_model))
+problem = build_problem(
+    dataset,
+    options,
+    candidates=candidates,
+    inject=inject,
+    threshold=threshold,
+    bonus=bonus,
+    tau_days=tau_days,
+    decay=decay,
+    combine=combine,
 )
-result = scale_study(
-    data,
-    scores.raw,
-    queries,
-    vectors,
-    ages,
-    sorted(set(parse_axis(n_range, "n_range", integer=True))),
-    spec,
-    seed=seed,
-)
+# the distractors are embedded with the model the scores come from
+distractors = distractor_pool(problem, pool, seed=seed)
+sizes = sorted(set(parse_axis(n_range, "n_range", integer=True)))
+result = scale_study(problem, sizes, distractors, seed=seed)
 print(result.basis)
 
 # %%

@@ -27,12 +27,14 @@
 # %% tags=["parameters"]
 source: str = "published"  # score source: published (the seed's numbers) or embedded
 lang: str = "en"  # text language to embed: en or ja
-model: str = ""  # embedding model name or folder; empty: multilingual-e5-small (07_drift: all-MiniLM-L6-v2)
+model: str = ""  # embedding model name or folder; empty: the model an imported dataset records, else multilingual-e5-small (07_drift: all-MiniLM-L6-v2)
 embed_url: str = ""  # embedding server URL (OpenAI-compatible), tried first; empty: the local model only
 embed_model: str = ""  # model asked of the server; empty: the local model's name (which it must serve)
 dataset: str = "seed16"  # packaged dataset name or dataset folder
 candidates: int = 8  # raw nearest neighbours fetched before the re-sort
 inject: int = 3  # most memories injected into the prompt
+decay: str = "exp"  # recency decay family, weight 1 at age 0 and 1/e at tau_days: exp exp(−age / tau); gauss exp(−(age / tau)²); lin max(0, 1 − (1 − 1/e) age / tau)
+combine: str = "add"  # how the bonus enters: add raw + bonus * w; mult raw * (1 + bonus * w)
 hybrid_datasets: str = "seed16-time,daily-lunch"  # hybrid: datasets to compare the retrievers on (comma list)
 retrievers: str = ""  # hybrid: retrievers to compare (comma list); empty for all
 alpha_range: str = "0:1:0.1"  # hybrid: weight of the vector route in weighted fusion
@@ -43,6 +45,7 @@ out_dir: str = "results/notebook"  # folder for this notebook's tables and figur
 fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
 
 # %%
+from memlab import ScoreOptions
 from memlab.core.grid import parse_axis
 from memlab.embedding.server import server_config
 from memlab.output import figures
@@ -55,16 +58,15 @@ grid = RetrieverGrid(
     rrf_ks=parse_axis(rrf_k_range, "rrf_k_range"),
     bonus=parse_axis(hybrid_bonus_range, "hybrid_bonus_range"),
     tau_days=parse_axis(hybrid_tau_range, "hybrid_tau_range"),
+    decay=(decay,),
+    combine=(combine,),
     candidates=candidates,
     inject=inject,
 )
-server = server_config(embed_url, embed_model)  # None: the local model only
+options = ScoreOptions(source, lang, model or None, server=server_config(embed_url, embed_model))
 results = compare_datasets(
     [d.strip() for d in hybrid_datasets.split(",") if d.strip()],
-    source=source,
-    lang=lang,
-    model=model or None,
-    server=server,
+    options,
     retrievers=[p.strip() for p in retrievers.split(",") if p.strip()] or None,
     grid=grid,
 )

@@ -27,9 +27,11 @@
 # content supersession told a part of the truth (what each kind of noise costs).
 
 # %% tags=["parameters"]
-model: str = ""  # embedding model name or folder; empty: multilingual-e5-small (07_drift: all-MiniLM-L6-v2)
+model: str = ""  # embedding model name or folder; empty: the model an imported dataset records, else multilingual-e5-small (07_drift: all-MiniLM-L6-v2)
 embed_url: str = ""  # embedding server URL (OpenAI-compatible), tried first; empty: the local model only
 embed_model: str = ""  # model asked of the server; empty: the local model's name (which it must serve)
+decay: str = "exp"  # recency decay family, weight 1 at age 0 and 1/e at tau_days: exp exp(−age / tau); gauss exp(−(age / tau)²); lin max(0, 1 − (1 − 1/e) age / tau)
+combine: str = "add"  # how the bonus enters: add raw + bonus * w; mult raw * (1 + bonus * w)
 boot: int = 200  # robustness and drift: bootstrap resamples (of each kind)
 seed: int = 0  # scale, robustness and drift: random seed
 streams: int = 400  # drift: held-out streams, the first N seeds of seed_range
@@ -57,6 +59,8 @@ result = drift_study(
     server=server,
     n_boot=boot,
     seed=seed,
+    decay=(decay,),
+    combine=(combine,),
 )
 print(f"embeddings: {result.embedding_model}; tokens: {result.tokenizer}")
 print(", ".join(f"{k} {v:.1f} s" for k, v in result.seconds.items()))

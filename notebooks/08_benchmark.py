@@ -22,18 +22,20 @@
 # (the default batch) the notebook says so and does nothing else.
 
 # %% tags=["parameters"]
-model: str = ""  # embedding model name or folder; empty: multilingual-e5-small (07_drift: all-MiniLM-L6-v2)
+model: str = ""  # embedding model name or folder; empty: the model an imported dataset records, else multilingual-e5-small (07_drift: all-MiniLM-L6-v2)
 embed_url: str = ""  # embedding server URL (OpenAI-compatible), tried first; empty: the local model only
 embed_model: str = ""  # model asked of the server; empty: the local model's name (which it must serve)
 bonus: float = 0.05  # recency bonus at age 0 (cosine units)
-tau_days: float = 14.0  # recency decay constant (days)
-threshold: float = 0.45  # post-bonus score a memory needs to be injected
+tau_days: float = 14.0  # recency decay constant (days): the decay's weight is 1/e at this age
+threshold: float = 0.45  # post-bonus score a memory needs to be injected (inclusive); commands default to the model's (0.845 English, 0.875 Japanese for multilingual-e5-small; 0.45 for published scores)
 candidates: int = 8  # raw nearest neighbours fetched before the re-sort
 inject: int = 3  # most memories injected into the prompt
+decay: str = "exp"  # recency decay family, weight 1 at age 0 and 1/e at tau_days: exp exp(−age / tau); gauss exp(−(age / tau)²); lin max(0, 1 − (1 − 1/e) age / tau)
+combine: str = "add"  # how the bonus enters: add raw + bonus * w; mult raw * (1 + bonus * w)
 bonus_range: str = "0:0.1:0.001"  # sweep: bonus values, start:stop:step or a comma list
 tau_range: str = "1:60:1"  # sweep: tau_days values
-threshold_range: str = "0.40:0.50:0.005"  # sweep: threshold values
-select: str = "max-margin"  # sweep: selection rule (smallest-bonus, max-headroom, max-margin)
+threshold_range: str = "0.40:0.50:0.005"  # sweep: threshold values (commands default to the model's range: 0.80:0.90:0.005 for multilingual-e5-small, 0.40:0.50:0.005 for published scores)
+select: str = "max-margin"  # sweep: selection rule
 n_range: str = "16,100,1000,10000,100000,1000000"  # scale: memory counts N to measure
 pool: int = 5000  # scale: real embedded distractors (cached after the first run)
 seed: int = 0  # scale, robustness and drift: random seed
@@ -47,7 +49,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from memlab import RetrievalSpec, evaluate, load_dataset, load_scores
+from memlab import RetrievalSpec, ScoreOptions, build_problem, evaluate
 from memlab.core import selection
 from memlab.core.criteria import Criterion
 from memlab.core.grid import Grid, parse_axis
@@ -56,7 +58,7 @@ from memlab.core.sweep import sweep
 from memlab.embedding.server import server_config
 from memlab.importers.benchmarks import import_benchmark
 from memlab.output.report import Report
-from memlab.studies.scale import embedded_inputs, scale_study
+from memlab.studies.scale import distractor_pool, scale_study
 
 report = Report(out_dir, fig_formats)
 run = bool(benchmark_file)
@@ -72,9 +74,9 @@ if run:
     if not (folder / "dataset.json").is_file():  # a rerun in the same folder keeps the import
         imported = import_benchmark(benchmark_file, folder, benchmark_granularity)
         report.value("import", imported.log.summary(), "per category: kinds, rejections, repairs")
-    data = load_dataset(folder)
     # benchmarks are English
-    scores = load_scores("embedded", data, lang="en", model=model or None, server=server)
+    problem = build_problem(str(folder), ScoreOptions("embedded", "en", model or None, server=server))
+    data, scores = problem.dataset, problem.scores
     kinds = pd.Series([q.kind for q in data.questions]).value_counts()
     print(f"{data.name}: {len(data.memories):,} memories, {len(data.questions):,} questions; {dict(kinds)}")
 
@@ -92,6 +94,8 @@ if run:
         threshold=tuple(sorted({*parse_axis(threshold_range, "threshold_range"), threshold})),
         candidates=(candidates,),
         inject=(inject,),
+        decay=(decay,),
+        combine=(combine,),
     )
     nohit = (Criterion("nohit", "nohit_below"),) if "nohit" in set(kinds.index) else ()
     swept = sweep(
@@ -126,8 +130,11 @@ if run:
         threshold=chosen["threshold"] if chosen else threshold,
         bonus=chosen["bonus"] if chosen else bonus,
         tau_days=chosen["tau_days"] if chosen else tau_days,
+        decay=decay,
+        combine=combine,
     )
-    ev = evaluate(data, scores, spec)
+    problem = problem.with_spec(spec)
+    ev = evaluate(problem)
     verdicts = pd.DataFrame(
         [{"kind": c.kind, "passed": c.passed} for c in ev.criteria]
         + [{"kind": "(none)", "passed": False}] * (not ev.criteria)
@@ -150,10 +157,8 @@ if run:
 if run:
     n0 = len(data.memories)
     sizes = sorted({n0, *(n for n in parse_axis(n_range, "n_range", integer=True) if n > n0)})
-    queries, vectors, pool_ages = embedded_inputs(
-        data, pool, lang="en", model=model or None, seed=seed, server=server
-    )
-    result = scale_study(data, scores.raw, queries, vectors, pool_ages, sizes, spec, seed=seed)
+    # distractors embedded with the model the scores come from
+    result = scale_study(problem, sizes, distractor_pool(problem, pool, seed=seed), seed=seed)
     report.table("scale", pd.DataFrame(list(result.rows)), "No-hit maximum against N: measured and predicted")
     report.value("n_zero_headroom", result.n_zero_headroom, "predicted N where the headroom reaches zero")
     report.finish(

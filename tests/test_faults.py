@@ -427,10 +427,11 @@ NUMBERS = [
 
 
 def test_the_scale_study_checks_its_pool_before_embedding():
-    from memlab.studies.scale import embedded_inputs
+    from memlab.scores.problem import build_problem
+    from memlab.studies.scale import distractor_pool
 
     with pytest.raises(ValueError) as e:
-        embedded_inputs(load_dataset("seed16"), 0, lang="en")
+        distractor_pool(build_problem("seed16"), 0)
     assert str(e.value) == "pool: expected an integer >= 1, got 0"
 
 

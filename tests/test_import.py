@@ -196,8 +196,17 @@ def test_imported_seed_scores_like_the_embedded_source(tmp_path, seed, embedded,
     with pytest.raises(ValueError) as e:
         load_scores("embedded", ds, model="Qwen/Qwen3-Embedding-0.6B", cache_dir=cache_dir)
     assert str(e.value) == (
-        "dataset 'mem' keeps vectors made with 'multilingual-e5-small'; questions would be embedded "
-        "with 'Qwen/Qwen3-Embedding-0.6B': pass --model multilingual-e5-small"
+        "dataset 'mem' keeps vectors made with 'multilingual-e5-small', not 'Qwen/Qwen3-Embedding-0.6B' "
+        "(--model): new texts must be embedded with 'multilingual-e5-small'"
+    )
+    # a server asked for another model is refused alike, before any request
+    from memlab.embedding.server import ServerConfig
+
+    with pytest.raises(ValueError) as e:
+        load_scores("embedded", ds, server=ServerConfig("http://127.0.0.1:9/v1", "text-embedding-3-small"))
+    assert str(e.value) == (
+        "dataset 'mem' keeps vectors made with 'multilingual-e5-small', not the server's "
+        "'text-embedding-3-small' (--embed-model): new texts must be embedded with 'multilingual-e5-small'"
     )
     # NaN in the stored vectors (Qdrant itself refuses them, a hand-edited file may not)
     good = np.load(tmp_path / "imported" / "vectors.npy")
@@ -290,11 +299,16 @@ def test_app_ids_schema_and_errors_against_the_users_files(tmp_path, capsys):
         "id_field": "mid",
     }
     capsys.readouterr()
-    assert (
-        main(["spec", "--dataset", str(tmp_path / "ds"), "--at", "2026-09-10", "--format", "qdrant-json"])
-        == 0
+    spec = ["spec", "--dataset", str(tmp_path / "ds"), "--at", "2026-09-10", "--format", "qdrant-json"]
+    # the default threshold is the model's, and nobody recorded which model made these vectors
+    assert main(spec) == 2
+    assert capsys.readouterr().err == (
+        "memlab: error: dataset 'mem' keeps vectors from an unrecorded model: pass --model, the model "
+        "that made them, to embed new texts alike\n"
     )
+    assert main([*spec, "--threshold", "0.3"]) == 0
     body = json.loads(capsys.readouterr().out)
+    assert body["score_threshold"] == 0.3
     assert body["prefetch"]["filter"]["must"] == [{"key": "ts", "range": {"lte": 1788998400}}]
     assert body["query"]["formula"]["sum"][1]["mult"][1]["exp_decay"]["x"] == "ts"
     assert main(["spec", "--dataset", str(tmp_path / "ds"), "--format", "setup"]) == 0

@@ -7,11 +7,12 @@ import math
 
 from memlab.app.cli import main
 from memlab.core.spec import RetrievalSpec
+from memlab.scores.problem import RetrievalProblem
 from memlab.studies.robustness import robustness, robustness_summary
 
 
 def test_leave_one_question_out_moves_the_ends_as_on_paper(seed, published):
-    df = robustness(seed, published.raw, RetrievalSpec(), n_boot=20, seed=1)
+    df = robustness(RetrievalProblem.of(seed, published, RetrievalSpec()), n_boot=20, seed=1)
     loqo = df[df["kind"] == "loqo"].set_index("left_out")
     full = df.iloc[0]
     assert math.isclose(full["lo"], (0.45 - 0.408) / math.exp(-1 / 14))  # (c), H2's article
@@ -25,15 +26,15 @@ def test_leave_one_question_out_moves_the_ends_as_on_paper(seed, published):
 
 
 def test_resamples_are_seeded_and_summarised(seed, published):
-    a = robustness(seed, published.raw, RetrievalSpec(), n_boot=30, seed=4)
-    b = robustness(seed, published.raw, RetrievalSpec(), n_boot=30, seed=4)
+    a = robustness(RetrievalProblem.of(seed, published, RetrievalSpec()), n_boot=30, seed=4)
+    b = robustness(RetrievalProblem.of(seed, published, RetrievalSpec()), n_boot=30, seed=4)
     assert a.equals(b)
     s = robustness_summary(a).set_index("kind")
     assert list(s.index) == ["all", "loqo", "questions", "memories"]
     assert s.loc["questions", "resamples"] == 30 and s.loc["all", "feasible_share"] == 1.0
     # (0.04, 14) fails (c) on the full set; some question resamples drop H2 and pass
     c = robustness_summary(
-        robustness(seed, published.raw, RetrievalSpec(bonus=0.04), n_boot=60, seed=4)
+        robustness(RetrievalProblem.of(seed, published, RetrievalSpec(bonus=0.04)), n_boot=60, seed=4)
     ).set_index("kind")
     assert c.loc["all", "feasible_share"] == 0.0 and 0 < c.loc["questions", "feasible_share"] < 1
 
@@ -44,3 +45,18 @@ def test_robustness_command(capsys):
     assert code == 0 and doc["spec"]["bonus"] == 0.05
     assert [r["kind"] for r in doc["summary"]] == ["all", "loqo", "questions", "memories"]
     assert len(doc["resamples"]) == 1 + 10 + 10 + 10
+
+
+def test_one_question_is_refused_with_a_reason(seed, published):
+    from dataclasses import replace
+
+    one = replace(seed, questions=seed.questions[:1])
+    table = replace(published, question_ids=published.question_ids[:1], raw=published.raw[:1])
+    try:
+        robustness(RetrievalProblem.of(one, table, RetrievalSpec()), n_boot=5)
+    except ValueError as e:
+        assert str(e) == (
+            "robustness needs at least 2 questions, 'seed16' has 1: leaving one out would leave nothing to measure"
+        )
+    else:
+        raise AssertionError("one question was not refused")

@@ -10,7 +10,7 @@ import pytest
 from memlab.app.cli import main
 from memlab.app.parameters import NOTEBOOK_PARAMETERS
 from memlab.app.runner import NOTEBOOKS, load_batch, parse_overrides
-from memlab.embedding.engines import MODELS
+from memlab.embedding.models import MODELS
 
 KNOWN = ", ".join(sorted(p.name for p in NOTEBOOK_PARAMETERS))
 

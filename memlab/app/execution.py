@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import memlab.output  # noqa: F401  (imported before papermill: spares jsonschema's 1 s IRI grammar)
+from memlab.app.notebooks import figure_notes
 from memlab.app.runner import Batch, Result, git_commit, kernel_name, now, versions
 from memlab.core.errors import InputError, MissingFileError
 from memlab.core.files import atomic_write_text
@@ -139,8 +140,16 @@ def kill_tree(pid: int) -> None:
             os.kill(p, signal.SIGKILL)
 
 
-def _die_with_parent() -> None:
-    """Worker start-up: die when the runner dies, and take the kernels along."""
+def _die_with_parent(log_path: str | None = None) -> None:
+    """Worker start-up: die when the runner dies, and take the kernels along. The worker's and
+    its kernels' own output goes to ``log_path`` (the staging folder's ``kernels.log``), not to
+    the terminal: a kernel that outlives a stopped run must not print after the runner's last
+    line."""
+    if log_path is not None:
+        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.close(fd)
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     os.setpgrp()  # the worker and its kernels: one group to kill
@@ -276,6 +285,7 @@ def run_batch(
         pool = cf.ProcessPoolExecutor(
             max_workers=min(jobs, len(tasks)),
             initializer=_die_with_parent,
+            initargs=(str(staging / "kernels.log"),),
             mp_context=multiprocessing.get_context("spawn"),
         )
         futures = {pool.submit(execute, t): i for i, t in enumerate(tasks)}
@@ -342,7 +352,9 @@ def run_batch(
                 for n, r in zip(manifest["notebooks"], results, strict=True)
             ],
         }
-        atomic_write_text(staging / "index.html", render_index(staged, [r.report for r in results], staging))
+        atomic_write_text(
+            staging / "index.html", render_index(staged, [r.report for r in results], staging, figure_notes())
+        )
         swap_in(staging, out)
         for r, paths in zip(results, final, strict=True):  # now in the folder swapped in
             r.__dict__.update(paths)

@@ -28,7 +28,7 @@ from memlab.core.spec import COMBINES, DECAYS, RetrievalSpec
 from memlab.datasets.schema import Dataset, load_dataset
 from memlab.output.figures import OKABE_ITO, question_bars, question_frame
 from memlab.output.prompt import b_format
-from memlab.scores.sources import ScoreTable, available_sources, load_scores
+from memlab.scores.sources import ScoreOptions, ScoreTable, available_sources, load_scores
 from memlab.tuning.evaluate import Evaluation, evaluate
 
 PASS_MARK = f"<span class='memlab-pass' style='color:{OKABE_ITO['green']}'>✓ PASS</span>"
@@ -135,7 +135,7 @@ class TuningPanel:
         lang: str | None = None,
         question: str | None = None,
         criteria: tuple[Criterion, ...] | None = None,
-        score_options: dict[str, Any] | None = None,
+        score_options: ScoreOptions | dict[str, Any] | None = None,
         ranges: dict[str, tuple[float, float]] | None = None,
         datasets: tuple[str, ...] = (),
     ):
@@ -148,7 +148,9 @@ class TuningPanel:
         self.question = question or default_question(dataset)
         self.given_criteria = criteria
         self.criteria = dataset_criteria(dataset) if criteria is None else criteria
-        self.score_options = score_options or {}
+        # how every (dataset, source, lang) is scored: the model, the server, the cache
+        given = score_options or ScoreOptions()
+        self.score_options = given if isinstance(given, ScoreOptions) else ScoreOptions(**given)
         self.ranges = ranges
         self._scores: dict[tuple[str, str, str], ScoreTable] = {}
         self.last_update_ms = 0.0
@@ -160,7 +162,7 @@ class TuningPanel:
     def scores(self) -> ScoreTable:
         key = (self.dataset_name, self.source, self.lang)
         if key not in self._scores:
-            self._scores[key] = load_scores(self.source, self.dataset, lang=self.lang, **self.score_options)
+            self._scores[key] = load_scores(self.source, self.dataset, self.score_options, lang=self.lang)
         return self._scores[key]
 
     def compute(self) -> Evaluation:

@@ -19,19 +19,19 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from memlab.app.parameters import NOTEBOOK_PARAMETERS, NOTEBOOK_USES, takers
+from memlab.app.notebooks import NOTEBOOK_NAMES as NOTEBOOKS
+from memlab.app.notebooks import NOTEBOOKS as REGISTERED
+from memlab.app.notebooks import takers
+from memlab.app.parameters import NOTEBOOK_PARAMETERS
 from memlab.core.errors import InputError, MissingFileError
 
-NOTEBOOKS = (
-    "01_reproduce",
-    "02_sweep",
-    "03_tune",
-    "04_scale",
-    "05_robustness",
-    "06_hybrid_time",
-    "07_drift",
-    "08_benchmark",
-)
+
+def _uses(notebook: str) -> tuple[str, ...] | None:
+    """The parameters a registered notebook takes (None: a notebook memlab does not know)."""
+    nb = REGISTERED.get(notebook)
+    return None if nb is None else nb.parameters
+
+
 PACKAGES = (
     "memlab",
     "numpy",
@@ -278,7 +278,7 @@ def is_packaged(name: str) -> bool:
 
 def notebook_params(notebook: str, params: dict[str, Any]) -> dict[str, Any]:
     """Only the parameters the notebook takes (a notebook memlab does not know takes them all)."""
-    uses = NOTEBOOK_USES.get(notebook)
+    uses = _uses(notebook)
     return dict(params) if uses is None else {k: v for k, v in params.items() if k in uses}
 
 
@@ -286,7 +286,7 @@ def check_taken(batch: Batch, overrides: dict[str, Any]) -> None:
     """Every parameter a run sets, or ``-p`` sets, is taken by one of the notebooks it runs."""
     everything = set(batch.notebooks) | {nb for r in batch.runs for nb in r.notebooks or ()}
     for key in overrides:
-        if not any(key in NOTEBOOK_USES.get(nb, (key,)) for nb in everything):
+        if not any(key in (_uses(nb) or (key,)) for nb in everything):
             raise InputError(
                 f"-p {key}: none of the batch's notebooks ({', '.join(sorted(everything))}) takes it; "
                 f"it is a parameter of {', '.join(takers(key))}"
@@ -294,7 +294,7 @@ def check_taken(batch: Batch, overrides: dict[str, Any]) -> None:
     for run in batch.runs:
         notebooks = run.notebooks or batch.notebooks
         for key in run.own:
-            if not any(key in NOTEBOOK_USES.get(nb, (key,)) for nb in notebooks):
+            if not any(key in (_uses(nb) or (key,)) for nb in notebooks):
                 raise InputError(
                     f"{batch.path}: run {run.name!r}: {key}: none of its notebooks "
                     f"({', '.join(notebooks)}) takes it; it is a parameter of {', '.join(takers(key))}"

@@ -184,6 +184,19 @@ class Grid:
         if self.size > MAX_CONFIGURATIONS:
             raise InputError(f"grid: {self.size:.3g} configurations, more than a sweep can number (2^62)")
 
+    @classmethod
+    def of(cls, spec: RetrievalSpec) -> Grid:
+        """The grid of one configuration: the whole spec, decay family included."""
+        return cls(
+            bonus=(spec.bonus,),
+            tau_days=(spec.tau_days,),
+            threshold=(spec.threshold,),
+            candidates=(spec.candidates,),
+            inject=(spec.inject,),
+            decay=(spec.decay,),
+            combine=(spec.combine,),
+        )
+
     @property
     def shape(self) -> tuple[int, ...]:
         return tuple(len(getattr(self, a)) for a in AXES)

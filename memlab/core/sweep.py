@@ -105,7 +105,7 @@ def prepare_candidates(raw: np.ndarray, ages: np.ndarray, labels: Labels, grid: 
     tq = np.array(tracked_q, dtype=int)
     pos = np.array(
         [
-            int(np.flatnonzero(cand[q] == m)[0]) if (cand[q] == m).any() else -1
+            int(np.flatnonzero(cand[q] == m)[0]) if m >= 0 and (cand[q] == m).any() else -1
             for q, m in zip(tq, tracked_mem, strict=True)
         ],
         dtype=int,

@@ -19,8 +19,9 @@ packed". Then ``pack`` fills the token budget greedily in score order.
 - ``no-memory``: an empty context.
 - ``full-history``: newest first until the budget is full.
 - ``top-k``: the ``k`` highest raw cosines.
-- ``recency-spec``: the seed's spec (``memlab.core.spec``): top ``candidates`` by cosine, plus
-  ``bonus * exp(-age / tau)``, kept at or above ``threshold``, the first ``inject``.
+- ``recency-spec``: the retrieval spec (``memlab.core.spec``, ranked by ``memlab.core.ranking``):
+  top ``candidates`` by cosine, plus ``bonus * decay(age, tau)`` in its decay family, kept at or
+  above ``threshold``, the first ``inject``.
 - ``multi-factor``: seed 001's ``alpha*cosine + beta*recency + gamma*salience + delta*prior``,
   with per-type half-lives, pinned types and reinforce-on-recall.
 - ``supersession``: the tuned multi-factor score, with memories superseded by a newer one of the
@@ -54,9 +55,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from memlab.core.ranking import candidate_order, rank_of, resort_order
+from memlab.core.ranking import candidate_mask, candidate_order, injected_mask, rank_of
 from memlab.core.registry import lookup
-from memlab.core.spec import recency_weight, rescore
+from memlab.core.spec import RetrievalSpec, recency_weight, rescore
 from memlab.drift.content_supersession import content_retired
 from memlab.drift.extractor_prior import EVENT_TYPE
 
@@ -120,7 +121,7 @@ def pack(scores: np.ndarray, tokens: np.ndarray, budget: np.ndarray | float) -> 
     against ``scores.shape[:-1]``. Returns a boolean mask of packed memories, shaped like
     ``scores`` broadcast with the budget.
     """
-    order = np.argsort(-scores, axis=-1, kind="stable")
+    order = candidate_order(scores)  # score order, ties: the earlier memory first
     packable = np.isfinite(np.take_along_axis(scores, order, axis=-1))
     used = np.cumsum(np.where(packable, tokens[order], 0), axis=-1)
     # the running count only grows, so what fits is a prefix of the order: count it per budget,
@@ -256,20 +257,25 @@ def _full_history(scene: Scene, params) -> np.ndarray:
 
 
 def _top_k(scene: Scene, params) -> np.ndarray:
-    within = rank_of(candidate_order(scene.cosine)) < _column(params, "k")
-    return np.where(within, scene.cosine, -np.inf)
+    return np.where(candidate_mask(scene.cosine, _column(params, "k")), scene.cosine, -np.inf)
 
 
 def _recency_spec(scene: Scene, params) -> np.ndarray:
-    """The retrieval spec itself, through the reference's own candidate rule and re-sort."""
+    """The whole retrieval spec, decay family included, through ``memlab.core.ranking``: the
+    candidate rule, the re-sort and the threshold-and-inject rule of the reference."""
     raw = scene.cosine
-    candidate = rank_of(candidate_order(raw)) < _column(params, "candidates")
     age = scene.now - scene.created
-    final = rescore(raw, recency_weight(age, _column(params, "tau_days")), _column(params, "bonus"))
-    reaches = candidate & (final >= _column(params, "threshold"))
-    order = resort_order(np.where(reaches, raw, -np.inf), np.where(reaches, final, -np.inf))
-    injected = reaches & (rank_of(order) < _column(params, "inject"))
-    return np.where(injected, final, -np.inf)
+    tau, bonus = _column(params, "tau_days"), _column(params, "bonus")
+    n = len(tau)
+    decays = np.broadcast_to(np.asarray(params.get("decay", RetrievalSpec.decay), dtype=object), (n,))
+    combines = np.broadcast_to(np.asarray(params.get("combine", RetrievalSpec.combine), dtype=object), (n,))
+    final = np.empty(np.broadcast_shapes(tau.shape, raw.shape))
+    for decay, combine in dict.fromkeys(zip(decays, combines, strict=True)):
+        rows = (decays == decay) & (combines == combine)
+        final[rows] = rescore(raw, recency_weight(age, tau[rows], decay), bonus[rows], combine)
+    candidate = candidate_mask(raw, _column(params, "candidates"))
+    chosen = injected_mask(raw, final, candidate, _column(params, "threshold"), _column(params, "inject"))
+    return np.where(chosen, final, -np.inf)
 
 
 def _multi_factor(scene: Scene, params) -> np.ndarray:
@@ -425,8 +431,10 @@ READ_SYSTEMS: dict[str, ReadSystem] = {
                 "tau_days": (1.0, 14.0, 60.0),
                 "threshold": (0.1, 0.2, 0.3, 0.45),
                 "inject": (1, 3, 8),
+                "decay": (RetrievalSpec.decay,),  # memlab drift --decay / --combine widen these
+                "combine": (RetrievalSpec.combine,),
             },
-            "the seed's recency bonus spec: cosine + bonus*exp(-age/tau), threshold, inject",
+            "the retrieval spec: cosine + bonus * decay(age, tau) (its decay family), threshold, inject",
         ),
         ReadSystem(
             "multi-factor",
@@ -518,4 +526,9 @@ def grid_columns(configs: list[dict[str, float]]) -> dict[str, np.ndarray]:
     """A list of configurations as one array per parameter (length C)."""
     if not configs or not configs[0]:
         return {}
-    return {k: np.array([c[k] for c in configs], dtype=np.float64) for k in configs[0]}
+    out = {}
+    for k in configs[0]:
+        values = [c[k] for c in configs]
+        named = any(isinstance(v, str) for v in values)  # a decay family, not a number
+        out[k] = np.array(values, dtype=object if named else np.float64)
+    return out

@@ -35,6 +35,7 @@ import numpy as np
 from memlab.core.errors import InputError
 from memlab.core.numbers import check_number
 from memlab.core.registry import check_names, lookup
+from memlab.core.spec import COMBINES, DECAYS, RetrievalSpec
 from memlab.drift.arrays import (
     Encoder,
     StreamArrays,
@@ -176,11 +177,15 @@ def _writes(arrays: Sequence[StreamArrays], policy: str, params: dict[str, float
     return [write(a.memory_cosine, a.key, **params) for a in arrays]
 
 
-def _read_grid(system: ReadSystem, chosen: dict[tuple[str, str], Choice], write_policy: str) -> dict:
+def _read_grid(
+    system: ReadSystem, chosen: dict[tuple[str, str], Choice], write_policy: str, axes: dict[str, tuple]
+) -> dict:
+    """The system's grid, its axes named in ``axes`` replaced, after its base's tuned values."""
+    own = {**system.grid, **{k: v for k, v in axes.items() if k in system.grid}}
     if system.base is None:
-        return system.grid
+        return own
     base = chosen[(system.base, write_policy)].read_params
-    return {**{k: (v,) for k, v in base.items()}, **system.grid}
+    return {**{k: (v,) for k, v in base.items()}, **own}
 
 
 def tune_memory_systems(
@@ -189,8 +194,11 @@ def tune_memory_systems(
     systems: Sequence[str] | None = None,
     write_policies: Sequence[str] | None = None,
     progress: bool = False,
+    axes: dict[str, tuple] | None = None,
 ) -> dict[tuple[str, str], Choice]:
-    """The best configuration of every (system, write policy) on these (tuning) streams."""
+    """The best configuration of every (system, write policy) on these (tuning) streams;
+    ``axes`` replaces the values of the grid axes it names (``decay``, ``combine``: the recency
+    spec's families)."""
     from tqdm.auto import tqdm
 
     # registry order, whatever order they are named in: a system's base is tuned before it
@@ -206,7 +214,7 @@ def tune_memory_systems(
         system = READ_SYSTEMS[name]
         if system.oracle and write_policy != write_policies[0]:
             continue  # one oracle line, under the first write policy
-        read_grid = _read_grid(system, chosen, write_policy)
+        read_grid = _read_grid(system, chosen, write_policy, axes or {})
         clash = sorted(set(read_grid) & set(WRITE_POLICIES[write_policy].grid))
         if clash:  # the chosen parameters are reported as one mapping: names must not collide
             raise InputError(f"{name} and {write_policy} both have parameter(s) {', '.join(clash)}")
@@ -359,9 +367,12 @@ def drift_study(
     seed: int = 0,
     progress: bool = False,
     server=None,
+    decay: Sequence[str] = (RetrievalSpec.decay,),
+    combine: Sequence[str] = (RetrievalSpec.combine,),
 ) -> DriftResult:
     """Generate, embed, tune on ``tune_range``, evaluate on ``held_out``; one row per
-    (system, write policy, budget) with bootstrap intervals over held-out streams."""
+    (system, write policy, budget) with bootstrap intervals over held-out streams. ``decay`` and
+    ``combine`` are the recency spec's families (axes of its grid)."""
     import time
 
     import pandas as pd
@@ -379,6 +390,10 @@ def drift_study(
         if base and base not in systems:
             raise InputError(f"system {name!r} starts from {base!r}'s tuned parameters: list {base!r} too")
     check_names(WRITE_POLICIES, write_policies or (), "write policy")
+    families = {
+        "decay": check_names(DECAYS, tuple(decay), "decay"),
+        "combine": check_names(COMBINES, tuple(combine), "combine"),
+    }
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     model_id = "custom encoder"
@@ -395,7 +410,7 @@ def drift_study(
     loads = embedder.loads if embedder is not None else None
     seconds["prepare"] = time.perf_counter() - t0
     t1 = time.perf_counter()
-    chosen = tune_memory_systems(tune_arrays, budgets, systems, write_policies, progress)
+    chosen = tune_memory_systems(tune_arrays, budgets, systems, write_policies, progress, families)
     seconds["tune"] = time.perf_counter() - t1
     t2 = time.perf_counter()
     measured = evaluate_held_out(test_arrays, budgets, chosen, progress)

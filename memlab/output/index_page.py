@@ -10,28 +10,10 @@ from __future__ import annotations
 import html
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-# what each figure shows, by the name the notebooks give it (a report entry's "about" wins)
-FIGURE_NOTES = {
-    "bonus_curve": "How much the recency bonus adds to a memory's cosine score as the memory ages.",
-    "question_bars": "Per question, its current memory (else the best candidate) before and after the "
-    "bonus; the dashed line is the threshold a memory must reach to be injected.",
-    "feasibility": "Where every criterion holds over bonus and tau (green), with the exact feasible "
-    "band drawn and the chosen configuration starred.",
-    "headroom": "How far the best unrelated memory stays under the threshold, over bonus and tau.",
-    "threshold_bonus": "The threshold and the bonus together at the chosen tau: the feasible region "
-    "in that plane.",
-    "chosen_bars": "Per question at the chosen configuration: what reaches the threshold.",
-    "default_view": "The tuning panel's figure at its starting values.",
-    "scale": "The best unrelated score as the store grows, measured and predicted (an extreme-value "
-    "law), against the threshold.",
-    "robustness": "Where the feasible bonus interval begins and ends when questions or memories are "
-    "resampled.",
-    "recall": "Share of held-out questions whose context holds the current fact, per token budget.",
-    "staleness": "Share of held-out questions whose context holds a superseded fact, per token budget.",
-}
 CSS = """
 body{font-family:Arial,Helvetica,sans-serif;max-width:1150px;margin:2em auto;padding:0 1em;color:#222;
   font-size:15px;line-height:1.4}
@@ -159,9 +141,16 @@ def anchor(*parts: str) -> str:
     return "-".join("".join(ch if ch.isalnum() or ch == "_" else "-" for ch in p) for p in parts)
 
 
-def render_index(manifest: dict[str, Any], reports: list[dict[str, Any]], out: Path) -> str:
+def render_index(
+    manifest: dict[str, Any],
+    reports: list[dict[str, Any]],
+    out: Path,
+    figure_notes: Mapping[str, Mapping[str, str]] | None = None,
+) -> str:
     """The page. ``manifest["notebooks"]`` lists every (run, notebook) in batch order; ``reports``
-    holds each one's report.json (empty for a failed notebook); paths are made relative to ``out``."""
+    holds each one's report.json (empty for a failed notebook); paths are made relative to ``out``;
+    ``figure_notes`` says, per notebook, what each of its figures shows (the notebook registry's)."""
+    figure_notes = figure_notes or {}
     e = html.escape
     nbs = manifest["notebooks"]
     runs = list(dict.fromkeys(n["run"] for n in nbs))
@@ -208,8 +197,9 @@ def render_index(manifest: dict[str, Any], reports: list[dict[str, Any]], out: P
                         if (base / "figures" / f"{name}.png").is_file()
                         else f"<iframe src='{e(page)}' loading='lazy'></iframe>"
                     )
+                    notes = figure_notes.get(n["notebook"], {})
                     about = entry.get("about") or next(
-                        (v for k, v in FIGURE_NOTES.items() if name == k or name.startswith(f"{k}_")), ""
+                        (v for k, v in notes.items() if name == k or name.startswith(f"{k}_")), ""
                     )
                     parts.append(
                         f"<figure>{body}<figcaption>{e(caption)} · <a href='{e(page)}'>interactive</a>"

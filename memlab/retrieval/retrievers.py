@@ -5,7 +5,7 @@ the spec's own machinery then does the rest, so every retriever is tuned by the 
 sweep, with the same criteria, selection and metrics as the seed's recency bonus:
 
 - ``vector``: raw cosine, top ``candidates``, threshold (the spec with bonus 0);
-- ``vector-decay``: the seed's spec, ``cosine + bonus * exp(-age / tau)``;
+- ``vector-decay``: the spec, ``cosine + bonus * decay(age, tau)`` in its decay family and combine;
 - ``hybrid-weighted``: ``alpha * norm(cosine) + (1 - alpha) * norm(BM25)`` over the union of
   both routes' candidates (``memlab.retrieval.fusion``; min-max or z-score, an axis of the sweep);
 - ``hybrid-rrf``: reciprocal rank fusion of the two routes, ``k`` an axis;

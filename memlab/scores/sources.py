@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,15 @@ import numpy as np
 from memlab.core.errors import InputError, MissingFileError
 from memlab.core.registry import lookup
 from memlab.datasets.schema import Dataset, DatasetError, JsonRecord, read_jsonl
+from memlab.embedding.embedder import ModelIdentity
+
+
+@dataclass(frozen=True)
+class Vectors:
+    """The vectors an embedded score table was computed from (unit length, float32)."""
+
+    memories: np.ndarray  # (memories, d)
+    questions: np.ndarray  # (questions, d)
 
 
 @dataclass(frozen=True)
@@ -31,6 +40,8 @@ class ScoreTable:
     raw: np.ndarray  # float64, shape (questions, memories), NaN = unknown
     source: str
     details: dict[str, Any] = field(default_factory=dict, compare=False)
+    model: ModelIdentity | None = field(default=None, compare=False)  # who made the vectors (embedded)
+    vectors: Vectors | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         shape = (len(self.question_ids), len(self.memory_ids))
@@ -118,76 +129,122 @@ def load_published(dataset: Dataset) -> list[PublishedScore]:
     return rows
 
 
-def published_scores(dataset: Dataset, **_: Any) -> ScoreTable:
+def published_scores(dataset: Dataset, options: ScoreOptions | None = None, embedder=None) -> ScoreTable:
     """The seed's published raw scores as a sparse table: unknown pairs are NaN."""
     rows = load_published(dataset)
     raw = np.full((len(dataset.questions), len(dataset.memories)), np.nan)
     for s in rows:
         raw[dataset.question_ids.index(s.question), dataset.memory_ids.index(s.memory)] = s.raw
     meta = json.loads((Path(dataset.path or ".") / "published.json").read_text(encoding="utf-8"))
+    model = str(meta.get("model", ""))
     return ScoreTable(
         dataset.question_ids,
         dataset.memory_ids,
         raw,
         "published",
-        {"model": meta.get("model", ""), "pairs": len(rows)},
+        {"model": model, "pairs": len(rows)},
+        model=ModelIdentity(model, f"{model} (published scores)", {"engine": "published", "model": model}),
     )
 
 
-def embedded_scores(
-    dataset: Dataset,
-    *,
-    lang: str = "en",
-    model: str | None = None,
-    truncate_dim: int | None = None,
-    qdrant_path: str | None = None,
-    qdrant_url: str | None = None,
-    cache_dir: str | Path | None = None,
-    progress: bool = False,
-    server: Any = None,
-    **_: Any,
-) -> ScoreTable:
+@dataclass(frozen=True)
+class ScoreOptions:
+    """Where scores come from and how texts are embedded: the options every command, notebook and
+    study takes (``--source``, ``--lang``, ``--model``, ``--embed-url`` ...), as one record."""
+
+    source: str = "embedded"
+    lang: str = "en"
+    model: str | None = None  # None: the model an imported dataset records, else the default
+    truncate_dim: int | None = None
+    qdrant_path: str | None = None
+    qdrant_url: str | None = None
+    cache_dir: str | Path | None = None
+    server: Any = None  # a memlab.embedding.server.ServerConfig: embed on a server first
+    progress: bool = False
+
+
+def dataset_model(dataset: Dataset, options: ScoreOptions) -> str | None:
+    """The model new texts for this dataset are embedded with: the one its stored vectors record
+    (another one named by ``--model`` or ``--embed-model`` is refused, naming both), else
+    ``options.model`` (None: the default)."""
+    if not dataset.vectors:
+        return options.model
+    from memlab.embedding.embedder import declared_same
+    from memlab.embedding.engines import model_id
+
+    made_with = dataset.vectors.get("model")
+    if made_with is None:
+        if options.model is None:
+            raise InputError(
+                f"dataset {dataset.name!r} keeps vectors from an unrecorded model: pass --model, "
+                "the model that made them, to embed new texts alike"
+            )
+        return options.model
+    if options.model is not None and model_id(options.model) != model_id(made_with):
+        raise InputError(
+            f"dataset {dataset.name!r} keeps vectors made with {made_with!r}, not {options.model!r} "
+            f"(--model): new texts must be embedded with {made_with!r}"
+        )
+    server = options.server
+    if server is not None and not declared_same(server, made_with):
+        raise InputError(
+            f"dataset {dataset.name!r} keeps vectors made with {made_with!r}, not the server's "
+            f"{server.model!r} (--embed-model): new texts must be embedded with {made_with!r}"
+        )
+    return made_with
+
+
+def dataset_embedder(dataset: Dataset, options: ScoreOptions):
+    """The embedder of ``dataset_model`` (``memlab.embedding.embedder.Embedder``), through the
+    server first when the options name one."""
+    from memlab.embedding.embedder import make_embedder
+
+    return make_embedder(
+        dataset_model(dataset, options),
+        truncate_dim=options.truncate_dim,
+        cache_dir=options.cache_dir,
+        progress=options.progress,
+        server=options.server,
+    )
+
+
+def embedded_scores(dataset: Dataset, options: ScoreOptions, embedder=None) -> ScoreTable:
     """Embed the dataset (cached), store the memories in Qdrant and read every raw cosine back.
 
-    ``server`` (a ``memlab.embedding.server.ServerConfig``) embeds on a server first; the table's
-    details record which path served each vector (``vectors``: cache, server, local)."""
-    from memlab.embedding.embedder import make_embedder
+    ``embedder`` (default: ``dataset_embedder``) embeds; an imported dataset keeps its stored
+    memory vectors and only its questions are embedded. The table records the model's identity
+    and the vectors, and its details which path served each vector (``vectors``: cache, server,
+    local)."""
     from memlab.qdrant.store import MemoryStore
 
-    if lang not in dataset.languages:
+    lang = options.lang
+    if lang not in dataset.languages and (dataset.questions or not dataset.vectors):
         raise InputError(
             f"dataset {dataset.name!r} has no language {lang!r}; it has: {', '.join(dataset.languages)}"
         )
-    options = {"truncate_dim": truncate_dim, "cache_dir": cache_dir, "progress": progress, "server": server}
+    embedder = dataset_embedder(dataset, options) if embedder is None else embedder
     if dataset.vectors:  # imported: the memory vectors are kept as stored, only questions are embedded
         from memlab.datasets.schema import stored_vectors
-        from memlab.embedding.engines import model_id
 
-        made_with = dataset.vectors.get("model")
-        if model is None and made_with is None:
-            raise InputError(
-                f"dataset {dataset.name!r} keeps vectors from an unrecorded model: pass --model, "
-                "the model that made them, to embed the questions alike"
-            )
-        if model is not None and made_with is not None and model_id(model) != model_id(made_with):
-            raise InputError(
-                f"dataset {dataset.name!r} keeps vectors made with {made_with!r}; questions would be "
-                f"embedded with {model!r}: pass --model {made_with}"
-            )
-        embedder = make_embedder(model or made_with, **options)
         mem_vecs = stored_vectors(dataset)
         q_vecs = embedder.encode_queries([q.text(lang) for q in dataset.questions])
+        if not dataset.questions:  # a store without questions (calibration): nothing to score
+            q_vecs = np.zeros((0, mem_vecs.shape[1]), dtype=np.float32)
         if q_vecs.shape[1] != mem_vecs.shape[1]:
             raise InputError(
                 f"questions embed to {q_vecs.shape[1]} dimensions with {embedder.model_id}, "
                 f"but the stored memory vectors have {mem_vecs.shape[1]}"
             )
     else:
-        embedder = make_embedder(model, **options)
         mem_vecs = embedder.encode_documents([m.text(lang) for m in dataset.memories])
         q_vecs = embedder.encode_queries([q.text(lang) for q in dataset.questions])
-    store = MemoryStore.from_dataset(dataset, mem_vecs, lang=lang, path=qdrant_path, url=qdrant_url)
-    raw = store.score_table(q_vecs)
+    if dataset.questions:
+        store = MemoryStore.from_dataset(
+            dataset, mem_vecs, lang=lang, path=options.qdrant_path, url=options.qdrant_url
+        )
+        raw = store.score_table(q_vecs)
+    else:
+        raw = np.zeros((0, len(dataset.memories)))
     return ScoreTable(
         dataset.question_ids,
         dataset.memory_ids,
@@ -201,11 +258,15 @@ def embedded_scores(
             "models_loaded": embedder.loads,
             **embedder.record(),
         },
+        model=embedder.model,
+        vectors=Vectors(np.asarray(mem_vecs), np.asarray(q_vecs)),
     )
 
 
+# a source: (dataset, options, embedder or None) -> ScoreTable
 ScoreSource = Callable[..., ScoreTable]
 SOURCES: dict[str, ScoreSource] = {"published": published_scores, "embedded": embedded_scores}
+EMBEDDING_SOURCES = ("embedded",)  # the sources whose scores come from an embedding model here
 
 
 def available_sources(dataset: Dataset) -> tuple[str, ...]:
@@ -214,10 +275,13 @@ def available_sources(dataset: Dataset) -> tuple[str, ...]:
     return tuple(s for s in SOURCES if s != "published" or published)
 
 
-def load_scores(source: str, dataset: Dataset, **options: Any) -> ScoreTable:
-    """Scores from a named source (see ``SOURCES``)."""
+def load_scores(
+    source: str, dataset: Dataset, options: ScoreOptions | None = None, **fields: Any
+) -> ScoreTable:
+    """Scores from a named source (see ``SOURCES``); ``fields`` are ``ScoreOptions`` fields."""
     fn = lookup(SOURCES, source, "score source")
-    return fn(dataset, **options)
+    options = replace(options or ScoreOptions(), source=source, **fields)
+    return fn(dataset, options)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -259,22 +323,35 @@ def distribution_defaults(raw: np.ndarray) -> ScoreDefaults:
     )
 
 
-def score_defaults(scores: ScoreTable, dataset: Dataset | None = None) -> ScoreDefaults:
-    """Published scores: the seed's 0.45. Embedded: the model card's measured threshold for the
-    language (``memlab.embedding.engines.MODELS``), else values from the table's own distribution
-    (the retrievable pairs only, when the dataset is given)."""
-    if scores.source != "embedded":
+def model_defaults(source: str, model: str | None, lang: str) -> ScoreDefaults | None:
+    """The defaults known before any score is computed: the seed's for published scores, the
+    model card's for a model memlab measured in this language (``memlab.embedding.models``);
+    None when only the scores' own distribution can say (a model without a card)."""
+    if source != "embedded":
         return SEED_DEFAULTS
-    from memlab.embedding.engines import model_card
+    from memlab.embedding.models import model_card
 
-    name = scores.details.get("model_name")
-    card = model_card(name) if name else None
-    threshold = card.thresholds.get(scores.details.get("lang", "en")) if card else None
+    card = model_card(model)  # None: the default model
+    threshold = card.thresholds.get(lang) if card else None
     if card is None or threshold is None:
-        return distribution_defaults(scores.retrievable(dataset) if dataset is not None else scores.raw)
+        return None
     return ScoreDefaults(
         threshold,
         card.threshold_range or SEED_DEFAULTS.threshold_range,
         card.bonus_range or SEED_DEFAULTS.bonus_range,
-        f"measured for {card.name} on seed16 (memlab.embedding.engines.MODELS)",
+        f"measured for {card.name} on seed16 (memlab.embedding.models.MODELS)",
     )
+
+
+def score_defaults(scores: ScoreTable, dataset: Dataset | None = None) -> ScoreDefaults:
+    """Published scores: the seed's 0.45. Embedded: the model card's measured threshold for the
+    language (``model_defaults``), else values from the table's own distribution (the
+    retrievable pairs only, when the dataset is given)."""
+    name = scores.details.get("model_name")
+    if scores.source == "embedded" and name is None:  # a server's model of its own: no card
+        known = None
+    else:
+        known = model_defaults(scores.source, name, scores.details.get("lang", "en"))
+    if known is not None:
+        return known
+    return distribution_defaults(scores.retrievable(dataset) if dataset is not None else scores.raw)

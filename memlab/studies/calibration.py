@@ -24,15 +24,18 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from memlab.core.errors import InputError
 from memlab.core.numbers import check_number
-from memlab.core.ranking import candidate_order, resort_order
-from memlab.core.spec import RetrievalSpec, age_days, recency_weight, rescore
-from memlab.studies.scale import MaxLaw, block_outcomes, distractor_texts
+from memlab.core.ranking import merge_top_k, resort_order
+from memlab.core.spec import RetrievalSpec, age_days
+from memlab.studies.scale import MaxLaw, block_outcomes, distractor_pool
+
+if TYPE_CHECKING:
+    from memlab.scores.problem import RetrievalProblem
 
 FACTORS = (10, 100)
 MIN_STORE_BASIS = 500  # a store this large is its own basis for the extreme-value fit
@@ -50,8 +53,8 @@ class ProbeBest:
 def probe_best(
     probes: np.ndarray, memories: np.ndarray, ages: np.ndarray, spec: RetrievalSpec, chunk: int = 20_000
 ) -> ProbeBest:
-    """Each probe through the spec: top ``candidates`` by raw (``memlab.core.spec.candidate_order``,
-    chunk by chunk), the bonus, and the best after the spec's re-sort (final, raw, dataset order)."""
+    """Each probe through the whole spec: top ``candidates`` by raw (``memlab.core.ranking``, merged
+    chunk by chunk), the spec's decay and combine, and the best after the re-sort."""
     q = np.asarray(probes, dtype=np.float32)
     mem = np.asarray(memories, dtype=np.float32)
     ages = np.asarray(ages, dtype=np.float64)
@@ -60,14 +63,13 @@ def probe_best(
     top_idx = np.zeros((len(q), 0), dtype=np.int64)
     for start in range(0, len(mem), chunk):
         raw = (q @ mem[start : start + chunk].T).astype(np.float64)
-        idx = np.broadcast_to(np.arange(start, start + raw.shape[1]), raw.shape)
-        raw, idx = np.concatenate([top_raw, raw], axis=1), np.concatenate([top_idx, idx], axis=1)
-        order = candidate_order(raw)[:, :k]  # stable: earlier memories win ties
-        top_raw, top_idx = np.take_along_axis(raw, order, 1), np.take_along_axis(idx, order, 1)
+        idx = np.arange(start, start + raw.shape[1])
+        keep, top_idx = merge_top_k(top_raw, top_idx, raw, idx, k)  # earlier memories win ties
+        top_raw = np.take_along_axis(np.concatenate([top_raw, raw], axis=1), keep, 1)
     if top_idx.shape[1] == 0:
         empty = np.full(len(q), -np.inf)
         return ProbeBest(empty, empty.copy(), np.full(len(q), -1))
-    final = rescore(top_raw, recency_weight(ages[top_idx], spec.tau_days), spec.bonus)
+    final = spec.final(top_raw, ages[top_idx])
     first = resort_order(top_raw, final)[:, :1]
     return ProbeBest(
         np.take_along_axis(final, first, 1)[:, 0],
@@ -155,31 +157,36 @@ class Calibration:
 
 
 def calibrate(
-    dataset,
+    problem: RetrievalProblem,
     probe_set,
-    probe_vectors: np.ndarray,
-    memory_vectors: np.ndarray,
-    spec: RetrievalSpec,
+    probe_vectors: np.ndarray | None = None,
     *,
-    lang: str,
     false_rate: float = 0.01,
-    question_scores=None,
     basis: tuple[np.ndarray, np.ndarray, str] | None = None,
     factors: tuple[int, ...] = FACTORS,
     n_boot: int = 1000,
     seed: int = 0,
-    model: str = "",
 ) -> Calibration:
-    """Score the probes against the store, calibrate the threshold, predict it at scale and, given
-    ``question_scores`` (a ``ScoreTable`` of the dataset's questions), compare it with the labels.
+    """Score the probes against the problem's store under its whole spec, calibrate the threshold,
+    predict it at scale and, where the dataset has questions, compare it with the labels.
 
-    ``basis`` = (vectors, ages in days, description) the extreme-value laws are fitted on; None:
-    the store itself (it needs at least ``MIN_STORE_BASIS`` memories).
+    ``probe_vectors`` default to the probe set's texts in the problem's language, embedded with
+    its model; ``basis`` = (vectors, ages in days, description) the extreme-value laws are fitted
+    on; None: the store itself (it needs at least ``MIN_STORE_BASIS`` memories).
     """
     check_number(false_rate, "false_rate", minimum=0, below=1)
     check_number(n_boot, "n_boot", integer=True, minimum=1)
     check_number(seed, "seed", integer=True, minimum=0)
-    spec = spec.with_reference(dataset.reference_date)
+    dataset, spec, lang, model = problem.dataset, problem.spec, problem.lang, problem.model_id
+    memory_vectors = problem.memory_vectors()
+    if probe_vectors is None:
+        probe_vectors = problem.embed_queries(probe_set.texts(lang))
+    if probe_vectors.shape[1] != memory_vectors.shape[1]:
+        raise InputError(
+            f"probes embed to {probe_vectors.shape[1]} dimensions with {model}, "
+            f"but the memory vectors have {memory_vectors.shape[1]}"
+        )
+    question_scores = problem.scores if dataset.questions else None
     n = len(dataset.memories)
     if memory_vectors.shape[0] != n:
         raise InputError(f"{memory_vectors.shape[0]} memory vectors for {n} memories")
@@ -331,9 +338,8 @@ def compare_labels(dataset, scores, spec: RetrievalSpec, t_cal: float, lang: str
     }
 
 
-def template_basis(
-    reference, embedder, size: int, seed: int = 0, lang: str = "en"
-) -> tuple[np.ndarray, np.ndarray, str]:
-    """``size`` template distractors (the scale study's, in ``lang``), embedded as documents."""
-    texts, ages = distractor_texts(size, reference, seed=seed, lang=lang)
-    return embedder.encode_documents(texts), ages, f"{size:,} embedded template distractors (seed {seed})"
+def template_basis(problem: RetrievalProblem, size: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, str]:
+    """``size`` template distractors (the scale study's, in the problem's language), embedded as
+    documents with the problem's model."""
+    vectors, ages = distractor_pool(problem, size, seed)
+    return vectors, ages, f"{size:,} embedded template distractors (seed {seed})"

@@ -18,11 +18,13 @@ from memlab.core.errors import InputError
 from memlab.core.grid import Grid
 from memlab.core.labels import Labels
 from memlab.core.numbers import check_number
-from memlab.core.spec import SPEC_BOUNDS
+from memlab.core.registry import check_names
+from memlab.core.spec import COMBINES, DECAYS, SPEC_BOUNDS, RetrievalSpec
 from memlab.core.sweep import sweep
 from memlab.retrieval.gate import time_gate
 from memlab.retrieval.inputs import RetrievalInputs, build_inputs
 from memlab.retrieval.retrievers import Retriever, check_retrievers, retriever_scores, uses_keywords
+from memlab.scores.sources import ScoreOptions
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -37,6 +39,8 @@ class RetrieverGrid:
     rrf_ks: tuple[float, ...] = (1, 2, 10, 60)
     bonus: tuple[float, ...] = tuple(np.round(np.linspace(0, 0.3, 31), 3).tolist())
     tau_days: tuple[float, ...] = (1, 3, 7, 14, 30, 60)
+    decay: tuple[str, ...] = (RetrievalSpec.decay,)  # the decay retrievers' families (axes)
+    combine: tuple[str, ...] = (RetrievalSpec.combine,)
     threshold_steps: int = 201
     candidates: int = 8
     inject: int = 3
@@ -49,6 +53,11 @@ class RetrieverGrid:
         for name in ("alphas", "rrf_ks", "bonus", "tau_days"):  # each value checked like the spec's
             values = tuple(check_number(v, name, **bounds[name]) for v in getattr(self, name))
             object.__setattr__(self, name, values)
+        for name, registry in (("decay", DECAYS), ("combine", COMBINES)):
+            values = (getattr(self, name),) if isinstance(getattr(self, name), str) else getattr(self, name)
+            object.__setattr__(self, name, check_names(registry, tuple(values), name))
+            if not getattr(self, name):
+                raise InputError(f"retriever grid axis {name!r} is empty")
         check_number(self.threshold_steps, "threshold_steps", integer=True, minimum=2)
         for name in ("candidates", "inject"):
             check_number(getattr(self, name), name, integer=True, **SPEC_BOUNDS[name])
@@ -92,6 +101,8 @@ def sweep_retriever(
             threshold=calibrated_thresholds(s.scores, max(bonus), grid.threshold_steps),
             candidates=(k,),
             inject=(grid.inject,),
+            decay=grid.decay if retriever.decay else (RetrievalSpec.decay,),
+            combine=grid.combine if retriever.decay else (RetrievalSpec.combine,),
         )
         frame = sweep(s.scores, inputs.ages, inputs.labels, g, inputs.criteria)
         # one concat instead of column inserts: the sweep's frame has many column blocks
@@ -142,12 +153,16 @@ def per_question(
         norms=(params.get("norm", "min-max"),),
         rrf_ks=(params.get("rrf_k", 60),),
     )
-    g = Grid(
-        bonus=(float(row["bonus"]),),
-        tau_days=(float(row["tau_days"]),),
-        threshold=(float(row["threshold"]),),
-        candidates=(int(row["candidates"]),),
-        inject=(int(row["inject"]),),
+    g = Grid.of(
+        RetrievalSpec(
+            candidates=int(row["candidates"]),
+            inject=int(row["inject"]),
+            threshold=float(row["threshold"]),
+            bonus=float(row["bonus"]),
+            tau_days=float(row["tau_days"]),
+            decay=str(row["decay"]),
+            combine=str(row["combine"]),
+        )
     )
     return sweep(setting.scores, inputs.ages, inputs.labels, g, inputs.criteria, long=True)
 
@@ -256,6 +271,8 @@ def compare(
                 "rrf_k": row["rrf_k"],
                 "bonus": float(row["bonus"]),
                 "tau_days": float(row["tau_days"]),
+                "decay": str(row["decay"]),
+                "combine": str(row["combine"]),
                 "threshold": float(row["threshold"]),
                 "feasible": bool(row["feasible"]),
                 "feasible_configs": int(table["feasible"].sum()),
@@ -290,22 +307,23 @@ def compare(
 
 def compare_datasets(
     names: Sequence[str],
+    options: ScoreOptions | None = None,
     *,
-    source: str = "embedded",
-    lang: str = "en",
-    model: str | None = None,
     retrievers: Sequence[str] | None = None,
     grid: RetrieverGrid = RetrieverGrid(),
-    server=None,
 ) -> dict[str, Comparison]:
-    """``compare`` on several datasets (keyed by their names, which must differ). ``source``
-    applies where the dataset has such scores; the
-    seed's published numbers exist only for seed16, so other datasets are embedded (the
-    comparison's ``chosen`` table records which source each used); ``server`` embeds on a server
-    first (``memlab.embedding.server.ServerConfig``)."""
-    from memlab.datasets.schema import load_dataset
-    from memlab.scores.sources import load_scores
+    """``compare`` on several datasets (keyed by their names, which must differ), each scored as
+    ``options`` says (``memlab.scores.sources.ScoreOptions``: source, language, model, server).
+    The source applies where the dataset has such scores: the seed's published numbers exist only
+    for seed16, so other datasets are embedded (the comparison's ``chosen`` table records which
+    source each used)."""
+    from dataclasses import replace
 
+    from memlab.datasets.schema import load_dataset
+    from memlab.scores.problem import build_problem
+    from memlab.scores.sources import available_sources
+
+    options = options or ScoreOptions()
     check_retrievers(retrievers)
     datasets = [load_dataset(given) for given in names]  # every name checked before any embedding
     seen: dict[str, str] = {}
@@ -318,10 +336,11 @@ def compare_datasets(
         seen[dataset.name] = given
     out: dict[str, Comparison] = {}
     for dataset in datasets:
-        has_published = dataset.path is not None and (dataset.path / "published_scores.jsonl").is_file()
-        used = source if source != "published" or has_published else "embedded"
-        scores = load_scores(used, dataset, lang=lang, model=model, server=server)
-        inputs = build_inputs(dataset, scores.raw, lang=lang, keyword=uses_keywords(retrievers))
+        used = options.source if options.source in available_sources(dataset) else "embedded"
+        problem = build_problem(dataset, replace(options, source=used))
+        inputs = build_inputs(
+            dataset, problem.scores.raw, lang=options.lang, keyword=uses_keywords(retrievers)
+        )
         result = compare(inputs, retrievers, grid)
         for frame in (result.chosen, result.by_kind, result.questions, result.landscape):
             frame.insert(0, "dataset", dataset.name)

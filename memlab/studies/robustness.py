@@ -1,6 +1,6 @@
 """How robust tuned values are: leave-one-question-out and bootstrap resamples.
 
-For a chosen configuration (bonus, tau, threshold, candidates, inject), each resample of the
+For a chosen configuration (the whole spec: its decay family too), each resample of the
 dataset asks: does the configuration still satisfy every criterion, where does the exact
 feasible bonus interval (at that tau and threshold) begin and end, and what is the headroom?
 
@@ -19,6 +19,7 @@ import numpy as np
 import portion as P
 
 from memlab.core import criteria as crit
+from memlab.core.errors import InputError
 from memlab.core.feasible import feasible_bonus
 from memlab.core.grid import Grid
 from memlab.core.labels import Labels
@@ -29,7 +30,7 @@ from memlab.core.sweep import sweep
 if TYPE_CHECKING:
     import pandas as pd
 
-    from memlab.datasets.schema import Dataset
+    from memlab.scores.problem import RetrievalProblem
 
 
 def _subset(raw, ages, labels: Labels, criteria, q_idx, m_idx):
@@ -57,14 +58,7 @@ def _subset(raw, ages, labels: Labels, criteria, q_idx, m_idx):
 
 
 def _measure(raw, ages, labels, criteria, spec: RetrievalSpec) -> dict[str, float | bool]:
-    grid = Grid(
-        bonus=(spec.bonus,),
-        tau_days=(spec.tau_days,),
-        threshold=(spec.threshold,),
-        candidates=(spec.candidates,),
-        inject=(spec.inject,),
-    )
-    row = sweep(raw, ages, labels, grid, criteria).iloc[0]
+    row = sweep(raw, ages, labels, Grid.of(spec), criteria).iloc[0]
     region = feasible_bonus(
         raw,
         ages,
@@ -74,6 +68,8 @@ def _measure(raw, ages, labels, criteria, spec: RetrievalSpec) -> dict[str, floa
         threshold=spec.threshold,
         candidates=spec.candidates,
         inject=spec.inject,
+        decay=spec.decay,
+        combine=spec.combine,
     )
     # the interval holding the chosen bonus, else the region's outer ends
     parts = [] if region.empty else list(region)
@@ -94,16 +90,21 @@ def _measure(raw, ages, labels, criteria, spec: RetrievalSpec) -> dict[str, floa
 
 
 def robustness(
-    dataset: Dataset,
-    raw: np.ndarray,
-    spec: RetrievalSpec,
+    problem: RetrievalProblem,
     criteria: tuple[crit.Criterion, ...] | None = None,
     n_boot: int = 200,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """One row per resample: kind, index, what was left out, feasible, lo, hi, headroom, min_margin."""
+    """One row per resample of the problem's dataset, under its whole spec: kind, index, what was
+    left out, feasible, lo, hi, headroom, min_margin."""
     import pandas as pd
 
+    dataset, raw, spec = problem.dataset, problem.scores.raw, problem.spec
+    if len(dataset.questions) < 2:
+        raise InputError(
+            f"robustness needs at least 2 questions, {dataset.name!r} has {len(dataset.questions)}: "
+            "leaving one out would leave nothing to measure"
+        )
     check_number(n_boot, "n_boot", integer=True, minimum=1)  # bootstrap resamples of each kind
     check_number(seed, "seed", integer=True, minimum=0)
     criteria = crit.dataset_criteria(dataset) if criteria is None else criteria

@@ -7,8 +7,8 @@ What the figures rest on:
 - beyond the pool, vectors come from a multivariate Gaussian fitted to the pool's unit vectors
   (mean and full covariance), each sample L2-normalised: ``GaussianVectors``. At sizes where
   both exist the curve is measured on real and on model vectors side by side.
-- top-k is exact: chunked matrix products (numpy BLAS) merged with ``argpartition``, never a
-  loop over memories, so memory stays bounded by the chunk size.
+- top-k is exact: chunked matrix products (numpy BLAS) merged by ``memlab.core.ranking`` (the
+  candidate rule's ties), never a loop over memories, so memory stays bounded by the chunk size.
 - the prediction is an extreme-value model: the pool is cut into blocks, each block's spec
   outcome (the best post-bonus score among its top ``candidates`` by raw score) is fitted with a
   generalised extreme-value law (scipy) and carried to any N by max-stability (``MaxLaw``).
@@ -21,15 +21,18 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from memlab.core.errors import InputError
 from memlab.core.numbers import check_number
-from memlab.core.ranking import select_candidates
-from memlab.core.spec import RetrievalSpec, age_days, recency_weight, rescore
+from memlab.core.ranking import merge_top_k
+from memlab.core.spec import RetrievalSpec, age_days, best_final
 from memlab.studies.distractor_templates import distractor_templates
+
+if TYPE_CHECKING:
+    from memlab.scores.problem import RetrievalProblem
 
 
 def distractor_texts(
@@ -74,32 +77,13 @@ def sample_from_dataset(
     return [dataset.memories[i].text(lang) for i in idx], ages[idx]
 
 
-def embedded_inputs(
-    dataset,
-    pool: int,
-    *,
-    lang: str,
-    model: str | None = None,
-    truncate_dim: int | None = None,
-    cache_dir=None,
-    seed: int = 0,
-    progress: bool = False,
-    server=None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(question vectors, pool vectors, pool ages in days): the dataset's questions and ``pool``
-    template distractors embedded through the cache (a server first when given), with the model
-    an imported dataset records."""
-    from memlab.embedding.embedder import make_embedder
-
-    check_number(pool, "pool", integer=True, minimum=1)  # real distractors
+def distractor_pool(problem: RetrievalProblem, size: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(vectors, ages in days): ``size`` template distractors in the problem's language, dated
+    before its reference date and embedded (cached) with the model its scores come from."""
+    check_number(size, "pool", integer=True, minimum=1)  # real distractors
     check_number(seed, "seed", integer=True, minimum=0)
-    model = model or (dataset.vectors or {}).get("model")
-    embedder = make_embedder(
-        model, truncate_dim=truncate_dim, cache_dir=cache_dir, progress=progress, server=server
-    )
-    queries = embedder.encode_queries([q.text(lang) for q in dataset.questions])
-    texts, ages = distractor_texts(pool, dataset.reference_date, seed=seed, lang=lang)
-    return queries, embedder.encode_documents(texts), ages
+    texts, ages = distractor_texts(size, problem.dataset.reference_date, seed=seed, lang=problem.lang)
+    return problem.embed_documents(texts), ages
 
 
 @dataclass(frozen=True)
@@ -122,7 +106,8 @@ class GaussianVectors:
 
 
 class TopK:
-    """Running exact top-k by raw score per question over a stream of memory chunks."""
+    """Running exact top-k by raw score per question over a stream of memory chunks, with the
+    candidate rule's ties (``memlab.core.ranking.merge_top_k``: the earlier memory first)."""
 
     def __init__(self, queries: np.ndarray, k: int, asked_days_before: np.ndarray | None = None):
         self.q = np.asarray(queries, dtype=np.float32)
@@ -135,28 +120,33 @@ class TopK:
         n_q = len(self.q)
         self.raw = np.full((n_q, 0), -np.inf, dtype=np.float32)
         self.age = np.zeros((n_q, 0), dtype=np.float64)
+        self.pos = np.zeros((n_q, 0), dtype=np.int64)  # each kept memory's place in the stream
         self.seen = 0
+
+    def start(self, raw: np.ndarray, ages: np.ndarray) -> None:
+        """Begin with the dataset's own memories (their raw scores and ages), counted first."""
+        self.raw = np.where(np.isfinite(raw), raw, -np.inf).astype(np.float32)
+        self.age = np.broadcast_to(ages, raw.shape).astype(np.float64)
+        self.pos = np.broadcast_to(np.arange(raw.shape[1]), raw.shape).astype(np.int64)
+        self._base = raw.shape[1]
 
     def add(self, vectors: np.ndarray, ages: np.ndarray) -> None:
         scores = self.q @ np.asarray(vectors, dtype=np.float32).T  # (Q, n): one BLAS call
         own_age = np.asarray(ages, dtype=np.float64)[None, :] - self.before[:, None]
         scores = np.where(own_age >= 0, scores, -np.inf)  # written after the question
-        raw = np.concatenate([self.raw, scores], axis=1)
-        age = np.concatenate([self.age, own_age], axis=1)
-        if raw.shape[1] > self.k:
-            keep = np.argpartition(-raw, self.k - 1, axis=1)[:, : self.k]
-            raw = np.take_along_axis(raw, keep, axis=1)
-            age = np.take_along_axis(age, keep, axis=1)
-        self.raw, self.age = raw, age
+        first = getattr(self, "_base", 0) + self.seen
+        keep, self.pos = merge_top_k(
+            self.raw, self.pos, scores, np.arange(first, first + scores.shape[1]), self.k
+        )
+        self.raw = np.take_along_axis(np.concatenate([self.raw, scores], axis=1), keep, axis=1)
+        self.age = np.take_along_axis(
+            np.concatenate([self.age, np.broadcast_to(own_age, scores.shape)], axis=1), keep, axis=1
+        )
         self.seen += len(vectors)
 
-    def best_final(self, spec: RetrievalSpec, candidates: int | None = None) -> np.ndarray:
-        """Per question: the best post-bonus score among the top ``candidates`` by raw score."""
-        k = min(candidates or spec.candidates, self.raw.shape[1])
-        top = np.argsort(-self.raw, axis=1, kind="stable")[:, :k]
-        raw = np.take_along_axis(self.raw, top, axis=1).astype(np.float64)
-        age = np.take_along_axis(self.age, top, axis=1)
-        return rescore(raw, recency_weight(age, spec.tau_days), spec.bonus).max(axis=1)
+    def best_final(self, spec: RetrievalSpec) -> np.ndarray:
+        """Per question: what the whole spec puts first among the memories seen so far."""
+        return best_final(self.raw.astype(np.float64), self.age, spec)
 
 
 def stream(
@@ -200,8 +190,7 @@ def curve(
     n0 = 0
     if base_raw is not None:
         raw, ages = base_raw
-        top.raw = np.where(np.isfinite(raw), raw, -np.inf).astype(np.float32)
-        top.age = np.broadcast_to(ages, raw.shape).astype(np.float64)
+        top.start(raw, ages)
         n0 = raw.shape[1]
     out: list[np.ndarray] = []
     pending = sorted(sizes)
@@ -330,19 +319,13 @@ def block_outcomes(
     ages = np.asarray(pool_ages, dtype=np.float64)[None, :] - before[:, None]  # from when each is asked
     raw = np.where(ages >= 0, raw, -np.inf)[:, : n_blocks * block].reshape(len(raw), n_blocks, block)
     ages = ages[:, : n_blocks * block].reshape(len(raw), n_blocks, block)
-    k = min(spec.candidates, block)
-    top = np.argpartition(-raw, k - 1, axis=2)[..., :k]
-    weight = recency_weight(np.take_along_axis(ages, top, axis=2), spec.tau_days)
-    return rescore(np.take_along_axis(raw, top, axis=2), weight, spec.bonus).max(axis=2)
+    return best_final(raw, ages, spec)
 
 
 def own_best_final(raw: np.ndarray, ages: np.ndarray, spec: RetrievalSpec) -> float:
-    """The best post-bonus score the spec sees among one question's own candidates (the top
-    ``candidates`` by raw score, the reference's selection); -inf when it has none."""
-    idx = select_candidates(raw, spec.candidates)
-    if idx.size == 0:
-        return -np.inf
-    return float(rescore(raw[idx], recency_weight(ages[idx], spec.tau_days), spec.bonus).max())
+    """The best post-bonus score the whole spec sees among one question's own candidates (the
+    reference's ``best_final``); -inf when it has none."""
+    return float(best_final(raw, ages, spec))
 
 
 @dataclass(frozen=True)
@@ -366,18 +349,19 @@ class ScaleStudy:
 
 
 def scale_study(
-    dataset,
-    scores_raw: np.ndarray,
-    queries: np.ndarray,
-    pool: np.ndarray,
-    pool_ages: np.ndarray,
+    problem: RetrievalProblem,
     sizes: Sequence[int],
-    spec: RetrievalSpec,
+    pool: tuple[np.ndarray, np.ndarray],
     seed: int = 0,
     block: int | None = None,
     chunk: int = 50_000,
 ) -> ScaleStudy:
-    """The no-hit maximum and each hit question's best distractor against N, measured and predicted."""
+    """The no-hit maximum and each hit question's best distractor against N, measured and
+    predicted, under the problem's whole spec. ``pool`` = (vectors, ages in days) of the real
+    distractors (``distractor_pool``), embedded with the problem's model."""
+    dataset, spec, scores_raw = problem.dataset, problem.spec, problem.scores.raw
+    queries = problem.question_vectors()
+    pool, pool_ages = pool
     spec = spec.with_reference(dataset.reference_date)
     ages = dataset.ages()
     raw = np.where(dataset.visible(), scores_raw, np.nan)
@@ -431,7 +415,7 @@ def scale_study(
         c = dataset.memory_ids.index(q.current)
         if not np.isfinite(raw[i, c]):
             continue
-        current_final = float(rescore(raw[i, c], recency_weight(ages[i, c], spec.tau_days), spec.bonus))
+        current_final = float(spec.final(raw[i, c], ages[i, c]))
         n_pass = n_reaching([laws[i]], current_final)
         hits.append(
             {

@@ -19,6 +19,7 @@ from memlab.core.errors import InputError, UnknownNameError
 from memlab.core.selection import select
 from memlab.core.spec import Candidate, RetrievalSpec, retrieve
 from memlab.datasets.schema import Dataset
+from memlab.scores.problem import RetrievalProblem
 from memlab.scores.sources import ScoreTable
 
 if TYPE_CHECKING:
@@ -184,13 +185,21 @@ def question_summary(dataset: Dataset, results: Sequence[QuestionResult]) -> cri
 
 
 def evaluate(
-    dataset: Dataset,
-    scores: ScoreTable,
+    dataset: Dataset | RetrievalProblem,
+    scores: ScoreTable | None = None,
     spec: RetrievalSpec | None = None,
     criteria: tuple[crit.Criterion, ...] | None = None,
     lang: str = "en",
 ) -> Evaluation:
-    """Run the reference retrieval for every question and check the criteria."""
+    """Run the reference retrieval for every question and check the criteria: of a retrieval
+    problem (``evaluate(problem)``: its dataset, scores, spec and language), or of a dataset's
+    scores under a spec."""
+    if isinstance(dataset, RetrievalProblem):
+        problem = dataset
+        dataset, scores, lang = problem.dataset, problem.scores, problem.lang
+        spec = spec or problem.spec
+    if scores is None:
+        raise InputError("evaluate: give a retrieval problem, or a dataset and its score table")
     spec = (spec or RetrievalSpec()).with_reference(dataset.reference_date)
     criteria = crit.dataset_criteria(dataset) if criteria is None else criteria
     if scores.memory_ids != dataset.memory_ids or scores.question_ids != dataset.question_ids:

@@ -8,9 +8,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
-from memlab.app.cli.options import Command, add_output_options, add_spec_options, emit, fmt, spec_from
+from memlab.app.cli.options import (
+    Command,
+    add_family_options,
+    add_output_options,
+    add_spec_options,
+    emit,
+    fmt,
+    spec_fields,
+)
 from memlab.core.errors import InputError
 from memlab.core.numbers import check_number
 from memlab.datasets.schema import DEFAULT_DATASET, Dataset, Memory, load_dataset, parse_datetime
@@ -53,39 +59,10 @@ def qdrant_dataset(args: argparse.Namespace, tmp: Path) -> Dataset:
     )
 
 
-def store_vectors(args: argparse.Namespace, dataset: Dataset):
-    """(embedder, memory vectors): the stored vectors with the recorded model, else the memories
-    embedded with ``--model``."""
-    from memlab.embedding.embedder import Embedder
-    from memlab.embedding.engines import model_id
-
-    opts = {"truncate_dim": args.truncate_dim, "cache_dir": args.cache_dir, "progress": sys.stderr.isatty()}
-    if dataset.vectors:
-        from memlab.datasets.schema import stored_vectors
-
-        made_with = dataset.vectors.get("model")
-        if args.model is None and made_with is None:
-            raise InputError(
-                f"dataset {dataset.name!r} keeps vectors from an unrecorded model: pass --model, "
-                "the model that made them, to embed the probes alike"
-            )
-        if args.model and made_with and model_id(args.model) != model_id(made_with):
-            raise InputError(
-                f"dataset {dataset.name!r} keeps vectors made with {made_with!r}; probes would be "
-                f"embedded with {args.model!r}: pass --model {made_with}"
-            )
-        return Embedder(args.model or made_with, **opts), stored_vectors(dataset)
-    if args.lang not in dataset.languages:
-        raise InputError(
-            f"dataset {dataset.name!r} has no language {args.lang!r}; it has: {', '.join(dataset.languages)}"
-        )
-    embedder = Embedder(args.model, **opts)
-    return embedder, embedder.encode_documents([m.text(args.lang) for m in dataset.memories])
-
-
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from memlab.datasets.probes import load_probes
-    from memlab.scores.sources import ScoreTable
+    from memlab.scores.problem import build_problem
+    from memlab.scores.sources import ScoreOptions
     from memlab.studies.calibration import MIN_STORE_BASIS, calibrate, template_basis
 
     if bool(args.qdrant_path) and bool(args.qdrant_url):
@@ -94,40 +71,29 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     check_number(args.boot, "n_boot", integer=True, minimum=1)
     check_number(args.false_rate, "false_rate", minimum=0, below=1)
     probe_set = load_probes(args.probes)
-    probe_texts = probe_set.texts(args.lang)
+    probe_set.texts(args.lang)  # the probe set speaks the language asked for
+    # --qdrant-path/--qdrant-url name the collection read here, not a place to store one
+    options = ScoreOptions(
+        source="embedded",
+        lang=args.lang,
+        model=args.model,
+        truncate_dim=args.truncate_dim,
+        cache_dir=args.cache_dir,
+        progress=sys.stderr.isatty(),
+    )
     with tempfile.TemporaryDirectory(prefix="memlab-calibrate-") as tmp:
         if args.qdrant_path or args.qdrant_url:
             dataset = qdrant_dataset(args, Path(tmp))
         else:
             dataset = load_dataset(args.dataset)
-        embedder, memories = store_vectors(args, dataset)
-        probes = embedder.encode_queries(probe_texts)
-    if probes.shape[1] != memories.shape[1]:
-        raise InputError(
-            f"probes embed to {probes.shape[1]} dimensions with {embedder.model_id}, "
-            f"but the memory vectors have {memories.shape[1]}"
-        )
-    scores = None
-    if dataset.questions and args.lang in dataset.languages:
-        q = embedder.encode_queries([x.text(args.lang) for x in dataset.questions])
-        raw = (q.astype(np.float64) @ memories.astype(np.float64).T).clip(-1, 1)
-        scores = ScoreTable(dataset.question_ids, dataset.memory_ids, raw, "embedded")
+        # the store's memory vectors (stored, or embedded), the model that made them, the whole spec
+        problem = build_problem(dataset, options, **spec_fields(args))
+        problem.memory_vectors()  # read (or embed) them now: the collection's copy is temporary
     basis = None
     if len(dataset.memories) < MIN_STORE_BASIS:
-        basis = template_basis(dataset.reference_date, embedder, args.pool, seed=args.seed, lang=args.lang)
+        basis = template_basis(problem, args.pool, seed=args.seed)
     result = calibrate(
-        dataset,
-        probe_set,
-        probes,
-        memories,
-        spec_from(args),
-        lang=args.lang,
-        false_rate=args.false_rate,
-        question_scores=scores,
-        basis=basis,
-        n_boot=args.boot,
-        seed=args.seed,
-        model=embedder.model_id,
+        problem, probe_set, false_rate=args.false_rate, basis=basis, n_boot=args.boot, seed=args.seed
     )
     if args.format == "json":
         emit(json.dumps(json_ready(result.to_dict()), indent=2, ensure_ascii=False), args.output)
@@ -228,12 +194,13 @@ def add_calibrate_arguments(p: argparse.ArgumentParser) -> None:
         "--model",
         default=None,
         help="embedding model: the one the stored vectors were made with (a dataset's recorded model "
-        "by default), else what embeds the memories (default: the packaged all-MiniLM-L6-v2)",
+        "by default), else what embeds the memories and the probes (default: multilingual-e5-small)",
     )
     g.add_argument("--truncate-dim", type=int, default=None, help="truncate embeddings (then L2-normalise)")
     g.add_argument("--cache-dir", default=None, help="embedding cache (default: $MEMLAB_CACHE_DIR)")
     g.add_argument("--lang", default="en", help="probe language: en or ja (default: en)")
     add_spec_options(p)
+    add_family_options(p)
     c = p.add_argument_group("calibration")
     c.add_argument(
         "--false-rate", type=float, default=0.01, help="target false-injection rate (default: %(default)s)"

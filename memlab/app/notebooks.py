@@ -1,0 +1,169 @@
+"""The notebooks, registered once: name, what each shows, the parameters it takes and what each of
+its figures shows. ``memlab run`` (the default notebook list, batch checks), the parameters cells
+(``make notebooks``), the results page's notes under each figure, the docs and the tests read it.
+
+Adding a notebook: its ``notebooks/NN_name.py`` (jupytext, paired with the ``.ipynb`` by ``make
+notebooks``) and one ``Notebook`` entry here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from memlab.core.registry import lookup
+
+if TYPE_CHECKING:
+    from memlab.app.parameters import Parameter
+
+SERVER = ("embed_url", "embed_model")
+SCORES = ("source", "lang", "model", *SERVER, "dataset")
+SPEC = ("bonus", "tau_days", "threshold", "candidates", "inject")
+FAMILY = ("decay", "combine")  # the decay family: every notebook that applies the spec takes it
+SWEEP = ("bonus_range", "tau_range", "threshold_range")
+OUTPUT = ("out_dir", "fig_formats")
+
+
+@dataclass(frozen=True)
+class Notebook:
+    name: str
+    about: str
+    parameters: tuple[str, ...]
+    figures: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+
+
+def _nb(name: str, about: str, parameters: tuple[str, ...], **figures: str) -> Notebook:
+    return Notebook(name, about, parameters, MappingProxyType(figures))
+
+
+NOTEBOOKS: dict[str, Notebook] = {
+    nb.name: nb
+    for nb in (
+        _nb(
+            "01_reproduce",
+            "the seed's tables, the reruns, the no-hit questions and the bonus curve",
+            (*SCORES, *SPEC, *FAMILY, *OUTPUT),
+            bonus_curve="How much the recency bonus adds to a memory's cosine score as the memory ages.",
+            question_bars="Per question, its current memory (else the best candidate) before and after "
+            "the bonus; the dashed line is the threshold a memory must reach to be injected.",
+        ),
+        _nb(
+            "02_sweep",
+            "feasibility and headroom over the grid, the exact feasible band and the chosen point",
+            (*SCORES, *SPEC, *FAMILY, *SWEEP, "select", *OUTPUT),
+            feasibility="Where every criterion holds over bonus and tau (green), with the exact feasible "
+            "band drawn and the chosen configuration starred.",
+            headroom="How far the best unrelated memory stays under the threshold, over bonus and tau.",
+            threshold_bonus="The threshold and the bonus together at the chosen tau: the feasible "
+            "region in that plane.",
+            chosen_bars="Per question at the chosen configuration: what reaches the threshold.",
+        ),
+        _nb(
+            "03_tune",
+            "the live tuning panel (sliders, bars, criteria, the injected prompt)",
+            (*SCORES, *SPEC, *FAMILY, *SWEEP, *OUTPUT),
+            default_view="The tuning panel's figure at its starting values.",
+        ),
+        _nb(
+            "04_scale",
+            "the best unrelated score as the store grows, measured and predicted",
+            (*SCORES, *SPEC, *FAMILY, "n_range", "pool", "seed", *OUTPUT),
+            scale="The best unrelated score as the store grows, measured and predicted (an "
+            "extreme-value law), against the threshold.",
+        ),
+        _nb(
+            "05_robustness",
+            "leave-one-question-out and bootstrap resamples of the tuned spec",
+            (*SCORES, *SPEC, *FAMILY, "boot", "seed", *OUTPUT),
+            robustness="Where the feasible bonus interval begins and ends when questions or memories "
+            "are resampled.",
+        ),
+        _nb(
+            "06_hybrid_time",
+            "the retrievers (vector, BM25, fusion, the time gate) compared at their best",
+            (
+                *SCORES,
+                "candidates",
+                "inject",
+                *FAMILY,
+                "hybrid_datasets",
+                "retrievers",
+                "alpha_range",
+                "rrf_k_range",
+                "hybrid_bonus_range",
+                "hybrid_tau_range",
+                *OUTPUT,
+            ),
+            hit_at_inject="Per retriever and question kind: the share of current memories injected.",
+            false_injections="Per retriever: memories injected on no-hit questions.",
+            stale_injections="Per retriever: stale memories injected.",
+            headroom="Per retriever: how far the best unrelated memory stays under its threshold, in "
+            "its own score units.",
+        ),
+        _nb(
+            "07_drift",
+            "drifting facts: memory systems tuned on some streams, measured on held-out ones",
+            (
+                "model",
+                *SERVER,
+                *FAMILY,
+                "boot",
+                "seed",
+                "streams",
+                "seed_range",
+                "tune_range",
+                "budgets",
+                *OUTPUT,
+            ),
+            recall="Share of held-out questions whose context holds the current fact, per token budget.",
+            staleness="Share of held-out questions whose context holds a superseded fact, per token budget.",
+        ),
+        _nb(
+            "08_benchmark",
+            "sweep, criteria and scale study on a LoCoMo or LongMemEval file you downloaded",
+            (
+                "model",
+                *SERVER,
+                *SPEC,
+                *FAMILY,
+                *SWEEP,
+                "select",
+                "n_range",
+                "pool",
+                "seed",
+                "benchmark_file",
+                "benchmark_granularity",
+                *OUTPUT,
+            ),
+        ),
+    )
+}
+NOTEBOOK_NAMES: tuple[str, ...] = tuple(NOTEBOOKS)
+
+
+def notebook(name: str) -> Notebook:
+    return lookup(NOTEBOOKS, name, "notebook")
+
+
+def notebook_parameters(name: str) -> tuple[Parameter, ...]:
+    """The parameters one notebook takes, in declaration order (every notebook parameter, for a
+    notebook memlab does not know)."""
+    from memlab.app.parameters import NOTEBOOK_PARAMETERS
+
+    nb = NOTEBOOKS.get(name)
+    return (
+        NOTEBOOK_PARAMETERS
+        if nb is None
+        else tuple(p for p in NOTEBOOK_PARAMETERS if p.name in nb.parameters)
+    )
+
+
+def takers(parameter: str) -> list[str]:
+    """The notebooks that take a parameter."""
+    return [nb.name for nb in NOTEBOOKS.values() if parameter in nb.parameters]
+
+
+def figure_notes() -> dict[str, dict[str, str]]:
+    """Per notebook, what each figure shows (the results page prints it under the figure)."""
+    return {nb.name: dict(nb.figures) for nb in NOTEBOOKS.values()}
