@@ -159,5 +159,23 @@ def test_imported_tuned_exported_and_run_on_the_engine(tmp_path, seed, cache_dir
                 print(
                     f"\n{collection} {decay}/{combine}: chosen {chosen}; {checked[(collection, decay)]} injected"
                 )
+        # the whole query from memlab spec alone: no --model, the question embedded with the model the
+        # dataset records (all-MiniLM; the default is multilingual-e5, also 384 dimensions)
+        ev = json.loads(run_cli(capsys, "evaluate", *source, *tuned, "--format", "json"))
+        for q, result in zip(ds.questions, ev["questions"], strict=True):
+            at = (q.date or ds.reference_date).isoformat()
+            body = json.loads(
+                run_cli(
+                    capsys, "spec", *source, *tuned, "--question", q.id, "--at", at, "--format", "qdrant-json"
+                )
+            )
+            got = [p.payload["mid"] for p in shard.query(edge.to_edge(body))]
+            assert got == [c["memory"] for c in result["candidates"] if c["injected"]], (collection, q.id)
+        capsys.readouterr()
+        assert main(["spec", *source, "--question", "C1", "--model", "multilingual-e5-small"]) == 2
+        assert capsys.readouterr().err == (
+            f"memlab: error: dataset {ds.name!r} keeps vectors made with 'all-MiniLM-L6-v2', not "
+            "'multilingual-e5-small' (--model): new texts must be embedded with 'all-MiniLM-L6-v2'\n"
+        )
         shard.close()
     assert len(checked) == 6 and all(n > 0 for n in checked.values()), checked
