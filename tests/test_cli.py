@@ -147,7 +147,7 @@ def test_spec_formats(capsys):
     assert code == 0
     assert body["query"]["formula"]["sum"][1]["mult"][0] == 0.04
     assert body["query"]["formula"]["sum"][1]["mult"][1]["exp_decay"]["scale"] == 30 * 86400
-    # the default threshold follows the model and the language (memlab.embedding.engines.MODELS)
+    # the default threshold follows the model and the language (memlab.embedding.models.MODELS)
     for options, threshold in (
         ((), 0.845),
         (("--lang", "ja"), 0.875),

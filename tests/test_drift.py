@@ -509,6 +509,8 @@ def test_cli_json_rows(capsys, cache_dir, monkeypatch):
         (["--budgets", "0,32"], "--budgets: expected a comma list of positive integers, got '0,32'"),
         (["--boot", "0"], "n_boot: expected an integer >= 1, got 0"),
         (["--streams", "0"], "--streams: expected 1 to 400 (the seeds in --seed-range 1000:1400), got 0"),
+        (["--decay", "exp,cos"], "unknown decay 'cos'; available: exp, gauss, lin"),
+        (["--combine", "sum"], "unknown combine 'sum'; available: add, mult"),
     ],
 )
 def test_cli_bad_input(capsys, argv, message):

@@ -89,9 +89,12 @@ def drift_table(result) -> str:
     lines.append("")
     lines.append("tuned on the tuning seeds (objective: mean over budgets of recall - staleness)")
     for (system, write_policy), c in result.chosen.items():
-        params = ", ".join(f"{k}={v:g}" for k, v in {**c.write_params, **c.read_params}.items()) or "-"
+        params = ", ".join(
+            f"{k}={v:g}" if isinstance(v, int | float) else f"{k}={v}"
+            for k, v in {**c.write_params, **c.read_params}.items()
+        )
         lines.append(
-            f"  {system} / {write_policy}: {params} (objective {c.objective:.3f}, best of {c.configurations})"
+            f"  {system} / {write_policy}: {params or '-'} (objective {c.objective:.3f}, best of {c.configurations})"
         )
     lines.append("seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in result.seconds.items()))
     return "\n".join(lines)
