@@ -94,7 +94,8 @@ def drift_table(result) -> str:
             for k, v in {**c.write_params, **c.read_params}.items()
         )
         lines.append(
-            f"  {system} / {write_policy}: {params or '-'} (objective {c.objective:.3f}, best of {c.configurations})"
+            f"  {system} / {write_policy}: {params or '-'} "
+            f"(objective {c.objective:.3f}, best of {c.configurations})"
         )
     lines.append("seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in result.seconds.items()))
     return "\n".join(lines)
