@@ -372,7 +372,9 @@ def _current(f: ChunkFacts) -> dict[str, np.ndarray]:
 
 
 def _injected(f: ChunkFacts) -> dict[str, np.ndarray]:
-    return {f"injected_{kind}": f.injected_by_kind[k].ravel() for k, kind in enumerate(QUESTION_KINDS)}
+    out = {f"injected_{kind}": f.injected_by_kind[k].ravel() for k, kind in enumerate(QUESTION_KINDS)}
+    out["current_injected"] = f.current_injected.sum(axis=-1).ravel()  # False without a current memory
+    return out
 
 
 def _stale(f: ChunkFacts) -> dict[str, np.ndarray]:
@@ -396,7 +398,12 @@ METRICS: dict[str, Metric] = {
             "when not a candidate) and injected_<id>",
             _current,
         ),
-        Metric("injected", "memories injected over the questions of each kind: injected_<kind>", _injected),
+        Metric(
+            "injected",
+            "memories injected over the questions of each kind: injected_<kind>; questions whose "
+            "current memory is injected: current_injected",
+            _injected,
+        ),
         Metric("stale", "stale memories injected: stale_injected", _stale),
         Metric(
             "wrong",
@@ -498,7 +505,7 @@ def sweep_chunks(
     chosen = check_metrics(metrics)
     prep = prepare_candidates(raw, ages, labels, grid)
     n_q, n_p = len(labels.question_ids), prep.cand.shape[1]
-    n_columns = len(AXES) + 3 * len(criteria) + 2 * int((prep.current_l >= 0).sum()) + len(QUESTION_KINDS) + 6
+    n_columns = len(AXES) + 3 * len(criteria) + 2 * int((prep.current_l >= 0).sum()) + len(QUESTION_KINDS) + 7
     chunks = plan_chunks(
         grid,
         chunk_rows,
@@ -539,8 +546,9 @@ def sweep(
     Columns: the axes; per criterion ``<name>_value``, ``<name>_pass``, ``<name>_margin``;
     ``headroom``; per question with a current memory ``margin_<id>`` (its final score minus the
     threshold, NaN when it is not a candidate) and ``injected_<id>``; ``injected_<kind>`` (memories
-    injected over the questions of each kind); ``stale_injected``; ``min_margin`` (the smallest
-    criterion margin); ``feasible``.
+    injected over the questions of each kind); ``current_injected`` (questions whose current memory
+    is injected); ``stale_injected``; ``wrong_injected``; ``min_margin`` (the smallest criterion
+    margin); ``feasible``.
     """
     import pandas as pd
 

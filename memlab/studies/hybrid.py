@@ -16,9 +16,9 @@ import numpy as np
 
 from memlab.core.errors import InputError
 from memlab.core.grid import Grid
-from memlab.core.labels import Labels
 from memlab.core.numbers import check_number
 from memlab.core.registry import check_names
+from memlab.core.selection import select, utility
 from memlab.core.spec import COMBINES, DECAYS, SPEC_BOUNDS, RetrievalSpec
 from memlab.core.sweep import sweep
 from memlab.retrieval.gate import time_gate
@@ -28,6 +28,12 @@ from memlab.scores.sources import ScoreOptions
 
 if TYPE_CHECKING:
     import pandas as pd
+
+# The comparison judges each retriever by what it reports (current memories injected, stale
+# injections, no-hit injections), so its utility counts no wrong injections: the sweep's utility
+# (memlab.core.selection.utility) with wrong_weight 0. Its measured tables (docs/hybrid.md) rest
+# on this; with wrong_weight 1, seed16-time's choices move (daily-lunch's do not).
+WRONG_WEIGHT = 0.0
 
 
 @dataclass(frozen=True)
@@ -111,33 +117,6 @@ def sweep_retriever(
     out = pd.concat(frames, ignore_index=True)
     missing = [c for c in ("norm", "alpha", "rrf_k") if c not in out]
     return out.reindex(columns=[*out.columns, *missing]) if missing else out
-
-
-def utility(table: pd.DataFrame, labels: Labels) -> np.ndarray:
-    """Per configuration: current memories injected, minus memories injected on no-hit
-    questions, minus stale memories injected (each right memory in the prompt +1, each wrong -1)."""
-    with_current = [q for q, c in zip(labels.question_ids, labels.current, strict=True) if c >= 0]
-    hits = table[[f"injected_{q}" for q in with_current]].to_numpy(dtype=np.int64).sum(axis=1)
-    return (
-        hits
-        - table["injected_nohit"].to_numpy(dtype=np.int64)
-        - table["stale_injected"].to_numpy(dtype=np.int64)
-    )
-
-
-def choose(table: pd.DataFrame, value: np.ndarray) -> int:
-    """The configuration a comparison reports: the highest ``value`` (the table's ``utility``),
-    then feasible before not, then the largest smallest criterion margin, then smaller bonus,
-    then smaller tau, then table order. Every retriever is judged by the same rule, at its best."""
-    keys = (
-        np.arange(len(table)),
-        table["tau_days"].to_numpy(dtype=float),
-        table["bonus"].to_numpy(dtype=float),
-        -np.nan_to_num(table["min_margin"].to_numpy(dtype=float), nan=-np.inf),
-        ~table["feasible"].to_numpy(dtype=bool),
-        -value,
-    )
-    return int(np.lexsort(keys)[0])
 
 
 def per_question(
@@ -253,9 +232,10 @@ def compare(
     for retriever in chosen_policies:
         table = sweep_retriever(retriever, inputs, grid)
         configs += len(table)
-        u = utility(table, inputs.labels)
+        u = utility(table, wrong_weight=WRONG_WEIGHT)
         landscape += fusion_landscape_rows(retriever, table, u)
-        row = table.iloc[choose(table, u)]
+        # the sweep's own rule and utility: the highest utility, then feasible, then min_margin
+        row = table.iloc[select(table, "max-utility", wrong_weight=WRONG_WEIGHT)]
         long = per_question(retriever, inputs, row, grid).assign(
             names_time=gate.gated, has_current=inputs.labels.current >= 0
         )
