@@ -27,15 +27,15 @@ embed_url: str = ""  # embedding server URL (OpenAI-compatible), tried first; em
 embed_model: str = ""  # model asked of the server; empty: the local model's name (which it must serve)
 bonus: float = 0.05  # recency bonus at age 0 (cosine units)
 tau_days: float = 14.0  # recency decay constant (days): the decay's weight is 1/e at this age
-threshold: float = 0.45  # post-bonus score a memory needs to be injected (inclusive); commands default to the model's (0.845 English, 0.875 Japanese for multilingual-e5-small; 0.45 for published scores)
+threshold: float = None  # post-bonus score a memory needs to be injected (inclusive); empty: the model's (0.845 English, 0.875 Japanese for multilingual-e5-small; 0.45 for published scores)
 candidates: int = 8  # raw nearest neighbours fetched before the re-sort
 inject: int = 3  # most memories injected into the prompt
 decay: str = "exp"  # recency decay family, weight 1 at age 0 and 1/e at tau_days: exp exp(−age / tau); gauss exp(−(age / tau)²); lin max(0, 1 − (1 − 1/e) age / tau)
 combine: str = "add"  # how the bonus enters: add raw + bonus * w; mult raw * (1 + bonus * w)
-bonus_range: str = "0:0.1:0.001"  # sweep: bonus values, start:stop:step or a comma list
+bonus_range: str = ""  # sweep: bonus values, start:stop:step or a comma list; empty: the model's range (0:0.1:0.001 for multilingual-e5-small; 0:0.3:0.005 for all-MiniLM-L6-v2; 0:0.1:0.001 for Qwen/Qwen3-Embedding-0.6B; 0:0.1:0.001 for published scores)
 tau_range: str = "1:60:1"  # sweep: tau_days values
-threshold_range: str = "0.40:0.50:0.005"  # sweep: threshold values (commands default to the model's range: 0.80:0.90:0.005 for multilingual-e5-small, 0.40:0.50:0.005 for published scores)
-select: str = "max-margin"  # sweep: selection rule
+threshold_range: str = ""  # sweep: threshold values; empty: the model's range (0.80:0.90:0.005 for multilingual-e5-small; 0.15:0.45:0.005 for all-MiniLM-L6-v2; 0.40:0.50:0.005 for Qwen/Qwen3-Embedding-0.6B; 0.40:0.50:0.005 for published scores)
+select: str = "max-margin"  # sweep: selection rule among the feasible configurations; when none is feasible, max-utility
 n_range: str = "16,100,1000,10000,100000,1000000"  # scale: memory counts N to measure
 pool: int = 5000  # scale: real embedded distractors (cached after the first run)
 seed: int = 0  # scale, robustness and drift: random seed
@@ -75,8 +75,10 @@ if run:
         imported = import_benchmark(benchmark_file, folder, benchmark_granularity)
         report.value("import", imported.log.summary(), "per category: kinds, rejections, repairs")
     # benchmarks are English
-    problem = build_problem(str(folder), ScoreOptions("embedded", "en", model or None, server=server))
-    data, scores = problem.dataset, problem.scores
+    # a threshold not given follows the model, and so do the sweep's empty ranges
+    options = ScoreOptions("embedded", "en", model or None, server=server)
+    problem = build_problem(str(folder), options, threshold=threshold)
+    data, scores, threshold = problem.dataset, problem.scores, problem.spec.threshold
     kinds = pd.Series([q.kind for q in data.questions]).value_counts()
     print(f"{data.name}: {len(data.memories):,} memories, {len(data.questions):,} questions; {dict(kinds)}")
 
@@ -89,9 +91,16 @@ if run:
 # %%
 if run:
     grid = Grid(
-        bonus=parse_axis(bonus_range, "bonus_range"),
+        bonus=parse_axis(bonus_range or problem.defaults.bonus_range, "bonus_range"),
         tau_days=parse_axis(tau_range, "tau_range"),
-        threshold=tuple(sorted({*parse_axis(threshold_range, "threshold_range"), threshold})),
+        threshold=tuple(
+            sorted(
+                {
+                    *parse_axis(threshold_range or problem.defaults.threshold_range, "threshold_range"),
+                    threshold,
+                }
+            )
+        ),
         candidates=(candidates,),
         inject=(inject,),
         decay=(decay,),

@@ -259,6 +259,8 @@ def test_sweep_prints_its_choice_ready_to_paste(capsys):
         "7:30:1",
         "--threshold",
         "0.45",
+        "--select",
+        "smallest-bonus",
     ]
     assert main([*argv, "--print-choice", "flags"]) == 0
     flags = capsys.readouterr().out.splitlines()[-1]
@@ -269,6 +271,16 @@ def test_sweep_prints_its_choice_ready_to_paste(capsys):
     # the flags evaluate to the configuration the sweep chose: feasible
     assert main(["evaluate", *flags.split()]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "feasible: yes"
+    # and memlab spec takes them as they are, exporting those numbers
+    assert main(["spec", *flags.split(), "--format", "json"]) == 0
+    exported = json.loads(capsys.readouterr().out)
+    assert {k: exported[k] for k in ("bonus", "tau_days", "threshold", "candidates", "inject")} == {
+        "bonus": 0.045,
+        "tau_days": 15.0,
+        "threshold": 0.45,
+        "candidates": 8,
+        "inject": 3,
+    }
     assert main([*argv, "--print-choice", "yaml"]) == 0
     yaml_text = capsys.readouterr().out.split("\n", 4)[-1]
     import yaml

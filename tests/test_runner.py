@@ -10,7 +10,6 @@ import pytest
 from memlab.app.cli import main
 from memlab.app.parameters import NOTEBOOK_PARAMETERS
 from memlab.app.runner import NOTEBOOKS, load_batch, parse_overrides
-from memlab.embedding.models import MODELS
 
 KNOWN = ", ".join(sorted(p.name for p in NOTEBOOK_PARAMETERS))
 
@@ -121,9 +120,9 @@ def test_default_batch_file_loads():
     en, ja, published = batch.runs
     assert en.parameters["source"] == ja.parameters["source"] == "embedded"
     assert (en.parameters["lang"], ja.parameters["lang"]) == ("en", "ja")
-    # the thresholds are the default model's, as a bare `memlab evaluate --source embedded` uses them
-    cards = MODELS["multilingual-e5-small"].thresholds
-    assert (en.parameters["threshold"], ja.parameters["threshold"]) == (cards["en"], cards["ja"])
+    # no hand-copied thresholds or ranges: each notebook takes the model's, as every command does
+    for run in batch.runs:
+        assert not {"threshold", "threshold_range", "bonus_range", "bonus", "tau_days"} & set(run.parameters)
     assert ja.notebooks == published.notebooks == ("01_reproduce", "02_sweep", "03_tune", "05_robustness")
 
 

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 SERVER = ("embed_url", "embed_model")
 SCORES = ("source", "lang", "model", *SERVER, "dataset")
 SPEC = ("bonus", "tau_days", "threshold", "candidates", "inject")
+TUNED = ("spec_file",)  # a tuned spec (memlab sweep --save): the notebooks that apply one spec take it
 FAMILY = ("decay", "combine")  # the decay family: every notebook that applies the spec takes it
 SWEEP = ("bonus_range", "tau_range", "threshold_range")
 OUTPUT = ("out_dir", "fig_formats")
@@ -43,7 +44,7 @@ NOTEBOOKS: dict[str, Notebook] = {
         _nb(
             "01_reproduce",
             "the seed's tables, the reruns, the no-hit questions and the bonus curve",
-            (*SCORES, *SPEC, *FAMILY, *OUTPUT),
+            (*SCORES, *SPEC, *FAMILY, *TUNED, *OUTPUT),
             bonus_curve="How much the recency bonus adds to a memory's cosine score as the memory ages.",
             question_bars="Per question, its current memory (else the best candidate) before and after "
             "the bonus; the dashed line is the threshold a memory must reach to be injected.",
@@ -51,7 +52,7 @@ NOTEBOOKS: dict[str, Notebook] = {
         _nb(
             "02_sweep",
             "feasibility and headroom over the grid, the exact feasible band and the chosen point",
-            (*SCORES, *SPEC, *FAMILY, *SWEEP, "select", *OUTPUT),
+            (*SCORES, *SPEC, *FAMILY, *SWEEP, "select", "nohit_weight", *OUTPUT),
             feasibility="Where every criterion holds over bonus and tau (green), with the exact feasible "
             "band drawn and the chosen configuration starred.",
             headroom="How far the best unrelated memory stays under the threshold, over bonus and tau.",
@@ -62,20 +63,20 @@ NOTEBOOKS: dict[str, Notebook] = {
         _nb(
             "03_tune",
             "the live tuning panel (sliders, bars, criteria, the injected prompt)",
-            (*SCORES, *SPEC, *FAMILY, *SWEEP, *OUTPUT),
+            (*SCORES, *SPEC, *FAMILY, *SWEEP, *TUNED, *OUTPUT),
             default_view="The tuning panel's figure at its starting values.",
         ),
         _nb(
             "04_scale",
             "the best unrelated score as the store grows, measured and predicted",
-            (*SCORES, *SPEC, *FAMILY, "n_range", "pool", "seed", *OUTPUT),
+            (*SCORES, *SPEC, *FAMILY, *TUNED, "n_range", "pool", "seed", *OUTPUT),
             scale="The best unrelated score as the store grows, measured and predicted (an "
             "extreme-value law), against the threshold.",
         ),
         _nb(
             "05_robustness",
             "leave-one-question-out and bootstrap resamples of the tuned spec",
-            (*SCORES, *SPEC, *FAMILY, "boot", "seed", *OUTPUT),
+            (*SCORES, *SPEC, *FAMILY, *TUNED, "boot", "seed", *OUTPUT),
             robustness="Where the feasible bonus interval begins and ends when questions or memories "
             "are resampled.",
         ),

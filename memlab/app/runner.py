@@ -79,8 +79,12 @@ class Result:
 
 def typed(name: str, value: Any, where: str) -> Any:
     """A parameter value converted to its declared type (``str`` stays text: "1:30:1" is a range,
-    not YAML's base-60 number 5401)."""
-    kind = next(p.type for p in NOTEBOOK_PARAMETERS if p.name == name)
+    not YAML's base-60 number 5401); an empty value of a parameter declared empty (the threshold)
+    stays None."""
+    declared = next(p for p in NOTEBOOK_PARAMETERS if p.name == name)
+    kind = declared.type
+    if declared.default is None and value in (None, ""):  # not given: what empty means (the model's)
+        return None
     try:
         if kind == "str":
             return "" if value is None else str(value)

@@ -9,12 +9,12 @@ import threading
 import warnings
 from collections.abc import Sequence
 
-from memlab.app.cli import calibrate, data, run, studies, tuning
+from memlab.app.cli import calibrate, data, run, studies, sweep, tuning
 from memlab.core.errors import MemlabError, MemlabWarning
 from memlab.core.files import discard_pending
 from memlab.datasets.schema import DatasetError
 
-GROUPS = (tuning, studies, calibrate, data, run)
+GROUPS = (tuning, sweep, studies, calibrate, data, run)
 
 
 def package_version() -> str:
@@ -77,6 +77,10 @@ def _main(argv: Sequence[str] | None) -> int:
     previous = signal.signal(signal.SIGTERM, _terminate) if catch else None
     shown, warnings.showwarning = warnings.showwarning, _show_warning
     try:
+        if getattr(args, "spec_file", None):
+            from memlab.app.cli.options import apply_spec_file
+
+            apply_spec_file(args)
         return args.handler(args)
     except KeyboardInterrupt as e:
         if not catch:

@@ -8,8 +8,10 @@ import sys
 
 from memlab.app.cli.options import (
     Command,
+    add_criteria_option,
     add_family_options,
     add_output_options,
+    add_parameters,
     add_server_options,
     add_source_options,
     add_spec_options,
@@ -21,7 +23,6 @@ from memlab.app.cli.options import (
     server_from,
     spec_line,
 )
-from memlab.app.parameters import add_parameters
 from memlab.core.errors import InputError
 from memlab.core.registry import check_names
 from memlab.drift.arrays import DRIFT_MODEL
@@ -113,8 +114,8 @@ def retriever_grid_from(args: argparse.Namespace):
         alphas=parse_axis(args.alpha_range, "alpha"),
         norms=norms,
         rrf_ks=parse_axis(args.rrf_k_range, "rrf-k"),
-        bonus=parse_axis(args.bonus_range, "bonus"),
-        tau_days=parse_axis(args.tau_range, "tau"),
+        bonus=parse_axis(args.hybrid_bonus_range, "bonus"),
+        tau_days=parse_axis(args.hybrid_tau_range, "tau"),
         decay=decays,
         combine=combines,
         threshold_steps=args.threshold_steps,
@@ -324,9 +325,7 @@ def add_robustness_arguments(p: argparse.ArgumentParser) -> None:
     add_spec_options(p)
     add_family_options(p)
     add_parameters(p, ["boot", "seed"])
-    p.add_argument(
-        "--criteria", default=None, help="YAML file declaring criteria (default: the dataset's own)"
-    )
+    add_criteria_option(p)
     add_output_options(p, ["table", "json"])
 
 
@@ -358,12 +357,7 @@ def add_compare_arguments(p: argparse.ArgumentParser) -> None:
         "--norm", default="min-max,z-score,none", help="weighted fusion normalisations (comma list)"
     )
     add_parameters(g, ["rrf_k_range"])
-    add_parameters(
-        g,
-        ["bonus_range", "tau_range"],
-        defaults={"bonus_range": "0:0.3:0.01", "tau_range": "1,3,7,14,30,60"},
-        help_extra={"bonus_range": "decay retrievers", "tau_range": "decay retrievers"},
-    )
+    add_parameters(g, ["hybrid_bonus_range", "hybrid_tau_range"])
     g.add_argument(
         "--threshold-steps",
         type=int,
