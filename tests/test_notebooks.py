@@ -58,7 +58,7 @@ def records(path: Path) -> list[dict]:
 
 @pytest.mark.notebook
 def test_01_reproduce_writes_the_seed_tables(tmp_path):
-    out = execute("01_reproduce", tmp_path)
+    out = execute("01_reproduce", tmp_path, source="published")
     four = records(out / "tables" / "four_candidates.json")
     assert [(r["bonus"], r["tau_days"], round(r["c_value"], 3), r["verdict"]) for r in four] == [
         (0.03, 30, 0.437, "fails (c)"),
@@ -90,6 +90,7 @@ def test_02_sweep_writes_bands_and_the_choice(tmp_path):
     out = execute(
         "02_sweep",
         tmp_path,
+        source="published",
         bonus_range="0:0.1:0.01",
         tau_range="7,14,30",
         threshold_range="0.44,0.45",
@@ -125,7 +126,7 @@ def test_02_sweep_writes_bands_and_the_choice(tmp_path):
 
 @pytest.mark.notebook
 def test_03_tune_renders_its_default_view_headless(tmp_path):
-    out = execute("03_tune", tmp_path, bonus=0.04)
+    out = execute("03_tune", tmp_path, source="published", bonus=0.04)
     crit = {r["criterion"]: r["pass"] for r in records(out / "tables" / "criteria.json")}
     assert crit == {"a": True, "b": True, "c": False}  # 0.04 / 14 days fails (c), as in the seed
     fig = json.loads((out / "figures" / "default_view.json").read_text())
@@ -142,10 +143,8 @@ def test_03_tune_renders_its_default_view_headless(tmp_path):
 @pytest.mark.model
 def test_04_scale_writes_the_curve(tmp_path, cache_dir, embedded, monkeypatch):
     monkeypatch.setenv("MEMLAB_CACHE_DIR", str(cache_dir))
-    # the default model's English threshold (a notebook takes its threshold as a parameter)
-    out = execute(
-        "04_scale", tmp_path, source="embedded", threshold=0.845, pool=1000, n_range="16,116,1016,3016"
-    )
+    # no threshold given: the notebook takes the default model's English one (0.845), as a command does
+    out = execute("04_scale", tmp_path, source="embedded", pool=1000, n_range="16,116,1016,3016")
     rows = records(out / "tables" / "scale.json")
     assert [r["n"] for r in rows] == [16, 116, 1016, 3016]
     assert rows[0]["nohit_max"] == rows[0]["nohit_max_real"]  # the fixture alone
@@ -162,7 +161,7 @@ def test_04_scale_writes_the_curve(tmp_path, cache_dir, embedded, monkeypatch):
 
 @pytest.mark.notebook
 def test_05_robustness_writes_the_resamples(tmp_path):
-    out = execute("05_robustness", tmp_path, boot=10)
+    out = execute("05_robustness", tmp_path, source="published", boot=10)
     summary = {r["kind"]: r for r in records(out / "tables" / "robustness_summary.json")}
     assert list(summary) == ["all", "loqo", "questions", "memories"]
     assert summary["all"]["feasible_share"] == 1.0 and summary["questions"]["resamples"] == 10
@@ -294,8 +293,9 @@ def test_08_benchmark_on_the_tiny_locomo_file(tmp_path, cache_dir, monkeypatch):
     report = json.loads((out / "report.json").read_text())
     values = {e["name"]: e.get("value") for e in report["entries"] if e["type"] == "value"}
     assert values["import"]["categories"]["adversarial"] == {"nohit": 1}
+    # the threshold in use joins the grid: none given, the default model's English 0.845
     assert [r["threshold"] for r in records(out / "tables" / "sweep_by_threshold.json")] == pytest.approx(
-        [0.3, 0.4, 0.45, 0.5]
+        [0.3, 0.4, 0.5, 0.845]
     )
     crit = {r["kind"]: (r["criteria"], r["passed"]) for r in records(out / "tables" / "criteria.json")}
     assert crit["current_reaches"][0] == 3  # qa0, qa2 and qa3 have one evidence turn each

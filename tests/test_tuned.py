@@ -86,9 +86,10 @@ def test_another_model_is_refused_another_dataset_warned(tmp_path, capsys):
     assert main(["evaluate", "--spec", str(other)]) == 2
     err = capsys.readouterr().err.splitlines()[-1]
     assert err == (
-        f"memlab: error: {other} was tuned on scores from another-model (published scores), these come from "
-        "Qwen3-Embedding-0.6B, 256 dimensions (published scores): its threshold and bonus are on another model's scale "
-        "(tune again with memlab sweep --save, or pass the model it names)"
+        f"memlab: error: {other} was tuned on published scores from another-model (published scores), these "
+        "are published scores from Qwen3-Embedding-0.6B, 256 dimensions (published scores): its threshold and "
+        "bonus are on another model's scale (score with --source published, or tune again with memlab sweep "
+        "--save)"
     )
     doc = yaml.safe_load(path.read_text())
     doc["dataset"]["name"] = "my-device"

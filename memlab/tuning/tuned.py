@@ -251,10 +251,11 @@ def check_tuned(tuned: TunedSpec, problem: RetrievalProblem) -> None:
     if made is not None and now is not None:
         then = ModelIdentity(made.get("name", ""), made.get("model_id", ""), made.get("identity", {}))
         if not then.same_as(now):
+            how = f"--source {tuned.source}" + (f" --model {then.name}" if tuned.source == "embedded" else "")
             raise InputError(
-                f"{tuned.label} was tuned on scores from {then.model_id}, these come from {now.model_id}: "
-                "its threshold and bonus are on another model's scale (tune again with memlab sweep --save, "
-                "or pass the model it names)"
+                f"{tuned.label} was tuned on {tuned.source} scores from {then.model_id}, these are "
+                f"{problem.source} scores from {now.model_id}: its threshold and bonus are on another "
+                f"model's scale (score with {how}, or tune again with memlab sweep --save)"
             )
     dataset = problem.dataset
     hashes = dataset_hashes(dataset)
