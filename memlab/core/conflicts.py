@@ -50,7 +50,8 @@ class Conflicts:
             return "no conflict: some configuration satisfies every criterion"
         parts = []
         if self.never:
-            parts.append(f"never hold: {', '.join(self.never)}")
+            more = f" and {len(self.never) - 8} more" if len(self.never) > 8 else ""
+            parts.append(f"never hold: {', '.join(self.never[:8])}{more}")
         if self.pairs:
             shown = ", ".join(f"{a} + {b}" for a, b in self.pairs[:8])
             more = f" and {len(self.pairs) - 8} more" if len(self.pairs) > 8 else ""

@@ -53,6 +53,9 @@ def grid_from(args: argparse.Namespace, problem=None):
     )
 
 
+SHOWN_CRITERIA = 24  # criterion values the choice line prints one by one (beyond: a count)
+
+
 def describe_row(row: dict[str, Any], criteria, prefixes: Sequence[str] = ("",)) -> str:
     parts = [
         *([f"decay={row['decay']}", f"combine={row['combine']}"] if "decay" in row else []),
@@ -66,7 +69,16 @@ def describe_row(row: dict[str, Any], criteria, prefixes: Sequence[str] = ("",))
     ]
     if "utility" in row:
         parts.append(f"utility={row['utility']:g}")
-    parts += [f"{p}{c.name}={fmt(row[f'{p}{c.name}_value'])}" for p in prefixes for c in criteria]
+    if len(criteria) * len(prefixes) <= SHOWN_CRITERIA:
+        parts += [f"{p}{c.name}={fmt(row[f'{p}{c.name}_value'])}" for p in prefixes for c in criteria]
+    else:  # too many to read one by one: how many hold, and the first that fail
+        names = [f"{p}{c.name}" for p in prefixes for c in criteria]
+        failing = [n for n in names if not row[f"{n}_pass"]]
+        more = f" and {len(failing) - 8} more" if len(failing) > 8 else ""
+        parts.append(
+            f"criteria: {len(names) - len(failing)} of {len(names)} hold"
+            + (f" (failing: {', '.join(failing[:8])}{more})" if failing else "")
+        )
     return " ".join(parts)
 
 
