@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import shutil
 import socket
 import subprocess
 import sys
@@ -31,10 +30,35 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def with_parameters(source: Path, target: Path, parameters: dict) -> None:
+    """Copy a notebook with values of its parameters cell changed, as a user edits the cell."""
+    import json
+
+    import nbformat
+
+    nb = nbformat.read(source, as_version=4)
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    lines = []
+    for line in cell.source.splitlines():
+        name = line.split(":", 1)[0]
+        if name in parameters:
+            kind = line.split(":", 1)[1].split("=", 1)[0].strip()
+            line = f"{name}: {kind} = {json.dumps(parameters[name])}"
+        lines.append(line)
+    cell.source = "\n".join(lines)
+    nbformat.write(nb, target)
+
+
 @contextlib.contextmanager
-def jupyterlab_server(tmp_path: Path, notebook: str = "03_tune"):
-    """A JupyterLab server on loopback, with one notebook in its root folder; yields its URL."""
-    shutil.copy(NB_DIR / f"{notebook}.ipynb", tmp_path / f"{notebook}.ipynb")
+def jupyterlab_server(tmp_path: Path, notebook: str = "03_tune", parameters: dict | None = None):
+    """A JupyterLab server on loopback, with one notebook in its root folder (``parameters``:
+    values of its parameters cell changed); yields its URL."""
+    # the seed's published scores by default: no embedding model in the browser tests
+    with_parameters(
+        NB_DIR / f"{notebook}.ipynb",
+        tmp_path / f"{notebook}.ipynb",
+        {"source": "published", **(parameters or {})},
+    )
     port, token = free_port(), secrets.token_hex(16)
     env = {**os.environ, "MEMLAB_DEFER_STATIC": "1"}
     cmd = [

@@ -39,6 +39,16 @@ def test_a_rule_without_its_column_is_an_error():
     assert str(e.value) == "selection rule 'max-headroom' needs column(s) headroom, which the table lacks"
 
 
+def test_an_empty_threshold_is_the_models():
+    """-p threshold=0.85 gives one; -p threshold= (or none) leaves it to the model, as papermill
+    reads the cell's default None."""
+    assert parse_overrides(["threshold=0.85", "bonus_range=0:0.1:0.01"]) == {
+        "threshold": 0.85,
+        "bonus_range": "0:0.1:0.01",
+    }
+    assert parse_overrides(["threshold=", "threshold_range="]) == {"threshold": None, "threshold_range": ""}
+
+
 def test_parameters_keep_their_declared_types(tmp_path):
     assert parse_overrides(["tau_range=1:30:1", "lang=no", "bonus_range=0.05", "pool=300"]) == {
         "tau_range": "1:30:1",
@@ -155,9 +165,14 @@ def test_import_reference_date_is_checked_before_writing(tmp_path):
 @pytest.mark.notebook
 def test_a_failed_rerun_never_shows_the_earlier_results(tmp_path, capsys):
     good = tmp_path / "good.yaml"
-    good.write_text("notebooks: [01_reproduce]\nparameters: {fig_formats: [html]}\nruns:\n  - {name: r}\n")
+    good.write_text(
+        "notebooks: [01_reproduce]\nparameters: {fig_formats: [html], source: published}\nruns:\n  - {name: r}\n"
+    )
     bad = tmp_path / "bad.yaml"
-    bad.write_text("notebooks: [01_reproduce]\nruns:\n  - {name: r, parameters: {dataset: daily-lunch}}\n")
+    # daily-lunch has no published scores: the notebook fails
+    bad.write_text(
+        "notebooks: [01_reproduce]\nruns:\n  - {name: r, parameters: {source: published, dataset: daily-lunch}}\n"
+    )
     out = tmp_path / "out"
     assert main(["run", "--config", str(good), "--out", str(out)]) == 0
     assert "bonus_curve" in (out / "index.html").read_text()

@@ -10,7 +10,8 @@ reads back:
 - ``never``: the criteria no configuration passes (each a conflict on its own);
 - ``pairs``: the pairs of the others that no configuration passes together;
 - ``smallest``: every conflicting set of the smallest size, when that size is at most
-  ``SMALLEST_UP_TO``; else one *minimal* conflicting set (no criterion can be left out of it and
+  ``SMALLEST_UP_TO`` (triples are looked for among at most ``TRIPLES_UP_TO`` criteria); else one
+  *minimal* conflicting set (no criterion can be left out of it and
   it still fail everywhere), found by leaving criteria out one by one in their declared order.
 
 The closed-form feasible region (``memlab.core.feasible``) gives the same patterns exactly, one per
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 SMALLEST_UP_TO = 3  # the size up to which every smallest conflicting set is listed
+TRIPLES_UP_TO = 64  # criteria up to which triples are enumerated (beyond: one minimal set)
 PRUNE_ABOVE = 50_000  # distinct patterns kept before pruning to the maximal ones
 
 
@@ -145,7 +147,7 @@ def conflicts_of(names: Sequence[str], patterns: np.ndarray) -> Conflicts:
     if pairs:
         return Conflicts(names, False, never, pairs, pairs, True)
     triples = []
-    if SMALLEST_UP_TO >= 3:
+    if SMALLEST_UP_TO >= 3 and len(names) <= TRIPLES_UP_TO:
         for i, j in combinations(range(len(names)), 2):
             both = pats[:, i] & pats[:, j]
             with_k = pats[both].any(axis=0)

@@ -257,19 +257,26 @@ def feasible_bonus(
     combine: str = "add",
 ) -> P.Interval:
     """The exact set of bonus values >= 0 where every criterion holds."""
+    return intersect(
+        criterion_regions(
+            raw,
+            ages,
+            labels,
+            criteria,
+            tau_days=tau_days,
+            threshold=threshold,
+            candidates=candidates,
+            inject=inject,
+            decay=decay,
+            combine=combine,
+        )
+    )
+
+
+def intersect(regions: dict[str, P.Interval]) -> P.Interval:
+    """Where every criterion's region holds, within ``[0, +inf)``."""
     region = P.closed(0, P.inf)
-    for part in criterion_regions(
-        raw,
-        ages,
-        labels,
-        criteria,
-        tau_days=tau_days,
-        threshold=threshold,
-        candidates=candidates,
-        inject=inject,
-        decay=decay,
-        combine=combine,
-    ).values():
+    for part in regions.values():
         region &= part
     return region
 

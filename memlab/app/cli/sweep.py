@@ -267,7 +267,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def cmd_feasible(args: argparse.Namespace) -> int:
     from memlab.core.conflicts import conflicts_of
-    from memlab.core.feasible import criterion_regions, intervals_json, intervals_text, region_patterns
+    from memlab.core.feasible import (
+        criterion_regions,
+        intersect,
+        intervals_json,
+        intervals_text,
+        region_patterns,
+    )
     from memlab.core.grid import Grid, parse_axis
     from memlab.scores.problem import build_problem
 
@@ -304,7 +310,7 @@ def cmd_feasible(args: argparse.Namespace) -> int:
             decay=decay,
             combine=combine,
         )
-        region = grid_region(regions)
+        region = intersect(regions)
         conflicts = None if not region.empty else conflicts_of(list(regions), region_patterns(regions))
         rows.append(
             {
@@ -344,15 +350,6 @@ def cmd_feasible(args: argparse.Namespace) -> int:
         ]
     emit("\n".join(lines), args.output)
     return 0
-
-
-def grid_region(regions):
-    import portion as P
-
-    region = P.closed(0, P.inf)
-    for part in regions.values():
-        region &= part
-    return region
 
 
 def grouped_conflicts(rows: list[dict[str, Any]]) -> list[str]:
