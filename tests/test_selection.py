@@ -181,3 +181,35 @@ def test_the_hybrid_comparison_chooses_as_before(name):
             assert select(table, "max-utility", wrong_weight=WRONG_WEIGHT) == old_hybrid_choose(
                 table, inputs.labels
             ), (seed, retriever.name)
+
+
+@pytest.mark.parametrize("rule", ["smallest-bonus", "max-headroom", "max-margin", "max-utility"])
+def test_every_rule_picks_what_a_full_sort_picks(rule):
+    """select narrows to the best first key before sorting; a sort of every row (NaN last, ties to
+    the earlier row) picks the same row, on tables full of ties and NaN."""
+    from memlab.core.selection import SELECTION_RULES
+
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        n = 40
+        table = pd.DataFrame(
+            {
+                "bonus": rng.choice([0.0, 0.01, 0.02], n),
+                "tau_days": rng.choice([1.0, 14.0], n),
+                "headroom": np.where(rng.random(n) < 0.2, np.nan, rng.choice([-0.01, 0.0, 0.02], n)),
+                "min_margin": np.where(rng.random(n) < 0.2, np.nan, rng.choice([-0.02, 0.0, 0.01], n)),
+                "feasible": rng.random(n) < 0.5,
+                "current_injected": rng.integers(0, 3, n),
+                "stale_injected": rng.integers(0, 2, n),
+                "wrong_injected": rng.integers(0, 2, n),
+                "injected_nohit": rng.integers(0, 2, n),
+            }
+        )
+        spec = SELECTION_RULES[rule]
+        full = table.assign(utility=utility(table), _row=np.arange(n))
+        if spec.feasible_only:
+            full = full[full["feasible"]]
+        keys = [c for c, _ in spec.keys] + ["_row"]
+        ordered = full.sort_values(keys, ascending=[a for _, a in spec.keys] + [True], na_position="last")
+        expected = None if ordered.empty else int(ordered["_row"].iloc[0])
+        assert select(table, rule) == expected

@@ -46,6 +46,11 @@ class Conflicts:
     smallest: tuple[tuple[str, ...], ...]  # the smallest conflicting sets (or one minimal set)
     exhaustive: bool  # smallest lists every set of its size (else it is one minimal set)
 
+    @classmethod
+    def none(cls, names: Sequence[str]) -> Conflicts:
+        """No conflict: some configuration satisfies every criterion."""
+        return cls(tuple(names), True, (), (), (), True)
+
     def text(self) -> str:
         """One line: which criteria conflict."""
         if self.satisfiable:
@@ -112,10 +117,17 @@ class ConflictFinder:
 
 
 def unique_rows(packed: np.ndarray) -> np.ndarray:
+    """The distinct rows of packed bits (up to 64 criteria as one integer each: a fast sort)."""
     if len(packed) <= 1:
         return packed
-    view = np.ascontiguousarray(packed).view(np.dtype((np.void, packed.shape[1])))
-    return np.unique(view).view(np.uint8).reshape(-1, packed.shape[1])
+    width = packed.shape[1]
+    if width <= 8:
+        wide = np.zeros((len(packed), 8), dtype=np.uint8)
+        wide[:, :width] = packed
+        keys = np.unique(wide.view(np.uint64).ravel())
+        return keys.view(np.uint8).reshape(-1, 8)[:, :width].copy()
+    view = np.ascontiguousarray(packed).view(np.dtype((np.void, width)))
+    return np.unique(view).view(np.uint8).reshape(-1, width)
 
 
 def maximal_rows(packed: np.ndarray) -> np.ndarray:
@@ -134,7 +146,7 @@ def conflicts_of(names: Sequence[str], patterns: np.ndarray) -> Conflicts:
     names = tuple(names)
     pats = np.asarray(patterns, dtype=bool).reshape(-1, len(names))
     if not names or pats.all(axis=1).any():
-        return Conflicts(names, True, (), (), (), True)
+        return Conflicts.none(names)
     passed = pats.any(axis=0)
     never = tuple(n for n, ok in zip(names, passed, strict=True) if not ok)
     live = np.flatnonzero(passed)

@@ -152,9 +152,17 @@ def select(
         raise InputError(
             f"selection rule {rule!r} needs column(s) {', '.join(missing)}, which the table lacks"
         )
+    value = utility(table, nohit_weight, wrong_weight) if any(c == "utility" for c, _ in spec.keys) else None
+    # only the rows at the best value of the first key can come first (NaN sorts last): the sort
+    # over the rest is the same, on far fewer rows
+    first, ascending = spec.keys[0]
+    keys = np.asarray(value if first == "utility" else table[first].to_numpy(), dtype=np.float64)[rows]
+    known = ~np.isnan(keys)
+    if known.any():
+        rows = rows[keys == (keys[known].min() if ascending else keys[known].max())]
     cand = table.iloc[rows][needed].assign(_row=rows)
-    if any(c == "utility" for c, _ in spec.keys):
-        cand["utility"] = utility(table, nohit_weight, wrong_weight)[rows]
+    if value is not None:
+        cand["utility"] = value[rows]
     cols = [c for c, _ in spec.keys] + ["_row"]
     asc = [a for _, a in spec.keys] + [True]
     ordered = cand.sort_values(cols, ascending=asc, kind="mergesort", na_position="last")
@@ -215,20 +223,20 @@ def choose_streaming(
     finder: ConflictFinder | None = None
     for frame in frames:
         total += len(frame)
-        feasible += int(frame["feasible"].sum())
-        if conflicts:
-            if finder is None:
-                names = (
-                    list(criteria) if criteria is not None else [c[:-5] for c in frame if c.endswith("_pass")]
-                )
-                finder = ConflictFinder(tuple(names))
+        before, feasible = feasible, feasible + int(frame["feasible"].sum())
+        if conflicts and finder is None:
+            names = list(criteria) if criteria is not None else [c[:-5] for c in frame if c.endswith("_pass")]
+            finder = ConflictFinder(tuple(names))
+        if finder is not None and not feasible:  # once one configuration holds, nothing conflicts
             finder.add(frame)
         for r in rules:
+            if r != rule and before:  # something was feasible: the rule chooses, never the fallback
+                continue
             i = select(frame, r, nohit_weight=nohit_weight)
             if i is not None:
                 winners[r].append(frame.iloc[[i]])
     used = rule if winners[rule] or fallback is None else fallback
-    found = finder.result() if finder is not None else None
+    found = None if finder is None else finder.result() if not feasible else Conflicts.none(finder.names)
     if not winners[used]:
         return Choice(pd.DataFrame(), used, rule, feasible, total, found)
     best = pd.concat(winners[used])
