@@ -75,9 +75,13 @@ def calibrated_thresholds(scores: np.ndarray, max_bonus: float, steps: int) -> t
 
 
 def sweep_retriever(
-    retriever: Retriever, inputs: RetrievalInputs, grid: RetrieverGrid = RetrieverGrid()
+    retriever: Retriever,
+    inputs: RetrievalInputs,
+    grid: RetrieverGrid = RetrieverGrid(),
+    metrics: Sequence[str] | None = None,
 ) -> pd.DataFrame:
-    """Every configuration of a retriever: its fusion axes x bonus x tau x calibrated thresholds."""
+    """Every configuration of a retriever: its fusion axes x bonus x tau x calibrated thresholds;
+    ``metrics``: the sweep's metric groups to compute (None: all)."""
     import pandas as pd
 
     settings = retriever_scores(
@@ -93,8 +97,10 @@ def sweep_retriever(
     n_mem = inputs.vector.shape[1]
     frames = []
     for s in settings:
-        # fused retrievers have already chosen their candidates (the routes' union): keep them all
-        k = grid.candidates if retriever.fusion == "none" else n_mem
+        # fused retrievers have already chosen their candidates (the routes' union, NaN elsewhere):
+        # keep them all; no question has more than the widest row's known scores
+        known = int(np.isfinite(s.scores).sum(axis=-1).max(initial=0)) if s.scores.size else 0
+        k = grid.candidates if retriever.fusion == "none" else max(1, min(n_mem, known))
         g = Grid(
             bonus=bonus,
             tau_days=taus,
@@ -104,7 +110,7 @@ def sweep_retriever(
             decay=grid.decay if retriever.decay else (RetrievalSpec.decay,),
             combine=grid.combine if retriever.decay else (RetrievalSpec.combine,),
         )
-        frame = sweep(s.scores, inputs.ages, inputs.labels, g, inputs.criteria)
+        frame = sweep(s.scores, inputs.ages, inputs.labels, g, inputs.criteria, metrics=metrics)
         # one concat instead of column inserts: the sweep's frame has many column blocks
         extra = pd.DataFrame({"retriever": retriever.name, **s.params}, index=frame.index)
         frames.append(pd.concat([frame, extra], axis=1))
