@@ -473,14 +473,14 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         haystack = r.ids("haystack") if obj.get("haystack") is not None else None
         if haystack is not None:
             unknown = [g for g in haystack if g not in memory_groups]
-            if unknown or not haystack:
-                r.problem("haystack", f"unknown memory group {unknown[0]!r}" if unknown else "empty")
             outside = [
                 ref
                 for ref in (*relevant, *stale, *((current,) if current else ()))
                 if ref in memory_index and memories[memory_index[ref]].group not in ("", *haystack)
             ]
-            if outside:
+            if unknown or not haystack:
+                r.problem("haystack", f"unknown memory group {unknown[0]!r}" if unknown else "empty")
+            elif outside:
                 r.problem("haystack", f"{outside[0]!r} is labelled for it but outside its haystack")
         if qid is not None and kind and len(texts) == len(languages) and provenance:
             questions.append(

@@ -159,9 +159,11 @@ def per_question(
         norms=(params.get("norm", "min-max"),),
         rrf_ks=(params.get("rrf_k", 60),),
     )
+    # a fused retriever keeps every candidate of its routes (as sweep_retriever does)
+    known = int(np.isfinite(setting.scores).sum(axis=-1).max(initial=0)) if setting.scores.size else 0
     g = Grid.of(
         RetrievalSpec(
-            candidates=int(row["candidates"]),
+            candidates=int(row["candidates"]) if retriever.fusion == "none" else max(1, known),
             inject=int(row["inject"]),
             threshold=float(row["threshold"]),
             bonus=float(row["bonus"]),

@@ -63,7 +63,7 @@ def parse_ks(text: str | Sequence[int]) -> tuple[int, ...]:
             k = int(item)
         except (TypeError, ValueError):
             raise InputError(f"--k: {item!r} is not a whole number (give cutoffs like 5,10)") from None
-        check_number(k, "k", integer=True, minimum=1)
+        check_number(k, "--k", integer=True, minimum=1)
         if k in out:
             raise InputError(f"--k: {k} is given twice")
         out.append(k)
