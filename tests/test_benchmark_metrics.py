@@ -64,7 +64,12 @@ def test_metrics_on_paper():
     row = scores.set_index(["list", "question"])
     q0c, q0i, q1i = row.loc[("candidates", "q0")], row.loc[("injected", "q0")], row.loc[("injected", "q1")]
     # q0: candidates m0 m1 m2 m3; relevant at ranks 2 and 4; injected m0 m1 (both >= 0.75)
-    assert (q0c["recall_any@1"], q0c["recall_any@2"], q0c["recall_all@2"], q0c["recall_all@4"]) == (0, 1, 0, 1)
+    assert (q0c["recall_any@1"], q0c["recall_any@2"], q0c["recall_all@2"], q0c["recall_all@4"]) == (
+        0,
+        1,
+        0,
+        1,
+    )
     assert q0c["mrr"] == 0.5
     # trec_eval: DCG@2 = 1/log2(3), IDCG@2 = 1 + 1/log2(3)
     assert q0c["ndcg@2"] == pytest.approx((1 / np.log2(3)) / (1 + 1 / np.log2(3)))
@@ -87,7 +92,10 @@ def test_metrics_on_paper():
     assert s.loc[("injected", "category", "multi-hop")]["recall_any@1"] == 0.0
     # at threshold 0.77 q2 injects nothing, and q0 injects m0 and m1 still
     _, higher = metrics_table(problem_of(tiny(), replace(SPEC, threshold=0.77), RAW), ks=(2,))
-    assert higher.set_index(["list", "by", "group"]).loc[("injected", "all", "all")]["false_injection_rate"] == 0.0
+    assert (
+        higher.set_index(["list", "by", "group"]).loc[("injected", "all", "all")]["false_injection_rate"]
+        == 0.0
+    )
 
 
 @pytest.mark.ranx
@@ -101,7 +109,9 @@ def test_trec_eval_and_ranx_agree_on_the_standard_measures():
     scores = question_scores(ranked_questions(problem), (2, 4)).query("list == 'candidates' and judged")
     qrels = ranx.Qrels({q.id: {m: 1 for m in q.relevant} for q in tiny().questions if q.relevant})
     run = ranx.Run({q: {f"m{m}": float(raw[i, m]) for m in range(5)} for i, q in enumerate(("q0", "q1"))})
-    theirs = ranx.evaluate(qrels, run, ["hit_rate@2", "recall@4", "ndcg@2", "ndcg@4", "mrr"], return_mean=False)
+    theirs = ranx.evaluate(
+        qrels, run, ["hit_rate@2", "recall@4", "ndcg@2", "ndcg@4", "mrr"], return_mean=False
+    )
     mine = scores.set_index("question").loc[["q0", "q1"]]
     assert mine["recall_any@2"].tolist() == pytest.approx(theirs["hit_rate@2"].tolist())
     assert mine["recall_all@4"].tolist() == pytest.approx((theirs["recall@4"] == 1).astype(float).tolist())
@@ -192,7 +202,9 @@ def test_agrees_with_longmemevals_own_evaluation(tmp_path, granularity):
         mids = [sid if pos == 0 else f"{sid}_{pos}" for sid, pos in where]
         rankings = sorted(range(len(mids)), key=lambda j: (-raw[qi, index[mids[j]]], index[mids[j]]))
         correct_docs = list(set(d for d in corpus_ids if "answer" in d))
-        has_target = any(t.get("has_answer") for s in entry["haystack_sessions"] for t in s if t["role"] == "user")
+        has_target = any(
+            t.get("has_answer") for s in entry["haystack_sessions"] for t in s if t["role"] == "user"
+        )
         if "_abs" in q.id or not has_target:
             assert not cand.loc[q.id, "judged"]
             continue
@@ -239,7 +251,13 @@ def test_parse_ks():
 def test_sweep_answered_counts_equal_the_reference():
     """The sweep's answered group, per configuration, against evaluate() config by config."""
     ds = tiny()
-    grid = Grid(bonus=(0.0, 0.1), tau_days=(1.0, 5.0), threshold=(0.5, 0.75, 0.8, 0.9), candidates=(2, 4), inject=(1, 2))
+    grid = Grid(
+        bonus=(0.0, 0.1),
+        tau_days=(1.0, 5.0),
+        threshold=(0.5, 0.75, 0.8, 0.9),
+        candidates=(2, 4),
+        inject=(1, 2),
+    )
     table = sweep(RAW, ds.ages(), Labels.from_dataset(ds), grid, (), metrics=("answered",))
     for row in table.to_dict("records"):
         spec = RetrievalSpec(
@@ -255,7 +273,9 @@ def test_sweep_answered_counts_equal_the_reference():
         judged = [q.id for q in ds.questions if rel[q.id]]
         assert row["answered_any"] == sum(bool(inj[q] & rel[q]) for q in judged)
         assert row["answered_all"] == sum(rel[q] <= inj[q] for q in judged)
-        assert row["nohit_injected_questions"] == sum(bool(inj[q.id]) for q in ds.questions if q.kind == "nohit")
+        assert row["nohit_injected_questions"] == sum(
+            bool(inj[q.id]) for q in ds.questions if q.kind == "nohit"
+        )
 
 
 # --- haystacks
@@ -308,3 +328,15 @@ def test_metrics_command_on_the_seed(capsys):
     assert doc["k"] == [1] and {r["list"] for r in doc["summary"]} == {"injected", "candidates"}
     assert main(["metrics", "--source", "published", "--by", "colour"]) == 2
     assert capsys.readouterr().err == "memlab: error: --by: 'colour' is not one of kind, category, haystack\n"
+
+
+def test_top_k_of_one_row_with_ties_at_the_kth_score():
+    """One question's row (1-D), longer than 64 memories, tied at the k-th score: the earliest
+    memories among the tied ones (BM25 scores tie often)."""
+    from memlab.core.ranking import top_k
+
+    raw = np.zeros(100)
+    raw[[5, 50]] = 2.0
+    raw[[10, 20, 30]] = 1.0
+    assert top_k(raw, 4).tolist() == [5, 50, 10, 20]
+    assert top_k(raw[None, :], 4).tolist() == [[5, 50, 10, 20]]

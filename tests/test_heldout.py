@@ -46,8 +46,14 @@ def problem(tmp_path_factory):
 
 
 GRID = RetrieverGrid(
-    alphas=(0.0, 0.5, 1.0), norms=("min-max",), rrf_ks=(60,), bonus=(0.0, 0.05), tau_days=(7, 30),
-    threshold_steps=21, candidates=4, inject=2,
+    alphas=(0.0, 0.5, 1.0),
+    norms=("min-max",),
+    rrf_ks=(60,),
+    bonus=(0.0, 0.05),
+    tau_days=(7, 30),
+    threshold_steps=21,
+    candidates=4,
+    inject=2,
 )
 
 
@@ -93,7 +99,9 @@ def test_cosine_top_k_counted_again_with_numpy(problem):
     assert table.loc["adversarial", "value"] == 1.0  # top-k always injects
     # the utility over all questions: +1 per answered question, -1 per no-hit question
     answered = sum(sum(v) for c, v in hits.items() if c != "adversarial")
-    assert table.loc["all", "value"] == pytest.approx((answered - len(hits["adversarial"])) / len(ds.questions))
+    assert table.loc["all", "value"] == pytest.approx(
+        (answered - len(hits["adversarial"])) / len(ds.questions)
+    )
 
 
 def test_paired_intervals_hold_the_mean_difference(problem):
@@ -125,3 +133,22 @@ def test_a_dataset_without_haystacks_is_refused(seed, published):
     with pytest.raises(InputError) as e:
         assign_folds(["a", "b", "a"], 3, 0)
     assert str(e.value) == "--folds 3: the dataset has only 2 haystacks"
+
+
+@pytest.mark.model
+def test_tune_benchmark_command_on_a_hand_written_locomo_file(tmp_path, capsys, cache_dir):
+    """The command end to end on the hand-written four-conversation file, with the default model."""
+    from memlab.app.cli import main
+
+    import_locomo(DATA / "locomo_heldout.json", tmp_path / "ds", granularity="turn")
+    args = ["--dataset", str(tmp_path / "ds"), "--cache-dir", str(cache_dir)]
+    assert main(["tune-benchmark", *args, "--folds", "2", "--boot", "50", "--candidates", "4", "--inject", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("held-out: locomo_heldout (locomo turn, 20 questions, 4 haystacks)")
+    for system in SYSTEMS:
+        assert f" {system} " in out
+    assert "fold 0: evaluated on " in out and "recency+calibrated: thresholds " in out
+    assert main(["metrics", *args, "--by", "haystack", "--format", "json"]) == 0
+    doc = __import__("json").loads(capsys.readouterr().out)
+    groups = {r["group"] for r in doc["summary"] if r["by"] == "haystack"}
+    assert groups == {"conv-901", "conv-902", "conv-903", "conv-904"}

@@ -264,7 +264,10 @@ def test_metrics_are_a_registry(capsys, tmp_path):
     assert list(METRICS) == ["headroom", "current", "injected", "stale", "wrong", "answered"]
     with pytest.raises(ValueError) as e:
         check_metrics(["headroom", "recall"])
-    assert str(e.value) == "unknown metric 'recall'; available: headroom, current, injected, stale, wrong, answered"
+    assert (
+        str(e.value)
+        == "unknown metric 'recall'; available: headroom, current, injected, stale, wrong, answered"
+    )
     target = tmp_path / "few.csv"
     code, _, _ = run(
         capsys,

@@ -105,9 +105,7 @@ def prepare_candidates(raw: np.ndarray, ages: np.ndarray, labels: Labels, grid: 
     relevant = labels.relevant or tuple(() for _ in range(n_q))
     at = {(q, m): i for i, (q, m) in enumerate(zip(tracked_q, tracked_mem, strict=True))}
     own = [((int(labels.current[q]),) if labels.current[q] >= 0 else ()) for q in range(n_q)]
-    relevant_of = tuple(
-        tuple(at[(q, m)] for m in dict.fromkeys((*own[q], *relevant[q]))) for q in range(n_q)
-    )
+    relevant_of = tuple(tuple(at[(q, m)] for m in dict.fromkeys((*own[q], *relevant[q]))) for q in range(n_q))
     if not tracked_q:  # no labels at all: track one absent memory
         tracked_q, tracked_mem = [0], [-2]
     tq = np.array(tracked_q, dtype=int)

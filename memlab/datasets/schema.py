@@ -176,7 +176,9 @@ class Dataset:
     def visible(self, default: datetime | None = None) -> np.ndarray:
         """(questions, memories): the memory exists when the question is asked, and is in its
         haystack."""
-        return (self.question_references(default)[:, None] >= self.memory_dates()[None, :]) & self.in_haystack()
+        return (
+            self.question_references(default)[:, None] >= self.memory_dates()[None, :]
+        ) & self.in_haystack()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -267,7 +269,18 @@ def _check_time_question(r, fields, time_range, current_date, current, asked) ->
             )
 
 
-_MEMORY_FIELDS = {"id", "date", "text", "topic", "supersedes", "type", "pinned", "provenance", "note", "group"}
+_MEMORY_FIELDS = {
+    "id",
+    "date",
+    "text",
+    "topic",
+    "supersedes",
+    "type",
+    "pinned",
+    "provenance",
+    "note",
+    "group",
+}
 _QUESTION_FIELDS = {
     "id",
     "text",

@@ -178,7 +178,14 @@ def _import_sample(sample, position, granularity, log, memories, questions) -> N
         for mid, text, dia_ids in rows:
             order[mid] = (len(memories), when)
             memories.append(
-                {"id": mid, "date": iso(when), "text": text, "provenance": "imported", "group": sid, "_when": when}
+                {
+                    "id": mid,
+                    "date": iso(when),
+                    "text": text,
+                    "provenance": "imported",
+                    "group": sid,
+                    "_when": when,
+                }
             )
             for d in dia_ids:
                 cites.setdefault(d, []).append(mid)

@@ -109,7 +109,9 @@ class _Store:
     def add(self, mid: str, when: datetime, text: str, group: str) -> None:
         self.index[mid] = len(self.rows)
         self.when[mid] = when
-        self.rows.append({"id": mid, "date": iso(when), "text": text, "provenance": "imported", "group": group})
+        self.rows.append(
+            {"id": mid, "date": iso(when), "text": text, "provenance": "imported", "group": group}
+        )
 
 
 def import_longmemeval(file: str | Path, out: str | Path, *, granularity: str = "session") -> ImportResult:

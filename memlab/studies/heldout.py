@@ -22,8 +22,9 @@ Systems (``SYSTEMS``):
   without labels on each evaluated conversation's own memories (``memlab.studies.calibration``:
   off-topic probes, at most ``false_rate`` of them injecting);
 - ``bm25``: BM25 top-k with the threshold tuned (retriever ``vector`` over the BM25 table);
-- ``hybrid``: of the hybrid retrievers (``HYBRIDS``), the one whose tuned objective is best on
-  the tuning folds, tuned.
+- ``hybrid``: of the hybrid retrievers (``HYBRIDS``: hybrid-weighted, hybrid-rrf, rrf-time,
+  gate-vector-decay; gate-decay when asked for), the one whose tuned objective is best on the
+  tuning folds (the first listed among equals), tuned.
 
 Per question: ``recall_any`` of the injected list (1 when a relevant memory is injected) for a
 question with relevant memories, ``injects`` (any memory injected) for a no-hit one, and its
@@ -55,7 +56,9 @@ if TYPE_CHECKING:
 
     from memlab.scores.problem import RetrievalProblem
 
-HYBRIDS = ("hybrid-weighted", "hybrid-rrf", "rrf-time", "gate-decay", "gate-vector-decay")
+# the hybrid retrievers the best is chosen from by default; gate-decay (fusion axes x bonus x tau x
+# thresholds: 266,640 configurations per fold at the default grid) only when named
+HYBRIDS = ("hybrid-weighted", "hybrid-rrf", "rrf-time", "gate-vector-decay")
 REFERENCES = ("cosine", "recency")  # the systems every other is differenced against
 OBJECTIVE = (
     "questions answered (a relevant memory injected) minus no-hit questions with any memory "
@@ -193,7 +196,7 @@ def held_out(
     *,
     folds: int = 5,
     seed: int = 0,
-    grid: RetrieverGrid = RetrieverGrid(),
+    grid: RetrieverGrid | None = None,
     n_boot: int = 1000,
     false_rate: float = 0.01,
     probes: str = "offtopic",
@@ -205,11 +208,14 @@ def held_out(
 
     check_number(false_rate, "false_rate", minimum=0, below=1)
     check_number(n_boot, "n_boot", integer=True, minimum=1)
+    grid = grid or RetrieverGrid()
     dataset = problem.dataset
     units = haystack_units(problem)
     fold = assign_folds(units, folds, seed)
     inputs = build_inputs(dataset, problem.scores.raw, lang=problem.lang, keyword=True)
-    keyword = replace(inputs, vector=inputs.keyword)  # BM25 as the vector route's table
+    # BM25 as the vector route's table; a memory sharing no term with the question (BM25 0) is
+    # no match, as the keyword route has it
+    keyword = replace(inputs, vector=np.where(inputs.keyword > 0, inputs.keyword, np.nan))
     if probe_vectors is None:
         from memlab.datasets.probes import load_probes
 
@@ -225,7 +231,9 @@ def held_out(
         train, test = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
         tr, te = subset(inputs, train), subset(inputs, test)
         floor = float(np.nanmin(np.where(np.isfinite(te.vector), te.vector, np.inf))) - 1.0
-        lists = injected_lists(per_question(RETRIEVERS["vector"], te, fixed_row(grid, floor), grid), grid.inject)
+        lists = injected_lists(
+            per_question(RETRIEVERS["vector"], te, fixed_row(grid, floor), grid), grid.inject
+        )
         injected["cosine"].update(zip(test, lists, strict=True))
         tuned: dict[str, tuple[Retriever, RetrievalInputs, RetrievalInputs, Any, int]] = {}
         for system, name, source in (
@@ -263,12 +271,16 @@ def held_out(
         for unit in dict.fromkeys(units[i] for i in test):
             rows = test[[units[i] == unit for i in test]]
             when = asked[rows].max()
-            mine = np.flatnonzero(((groups == "") | np.isin(groups, unit.split("+"))) & (memory_dates <= when))
+            mine = np.flatnonzero(
+                ((groups == "") | np.isin(groups, unit.split("+"))) & (memory_dates <= when)
+            )
             ages = age_days(memory_dates[mine], when)
             best_probe = probe_best(probe_vectors, memory_vectors[mine], ages, spec)
             t_cal = calibrated_threshold(best_probe.final, false_rate)
             row = fixed_row(grid, t_cal, spec)
-            lists = injected_lists(per_question(RETRIEVERS["vector-decay"], subset(inputs, rows), row, grid), grid.inject)
+            lists = injected_lists(
+                per_question(RETRIEVERS["vector-decay"], subset(inputs, rows), row, grid), grid.inject
+            )
             injected["recency+calibrated"].update(zip(rows, lists, strict=True))
             chosen.append(
                 {
@@ -288,6 +300,10 @@ def held_out(
         "questions": len(dataset.questions),
         "haystacks": len(set(units)),
         "folds": folds,
+        "fold_haystacks": {
+            f: sorted(dict.fromkeys(u for u, g in zip(units, fold, strict=True) if g == f))
+            for f in range(folds)
+        },
         "seed": seed,
         "boot": n_boot,
         "objective": OBJECTIVE,

@@ -161,11 +161,15 @@ def ranked_questions(problem: RetrievalProblem, evaluation: Evaluation | None = 
 
     ev = evaluate(problem) if evaluation is None else evaluation
     dataset = problem.dataset
-    visible = dataset.visible() if dataset.benchmark and dataset.benchmark.get("name") == "longmemeval" else None
+    visible = (
+        dataset.visible() if dataset.benchmark and dataset.benchmark.get("name") == "longmemeval" else None
+    )
     out = []
     for i, (q, r) in enumerate(zip(dataset.questions, ev.results, strict=True)):
         qrels = tuple(dict.fromkeys((*((q.current,) if q.current else ()), *q.relevant)))
-        corpus = tuple(np.asarray(dataset.memory_ids, dtype=object)[visible[i]]) if visible is not None else ()
+        corpus = (
+            tuple(np.asarray(dataset.memory_ids, dtype=object)[visible[i]]) if visible is not None else ()
+        )
         out.append(
             RankedQuestion(
                 q.id,
@@ -212,7 +216,9 @@ def trec_scores(
     return out
 
 
-def question_scores(questions: Sequence[RankedQuestion], ks: Sequence[int], lme_sessions: bool = False) -> pd.DataFrame:
+def question_scores(
+    questions: Sequence[RankedQuestion], ks: Sequence[int], lme_sessions: bool = False
+) -> pd.DataFrame:
     """One row per question and list: its kind, category, haystack, whether it has relevant
     memories (``judged``), the measures at each k (trec_eval's, and LongMemEval's ndcg_any), mrr,
     and ``injects`` (any memory injected). ``lme_sessions``: also the session-level
@@ -252,7 +258,9 @@ def question_scores(questions: Sequence[RankedQuestion], ks: Sequence[int], lme_
     return pd.DataFrame(rows)
 
 
-def summarise(scores: pd.DataFrame, ks: Sequence[int], by: Sequence[str] = ("kind", "category")) -> pd.DataFrame:
+def summarise(
+    scores: pd.DataFrame, ks: Sequence[int], by: Sequence[str] = ("kind", "category")
+) -> pd.DataFrame:
     """Per list and group (``all``, then each value of each grouping in ``by``, in first-seen
     order): ``questions`` (judged), the mean of every measure over them, ``nohit`` (no-hit
     questions) and ``false_injection_rate`` (the share of them with a memory injected)."""

@@ -25,8 +25,10 @@ from memlab.app.parameters import add_parameters
 from memlab.output.io import json_ready
 
 LIST_TITLES = {
-    "injected": "injected list: the memories injected into the prompt (at most inject, at or above the threshold)",
-    "candidates": "candidate list: the top candidates by raw cosine, in re-sort order",
+    "injected": "injected list: the memories injected into the prompt (at most {inject}, at or above the "
+    "threshold)",
+    "candidates": "candidate list: the top {candidates} by raw cosine, in re-sort order (a cutoff past "
+    "{candidates} reads all of them)",
 }
 
 
@@ -54,21 +56,25 @@ def metrics_text(problem, summary, ks, elapsed: float) -> str:
     label = max(24, *(len(f"{b} {g}") for b, g in zip(summary["by"], summary["group"], strict=True)))
     for name in summary["list"].drop_duplicates():
         rows = summary[summary["list"] == name]
-        lines += ["", LIST_TITLES[name]]
+        spec = problem.spec
+        lines += ["", LIST_TITLES[name].format(inject=spec.inject, candidates=spec.candidates)]
         head = f"{'group':<{label}} {'questions':>9} " + " ".join(f"{n:>{max(6, len(n))}}" for n in names)
         if name == "injected":
             head += f" {'no-hit':>6} {'false inj.':>10}"
         lines.append(head)
         for r in rows.to_dict("records"):
             group = "all" if r["by"] == "all" else f"{r['by']} {r['group']}"
-            line = f"{group:<{label}} {r['questions']:>9} " + " ".join(cell(r[n], max(6, len(n))) for n in names)
+            line = f"{group:<{label}} {r['questions']:>9} " + " ".join(
+                cell(r[n], max(6, len(n))) for n in names
+            )
             if name == "injected":
                 line += f" {r['nohit']:>6} {cell(r['false_injection_rate'], 10)}"
             lines.append(line)
     if extra:
         lines += [
             "",
-            "session_*: the turn lists read as sessions, as LongMemEval's evaluate_retrieval_turn2session does",
+            "session_*: the turn lists read as sessions, as LongMemEval's "
+            "evaluate_retrieval_turn2session does",
         ]
     lines.append(f"computed in {elapsed:.1f} s")
     return "\n".join(lines)
@@ -142,7 +148,13 @@ def heldout_text(result, elapsed: float, markdown: bool = False) -> str:
         widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(cols)]
         lines = [head, *notes, "  ".join(f"{c:<{w}}" for c, w in zip(cols, widths, strict=True))]
         lines += ["  ".join(f"{v:<{w}}" for v, w in zip(row, widths, strict=True)) for row in rows]
-    lines += ["", "systems: " + "; ".join(f"{s.name}: {s.meaning}" for s in SYSTEMS.values()), "chosen per fold:"]
+    lines += [
+        "",
+        "systems: " + "; ".join(f"{s.name}: {s.meaning}" for s in SYSTEMS.values()),
+        "chosen per fold:",
+    ]
+    for f, names in d["fold_haystacks"].items():
+        lines.append(f"  fold {f}: evaluated on {', '.join(names)}")
     for c in result.chosen.to_dict("records"):
         if c["system"] == "recency+calibrated":
             continue
@@ -153,13 +165,14 @@ def heldout_text(result, elapsed: float, markdown: bool = False) -> str:
             fusion = f" rrf_k={c['rrf_k']:g}"
         lines.append(
             f"  fold {c['fold']} {c['system']:<16} {c['retriever']}{fusion} bonus={c['bonus']:g} "
-            f"tau={c['tau_days']:g} threshold={c['threshold']:.4f} objective={c['objective']} "
+            f"tau={c['tau_days']:g} threshold={c['threshold']:.9g} objective={int(c['objective'])} "
             f"(of {c['tuning_questions']} tuning questions)"
         )
     cal = result.chosen[result.chosen["system"] == "recency+calibrated"]
     if len(cal):
         lines.append(
-            f"  recency+calibrated: thresholds {cal['threshold'].min():.4f}..{cal['threshold'].max():.4f} over "
+            f"  recency+calibrated: thresholds {cal['threshold'].min():.4f}.."
+            f"{cal['threshold'].max():.4f} over "
             f"{len(cal)} haystacks (false rate {d['false_rate']:g} of the {d['probes']} probes)"
         )
     lines.append(f"computed in {elapsed:.1f} s")
@@ -179,7 +192,9 @@ def cmd_tune_benchmark(args: argparse.Namespace) -> int:
         args.bonus_range = ",".join(f"{v:g}" for v in np.round(np.linspace(min(values), max(values), 11), 6))
     grid = retriever_grid_from(args)
     t0 = time.perf_counter()
-    hybrids = HYBRIDS if args.hybrids is None else tuple(h.strip() for h in args.hybrids.split(",") if h.strip())
+    hybrids = (
+        HYBRIDS if args.hybrids is None else tuple(h.strip() for h in args.hybrids.split(",") if h.strip())
+    )
     result = held_out(
         problem,
         folds=args.folds,
@@ -224,13 +239,16 @@ def add_metrics_arguments(p: argparse.ArgumentParser) -> None:
 def add_tune_benchmark_arguments(p: argparse.ArgumentParser) -> None:
     add_source_options(p)
     h = p.add_argument_group("held-out tuning")
-    h.add_argument("--folds", type=int, default=5, help="folds by haystack (conversation) (default: %(default)s)")
+    h.add_argument(
+        "--folds", type=int, default=5, help="folds by haystack (conversation) (default: %(default)s)"
+    )
     add_parameters(h, ["seed"], help_extra={"seed": "fold assignment and bootstrap"})
     h.add_argument("--boot", type=int, default=1000, help="paired bootstrap resamples (default: %(default)s)")
     h.add_argument(
         "--hybrids",
         default=None,
-        help="hybrid retrievers the best is chosen from, a comma list (default: all of them)",
+        help="hybrid retrievers the best is chosen from, a comma list (default: hybrid-weighted, "
+        "hybrid-rrf, rrf-time, gate-vector-decay; gate-decay's grid is 266,640 configurations per fold)",
     )
     h.add_argument(
         "--false-rate",
@@ -238,16 +256,23 @@ def add_tune_benchmark_arguments(p: argparse.ArgumentParser) -> None:
         default=0.01,
         help="recency+calibrated: target share of probes injecting (default: %(default)s)",
     )
-    h.add_argument("--probes", default="offtopic", help="recency+calibrated: probe set (default: %(default)s)")
+    h.add_argument(
+        "--probes", default="offtopic", help="recency+calibrated: probe set (default: %(default)s)"
+    )
     g = p.add_argument_group("grid (start:stop:step with stop included, a comma list, or one value)")
     add_parameters(g, ["alpha_range"], defaults={"alpha_range": "0:1:0.25"})
-    g.add_argument("--norm", default="min-max,z-score,none", help="weighted fusion normalisations (comma list)")
+    g.add_argument(
+        "--norm", default="min-max,z-score,none", help="weighted fusion normalisations (comma list)"
+    )
     add_parameters(g, ["rrf_k_range"])
     add_parameters(
         g,
         ["bonus_range", "tau_range"],
         defaults={"bonus_range": None, "tau_range": "1,3,7,14,30,60,120,365"},
-        help_extra={"bonus_range": "decay systems; empty: the model's range in 10 steps", "tau_range": "decay systems"},
+        help_extra={
+            "bonus_range": "decay systems; empty: the model's range in 10 steps",
+            "tau_range": "decay systems",
+        },
     )
     g.add_argument(
         "--threshold-steps",
@@ -263,13 +288,15 @@ def add_tune_benchmark_arguments(p: argparse.ArgumentParser) -> None:
 COMMANDS = (
     Command(
         "metrics",
-        "recall_any@k, recall_all@k, nDCG@k, ndcg_any@k and MRR of the spec's ranked lists, per kind and category",
+        "recall_any@k, recall_all@k, nDCG@k, ndcg_any@k and MRR of the spec's ranked lists, per kind "
+        "and category",
         add_metrics_arguments,
         cmd_metrics,
     ),
     Command(
         "tune-benchmark",
-        "held-out tuning by conversation: each system tuned on the other folds, paired intervals to the baselines",
+        "held-out tuning by conversation: each system tuned on the other folds, paired intervals to "
+        "the baselines",
         add_tune_benchmark_arguments,
         cmd_tune_benchmark,
     ),
