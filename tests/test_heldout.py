@@ -142,7 +142,10 @@ def test_tune_benchmark_command_on_a_hand_written_locomo_file(tmp_path, capsys, 
 
     import_locomo(DATA / "locomo_heldout.json", tmp_path / "ds", granularity="turn")
     args = ["--dataset", str(tmp_path / "ds"), "--cache-dir", str(cache_dir)]
-    assert main(["tune-benchmark", *args, "--folds", "2", "--boot", "50", "--candidates", "4", "--inject", "2"]) == 0
+    assert (
+        main(["tune-benchmark", *args, "--folds", "2", "--boot", "50", "--candidates", "4", "--inject", "2"])
+        == 0
+    )
     out = capsys.readouterr().out
     assert out.startswith("held-out: locomo_heldout (locomo turn, 20 questions, 4 haystacks)")
     for system in SYSTEMS:

@@ -166,11 +166,11 @@ class Dataset:
         """(questions, memories): the memory is in the question's haystack (a question without
         one searches every memory; a memory without a group is in every haystack)."""
         out = np.ones((len(self.questions), len(self.memories)), dtype=bool)
-        groups = np.array([m.group for m in self.memories], dtype=object)
-        ungrouped = groups == ""
+        code: dict[str, int] = {"": -1}
+        groups = np.array([code.setdefault(m.group, len(code)) for m in self.memories])
         for i, q in enumerate(self.questions):
             if q.haystack is not None:
-                out[i] = ungrouped | np.isin(groups, list(q.haystack))
+                out[i] = (groups == -1) | np.isin(groups, [code.get(g, -2) for g in q.haystack])
         return out
 
     def visible(self, default: datetime | None = None) -> np.ndarray:
