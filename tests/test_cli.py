@@ -128,6 +128,35 @@ def test_prompt_c1(capsys):
     assert "prefer the one with the newer date" in out
 
 
+def test_prompt_dates_memories_whose_texts_carry_no_date(capsys, tmp_path):
+    """A dataset without the date prefix (every imported store, LoCoMo): the block still starts
+    each memory with its date, written as the prefix would be, so it reads as the seed's does."""
+    import shutil
+
+    from memlab.datasets.schema import dataset_dir
+
+    ds = tmp_path / "undated"
+    shutil.copytree(dataset_dir("seed16"), ds)
+    meta = json.loads((ds / "dataset.json").read_text(encoding="utf-8"))
+    (ds / "dataset.json").write_text(json.dumps({**meta, "date_prefix": False}), encoding="utf-8")
+    lines = []
+    for line in (ds / "memories.jsonl").read_text(encoding="utf-8").splitlines():
+        m = json.loads(line)
+        m["text"] = m["text"].split(": ", 1)[1]  # "2026-08-20: The user..." -> "The user..."
+        m["text_ja"] = m["text_ja"].split(": ", 1)[1]
+        lines.append(json.dumps(m, ensure_ascii=False))
+    (ds / "memories.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert json.loads(lines[0])["text"] == "The user drinks coffee black."
+    code, seed_block, _ = run(capsys, "prompt", "--question", "C1", "--source", "published")
+    code2, block, _ = run(capsys, "prompt", "--question", "C1", "--source", "published", "--dataset", str(ds))
+    assert code == code2 == 0 and block == seed_block
+    assert "2026-08-20: The user drinks coffee black.\n" in block
+    _, ja, _ = run(
+        capsys, "prompt", "--question", "C1", "--lang", "ja", "--source", "published", "--dataset", str(ds)
+    )
+    assert "2026-09-01: ユーザーは最近甘いカフェオレばかり飲んでいる" in ja
+
+
 def test_prompt_japanese(capsys):
     code, out, _ = run(capsys, "prompt", "--question", "C1", "--lang", "ja", "--source", "published")
     assert code == 0
