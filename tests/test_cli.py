@@ -262,6 +262,34 @@ def test_version_and_the_datasets_command(capsys):
     assert rows["seed16"]["kinds"] == {"hit": 4, "contradiction": 2, "nohit": 4}
 
 
+def test_every_listed_dataset_opens_by_the_name_listed(tmp_path, monkeypatch, capsys):
+    """An imported store is listed by its folder (what --dataset finds), not by the collection
+    name its dataset.json records; a folder that a packaged dataset shadows is listed by path."""
+    import shutil
+
+    from memlab.datasets.schema import dataset_dir, load_dataset
+
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copytree(dataset_dir("seed16"), data / "my-store")
+    meta = json.loads((data / "my-store" / "dataset.json").read_text(encoding="utf-8"))
+    (data / "my-store" / "dataset.json").write_text(
+        json.dumps({**meta, "name": "memories"}), encoding="utf-8"
+    )
+    shutil.copytree(dataset_dir("seed16"), data / "seed16")  # shadowed by the packaged seed16
+    monkeypatch.setenv("MEMLAB_DATA_DIR", str(data))
+    assert main(["datasets", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    names = [r["name"] for r in rows]
+    assert "my-store" in names and "memories" not in names and str(data / "seed16") in names
+    assert next(r for r in rows if r["name"] == "my-store")["title"] == "memories"
+    for r in rows:
+        assert str(load_dataset(r["name"]).path.resolve()) == str(Path(r["path"]).resolve()), r["name"]
+    assert main(["datasets"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in table[1:]] == names
+
+
 def test_every_option_has_help_text():
     import argparse
 

@@ -165,5 +165,6 @@ def test_a_failed_rerun_never_shows_the_earlier_results(tmp_path, capsys):
     capsys.readouterr()
     assert "bonus_curve" not in (out / "index.html").read_text()
     assert not (out / "r" / "01_reproduce" / "report.json").exists()
-    assert not (out / "r" / "01_reproduce" / "figures").exists()  # no earlier figure left beside it
+    # no earlier figure or table left beside it (the failed notebook wrote none of its own)
+    assert [p for p in (out / "r" / "01_reproduce").rglob("*") if p.is_file()] == []
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out")] == []  # lock and staging gone

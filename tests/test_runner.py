@@ -178,7 +178,9 @@ def test_a_failing_notebook_keeps_the_tables_it_wrote_and_the_page_shows_them(tm
     nbformat.write(nb, folder / "01_reproduce.ipynb")
     (tmp_path / "batch.yaml").write_text("notebooks: [01_reproduce]\nruns:\n  - {name: only}\n")
     out = tmp_path / "out"
-    code = main(["run", "--config", str(tmp_path / "batch.yaml"), "--out", str(out), "--notebooks", str(folder)])
+    code = main(
+        ["run", "--config", str(tmp_path / "batch.yaml"), "--out", str(out), "--notebooks", str(folder)]
+    )
     capsys.readouterr()
     assert code == 1
     assert json.loads((out / "only" / "01_reproduce" / "tables" / "kept.json").read_text()) == [{"n": 1307}]
