@@ -341,3 +341,40 @@ def test_sweep_prints_its_choice_ready_to_paste(capsys):
         "candidates": 8,
         "inject": 3,
     }
+
+
+def test_init_writes_a_folder_that_validates_as_written_and_refuses_a_used_one(tmp_path, capsys):
+    from memlab.datasets.schema import load_dataset
+
+    folder = tmp_path / "my-device"
+    code, out, _ = run(capsys, "init", str(folder))
+    assert code == 0 and out.startswith(f"wrote {folder}: dataset.json, memories.jsonl")
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "README.md",
+        "dataset.json",
+        "memories.jsonl",
+        "questions.jsonl",
+    ]
+    code, out, _ = run(capsys, "validate", str(folder))
+    assert code == 0 and out.startswith(
+        f"{folder}: ok: 3 memories, 5 questions (2 hit, 1 contradiction, 1 nohit"
+    )
+    ds = load_dataset(folder)
+    assert ds.name == "my-device" and ds.memory("m2").supersedes == "m1"
+    assert {q.kind for q in ds.questions} == {"hit", "contradiction", "nohit", "time"}
+    readme = (folder / "README.md").read_text(encoding="utf-8")
+    for field in (
+        "reference_date",
+        "date_prefix",
+        "supersedes",
+        "current",
+        "stale",
+        "time_range",
+        "text_<lang>",
+    ):
+        assert f"`{field}`" in readme, field
+    # a folder that holds anything is refused, and left as it was
+    code, _, err = run(capsys, "init", str(folder))
+    assert code == 2 and err == f"memlab: error: {folder} already exists and is not an empty folder\n"
+    (tmp_path / "empty").mkdir()
+    assert run(capsys, "init", str(tmp_path / "empty"))[0] == 0  # an empty one is filled

@@ -1,5 +1,5 @@
-"""Commands about datasets: validate, import-qdrant, import-longmemeval, import-locomo, generate,
-timeparse."""
+"""Commands about datasets: datasets, init, validate, import-qdrant, import-longmemeval,
+import-locomo, generate, timeparse."""
 
 from __future__ import annotations
 
@@ -31,6 +31,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
             f"{'them; they count' if len(uncurrent) > 1 else 'it; it counts'} only in injected_hit "
             "and wrong_injected"
         )
+    return 0
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from memlab.datasets.template import write_template
+
+    out = write_template(args.folder)
+    print(
+        f"wrote {out}: dataset.json, memories.jsonl and questions.jsonl with example lines to replace, "
+        f"and README.md saying what each field means; then: memlab validate {args.folder}"
+    )
     return 0
 
 
@@ -198,6 +209,10 @@ def add_validate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", help="dataset folder (or a packaged dataset name)")
 
 
+def add_init_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("folder", help="the new dataset folder (must not exist, or be empty)")
+
+
 def add_import_qdrant_arguments(p: argparse.ArgumentParser) -> None:
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--path", help="local Qdrant folder")
@@ -291,6 +306,12 @@ COMMANDS = (
         "the datasets --dataset can name (packaged, and under data/), by the name it accepts",
         add_datasets_arguments,
         cmd_datasets,
+    ),
+    Command(
+        "init",
+        "write a dataset folder to fill in: example lines (valid as written) and a README of the fields",
+        add_init_arguments,
+        cmd_init,
     ),
     Command(
         "validate",
