@@ -267,7 +267,7 @@ class _Page:
                 continue
             if x["type"] == "value" and not isinstance(x["value"], dict | list):
                 caption = x.get("caption") or x["name"]
-                parts.append(f"<p class='fact'><b>{e(caption)}</b>: {e(fmt_cell(x['value']))}</p>")
+                parts.append(f"<p class='fact'><b>{e(caption)}</b>: {e(fmt_cell(x['value']) or 'none')}</p>")
             else:
                 rest.append(x)
         if rest:

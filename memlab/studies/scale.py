@@ -283,7 +283,8 @@ class MaxLaw:
         from scipy import stats
 
         loc, scale = self.at(n)
-        return stats.genextreme.cdf(x, self.c, loc, scale)
+        with np.errstate(over="ignore"):  # far in the tails the cdf is 0 or 1: exp overflows there
+            return stats.genextreme.cdf(x, self.c, loc, scale)
 
 
 def max_quantile(laws: Sequence[MaxLaw], n: float, q: float, floor: float = -np.inf) -> float:
