@@ -137,7 +137,8 @@ def test_bootstrap_columns_and_parameters_read_as_text(tmp_path):
     html = table_html(path)
     assert "<th>recall</th>" in html and "recall_lo" not in html and "recall_hi" not in html
     assert "<td class=num>0.687 [0.649, 0.724]</td>" in html and "<td class=num>0 [0, 0]</td>" in html
-    assert "<td>alpha = 1, retire_gate = -inf, supersede_cosine = 0.6</td>" in html and "{" not in html
+    nb = "\u00a0=\u00a0"  # each "key = value" on one line; the list breaks after its commas
+    assert f"<td>alpha{nb}1, retire_gate{nb}-inf, supersede_cosine{nb}0.6</td>" in html and "{" not in html
     assert "<td class=word>store-everything</td>" in html  # one word: never broken inside
     css = re.search(r"table\.data td,table\.data th\{[^}]*\}", __import__("memlab").output.index_page.CSS)
     assert "anywhere" not in css.group(0)  # no mid-word breaks to squeeze a column

@@ -30,7 +30,7 @@ details>summary{cursor:pointer;color:#0072B2}
 .scroll{overflow-x:auto;max-width:100%} table.data{border-collapse:collapse;font-size:.88em;margin:.4em 0}
 table.data td,table.data th{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:top;
   overflow-wrap:break-word} table.data td.num{text-align:right;white-space:nowrap}
-table.data td.word,table.data th{white-space:nowrap}
+table.data td.word,table.data th{white-space:nowrap} table.data td.long{min-width:22em}
 pre{background:#f6f6f6;padding:.6em;overflow-x:auto} .meta{color:#666;font-size:.9em}
 """
 # Figures without a PNG are drawn inline from their JSON by the page's one plotly.min.js: those
@@ -79,7 +79,8 @@ def fmt_cell(value: Any) -> str:
     if isinstance(value, list | tuple):
         return ", ".join(s for s in (fmt_cell(v) for v in value) if s)
     if isinstance(value, dict):
-        return ", ".join(f"{k} = {fmt_cell(v)}" for k, v in value.items() if fmt_cell(v))
+        # "k = v" kept on one line (no-break spaces): a list of them breaks only after its commas
+        return ", ".join(f"{k}\u00a0=\u00a0{fmt_cell(v)}" for k, v in value.items() if fmt_cell(v))
     return str(value)
 
 
@@ -145,7 +146,8 @@ def table_html(path: Path, limit: int = 25) -> str:
     def cell(c: str, text: str) -> str:
         # a number, or one word (a name such as store-everything): never broken across lines
         word = len(text) <= 40 and " " not in text
-        kind = " class=num" if c in numeric else (" class=word" if word else "")
+        long = len(text) > 60  # a sentence or a parameter list: wide enough to read in a few lines
+        kind = " class=num" if c in numeric else (" class=word" if word else " class=long" if long else "")
         return f"<td{kind}>{e(text)}</td>"
 
     head = "".join(f"<th>{e(c)}</th>" for c in cols)
