@@ -33,6 +33,7 @@ table.data td,table.data th{border:1px solid #ccc;padding:3px 7px;text-align:lef
 table.data td.word,table.data th{white-space:nowrap} table.data td.long{min-width:22em}
 pre{background:#f6f6f6;padding:.6em;overflow-x:auto} .meta{color:#666;font-size:.9em}
 """
+PAGE_WIDTH = 1100  # what the body (max-width 1150px, padding 1em) leaves a figure, in px
 # Figures without a PNG are drawn inline from their JSON by the page's one plotly.min.js: those
 # shown at once when the page loads, those inside a closed disclosure when it is opened.
 DRAW = """<script>
@@ -203,8 +204,10 @@ class _Page:
             self.inline += 1
             fig_id = f"memlab-fig-{self.inline}"
             spec = json.loads(data.read_text(encoding="utf-8"))
+            # a figure wider than the page is laid out again at the page's width (plotly reflows it)
             layout = spec.get("layout", {})
-            size = f"width:{int(layout.get('width') or 900)}px;height:{int(layout.get('height') or 520)}px"
+            layout["width"] = min(int(layout.get("width") or 900), PAGE_WIDTH)
+            size = f"width:{layout['width']}px;height:{int(layout.get('height') or 520)}px"
             # JSON inside a script element: "</" would end it, so it is written "<\/" (same JSON)
             text = json.dumps({"data": spec.get("data", []), "layout": layout}).replace("</", "<\\/")
             body = (

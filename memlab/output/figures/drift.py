@@ -144,7 +144,7 @@ def _curves(
     fig.update_layout(
         width=max(900, 420 * len(writes)),
         height=620,
-        margin={"b": 170, "t": 90},
+        margin={"b": 195, "t": 90},
         legend={"orientation": "h", "x": 0.5, "xanchor": "center", "y": -0.22, "yanchor": "top"},
     )
     fig.add_annotation(
@@ -162,7 +162,7 @@ def _curves(
             xref="paper",
             yref="paper",
             x=0,
-            y=-0.42,
+            y=-0.48,  # under a legend of two rows
             xanchor="left",
             showarrow=False,
             font={"size": 12, "color": "#555"},
