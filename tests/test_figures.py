@@ -178,3 +178,9 @@ def test_every_drift_system_has_its_own_colour_and_marker():
         s for s in systems if READ_SYSTEMS[s].oracle
     }
     assert "#F0E442" not in {c for c, _, _ in looks.values()}  # no faint yellow on white
+
+
+def test_without_arial_the_text_falls_back_to_a_sans_serif_not_a_monospace():
+    families = [f.strip().strip('"') for f in figures.FONT["family"].split(",")]
+    assert families[:3] == ["Arial", "Liberation Sans", "DejaVu Sans"]
+    assert families.index("DejaVu Sans") < families.index("IPAGothic") and families[-1] == "sans-serif"
