@@ -22,7 +22,7 @@ h3{margin-top:1.6em} h4{margin:1.2em 0 .3em} .ok{color:#009E73;font-weight:bold}
 .failed{color:#D55E00;font-weight:bold} .skipped{color:#666}
 nav.toc{background:#f4f8fb;padding:.6em 1em;border:1px solid #d6e4ef}
 nav.toc ul{margin:.2em 0;padding-left:1.2em} nav.toc li{margin:.1em 0}
-figure{margin:1em 0} figure img{width:100%;max-width:900px;border:1px solid #ddd}
+figure{margin:1em 0} figure img{width:100%;border:1px solid #ddd}
 figure .plot{border:1px solid #ddd;display:inline-block} figcaption{color:#333}
 .about{color:#555;font-size:.93em;margin:.2em 0} .fact{margin:.3em 0}
 details{margin:.8em 0;border:1px solid #d6e4ef;padding:.3em .8em}
@@ -198,8 +198,15 @@ class _Page:
         rel = base.relative_to(self.out).as_posix()
         page = f"{rel}/figures/{name}.html"
         data = base / "figures" / f"{name}.json"
-        if (base / "figures" / f"{name}.png").is_file():
-            body = f"<img src='{e(rel)}/figures/{e(name)}.png' alt='{e(caption)}'>"
+        png = base / "figures" / f"{name}.png"
+        if png.is_file():
+            # shown at the figure's own width (PNGs are written at scale 2), at most the page's
+            with png.open("rb") as fh:
+                width = int.from_bytes(fh.read(24)[16:20], "big") // 2
+            body = (
+                f"<img src='{e(rel)}/figures/{e(name)}.png' alt='{e(caption)}' "
+                f"style='max-width:min(100%,{width}px)'>"
+            )
         elif data.is_file():
             self.inline += 1
             fig_id = f"memlab-fig-{self.inline}"
