@@ -7,9 +7,16 @@ memory does not say. "Today" is the reference date, so ages in the prompt match 
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from memlab.core.registry import lookup
+
+if TYPE_CHECKING:
+    from memlab.datasets.schema import Memory
+
+DATE_PREFIX = re.compile(r"\d{4}-\d{2}-\d{2}: ")  # how a memory's text starts with its date
 
 B_FORMAT: dict[str, str] = {
     "en": (
@@ -43,3 +50,12 @@ def b_format(memory_texts: list[str], today: datetime, lang: str = "en") -> str:
     if not memory_texts:
         return ""
     return template.format(today=f"{today:%Y-%m-%d}", memories="\n".join(memory_texts))
+
+
+def memory_line(memory: Memory, lang: str = "en") -> str:
+    """A memory as the block shows it, starting with the date it was recorded (the block says so):
+    its text when the text starts with its date (``"date_prefix"``, the default), else the
+    memory's date written as that prefix would be (``YYYY-MM-DD: ``, in UTC) before the text, as
+    for every imported store and LoCoMo (``"date_prefix": false``)."""
+    text = memory.text(lang)
+    return text if DATE_PREFIX.match(text) else f"{memory.date:%Y-%m-%d}: {text}"

@@ -191,16 +191,15 @@ def cmd_table(args: argparse.Namespace) -> int:
 
 
 def cmd_prompt(args: argparse.Namespace) -> int:
-    from memlab.output.prompt import b_format
+    from memlab.output.prompt import b_format, memory_line
     from memlab.tuning.evaluate import evaluate
 
     dataset = load_dataset(args.dataset)
     question = dataset.question(args.question)
     ev = evaluate(problem_from(args, dataset))
     injected = ev.result(question.id).injected
-    block = b_format(
-        [dataset.memory(c.memory_id).text(args.lang) for c in injected], ev.spec.reference_date, args.lang
-    )
+    texts = [memory_line(dataset.memory(c.memory_id), args.lang) for c in injected]
+    block = b_format(texts, ev.spec.reference_date, args.lang)
     if not block:
         print(
             f"nothing injected for {question.id}: no candidate reaches the threshold {ev.spec.threshold:g}",

@@ -36,7 +36,9 @@ from memlab.output.figures.style import (
     marked_line,
     short_text,
     style,
+    text_width,
     threshold_line,
+    wrap_label,
 )
 from memlab.output.figures.tuning import (
     bonus_curve,
@@ -84,8 +86,10 @@ __all__ = [
     "short_text",
     "static_export",
     "style",
+    "text_width",
     "threshold_bonus_plane",
     "threshold_line",
+    "wrap_label",
     "write_html",
     "write_static",
 ]
