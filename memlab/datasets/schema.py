@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from datetime import UTC, date, datetime, timedelta
 from importlib import resources
 from pathlib import Path
@@ -112,24 +113,34 @@ class Dataset:
     # the Qdrant collection it was imported from: date_field, date_format, vector_name, id_field, ...
     qdrant: dict[str, Any] | None = field(default=None, compare=False)
 
-    @property
+    # computed once (a frozen record: they cannot go stale); a lookup by id is one dict access, so
+    # loading scores for 100k memories stays linear
+    @cached_property
     def memory_ids(self) -> tuple[str, ...]:
         return tuple(m.id for m in self.memories)
 
-    @property
+    @cached_property
     def question_ids(self) -> tuple[str, ...]:
         return tuple(q.id for q in self.questions)
 
+    @cached_property
+    def memory_index(self) -> dict[str, int]:
+        """Each memory id's position (dataset order)."""
+        return {m: i for i, m in enumerate(self.memory_ids)}
+
+    @cached_property
+    def question_index(self) -> dict[str, int]:
+        """Each question id's position (dataset order)."""
+        return {q: i for i, q in enumerate(self.question_ids)}
+
     def memory(self, memory_id: str) -> Memory:
-        for m in self.memories:
-            if m.id == memory_id:
-                return m
+        if memory_id in self.memory_index:
+            return self.memories[self.memory_index[memory_id]]
         raise UnknownNameError(f"no memory {memory_id!r} in dataset {self.name!r}")
 
     def question(self, question_id: str) -> Question:
-        for q in self.questions:
-            if q.id == question_id:
-                return q
+        if question_id in self.question_index:
+            return self.questions[self.question_index[question_id]]
         raise UnknownNameError(
             f"no question {question_id!r} in dataset {self.name!r}; questions: {', '.join(self.question_ids)}"
         )

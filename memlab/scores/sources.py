@@ -89,10 +89,10 @@ def load_published(dataset: Dataset) -> list[PublishedScore]:
         r = JsonRecord("published_scores.jsonl", lineno, obj, problems)
         r.unknown_fields(_PUBLISHED_FIELDS)
         q, m = r.text("question"), r.text("memory")
-        if q is not None and q not in dataset.question_ids:
+        if q is not None and q not in dataset.question_index:
             r.problem("question", f"unknown question id {q!r}")
             q = None
-        if m is not None and m not in dataset.memory_ids:
+        if m is not None and m not in dataset.memory_index:
             r.problem("memory", f"unknown memory id {m!r}")
             m = None
         raw = obj.get("raw")
@@ -133,8 +133,9 @@ def published_scores(dataset: Dataset, options: ScoreOptions | None = None, embe
     """The seed's published raw scores as a sparse table: unknown pairs are NaN."""
     rows = load_published(dataset)
     raw = np.full((len(dataset.questions), len(dataset.memories)), np.nan)
+    qi, mi = dataset.question_index, dataset.memory_index
     for s in rows:
-        raw[dataset.question_ids.index(s.question), dataset.memory_ids.index(s.memory)] = s.raw
+        raw[qi[s.question], mi[s.memory]] = s.raw
     meta = json.loads((Path(dataset.path or ".") / "published.json").read_text(encoding="utf-8"))
     model = str(meta.get("model", ""))
     return ScoreTable(

@@ -122,7 +122,7 @@ def robustness(
         )
     rng = np.random.default_rng(seed)
     named = {m for i in all_q for m in (*labels.stale[i], labels.current[i]) if m >= 0}
-    named |= {dataset.memory_ids.index(m) for q in dataset.questions for m in q.relevant}
+    named |= {dataset.memory_index[m] for q in dataset.questions for m in q.relevant}
     free = np.array([m for m in all_m if m not in named])
     for b in range(n_boot):
         q_idx = np.sort(rng.integers(0, n_q, n_q))

@@ -412,7 +412,7 @@ def scale_study(
     for i, q in enumerate(dataset.questions):
         if not q.current:
             continue
-        c = dataset.memory_ids.index(q.current)
+        c = dataset.memory_index[q.current]
         if not np.isfinite(raw[i, c]):
             continue
         current_final = float(spec.final(raw[i, c], ages[i, c]))
