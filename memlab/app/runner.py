@@ -24,6 +24,7 @@ from memlab.app.notebooks import NOTEBOOKS as REGISTERED
 from memlab.app.notebooks import takers
 from memlab.app.parameters import NOTEBOOK_PARAMETERS
 from memlab.core.errors import InputError, MissingFileError
+from memlab.core.paths import plain_name
 
 
 def _uses(notebook: str) -> tuple[str, ...] | None:
@@ -157,11 +158,13 @@ def load_batch(path: str | Path | None) -> Batch:
         raise InputError(
             f"{path}: unknown key(s) {', '.join(unknown)} (allowed: notebooks, parameters, runs)"
         )
-    notebooks = tuple(doc.get("notebooks") or NOTEBOOKS)
+    notebooks = notebook_names(doc.get("notebooks"), f"{path}: notebooks") or NOTEBOOKS
     # dataset folders in a batch file are relative to the batch file, wherever memlab runs
     shared = absolute_datasets(
         check_parameters(f"{path}: parameters", doc.get("parameters") or {}), path.parent, f"{path}: "
     )
+    if doc.get("runs") is not None and not isinstance(doc["runs"], list):
+        raise InputError(f"{path}: runs: expected a list of runs (each a name and parameters), got {doc['runs']!r}")
     runs = []
     for i, item in enumerate(doc.get("runs") or [{"name": "default"}], start=1):
         if not isinstance(item, dict) or not item.get("name"):
@@ -171,7 +174,7 @@ def load_batch(path: str | Path | None) -> Batch:
             raise InputError(f"{path}: runs[{i}]: name {name!r} must be letters, digits, '-', '_' or '.'")
         if name in {r.name for r in runs}:
             raise InputError(f"{path}: runs[{i}]: duplicate name {name!r}")
-        own = item.get("notebooks")
+        own = notebook_names(item.get("notebooks"), f"{path}: runs[{i}] ({name}): notebooks")
         unknown_nb = sorted(set(own or []) - set(NOTEBOOKS))
         if unknown_nb:
             raise InputError(
@@ -184,6 +187,16 @@ def load_batch(path: str | Path | None) -> Batch:
         )
         runs.append(Run(name, {**shared, **params}, tuple(own) if own else None, tuple(params)))
     return Batch(notebooks, tuple(runs), str(path))
+
+
+def notebook_names(value: Any, where: str) -> tuple[str, ...] | None:
+    """A batch file's list of notebooks: plain names only (a notebook is ``NAME.ipynb`` in the
+    notebooks folder, its results ``OUT/<run>/NAME/``: a path could reach outside both)."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise InputError(f"{where}: expected a list of notebook names, got {value!r}")
+    return tuple(plain_name(v, f"{where}[{i}]") for i, v in enumerate(value, start=1))
 
 
 def find_notebooks_dir(explicit: str | Path | None = None) -> Path:

@@ -25,6 +25,7 @@ from pathlib import Path
 from memlab.core.errors import InputError
 
 TEMP_SUFFIX = ".tmp"
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # every POSIX system has it
 PENDING: set[Path] = set()  # temporary files and folders of the writes in progress
 _SWEPT: set[Path] = set()  # folders already cleared of dead processes' temporary files
 
@@ -115,7 +116,7 @@ def new_temp_file(target: Path) -> Path:
     mode = file_mode(target)
     tmp = temp_name(target)
     PENDING.add(tmp)  # before it exists: a signal between the two still finds it
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o600)
     try:
         os.fchmod(fd, mode)
     finally:
@@ -171,6 +172,37 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def write_new_file(path: str | Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` without ever following a symbolic link (the embedding cache's
+    entries): the temporary file is created exclusively (``O_CREAT | O_EXCL | O_NOFOLLOW``), and
+    the entry itself appears by a hard link, which is exclusive too: it fails rather than
+    follow or replace anything at ``path``. Whatever is at ``path`` (an unusable entry the reader
+    refused, a link planted there) is removed first; ``unlink`` removes a link, never its target.
+    Readers see no entry or a whole one."""
+    path = Path(path)
+    remove_stale_temps(path.parent)
+    tmp = temp_name(path)
+    PENDING.add(tmp)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), 0o666 & ~_umask())
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if os.path.lexists(path):
+            os.unlink(path)
+        try:
+            os.link(tmp, path, follow_symlinks=False)
+        except FileExistsError:
+            pass  # another process wrote it meanwhile: its reader checks it like any entry
+        except OSError:  # a file system without hard links: rename, which never follows either
+            os.replace(tmp, path)
+    finally:
+        discard(tmp)
+    return path
 
 
 def write_folder_atomically(

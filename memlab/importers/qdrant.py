@@ -25,6 +25,7 @@ import numpy as np
 from memlab.core.errors import InputError, MissingFileError
 from memlab.core.files import write_folder_atomically
 from memlab.core.registry import lookup
+from memlab.core.urls import redact
 from memlab.datasets.schema import DatasetError, parse_datetime
 from memlab.qdrant.client import open_client
 
@@ -204,7 +205,7 @@ def import_qdrant(
         "reference_date": reference_date or latest.isoformat().replace("+00:00", "Z"),
         "language": language,
         "description": f"imported from Qdrant collection {collection!r} ({len(rows)} memories)",
-        "provenance": f"{'path ' + str(path) if path else 'url ' + str(url)}; date field {date_field!r}, "
+        "provenance": f"{'path ' + str(path) if path else 'url ' + redact(str(url))}; date field {date_field!r}, "
         f"text field {text_field!r}" + (f", vector {vector_name!r}" if vector_name else ""),
         "date_prefix": False,
         "vectors": {"file": "vectors.npy", "dim": dim, "model": model, "order": "memories.jsonl"},

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from memlab.core.memory_text import escape_memory
 from memlab.core.registry import lookup
 
 B_FORMAT: dict[str, str] = {
@@ -38,8 +39,11 @@ B_FORMAT: dict[str, str] = {
 
 
 def b_format(memory_texts: list[str], today: datetime, lang: str = "en") -> str:
-    """The block for the injected memories (in injection order); empty when none is injected."""
+    """The block for the injected memories (in injection order); empty when none is injected.
+    Each text is escaped (``memlab.core.memory_text.escape_memory``): no memory can close the
+    block or start a line of its own."""
     template = lookup(B_FORMAT, lang, "B-format template for")
     if not memory_texts:
         return ""
-    return template.format(today=f"{today:%Y-%m-%d}", memories="\n".join(memory_texts))
+    memories = "\n".join(escape_memory(t) for t in memory_texts)
+    return template.format(today=f"{today:%Y-%m-%d}", memories=memories)

@@ -239,11 +239,18 @@ def embedded_scores(dataset: Dataset, options: ScoreOptions, embedder=None) -> S
     else:
         mem_vecs = embedder.encode_documents([m.text(lang) for m in dataset.memories])
         q_vecs = embedder.encode_queries([q.text(lang) for q in dataset.questions])
-    if dataset.questions:
+    if dataset.questions and (options.qdrant_path or options.qdrant_url):
+        # the user's store: a scratch collection of memlab's own, removed afterwards; nothing of
+        # what the store already holds is read, replaced or deleted
         store = MemoryStore.from_dataset(
-            dataset, mem_vecs, lang=lang, path=options.qdrant_path, url=options.qdrant_url
+            dataset, mem_vecs, lang=lang, path=options.qdrant_path, url=options.qdrant_url, scratch=True
         )
-        raw = store.score_table(q_vecs)
+        try:
+            raw = store.score_table(q_vecs)
+        finally:
+            store.drop()
+    elif dataset.questions:
+        raw = MemoryStore.from_dataset(dataset, mem_vecs, lang=lang).score_table(q_vecs)
     else:
         raw = np.zeros((0, len(dataset.memories)))
     return ScoreTable(

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memlab.core.errors import InputError
-from memlab.core.numbers import check_number
+from memlab.core.numbers import check_number, check_work
 from memlab.core.ranking import merge_top_k
 from memlab.core.spec import RetrievalSpec, age_days, best_final
 from memlab.studies.distractor_templates import distractor_templates
@@ -77,10 +77,42 @@ def sample_from_dataset(
     return [dataset.memories[i].text(lang) for i in idx], ages[idx]
 
 
+MAX_SIZES = 10_000  # sizes of one curve (each one row of the study)
+MAX_POOL = 200_000  # real distractors embedded: about 10 minutes with the default model here
+SCALE_WORK = 4 * 10**12  # multiply-adds of the distractors' scoring: about 12 minutes at 5e9/s
+
+
+def scale_sizes(axis) -> list[int]:
+    """The distinct sizes of ``--n`` (a ``memlab.core.grid.Axis``), sorted: at most ``MAX_SIZES``
+    of them, counted before any is generated."""
+    axis.check("n", minimum=1)
+    check_work(len(axis), "n", MAX_SIZES, "sizes", "each size is one row of the curve, measured in turn")
+    return sorted({int(n) for n in axis})
+
+
+def check_scale_work(problem: RetrievalProblem, largest: int) -> None:
+    """The largest N finishes: scoring ``largest`` distractors against every question costs
+    ``largest * questions * dim`` multiply-adds, at most ``SCALE_WORK`` (7 s measured for 10^6
+    distractors x 100 questions x 384 dimensions: about 5e9 a second). Checked before anything is
+    embedded."""
+    per = max(1, len(problem.dataset.questions)) * int(problem.question_vectors().shape[1])
+    check_work(
+        largest,
+        "n",
+        SCALE_WORK // per,
+        "distractors",
+        f"each is scored against {len(problem.dataset.questions)} questions at "
+        f"{problem.question_vectors().shape[1]} dimensions, {largest * per:.2g} multiply-adds in all; the budget "
+        f"is {SCALE_WORK:.0e}, about 12 minutes at the measured 5e9 a second; the extreme-value "
+        "prediction reaches any N without measuring it",
+    )
+
+
 def distractor_pool(problem: RetrievalProblem, size: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """(vectors, ages in days): ``size`` template distractors in the problem's language, dated
     before its reference date and embedded (cached) with the model its scores come from."""
     check_number(size, "pool", integer=True, minimum=1)  # real distractors
+    check_work(size, "pool", MAX_POOL, "real distractors", "each is embedded with the problem's model, then cached")
     check_number(seed, "seed", integer=True, minimum=0)
     texts, ages = distractor_texts(size, problem.dataset.reference_date, seed=seed, lang=problem.lang)
     return problem.embed_documents(texts), ages
@@ -181,6 +213,7 @@ def curve(
     spec: RetrievalSpec,
     base_raw: tuple[np.ndarray, np.ndarray] | None = None,
     asked_days_before: np.ndarray | None = None,
+    progress: bool = False,
 ) -> list[np.ndarray]:
     """Best post-bonus candidate score per question at each total size in ``sizes``.
 
@@ -197,6 +230,10 @@ def curve(
     for n in pending:
         if n < n0:
             raise InputError(f"--n: {n} is smaller than the dataset's own {n0} memories")
+    from tqdm.auto import tqdm
+
+    total = max(pending, default=n0) - n0
+    bar = tqdm(total=total, desc="distractors", unit="memory", unit_scale=True, disable=not progress or total < 10**6)
     buffer: tuple[np.ndarray, np.ndarray] | None = None
     for n in pending:
         need = n - n0 - top.seen
@@ -206,9 +243,11 @@ def curve(
             vecs, ages = buffer
             take = min(need, len(vecs))
             top.add(vecs[:take], ages[:take])
+            bar.update(take)
             buffer = None if take == len(vecs) else (vecs[take:], ages[take:])
             need -= take
         out.append(top.best_final(spec))
+    bar.close()
     return out
 
 
@@ -355,6 +394,7 @@ def scale_study(
     seed: int = 0,
     block: int | None = None,
     chunk: int = 50_000,
+    progress: bool = False,
 ) -> ScaleStudy:
     """The no-hit maximum and each hit question's best distractor against N, measured and
     predicted, under the problem's whole spec. ``pool`` = (vectors, ages in days) of the real
@@ -379,7 +419,9 @@ def scale_study(
     real = curve(
         queries, within_pool, stream((pool, pool_ages), None, len(pool), seed, chunk), spec, base, before
     )
-    synth = curve(queries, sizes, stream(None, model, max(sizes) - n0, seed + 1, chunk), spec, base, before)
+    synth = curve(
+        queries, sizes, stream(None, model, max(sizes) - n0, seed + 1, chunk), spec, base, before, progress
+    )
 
     # predicted: extreme-value laws of the spec's outcome on blocks of the real pool, per question
     block = block or max(10, len(pool) // 50)

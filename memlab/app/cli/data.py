@@ -10,7 +10,9 @@ from pathlib import Path
 
 from memlab.app.cli.options import Command, add_output_options, emit
 from memlab.core.errors import InputError
+from memlab.core.paths import plain_name
 from memlab.core.labels import QUESTION_KINDS
+from memlab.core.memory_text import delimiter_at
 from memlab.datasets.schema import DEFAULT_DATASET, DatasetError, load_dataset
 
 
@@ -23,6 +25,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
         f"({', '.join(f'{kinds.count(k)} {k}' for k in QUESTION_KINDS)}; {dated} dated), "
         f"languages {', '.join(dataset.languages)}, reference date {dataset.reference_date:%Y-%m-%d}"
     )
+    for m in dataset.memories:  # escaped in every prompt, and said: the user should know
+        for lang, text in m.texts.items():
+            at = delimiter_at(text)
+            if at is not None:
+                tag = text[at : text.index(">", at) + 1 if ">" in text[at:] else at + 20]
+                print(
+                    f"warning: memory {m.id!r} ({lang}) holds the prompt block's tag {tag!r} at character "
+                    f"{at + 1}: memlab escapes it in every prompt (its '<' becomes '&lt;'), so it cannot "
+                    "close the <retrieved_memory> block"
+                )
     uncurrent = [q.id for q in dataset.questions if q.kind == "hit" and q.current is None]
     if uncurrent:  # accepted (a benchmark hit with several evidence memories has none), and said
         print(
@@ -41,7 +53,7 @@ def cmd_import_qdrant(args: argparse.Namespace) -> int:
         collection=args.collection,
         date_field=args.date_field,
         text_field=args.text_field,
-        out=args.output or Path("data") / args.collection,
+        out=args.output or default_out(args.collection, "--collection"),
         path=args.path,
         url=args.url,
         vector_name=args.vector_name,
@@ -61,6 +73,16 @@ def cmd_import_qdrant(args: argparse.Namespace) -> int:
             f"memlab validate {out}"
         )
     return 0
+
+
+def default_out(name: str, where: str) -> Path:
+    """An import's default folder, ``data/NAME``: NAME (a collection, a file's stem, a
+    conversation's id) must be a plain name, so the folder stays inside data/."""
+    try:
+        plain_name(name, where)
+    except InputError as e:
+        raise InputError(f"{e}: the default output folder data/{name} would not be one folder inside data/; pass -o DIR") from None
+    return Path("data") / name
 
 
 def import_summary(result) -> str:
@@ -85,7 +107,7 @@ def import_summary(result) -> str:
 def cmd_import_longmemeval(args: argparse.Namespace) -> int:
     from memlab.importers.longmemeval import import_longmemeval
 
-    out = args.output or Path("data") / Path(args.file).stem
+    out = args.output or default_out(Path(args.file).stem, "the file's name")
     print(import_summary(import_longmemeval(args.file, out, granularity=args.granularity)))
     return 0
 
@@ -94,7 +116,7 @@ def cmd_import_locomo(args: argparse.Namespace) -> int:
     from memlab.importers.locomo import import_locomo
 
     stem = Path(args.file).stem + (f"-{args.conversation}" if args.conversation else "")
-    out = args.output or Path("data") / stem
+    out = args.output or default_out(stem, "--conversation" if args.conversation else "the file's name")
     result = import_locomo(args.file, out, conversation=args.conversation, granularity=args.granularity)
     print(import_summary(result))
     return 0
