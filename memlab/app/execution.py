@@ -126,7 +126,10 @@ def lock_owner(lock: Path) -> dict[str, Any]:
         doc = None
     pid = doc.get("pid") if isinstance(doc, dict) else None
     valid = isinstance(pid, int) and not isinstance(pid, bool) and 0 < pid < 2**31
-    return {"pid": pid if valid else -1, "started": str(doc.get("started", "?")) if isinstance(doc, dict) else "?"}
+    return {
+        "pid": pid if valid else -1,
+        "started": str(doc.get("started", "?")) if isinstance(doc, dict) else "?",
+    }
 
 
 def clean_leftovers(out: Path) -> None:
@@ -342,6 +345,8 @@ def run_batch(
             i = futures[future]
             res = results[i]
             res.__dict__.update(future.result())
+            if res.error:  # where the user will find it: the results folder, not the staging one
+                res.error = res.error.replace(str(staging), str(out))
             running = [
                 f"{r.run}/{r.notebook}"
                 for f, j in futures.items()

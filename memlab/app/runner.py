@@ -25,6 +25,7 @@ from memlab.app.notebooks import takers
 from memlab.app.parameters import NOTEBOOK_PARAMETERS
 from memlab.core.errors import InputError, MissingFileError
 from memlab.core.paths import plain_name
+from memlab.datasets.yaml_text import load_yaml, parse_yaml
 
 
 def _uses(notebook: str) -> tuple[str, ...] | None:
@@ -98,14 +99,12 @@ def typed(name: str, value: Any, where: str) -> Any:
     return value
 
 
-def parse_value(text: str) -> Any:
+def parse_value(text: str, where: str = "value") -> Any:
     """``-p key=value``: a list in YAML flow style ([html, png]) or plain text (a list parameter
     also takes a comma list: html,png), typed later."""
-    import yaml
-
     text = text.strip()
     if text.startswith("["):
-        return yaml.load(text, Loader=yaml.BaseLoader)  # scalars stay text
+        return parse_yaml(text, f"-p {where}")  # scalars stay text; [html is one line, not a traceback
     return text
 
 
@@ -118,7 +117,7 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
         key, value = pair.split("=", 1)
         if key not in known:
             raise InputError(f"-p {key}: unknown parameter; notebook parameters: {', '.join(sorted(known))}")
-        out[key] = typed(key, parse_value(value), "-p")
+        out[key] = typed(key, parse_value(value, pair), "-p")
     return out
 
 
@@ -138,19 +137,14 @@ def load_batch(path: str | Path | None) -> Batch:
     """A batch file: ``notebooks`` (default all), shared ``parameters``, and ``runs`` (name + parameters)."""
     if path is None:
         return Batch(NOTEBOOKS, (Run("default", {}),))
-    import yaml
-
     path = Path(path)
     try:
         # BaseLoader keeps every scalar as text; each parameter is then converted to its declared
-        # type (safe_load would read tau_range: 1:30:1 as the base-60 number 5401)
-        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.BaseLoader) or {}
+        # type (safe_load would read tau_range: 1:30:1 as the base-60 number 5401); not UTF-8,
+        # invalid YAML, nesting too deep: one line each
+        doc = load_yaml(path) or {}
     except FileNotFoundError:
         raise MissingFileError(f"no batch file {path}") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise InputError(f"{path}{line}: invalid YAML: {getattr(e, 'problem', e)}") from None
     if not isinstance(doc, dict):
         raise InputError(f"{path}: expected a mapping with notebooks, parameters and runs")
     unknown = sorted(set(doc) - {"notebooks", "parameters", "runs"})
@@ -164,7 +158,9 @@ def load_batch(path: str | Path | None) -> Batch:
         check_parameters(f"{path}: parameters", doc.get("parameters") or {}), path.parent, f"{path}: "
     )
     if doc.get("runs") is not None and not isinstance(doc["runs"], list):
-        raise InputError(f"{path}: runs: expected a list of runs (each a name and parameters), got {doc['runs']!r}")
+        raise InputError(
+            f"{path}: runs: expected a list of runs (each a name and parameters), got {doc['runs']!r}"
+        )
     runs = []
     for i, item in enumerate(doc.get("runs") or [{"name": "default"}], start=1):
         if not isinstance(item, dict) or not item.get("name"):

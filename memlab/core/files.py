@@ -14,6 +14,7 @@ files the same way.
 
 from __future__ import annotations
 
+import copy
 import os
 import secrets
 import shutil
@@ -22,7 +23,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from memlab.core.errors import InputError
+from memlab.core.errors import InputError, MemlabError
 
 TEMP_SUFFIX = ".tmp"
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # every POSIX system has it
@@ -227,7 +228,10 @@ def write_folder_atomically(
         for name, data in files.items():
             (tmp / name).write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
         if check is not None:
-            check(tmp)
+            try:
+                check(tmp)
+            except MemlabError as e:  # its message names the folder the user asked for, not ours
+                raise renamed(e, tmp, out) from None
         if out.exists():
             out.rmdir()
         tmp.rename(out)
@@ -236,6 +240,18 @@ def write_folder_atomically(
         discard(tmp)
         raise
     return out
+
+
+def renamed(error: MemlabError, tmp: Path, out: Path) -> MemlabError:
+    """``error`` with every mention of the temporary folder ``tmp`` replaced by ``out``: the same
+    class, the same fields (a dataset's ``problems`` too)."""
+    fix = lambda text: str(text).replace(str(tmp), str(out))  # noqa: E731
+    new = copy.copy(error)
+    new.args = tuple(fix(a) if isinstance(a, str) else a for a in error.args)
+    if isinstance(getattr(error, "problems", None), list):
+        new.problems = [fix(p) for p in error.problems]  # type: ignore[attr-defined]
+        new.args = ("\n".join(new.problems),)  # type: ignore[attr-defined]
+    return new
 
 
 def _umask() -> int:

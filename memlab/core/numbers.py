@@ -106,5 +106,7 @@ def check_work(count: int, name: str, most: int, what: str, why: str) -> int:
     """``count`` when it is at most ``most``; otherwise one line naming the largest size that
     finishes and why (``why``: what one unit costs, as measured)."""
     if count > most:
-        raise InputError(f"{name}: {count:,} {what} cannot finish in reasonable time ({why}): at most {most:,}")
+        raise InputError(
+            f"{name}: {count:,} {what} cannot finish in reasonable time ({why}): at most {most:,}"
+        )
     return count

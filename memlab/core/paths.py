@@ -23,7 +23,9 @@ def plain_name(name: object, where: str) -> str:
     if not isinstance(name, str) or not name:
         raise InputError(f"{where}: expected a name, got {name!r}")
     if "/" in name or "\\" in name or name in (".", "..") or any(ord(c) < 32 or c == "\x7f" for c in name):
-        raise InputError(f"{where}: {name!r} is not a plain name (no '/', '\\', '.' or '..', no control characters)")
+        raise InputError(
+            f"{where}: {name!r} is not a plain name (no '/', '\\', '.' or '..', no control characters)"
+        )
     return name
 
 

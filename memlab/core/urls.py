@@ -68,7 +68,10 @@ def _redact_one(url: str) -> str:
     if parts.username is not None or parts.password is not None:
         netloc = f"{MASK}@{netloc}"
     query = urlencode(
-        [(k, v if k.lower() in PUBLIC_QUERY else MASK) for k, v in parse_qsl(parts.query, keep_blank_values=True)],
+        [
+            (k, v if k.lower() in PUBLIC_QUERY else MASK)
+            for k, v in parse_qsl(parts.query, keep_blank_values=True)
+        ],
         safe="*",
     )
     return urlunsplit((parts.scheme, netloc, parts.path, query, MASK if parts.fragment else ""))
@@ -77,11 +80,14 @@ def _redact_one(url: str) -> str:
 def excerpt(body: str, content_type: str = "", quote: bool = True, limit: int = 200) -> str:
     """What a reply said, short: an HTML page by its title (the URL reaches a web page, not the
     API), anything else by its first ``limit`` characters, white space collapsed, URLs redacted."""
-    looks_html = "html" in content_type.lower() or body.lstrip()[:15].lower().startswith(("<!doctype html", "<html"))
+    looks_html = "html" in content_type.lower() or body.lstrip()[:15].lower().startswith(
+        ("<!doctype html", "<html")
+    )
     if looks_html:
         title = re.search(r"<title[^>]*>(.*?)</title>", body, re.IGNORECASE | re.DOTALL)
         named = f" titled {' '.join(title.group(1).split())[:80]!r}" if title else ""
-        return f"an HTML page{named} ({len(body.encode('utf-8', 'replace')):,} bytes), not the API's answer: is the URL right?"
+        size = len(body.encode("utf-8", "replace"))
+        return f"an HTML page{named} ({size:,} bytes), not the API's answer: is the URL right?"
     text = redact(" ".join(body.split()))
     text = text if len(text) <= limit else text[:limit] + "…"
     return repr(text) if quote else text

@@ -15,11 +15,10 @@ reported together, so one run of the loader lists everything to fix.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from datetime import UTC, date, datetime, timedelta
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,14 @@ import numpy as np
 from memlab.core.errors import InputError, MissingFileError, UnknownNameError
 from memlab.core.labels import QUESTION_KINDS
 from memlab.core.spec import age_days
-from memlab.datasets.declared import DeclaredTables, declared_criteria, declared_tables, declared_vectors
+from memlab.core.textfiles import decode, parse_json
+from memlab.datasets.declared import (
+    DeclaredTables,
+    declared_criteria,
+    declared_qdrant,
+    declared_tables,
+    declared_vectors,
+)
 from memlab.datasets.records import JsonRecord, jsonl_format_problem, parse_datetime, read_jsonl
 
 # where a memory or question comes from (the field "provenance"; "source", its name before 0.2, is
@@ -313,15 +319,11 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
     meta_path = root / "dataset.json"
     meta: dict[str, Any] = {}
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        meta = parse_json(decode(meta_path.read_bytes(), "dataset.json"), "dataset.json")
     except FileNotFoundError:
         problems.append(f"dataset.json: file missing in {root}")
-    except json.JSONDecodeError as e:
-        problems.append(f"dataset.json:{e.lineno}: invalid JSON: {e.msg}")
-    except UnicodeDecodeError as e:
-        problems.append(
-            f"dataset.json: not UTF-8 text (byte 0x{e.object[e.start]:02x} at byte {e.start + 1})"
-        )
+    except InputError as e:  # not UTF-8, invalid JSON, nested too deep, an integer of 5000 digits
+        problems.append(str(e))
     if not isinstance(meta, dict):
         problems.append("dataset.json: expected a JSON object")
         meta = {}
@@ -356,6 +358,12 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         date_prefix = True
 
     formats = [m for f in ("memories.jsonl", "questions.jsonl") if (m := jsonl_format_problem(root / f))]
+    memories_file = root / "memories.jsonl"
+    if not formats and memories_file.is_file() and not memories_file.read_bytes().strip():
+        # said once: not as an unknown memory id on every question that names one
+        formats.append(
+            "memories.jsonl: the file is empty: a dataset needs at least one memory, one JSON object per line"
+        )
     if formats:  # nothing line by line can be read: say so once, not per line and per unknown id
         raise DatasetError([f"{root}/{p}" for p in [*problems, *formats]])
 
@@ -401,7 +409,7 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
             r.problem("supersedes", f"unknown memory id {sup!r}")
     supersession_cycles(supersedes_refs, memory_lines)
     if undated and len(undated) == len(memory_dates) * len(fields):
-        example = f"{next(iter(memory_dates.values())):%Y-%m-%d}: ..."
+        example = f"{next(iter(memory_dates.values())).date().isoformat()}: ..."
         problems.append(
             f"memories.jsonl: no text starts with its date (as '{example}'); "
             'if your texts carry no date prefix, set "date_prefix": false in dataset.json'
@@ -467,6 +475,7 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
     )
     tables = None if problems else declared_tables(meta.get("tables"), question_lines, problems)
     vectors = None if problems else declared_vectors(meta.get("vectors"), root, len(memories), problems)
+    qdrant = None if problems else declared_qdrant(meta.get("qdrant"), problems)
     if problems:
         raise DatasetError([f"{root}/{p}" if not p.startswith("/") else p for p in problems])
     if reference is None:  # unreachable: a missing reference date is a problem above
@@ -483,7 +492,7 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         vectors=vectors,
         criteria=criteria,
         tables=tables,
-        qdrant=meta.get("qdrant"),
+        qdrant=qdrant,
     )
 
 

@@ -29,9 +29,8 @@ import numpy as np
 
 from memlab.core.errors import EmbeddingError, MemlabWarning
 from memlab.core.files import NOFOLLOW, write_new_file
+from memlab.core.vectors import NORM_TOLERANCE
 
-NORM_TOLERANCE = 1e-3  # cached vectors are L2-normalised; float32 rounding stays far below this
-NORM_RANGE = (1e-6, 1e6)  # lengths a vector may have before normalising (raw_vector_problem)
 FIXED_BATCH_ROWS = 8  # rows of every fixed-shape batch (bench/bench_embed_batching.py)
 
 
@@ -58,7 +57,9 @@ def read_vector(path: Path, dim: int | None = None) -> np.ndarray | None:
     except FileNotFoundError:
         return None
     except OSError as e:  # ELOOP: a symbolic link; EISDIR ...
-        problem = "a symbolic link, not a regular file" if os.path.islink(path) else f"unreadable ({e.strerror})"
+        problem = (
+            "a symbolic link, not a regular file" if os.path.islink(path) else f"unreadable ({e.strerror})"
+        )
         warnings.warn(f"embedding cache: {path}: {problem}; embedding it again", CacheWarning, stacklevel=3)
         return None
     with os.fdopen(fd, "rb") as fh:
@@ -141,32 +142,6 @@ def vector_problem(vec: np.ndarray, dim: int | None = None) -> str | None:
     norm = float(np.linalg.norm(vec.astype(np.float64)))
     if abs(norm - 1.0) > NORM_TOLERANCE:
         return "a zero vector" if norm == 0 else f"not of unit length (norm {norm:.6g})"
-    return None
-
-
-def raw_vector_problem(vec: np.ndarray) -> str | None:
-    """Why a vector as a model or a server gave it (any length) cannot be trusted, or None: every
-    component finite and a number float32 holds, a length within ``NORM_RANGE`` (a zero vector
-    has no direction; no model memlab knows comes near either end), and of unit length within
-    ``NORM_TOLERANCE`` once normalised in float32, as the cache keeps it."""
-    vec = np.asarray(vec, dtype=np.float64)
-    if vec.ndim != 1 or vec.size == 0:
-        return f"not a vector (shape {vec.shape})"
-    bad = np.flatnonzero(~np.isfinite(vec))
-    if bad.size:
-        return f"component {int(bad[0]) + 1} is {vec[bad[0]]!r}"
-    huge = np.flatnonzero(np.abs(vec) > np.finfo(np.float32).max)
-    if huge.size:
-        return f"component {int(huge[0]) + 1} is {vec[huge[0]]:.3g}, beyond float32"
-    with np.errstate(over="ignore"):
-        norm = float(np.linalg.norm(vec))
-    if norm == 0:
-        return "a zero vector"
-    if not NORM_RANGE[0] <= norm <= NORM_RANGE[1]:
-        return f"its length {norm:.3g} is outside [{NORM_RANGE[0]:g}, {NORM_RANGE[1]:g}]"
-    unit = (vec / norm).astype(np.float32)
-    if abs(float(np.linalg.norm(unit.astype(np.float64))) - 1.0) > NORM_TOLERANCE:
-        return "it does not normalise to unit length in float32"
     return None
 
 

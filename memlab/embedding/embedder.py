@@ -258,6 +258,11 @@ class Embedder:
 
     def _encode(self, texts: list[str], role: str) -> np.ndarray:
         vecs = np.asarray(self._compute(texts, role), dtype=np.float32)
+        if self.truncate_dim is not None and self.truncate_dim > vecs.shape[1]:
+            raise InputError(
+                f"--truncate-dim {self.truncate_dim}: {self.model_id} gives {vecs.shape[1]}-dimensional "
+                f"vectors, so there is nothing to truncate: pass at most {vecs.shape[1]}, or drop it"
+            )
         if self.truncate_dim is not None:
             vecs = vecs[:, : self.truncate_dim]
         return vecs

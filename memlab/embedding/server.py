@@ -33,7 +33,7 @@ import numpy as np
 
 from memlab.core.errors import EmbeddingError, InputError
 from memlab.core.urls import check_url, excerpt, join_path, redact, reveal
-from memlab.embedding.cache import raw_vector_problem
+from memlab.core.vectors import raw_vector_problem
 
 SERVER_ROLES = ("input-type", "e5-prefix", "none")
 ENCODINGS = ("float", "base64")
@@ -270,8 +270,14 @@ class ServerClient:
                 )
             return np.frombuffer(buf, dtype="<f4").astype(np.float64)
         if isinstance(raw, list) and raw and all(isinstance(x, bool) for x in raw):
-            raise EmbeddingError(f"{where} returned item {position} with booleans, not numbers, as its 'embedding'")
-        if isinstance(raw, list) and raw and all(isinstance(x, int | float) and not isinstance(x, bool) for x in raw):
+            raise EmbeddingError(
+                f"{where} returned item {position} with booleans, not numbers, as its 'embedding'"
+            )
+        if (
+            isinstance(raw, list)
+            and raw
+            and all(isinstance(x, int | float) and not isinstance(x, bool) for x in raw)
+        ):
             return np.asarray(raw, dtype=np.float64)
         raise EmbeddingError(f"{where} returned item {position} without a numeric 'embedding'")
 

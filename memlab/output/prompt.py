@@ -46,4 +46,4 @@ def b_format(memory_texts: list[str], today: datetime, lang: str = "en") -> str:
     if not memory_texts:
         return ""
     memories = "\n".join(escape_memory(t) for t in memory_texts)
-    return template.format(today=f"{today:%Y-%m-%d}", memories=memories)
+    return template.format(today=today.date().isoformat(), memories=memories)

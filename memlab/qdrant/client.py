@@ -29,5 +29,7 @@ def open_client(path: str | None = None, url: str | None = None):
     except (ResponseHandlingException, ValueError) as e:  # no connection; a reply that is no JSON
         client.close()
         reason = getattr(e, "source", None) or e
-        raise UnreachableError(f"cannot reach a Qdrant server at {redact(url)}: {redact(str(reason))}") from None
+        raise UnreachableError(
+            f"cannot reach a Qdrant server at {redact(url)}: {redact(str(reason))}"
+        ) from None
     return client

@@ -58,7 +58,8 @@ DATE_FORMATS = {
 def rfc3339(when: datetime) -> str:
     """The instant in UTC; a naive datetime is taken as UTC, as everywhere in memlab."""
     when = when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+    # isoformat pads the year to four digits (strftime's %Y does not, before 1000)
+    return when.replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 @dataclass(frozen=True)
@@ -280,7 +281,7 @@ def recall(client: QdrantClient, collection: str, vector, now: datetime | None =
     combine={spec.combine}, bonus={spec.bonus:g}, tau={spec.tau_days:g} days).
     ``now``: the query time (default: now, UTC)."""
     now = (now or datetime.now(timezone.utc)).astimezone(timezone.utc).replace(microsecond=0)
-    at = now.strftime("%Y-%m-%dT%H:%M:%SZ")  # the decay's target{cutoff}{frozen}
+    at = now.isoformat().replace("+00:00", "Z")  # RFC 3339 in any year; the decay's target{cutoff}{frozen}
     vector = [float(v) for v in vector]
     request = models.QueryRequest.model_validate(
 {_indent(body, 8)}

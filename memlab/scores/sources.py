@@ -11,7 +11,6 @@ scores: the seed's for published ones, the model card's or the distribution's fo
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -21,6 +20,7 @@ import numpy as np
 
 from memlab.core.errors import InputError, MissingFileError
 from memlab.core.registry import lookup
+from memlab.core.textfiles import load_json
 from memlab.datasets.schema import Dataset, DatasetError, JsonRecord, read_jsonl
 from memlab.embedding.embedder import ModelIdentity
 
@@ -136,8 +136,19 @@ def published_scores(dataset: Dataset, options: ScoreOptions | None = None, embe
     qi, mi = dataset.question_index, dataset.memory_index
     for s in rows:
         raw[qi[s.question], mi[s.memory]] = s.raw
-    meta = json.loads((Path(dataset.path or ".") / "published.json").read_text(encoding="utf-8"))
-    model = str(meta.get("model", ""))
+    meta_path = Path(dataset.path or ".") / "published.json"
+    try:
+        meta = load_json(meta_path)  # not UTF-8, invalid or nested JSON: one line
+    except FileNotFoundError:
+        raise MissingFileError(
+            f"{meta_path}: missing: published scores need it to say which model made them"
+        ) from None
+    model = meta.get("model") if isinstance(meta, dict) else None
+    if not isinstance(model, str) or not model.strip():
+        raise InputError(
+            f"{meta_path}: expected a JSON object whose 'model' names the model that made the scores, "
+            f"got {'model ' + repr(model) if isinstance(meta, dict) else type(meta).__name__}"
+        )
     return ScoreTable(
         dataset.question_ids,
         dataset.memory_ids,

@@ -77,7 +77,9 @@ def calibrated_thresholds(scores: np.ndarray, max_bonus: float, steps: int) -> t
 def settings_per_threshold(retriever: Retriever, grid: RetrieverGrid) -> int:
     """How many rows of a retriever's table share one threshold: its fusion settings times, for a
     decay retriever, the bonus, tau and family values."""
-    fusion = {"none": 1, "weighted": len(grid.alphas) * len(grid.norms)}.get(retriever.fusion, len(grid.rrf_ks))
+    fusion = {"none": 1, "weighted": len(grid.alphas) * len(grid.norms)}.get(
+        retriever.fusion, len(grid.rrf_ks)
+    )
     families = len(grid.decay) * len(grid.combine) if retriever.decay else 1
     return fusion * (len(grid.bonus) * len(grid.tau_days) * families if retriever.decay else 1)
 
@@ -91,7 +93,13 @@ def check_table(retriever: Retriever, inputs: RetrievalInputs, grid: RetrieverGr
         inputs.vector,
         inputs.ages,
         inputs.labels,
-        Grid(bonus=(0.0,), tau_days=(1.0,), threshold=(0.5,), candidates=(grid.candidates,), inject=(grid.inject,)),
+        Grid(
+            bonus=(0.0,),
+            tau_days=(1.0,),
+            threshold=(0.5,),
+            candidates=(grid.candidates,),
+            inject=(grid.inject,),
+        ),
         inputs.criteria,
     )
     row_bytes = int(one.memory_usage(index=True, deep=True).sum()) + 64 * 4  # + retriever, norm, alpha, rrf_k

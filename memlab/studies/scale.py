@@ -102,7 +102,8 @@ def check_scale_work(problem: RetrievalProblem, largest: int) -> None:
         SCALE_WORK // per,
         "distractors",
         f"each is scored against {len(problem.dataset.questions)} questions at "
-        f"{problem.question_vectors().shape[1]} dimensions, {largest * per:.2g} multiply-adds in all; the budget "
+        f"{problem.question_vectors().shape[1]} dimensions, {largest * per:.2g} multiply-adds in all; "
+        "the budget "
         f"is {SCALE_WORK:.0e}, about 12 minutes at the measured 5e9 a second; the extreme-value "
         "prediction reaches any N without measuring it",
     )
@@ -112,7 +113,9 @@ def distractor_pool(problem: RetrievalProblem, size: int, seed: int = 0) -> tupl
     """(vectors, ages in days): ``size`` template distractors in the problem's language, dated
     before its reference date and embedded (cached) with the model its scores come from."""
     check_number(size, "pool", integer=True, minimum=1)  # real distractors
-    check_work(size, "pool", MAX_POOL, "real distractors", "each is embedded with the problem's model, then cached")
+    check_work(
+        size, "pool", MAX_POOL, "real distractors", "each is embedded with the problem's model, then cached"
+    )
     check_number(seed, "seed", integer=True, minimum=0)
     texts, ages = distractor_texts(size, problem.dataset.reference_date, seed=seed, lang=problem.lang)
     return problem.embed_documents(texts), ages
@@ -233,7 +236,9 @@ def curve(
     from tqdm.auto import tqdm
 
     total = max(pending, default=n0) - n0
-    bar = tqdm(total=total, desc="distractors", unit="memory", unit_scale=True, disable=not progress or total < 10**6)
+    bar = tqdm(
+        total=total, desc="distractors", unit="memory", unit_scale=True, disable=not progress or total < 10**6
+    )
     buffer: tuple[np.ndarray, np.ndarray] | None = None
     for n in pending:
         need = n - n0 - top.seen

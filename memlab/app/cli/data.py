@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
 from memlab.app.cli.options import Command, add_output_options, emit
 from memlab.core.errors import InputError
-from memlab.core.paths import plain_name
 from memlab.core.labels import QUESTION_KINDS
 from memlab.core.memory_text import delimiter_at
+from memlab.core.paths import plain_name
 from memlab.datasets.schema import DEFAULT_DATASET, DatasetError, load_dataset
 
 
@@ -23,7 +24,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     print(
         f"{dataset.path}: ok: {len(dataset.memories)} memories, {len(dataset.questions)} questions "
         f"({', '.join(f'{kinds.count(k)} {k}' for k in QUESTION_KINDS)}; {dated} dated), "
-        f"languages {', '.join(dataset.languages)}, reference date {dataset.reference_date:%Y-%m-%d}"
+        f"languages {', '.join(dataset.languages)}, "
+        f"reference date {dataset.reference_date.date().isoformat()}"
     )
     for m in dataset.memories:  # escaped in every prompt, and said: the user should know
         for lang, text in m.texts.items():
@@ -70,7 +72,7 @@ def cmd_import_qdrant(args: argparse.Namespace) -> int:
     if args.questions is None:
         print(
             f"next: write your questions into {out / 'questions.jsonl'} (see the README), then "
-            f"memlab validate {out}"
+            f"memlab validate {shlex.quote(str(out))}"
         )
     return 0
 
@@ -81,7 +83,9 @@ def default_out(name: str, where: str) -> Path:
     try:
         plain_name(name, where)
     except InputError as e:
-        raise InputError(f"{e}: the default output folder data/{name} would not be one folder inside data/; pass -o DIR") from None
+        raise InputError(
+            f"{e}: the default output folder data/{name} would not be one folder inside data/; pass -o DIR"
+        ) from None
     return Path("data") / name
 
 
@@ -169,7 +173,7 @@ def cmd_datasets(args: argparse.Namespace) -> int:
                 "questions": len(ds.questions),
                 "kinds": {k: kinds.count(k) for k in QUESTION_KINDS if k in kinds},
                 "languages": list(ds.languages),
-                "reference_date": f"{ds.reference_date:%Y-%m-%d}",
+                "reference_date": ds.reference_date.date().isoformat(),
             }
         )
     if args.format == "json":
@@ -178,7 +182,7 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     lines = [f"{'name':<20} {'where':<9} {'memories':>8} {'questions':>9}  languages  kinds"]
     for r in out:
         if "problems" in r:
-            problems = f"invalid: {r['problems']} problems (memlab validate {r['path']})"
+            problems = f"invalid: {r['problems']} problems (memlab validate {shlex.quote(str(r['path']))})"
             lines.append(f"{r['name']:<20} {r['where']:<9} {problems}")
             continue
         kinds = ", ".join(f"{n} {k}" for k, n in r["kinds"].items())

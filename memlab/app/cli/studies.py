@@ -179,7 +179,11 @@ def cmd_robustness(args: argparse.Namespace) -> int:
     problem = problem_from(args)
     spec = problem.spec
     df = robustness(
-        problem, criteria_from(args, problem.dataset), n_boot=args.boot, seed=args.seed, progress=sys.stderr.isatty()
+        problem,
+        criteria_from(args, problem.dataset),
+        n_boot=args.boot,
+        seed=args.seed,
+        progress=sys.stderr.isatty(),
     )
     summary = robustness_summary(df)
     if args.format == "json":
