@@ -104,7 +104,7 @@ def parse_value(text: str, where: str = "value") -> Any:
     also takes a comma list: html,png), typed later."""
     text = text.strip()
     if text.startswith("["):
-        return parse_yaml(text, f"-p {where}")  # scalars stay text; [html is one line, not a traceback
+        return parse_yaml(text, f"-p {where}", located=False)  # scalars stay text; [html is one line, not a traceback
     return text
 
 

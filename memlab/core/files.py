@@ -15,6 +15,7 @@ files the same way.
 from __future__ import annotations
 
 import copy
+import errno
 import os
 import secrets
 import shutil
@@ -117,7 +118,11 @@ def new_temp_file(target: Path) -> Path:
     mode = file_mode(target)
     tmp = temp_name(target)
     PENDING.add(tmp)  # before it exists: a signal between the two still finds it
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o600)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o600)
+    except OSError as e:  # said of the user's path, not of a temporary name they never gave
+        PENDING.discard(tmp)
+        raise user_error(e, target) from None
     try:
         os.fchmod(fd, mode)
     finally:
@@ -127,8 +132,21 @@ def new_temp_file(target: Path) -> Path:
 
 def commit(tmp: Path, target: Path) -> None:
     """Rename ``tmp`` over ``target`` (one atomic step) and forget it."""
-    os.replace(tmp, target)
+    try:
+        os.replace(tmp, target)
+    except OSError as e:
+        raise user_error(e, target) from None
     PENDING.discard(tmp)
+
+
+def user_error(e: OSError, target: Path) -> OSError:
+    """``e`` (raised on a temporary file) told of ``target``, the file the user named."""
+    why = e.strerror or str(e)
+    if e.errno == errno.ENAMETOOLONG:
+        extra = len(temp_name(target).name) - len(target.name)
+        why += f" (memlab writes it through a temporary file beside it, {extra} characters longer): "
+        why += "shorten the name"
+    return type(e)(e.errno, why, str(target))
 
 
 def discard(tmp: Path) -> None:

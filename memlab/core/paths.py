@@ -29,6 +29,13 @@ def plain_name(name: object, where: str) -> str:
     return name
 
 
+def within(folder: str | Path, name: str | Path) -> bool:
+    """``folder / name``, every link resolved, lies inside ``folder``."""
+    base = Path(os.path.realpath(folder))
+    path = Path(os.path.realpath(base / name))
+    return path == base or base in path.parents
+
+
 def inside(folder: str | Path, name: str | Path, where: str) -> Path:
     """``folder / name``, resolved (symbolic links included), when it lies inside ``folder``;
     otherwise one line naming both."""

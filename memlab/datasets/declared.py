@@ -4,6 +4,7 @@ the stored vectors of an imported dataset."""
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from memlab.core.criteria import Criterion
+from memlab.core.paths import within
 from memlab.core.vectors import NORM_RANGE, raw_vector_problem
 
 
@@ -119,6 +121,8 @@ def declared_vectors(items: Any, root: Path, n_memories: int, problems: list[str
     name, dim, model = items.get("file", "vectors.npy"), items.get("dim"), items.get("model")
     if not isinstance(name, str) or not name or Path(name).is_absolute() or ".." in Path(name).parts:
         problems.append(f"{where}: file: expected a file name inside the dataset folder, got {name!r}")
+    elif (root / name).is_symlink() and not within(root, name):  # a link out of the folder
+        problems.append(f"{where}: file: {name} is a link to {os.path.realpath(root / name)}, outside {root}")
     elif not (root / name).is_file():
         problems.append(f"{where}: file: {name} is missing in {root}")
     if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:

@@ -322,8 +322,8 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         meta = parse_json(decode(meta_path.read_bytes(), "dataset.json"), "dataset.json")
     except FileNotFoundError:
         problems.append(f"dataset.json: file missing in {root}")
-    except InputError as e:  # not UTF-8, invalid JSON, nested too deep, an integer of 5000 digits
-        problems.append(str(e))
+    except InputError as e:  # not UTF-8, invalid JSON, nested too deep, an integer of 5000 digits:
+        raise DatasetError([f"{root}/{e}"]) from None  # nothing else can be read without it
     if not isinstance(meta, dict):
         problems.append("dataset.json: expected a JSON object")
         meta = {}
@@ -372,6 +372,7 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
     undated: list[str] = []  # texts that do not start with their date
     memory_dates: dict[str, datetime] = {}
     supersedes_refs: list[tuple[JsonRecord, str]] = []
+    before_memories = len(problems)
     for lineno, obj in read_jsonl(root / "memories.jsonl", problems):
         r = JsonRecord("memories.jsonl", lineno, obj, problems)
         r.unknown_fields(_MEMORY_FIELDS | set(fields.values()), LEGACY_FIELDS)
@@ -404,8 +405,19 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         note = r.text("note", required=False) or ""
         if mid is not None and when is not None and len(texts) == len(languages) and provenance:
             memories.append(Memory(mid, when, texts, topic, provenance, sup, note, mtype, pinned))
+    # lines that are no JSON object declare ids no one can know: no "unknown id" cascade after them
+    unreadable = any(
+        p.startswith("memories.jsonl:")
+        and (
+            ": invalid JSON" in p
+            or ": nested deeper" in p
+            or ": holds an integer" in p
+            or p.endswith("expected a JSON object")
+        )
+        for p in problems[before_memories:]
+    )
     for r, sup in supersedes_refs:
-        if sup not in memory_lines:
+        if sup not in memory_lines and not unreadable:
             r.problem("supersedes", f"unknown memory id {sup!r}")
     supersession_cycles(supersedes_refs, memory_lines)
     if undated and len(undated) == len(memory_dates) * len(fields):
@@ -441,7 +453,8 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
                 if ref is None:
                     continue
                 if ref not in memory_lines:
-                    r.problem(fname, f"unknown memory id {ref!r}")
+                    if not unreadable:
+                        r.problem(fname, f"unknown memory id {ref!r}")
                 elif asked is not None and ref in memory_dates and memory_dates[ref] > asked:
                     r.problem(
                         fname,

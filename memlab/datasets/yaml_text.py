@@ -13,16 +13,17 @@ from memlab.core.errors import InputError
 from memlab.core.textfiles import read_text
 
 
-def parse_yaml(text: str, where: str, compose: bool = False) -> Any:
+def parse_yaml(text: str, where: str, compose: bool = False, located: bool = True) -> Any:
     """``text`` as a YAML document (plain data, every scalar a string), or its node tree
-    (``compose``: with line numbers); one line naming ``where`` when it cannot be read."""
+    (``compose``: with line numbers); one line naming ``where`` (and the line, unless ``located``
+    is false: a value of one line) when it cannot be read."""
     import yaml
 
     try:
         return yaml.compose(text) if compose else yaml.load(text, Loader=yaml.BaseLoader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
+        line = f":{mark.line + 1}" if mark is not None and located else ""
         raise InputError(f"{where}{line}: invalid YAML: {getattr(e, 'problem', None) or e}") from None
     except RecursionError:
         raise InputError(f"{where}: nested deeper than memlab reads (about 1000 levels of [ or {{)") from None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memlab.core.errors import UnreachableError
-from memlab.core.urls import check_url, excerpt, redact
+from memlab.core.urls import check_url, excerpt, join_path, redact
 
 
 def open_client(path: str | None = None, url: str | None = None):
@@ -29,7 +29,22 @@ def open_client(path: str | None = None, url: str | None = None):
     except (ResponseHandlingException, ValueError) as e:  # no connection; a reply that is no JSON
         client.close()
         reason = getattr(e, "source", None) or e
+        if isinstance(reason, ValueError):  # it answered, with something else than JSON: say what
+            raise UnreachableError(
+                f"{redact(url)} does not answer as a Qdrant server: {what_answers(url)}"
+            ) from None
         raise UnreachableError(
             f"cannot reach a Qdrant server at {redact(url)}: {redact(str(reason))}"
         ) from None
     return client
+
+
+def what_answers(url: str) -> str:
+    """The reply at ``url``'s ``/collections``, short (a web page by its title)."""
+    import httpx
+
+    try:
+        r = httpx.get(join_path(url, "collections"), timeout=10)
+    except httpx.HTTPError as e:
+        return redact(f"{type(e).__name__}: {e}")
+    return f"HTTP {r.status_code} {r.reason_phrase}, {excerpt(r.text, r.headers.get('content-type', ''))}"
