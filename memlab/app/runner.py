@@ -95,7 +95,12 @@ def typed(name: str, value: Any, where: str) -> Any:
                 return [str(v) for v in value]
             return [v.strip() for v in str(value).split(",") if v.strip()]  # html,png
     except (TypeError, ValueError):
-        raise InputError(f"{where}: {name}: expected {kind}, got {value!r}") from None
+        got = (
+            repr(value)
+            if len(repr(value)) <= 80
+            else f"{repr(value)[:60]}... ({len(str(value)):,} characters)"
+        )
+        raise InputError(f"{where}: {name}: expected {kind}, got {got}") from None
     return value
 
 
@@ -104,7 +109,9 @@ def parse_value(text: str, where: str = "value") -> Any:
     also takes a comma list: html,png), typed later."""
     text = text.strip()
     if text.startswith("["):
-        return parse_yaml(text, f"-p {where}", located=False)  # scalars stay text; [html is one line, not a traceback
+        return parse_yaml(
+            text, f"-p {where}", located=False
+        )  # scalars stay text; [html is one line, not a traceback
     return text
 
 

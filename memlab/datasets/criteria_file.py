@@ -21,6 +21,8 @@ def load_criteria(path: str | Path) -> tuple[Criterion, ...]:
         root = load_yaml(path, compose=True)  # not UTF-8, invalid, nested too deep: one line
     except FileNotFoundError:
         raise MissingFileError(f"no criteria file {path}") from None
+    except IsADirectoryError:
+        raise InputError(f"--criteria {path}: is a folder, not a criteria file (YAML)") from None
     if isinstance(root, yaml.MappingNode):
         root = next((v for k, v in root.value if k.value == "criteria"), None)
     if not isinstance(root, yaml.SequenceNode) or not root.value:

@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import quote
 
 from memlab.core.errors import InputError
 from memlab.core.memory_text import CONTINUATION, DELIMITER, REPLACEMENT
@@ -321,7 +322,7 @@ def setup_text(schema: CollectionSchema, collection: str = "NAME") -> str:
             "(older servers ignore it)",
             "# a range index on the date: order_by needs it (the rrf-time retriever); filters and the",
             "# formula read it faster",
-            f"PUT /collections/{collection}/index",
+            f"PUT /collections/{quote(collection, safe='')}/index",  # a name as a path segment
             json.dumps(index),
             "",
             "# the same with qdrant-client:",

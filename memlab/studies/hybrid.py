@@ -17,7 +17,7 @@ import numpy as np
 from memlab.core.errors import InputError
 from memlab.core.grid import Grid
 from memlab.core.labels import Labels
-from memlab.core.numbers import check_fits, check_number
+from memlab.core.numbers import check_fits, check_number, check_work
 from memlab.core.registry import check_names
 from memlab.core.spec import COMBINES, DECAYS, SPEC_BOUNDS, RetrievalSpec
 from memlab.core.sweep import sweep
@@ -28,6 +28,9 @@ from memlab.scores.sources import ScoreOptions
 
 if TYPE_CHECKING:
     import pandas as pd
+
+
+MAX_AXIS = 10_000  # values of one axis of a comparison
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,8 @@ class RetrieverGrid:
                 raise InputError(f"retriever grid axis {name!r} is empty")
         bounds = {"alphas": {"minimum": 0, "maximum": 1}, "rrf_ks": {"above": 0}, **SPEC_BOUNDS}
         for name in ("alphas", "rrf_ks", "bonus", "tau_days"):  # each value checked like the spec's
+            # counted before any value is generated: a range of 10^9 values is refused, not built
+            check_work(len(getattr(self, name)), name, MAX_AXIS, "values", "each multiplies the table")
             values = tuple(check_number(v, name, **bounds[name]) for v in getattr(self, name))
             object.__setattr__(self, name, values)
         for name, registry in (("decay", DECAYS), ("combine", COMBINES)):
