@@ -276,6 +276,33 @@ CASES = [
         "memory, one JSON object per line",
     ),
     (
+        "a criteria file that is a folder",
+        lambda t: ["sweep", *ONE, "--criteria", str(t)],
+        "memlab: error: --criteria {tmp}: is a folder, not a criteria file (YAML)",
+    ),
+    (
+        "a cache folder where a file is",
+        lambda t: ["evaluate", "--cache-dir", write(t, "f", "x")],
+        "memlab: error: embedding cache: cannot make the folder {tmp}/f/embeddings: a file is in the way; "
+        "pass --cache-dir (or set MEMLAB_CACHE_DIR) to a folder",
+    ),
+    (
+        "-p with an integer of 5,000 digits",
+        lambda t: ["run", "-p", "seed=" + "9" * 5000],
+        "memlab: error: -p: seed: expected int, got '" + "9" * 59 + "... (5,000 characters)",
+    ),
+    (
+        "generate a billion years",
+        lambda t: ["generate", "daily-lunch", str(t / "o"), "--days", "100000000000"],
+        "memlab: error: days: expected an integer in [1, 36525], got 100000000000",
+    ),
+    (
+        "generate before year one",
+        lambda t: ["generate", "daily-lunch", str(t / "o"), "--reference", "0001-03-01"],
+        "memlab: error: --reference 0001-03-01: the questions and 50 days of lunches would reach back before "
+        "year 1: pick a later day",
+    ),
+    (
         "a missing criteria file",
         lambda t: ["sweep", *ONE, "--criteria", str(t / "nope.yaml")],
         "memlab: error: no criteria file {tmp}/nope.yaml",
@@ -439,6 +466,13 @@ def test_the_next_step_after_an_import_is_quoted(tmp_path, capsys):
     assert main([*argv, "--text-field", "t", "-o", str(out)]) == 0
     last = capsys.readouterr().out.splitlines()[-1]
     assert shlex.split(last.split(", then ")[1]) == ["memlab", "validate", str(out)]
+
+
+def test_a_collection_name_in_the_setups_rest_path_is_encoded(capsys):
+    assert main(["spec", "--format", "setup", "--collection", 'my "mem" /x']) == 0
+    out = capsys.readouterr().out
+    assert "PUT /collections/my%20%22mem%22%20%2Fx/index\n" in out
+    assert "client.create_payload_index('my \"mem\" /x', 'date'" in out
 
 
 def test_dates_are_rfc3339_in_any_year():

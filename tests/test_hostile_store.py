@@ -405,8 +405,24 @@ def test_a_server_that_trickles_meets_the_deadline_of_its_request(tmp_path, tric
             "n_boot: 1,000,000,000,000 bootstrap resamples would take about 5.8 PiB of memory, more than "
             "memlab's budget of 2.0 GiB: at most 330,585 fit",
         ),
+        (
+            ["sweep", "--source", "published", "--bonus", "0:1:1e-12"],
+            "grid: 2,499,000,000,002,499 configurations of 10 questions each cannot finish in reasonable "
+            "time (the sweep checks about 9 million configuration-questions a second: 10^8 configurations "
+            "of 80 questions took 904 s; a narrower axis or a coarser step finishes): at most 3,000,000,000",
+        ),
+        (
+            ["feasible", "--source", "published", "--tau", "1:1000000000:1"],
+            "tau x threshold: 1,000,000,000 feasible regions cannot finish in reasonable time (each is one "
+            "closed-form region, about 0.5 ms on seed16: 1,000,000 take about 10 minutes): at most 1,000,000",
+        ),
+        (
+            ["compare", "--source", "published", "--alpha", "0:1:1e-9"],
+            "alphas: 1,000,000,000 values cannot finish in reasonable time (each multiplies the table): at "
+            "most 10,000",
+        ),
     ],
-    ids=["compare", "robustness", "scale-sizes", "calibrate", "drift"],
+    ids=["compare", "robustness", "scale-sizes", "calibrate", "drift", "sweep", "feasible", "compare-axis"],
 )
 def test_sizes_that_cannot_finish_are_refused_saying_what_would(capsys, argv, message):
     t0 = time.monotonic()

@@ -91,7 +91,13 @@ def entry_problem(st: os.stat_result) -> str | None:
 def cache_folder(path: Path) -> Path:
     """A folder of the cache (``embeddings/``, one namespace), created when missing: a real
     folder of the current user, never a symbolic link to one elsewhere."""
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):  # a file where a folder of the cache belongs
+        raise EmbeddingError(
+            f"embedding cache: cannot make the folder {path}: a file is in the way; pass --cache-dir "
+            "(or set MEMLAB_CACHE_DIR) to a folder"
+        ) from None
     st = os.lstat(path)
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
         raise EmbeddingError(
