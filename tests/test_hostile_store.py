@@ -490,3 +490,19 @@ def test_a_tie_at_the_kth_score_of_one_question_keeps_dataset_order():
     raw = np.full(100, 0.3)
     raw[[5, 70]] = 0.9
     assert select_candidates(raw, 8).tolist() == [5, 70, 0, 1, 2, 3, 4, 6]
+
+
+def test_a_datasets_stored_zero_vector_is_refused(tmp_path, capsys):
+    ds = tmp_path / "ds"
+    shutil.copytree(dataset_dir("seed16"), ds)
+    vecs = np.eye(16, 4, dtype=np.float32)
+    vecs[:, 0] += 1
+    vecs[4] = 0  # memory 5: no direction, no cosine
+    np.save(ds / "vectors.npy", vecs)
+    meta = json.loads((ds / "dataset.json").read_text())
+    meta["vectors"] = {"file": "vectors.npy", "dim": 4, "model": None}
+    (ds / "dataset.json").write_text(json.dumps(meta))
+    assert main(["validate", str(ds)]) == 2
+    assert capsys.readouterr().err == (
+        f"memlab: invalid dataset:\n{ds}/vectors.npy: row 5 (memory 5 of memories.jsonl): a zero vector\n"
+    )
