@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help install install-test run lab test test-fast lint bench clean notebooks docs
+.PHONY: help install install-test run lab test test-fast test-hostile lint bench clean notebooks docs
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -48,6 +48,9 @@ test: $(VENV)/.installed-test  ## install the test extras and run the whole test
 
 test-fast: $(VENV)/.installed-test  ## the suite without model, notebook, browser and ranx tests
 	$(BIN)/python -m pytest -m "not model and not notebook and not browser and not ranx"
+
+test-hostile: $(VENV)/.installed-test  ## the fault-and-hostile-input tier alone (also part of test and test-fast)
+	$(BIN)/python -m pytest -m "hostile and not notebook and not model"
 
 notebooks: $(VENV)/.installed  ## rewrite the notebooks' parameters cells from memlab.app.parameters and sync the .ipynb
 	$(BIN)/python -m memlab.app.parameters notebooks/[0-9]*.py

@@ -32,6 +32,7 @@ from memlab.datasets.schema import dataset_dir, load_dataset
 from memlab.embedding.cache import CacheWarning, fixed_shape_batches, folder_fingerprint, read_vector
 from memlab.scores.sources import load_scores
 
+pytestmark = pytest.mark.hostile  # the fault-and-hostile-input tier (docs/reliability.md)
 ROOT = Path(__file__).resolve().parents[1]
 # about 127k configurations: long enough (a few seconds) to be stopped at each point
 # large enough that writing the table takes a while, so a signal lands mid-write on a quiet machine

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import html
 import math
+import shlex
 import time
 from dataclasses import dataclass, replace
 from typing import Any
@@ -112,31 +113,40 @@ def dataset_reference(dataset: Dataset) -> str:
     return str(dataset.path)
 
 
+def number(x: float) -> str:
+    """A number as short as it reads back exactly: ``0.045``, ``15``, else its full repr."""
+    short = f"{x:g}"
+    return short if float(short) == x else repr(float(x))
+
+
 def batch_yaml(dataset: str, source: str, lang: str, spec: RetrievalSpec) -> str:
-    """The configuration as a run of a batch file (``memlab run --config``)."""
-    return (
-        "runs:\n"
-        "  - name: tuned\n"
-        "    parameters:\n"
-        f"      dataset: {dataset}\n"
-        f"      source: {source}\n"
-        f"      lang: {lang}\n"
-        f"      bonus: {spec.bonus:g}\n"
-        f"      tau_days: {spec.tau_days:g}\n"
-        f"      threshold: {spec.threshold:g}\n"
-        f"      candidates: {spec.candidates}\n"
-        f"      inject: {spec.inject}\n"
-        + (f"      decay: {spec.decay}\n      combine: {spec.combine}\n" if family(spec) else "")
-    )
+    """The configuration as a run of a batch file (``memlab run --config``), written by a YAML
+    dumper: a dataset folder with spaces, ``#``, ``:`` or quotes reads back as written."""
+    import yaml
+
+    parameters: dict[str, object] = {
+        "dataset": dataset,
+        "source": source,
+        "lang": lang,
+        **{k: float(number(getattr(spec, k))) for k in ("bonus", "tau_days", "threshold")},
+        "candidates": int(spec.candidates),
+        "inject": int(spec.inject),
+    }
+    if family(spec):
+        parameters |= {"decay": spec.decay, "combine": spec.combine}
+    doc = {"runs": [{"name": "tuned", "parameters": parameters}]}
+    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, default_flow_style=False)
 
 
 def cli_flags(dataset: str, source: str, lang: str, spec: RetrievalSpec) -> str:
-    """The configuration as flags of ``memlab evaluate`` (and of every command that scores)."""
+    """The configuration as flags of ``memlab evaluate`` (and of every command that scores), each
+    value quoted for a POSIX shell (``shlex.quote``)."""
+    q = shlex.quote
     return (
-        f"--dataset {dataset} --source {source} --lang {lang} --bonus {spec.bonus:g} "
-        f"--tau {spec.tau_days:g} --threshold {spec.threshold:g} --candidates {spec.candidates} "
+        f"--dataset {q(dataset)} --source {q(source)} --lang {q(lang)} --bonus {number(spec.bonus)} "
+        f"--tau {number(spec.tau_days)} --threshold {number(spec.threshold)} --candidates {spec.candidates} "
         f"--inject {spec.inject}"
-        + (f" --decay {spec.decay} --combine {spec.combine}" if family(spec) else "")
+        + (f" --decay {q(spec.decay)} --combine {q(spec.combine)}" if family(spec) else "")
     )
 
 

@@ -68,6 +68,8 @@ def top_k(raw: np.ndarray, k: int) -> np.ndarray:
     # order the kept k by score, then position
     out = np.take_along_axis(part, np.lexsort((part, picked), axis=-1), axis=-1)
     if ambiguous.any():
+        if key.ndim == 1:  # one question's row (``ambiguous`` is then a 0-d array)
+            return np.argsort(key, kind="stable")[:k]
         rows = np.nonzero(ambiguous)
         out[rows] = np.argsort(key[rows], axis=-1, kind="stable")[..., :k]
     return out

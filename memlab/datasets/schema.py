@@ -15,10 +15,10 @@ reported together, so one run of the loader lists everything to fix.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,14 @@ import numpy as np
 from memlab.core.errors import InputError, MissingFileError, UnknownNameError
 from memlab.core.labels import QUESTION_KINDS
 from memlab.core.spec import age_days
-from memlab.datasets.declared import DeclaredTables, declared_criteria, declared_tables, declared_vectors
+from memlab.core.textfiles import decode, parse_json
+from memlab.datasets.declared import (
+    DeclaredTables,
+    declared_criteria,
+    declared_qdrant,
+    declared_tables,
+    declared_vectors,
+)
 from memlab.datasets.records import JsonRecord, jsonl_format_problem, parse_datetime, read_jsonl
 
 # where a memory or question comes from (the field "provenance"; "source", its name before 0.2, is
@@ -112,24 +119,34 @@ class Dataset:
     # the Qdrant collection it was imported from: date_field, date_format, vector_name, id_field, ...
     qdrant: dict[str, Any] | None = field(default=None, compare=False)
 
-    @property
+    # computed once (a frozen record: they cannot go stale); a lookup by id is one dict access, so
+    # loading scores for 100k memories stays linear
+    @cached_property
     def memory_ids(self) -> tuple[str, ...]:
         return tuple(m.id for m in self.memories)
 
-    @property
+    @cached_property
     def question_ids(self) -> tuple[str, ...]:
         return tuple(q.id for q in self.questions)
 
+    @cached_property
+    def memory_index(self) -> dict[str, int]:
+        """Each memory id's position (dataset order)."""
+        return {m: i for i, m in enumerate(self.memory_ids)}
+
+    @cached_property
+    def question_index(self) -> dict[str, int]:
+        """Each question id's position (dataset order)."""
+        return {q: i for i, q in enumerate(self.question_ids)}
+
     def memory(self, memory_id: str) -> Memory:
-        for m in self.memories:
-            if m.id == memory_id:
-                return m
+        if memory_id in self.memory_index:
+            return self.memories[self.memory_index[memory_id]]
         raise UnknownNameError(f"no memory {memory_id!r} in dataset {self.name!r}")
 
     def question(self, question_id: str) -> Question:
-        for q in self.questions:
-            if q.id == question_id:
-                return q
+        if question_id in self.question_index:
+            return self.questions[self.question_index[question_id]]
         raise UnknownNameError(
             f"no question {question_id!r} in dataset {self.name!r}; questions: {', '.join(self.question_ids)}"
         )
@@ -302,15 +319,11 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
     meta_path = root / "dataset.json"
     meta: dict[str, Any] = {}
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        meta = parse_json(decode(meta_path.read_bytes(), "dataset.json"), "dataset.json")
     except FileNotFoundError:
         problems.append(f"dataset.json: file missing in {root}")
-    except json.JSONDecodeError as e:
-        problems.append(f"dataset.json:{e.lineno}: invalid JSON: {e.msg}")
-    except UnicodeDecodeError as e:
-        problems.append(
-            f"dataset.json: not UTF-8 text (byte 0x{e.object[e.start]:02x} at byte {e.start + 1})"
-        )
+    except InputError as e:  # not UTF-8, invalid JSON, nested too deep, an integer of 5000 digits:
+        raise DatasetError([f"{root}/{e}"]) from None  # nothing else can be read without it
     if not isinstance(meta, dict):
         problems.append("dataset.json: expected a JSON object")
         meta = {}
@@ -346,6 +359,12 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
 
     stored = meta.get("vectors") is not None  # memories keep vectors made from their one text
     formats = [m for f in ("memories.jsonl", "questions.jsonl") if (m := jsonl_format_problem(root / f))]
+    memories_file = root / "memories.jsonl"
+    if not formats and memories_file.is_file() and not memories_file.read_bytes().strip():
+        # said once: not as an unknown memory id on every question that names one
+        formats.append(
+            "memories.jsonl: the file is empty: a dataset needs at least one memory, one JSON object per line"
+        )
     if formats:  # nothing line by line can be read: say so once, not per line and per unknown id
         raise DatasetError([f"{root}/{p}" for p in [*problems, *formats]])
 
@@ -354,6 +373,7 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
     undated: list[str] = []  # texts that do not start with their date
     memory_dates: dict[str, datetime] = {}
     supersedes_refs: list[tuple[JsonRecord, str]] = []
+    before_memories = len(problems)
     for lineno, obj in read_jsonl(root / "memories.jsonl", problems):
         r = JsonRecord("memories.jsonl", lineno, obj, problems)
         r.unknown_fields(_MEMORY_FIELDS | set(fields.values()), LEGACY_FIELDS)
@@ -391,12 +411,23 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         note = r.text("note", required=False) or ""
         if mid is not None and when is not None and len(texts) == len(languages) and provenance:
             memories.append(Memory(mid, when, texts, topic, provenance, sup, note, mtype, pinned))
+    # lines that are no JSON object declare ids no one can know: no "unknown id" cascade after them
+    unreadable = any(
+        p.startswith("memories.jsonl:")
+        and (
+            ": invalid JSON" in p
+            or ": nested deeper" in p
+            or ": holds an integer" in p
+            or p.endswith("expected a JSON object")
+        )
+        for p in problems[before_memories:]
+    )
     for r, sup in supersedes_refs:
-        if sup not in memory_lines:
+        if sup not in memory_lines and not unreadable:
             r.problem("supersedes", f"unknown memory id {sup!r}")
     supersession_cycles(supersedes_refs, memory_lines)
     if undated and len(undated) == len(memory_dates) * len(fields):
-        example = f"{next(iter(memory_dates.values())):%Y-%m-%d}: ..."
+        example = f"{next(iter(memory_dates.values())).date().isoformat()}: ..."
         problems.append(
             f"memories.jsonl: no text starts with its date (as '{example}'); "
             'if your texts carry no date prefix, set "date_prefix": false in dataset.json'
@@ -428,7 +459,8 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
                 if ref is None:
                     continue
                 if ref not in memory_lines:
-                    r.problem(fname, f"unknown memory id {ref!r}")
+                    if not unreadable:
+                        r.problem(fname, f"unknown memory id {ref!r}")
                 elif asked is not None and ref in memory_dates and memory_dates[ref] > asked:
                     r.problem(
                         fname,
@@ -462,6 +494,7 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
     )
     tables = None if problems else declared_tables(meta.get("tables"), question_lines, problems)
     vectors = None if problems else declared_vectors(meta.get("vectors"), root, len(memories), problems)
+    qdrant = None if problems else declared_qdrant(meta.get("qdrant"), problems)
     if problems:
         raise DatasetError([f"{root}/{p}" if not p.startswith("/") else p for p in problems])
     if reference is None:  # unreachable: a missing reference date is a problem above
@@ -478,7 +511,7 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         vectors=vectors,
         criteria=criteria,
         tables=tables,
-        qdrant=meta.get("qdrant"),
+        qdrant=qdrant,
     )
 
 

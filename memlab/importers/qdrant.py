@@ -25,6 +25,9 @@ import numpy as np
 from memlab.core.errors import InputError, MissingFileError
 from memlab.core.files import write_folder_atomically
 from memlab.core.registry import lookup
+from memlab.core.urls import redact
+from memlab.core.vectors import raw_vector_problem
+from memlab.datasets.records import unicode_problem
 from memlab.datasets.schema import DatasetError, parse_datetime
 from memlab.qdrant.client import open_client
 
@@ -168,6 +171,10 @@ def import_qdrant(
         if not all(math.isfinite(x) for x in vector):
             problems.append(f"{where}: point {pid}: vector: contains NaN or infinity")
             continue
+        untrusted = raw_vector_problem(np.asarray(vector, dtype=np.float64)) or unicode_problem(pid, text)
+        if untrusted is not None:  # a zero vector has no cosine; a lone surrogate no UTF-8
+            problems.append(f"{where}: point {pid}: {untrusted}")
+            continue
         rows.append(
             {
                 "id": pid,
@@ -209,7 +216,8 @@ def import_qdrant(
         # the questions' own languages (text_<lang>): asked of the memories' one text
         **({"languages": langs} if len(langs := question_languages(questions, language)) > 1 else {}),
         "description": f"imported from Qdrant collection {collection!r} ({len(rows)} memories)",
-        "provenance": f"{'path ' + str(path) if path else 'url ' + str(url)}; date field {date_field!r}, "
+        "provenance": f"{'path ' + str(path) if path else 'url ' + redact(str(url))}; "
+        f"date field {date_field!r}, "
         f"text field {text_field!r}" + (f", vector {vector_name!r}" if vector_name else ""),
         "date_prefix": False,
         "vectors": {"file": "vectors.npy", "dim": dim, "model": model, "order": "memories.jsonl"},

@@ -8,9 +8,10 @@ memory does not say. "Today" is the reference date, so ages in the prompt match 
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from memlab.core.memory_text import escape_memory
 from memlab.core.registry import lookup
 
 if TYPE_CHECKING:
@@ -45,11 +46,14 @@ B_FORMAT: dict[str, str] = {
 
 
 def b_format(memory_texts: list[str], today: datetime, lang: str = "en") -> str:
-    """The block for the injected memories (in injection order); empty when none is injected."""
+    """The block for the injected memories (in injection order); empty when none is injected.
+    Each text is escaped (``memlab.core.memory_text.escape_memory``): no memory can close the
+    block or start a line of its own."""
     template = lookup(B_FORMAT, lang, "B-format template for")
     if not memory_texts:
         return ""
-    return template.format(today=f"{today:%Y-%m-%d}", memories="\n".join(memory_texts))
+    memories = "\n".join(escape_memory(t) for t in memory_texts)
+    return template.format(today=today.date().isoformat(), memories=memories)
 
 
 def memory_line(memory: Memory, lang: str = "en") -> str:
@@ -58,4 +62,4 @@ def memory_line(memory: Memory, lang: str = "en") -> str:
     memory's date written as that prefix would be (``YYYY-MM-DD: ``, in UTC) before the text, as
     for every imported store and LoCoMo (``"date_prefix": false``)."""
     text = memory.text(lang)
-    return text if DATE_PREFIX.match(text) else f"{memory.date:%Y-%m-%d}: {text}"
+    return text if DATE_PREFIX.match(text) else f"{memory.date.astimezone(UTC).date().isoformat()}: {text}"

@@ -119,10 +119,11 @@ def safe_name(text: str) -> str:
     return re.sub(r"[^\w.-]+", "_", text).strip("._") or "_"
 
 
-def check_name(name: str) -> None:
+def check_name(name: str, where: Path | None = None) -> None:
     """Tables and figures are files directly under tables/ and figures/: no paths."""
-    if safe_name(name) != name:
-        raise InputError(f"report entry name {name!r} is not a plain file name; use safe_name()")
+    if not isinstance(name, str) or safe_name(name) != name:
+        at = f"{where}: " if where is not None else ""
+        raise InputError(f"{at}report entry name {name!r} is not a plain file name; use safe_name()")
 
 
 def export_deferred(out_dirs: list[Path]) -> list[Path]:
@@ -134,6 +135,7 @@ def export_deferred(out_dirs: list[Path]) -> list[Path]:
             continue
         for e in json.loads(report.read_text(encoding="utf-8"))["entries"]:
             if e["type"] == "figure" and e.get("static"):
+                check_name(e["name"], report)  # a report.json written by hand: still inside figures/
                 jobs.setdefault(tuple(e["static"]), []).append(d / "figures" / f"{e['name']}.json")
     written: list[Path] = []
     with static_export():  # one browser for every group

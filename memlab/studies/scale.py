@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memlab.core.errors import InputError
-from memlab.core.numbers import check_number
+from memlab.core.numbers import check_number, check_work
 from memlab.core.ranking import merge_top_k
 from memlab.core.spec import RetrievalSpec, best_final
 from memlab.studies.distractor_templates import distractor_templates
@@ -81,18 +81,29 @@ def sample_from_dataset(
 
 
 MIN_POOL = 100  # ten blocks of at least ten pool memories: what the extreme-value fit needs
+MAX_SIZES = 10_000  # sizes of one curve (each one row of the study)
+MAX_POOL = 200_000  # real distractors embedded: about 10 minutes with the default model here
+SCALE_WORK = 4 * 10**12  # multiply-adds of the distractors' scoring: about 12 minutes at 5e9/s
 
 
-def scale_sizes(
-    dataset, n_range: str | Sequence[int], pool: int | None = None, name: str = "n_range"
-) -> list[int]:
+def scale_sizes(dataset, n_range, pool: int | None = None, name: str = "n_range") -> list[int]:
     """The sizes N to measure, sorted, checked against the dataset before anything is embedded
-    (a pool takes minutes): every N counts the dataset's own memories, so none may be below
-    their number; ``pool`` (the real distractors) must hold ``MIN_POOL`` for the prediction."""
-    from memlab.core.grid import parse_axis
+    (a pool takes minutes): at most ``MAX_SIZES`` of them (counted before any is generated),
+    every N counting the dataset's own memories, so none below their number; ``pool`` (the real
+    distractors) must hold ``MIN_POOL`` for the prediction. ``n_range``: text
+    (``start:stop:step`` or a comma list), a ``memlab.core.grid.Axis`` or numbers."""
+    from memlab.core.grid import Axis, parse_axis
 
-    values = parse_axis(n_range, name, integer=True) if isinstance(n_range, str) else n_range
-    sizes = sorted({int(n) for n in values})
+    axis = (
+        parse_axis(n_range, name, integer=True)
+        if isinstance(n_range, str)
+        else Axis.of(n_range, integer=True)
+    )
+    axis.check(name.lstrip("-"), minimum=1)
+    check_work(
+        len(axis), name.lstrip("-"), MAX_SIZES, "sizes", "each size is one row of the curve, measured in turn"
+    )
+    sizes = sorted({int(n) for n in axis})
     n0 = len(dataset.memories)
     if sizes and sizes[0] < n0:
         raise InputError(
@@ -104,10 +115,32 @@ def scale_sizes(
     return sizes
 
 
+def check_scale_work(problem: RetrievalProblem, largest: int) -> None:
+    """The largest N finishes: scoring ``largest`` distractors against every question costs
+    ``largest * questions * dim`` multiply-adds, at most ``SCALE_WORK`` (7 s measured for 10^6
+    distractors x 100 questions x 384 dimensions: about 5e9 a second). Checked before anything is
+    embedded."""
+    per = max(1, len(problem.dataset.questions)) * int(problem.question_vectors().shape[1])
+    check_work(
+        largest,
+        "n",
+        SCALE_WORK // per,
+        "distractors",
+        f"each is scored against {len(problem.dataset.questions)} questions at "
+        f"{problem.question_vectors().shape[1]} dimensions, {largest * per:.2g} multiply-adds in all; "
+        "the budget "
+        f"is {SCALE_WORK:.0e}, about 12 minutes at the measured 5e9 a second; the extreme-value "
+        "prediction reaches any N without measuring it",
+    )
+
+
 def distractor_pool(problem: RetrievalProblem, size: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """(vectors, ages in days): ``size`` template distractors in the problem's language, dated
     before its reference date and embedded (cached) with the model its scores come from."""
     check_number(size, "pool", integer=True, minimum=1)  # real distractors
+    check_work(
+        size, "pool", MAX_POOL, "real distractors", "each is embedded with the problem's model, then cached"
+    )
     check_number(seed, "seed", integer=True, minimum=0)
     texts, ages = distractor_texts(size, problem.dataset.reference_date, seed=seed, lang=problem.lang)
     return problem.embed_documents(texts), ages
@@ -203,6 +236,7 @@ def curve(
     chunks: Iterator[tuple[np.ndarray, np.ndarray]],
     spec: RetrievalSpec,
     base_raw: tuple[np.ndarray, np.ndarray] | None = None,
+    progress: bool = False,
 ) -> list[np.ndarray]:
     """Best post-bonus candidate score per question at each total size in ``sizes``.
 
@@ -219,6 +253,12 @@ def curve(
     for n in pending:
         if n < n0:
             raise InputError(f"--n: {n} is smaller than the dataset's own {n0} memories")
+    from tqdm.auto import tqdm
+
+    total = max(pending, default=n0) - n0
+    bar = tqdm(
+        total=total, desc="distractors", unit="memory", unit_scale=True, disable=not progress or total < 10**6
+    )
     buffer: tuple[np.ndarray, np.ndarray] | None = None
     for n in pending:
         need = n - n0 - top.seen
@@ -228,9 +268,11 @@ def curve(
             vecs, ages = buffer
             take = min(need, len(vecs))
             top.add(vecs[:take], ages[:take])
+            bar.update(take)
             buffer = None if take == len(vecs) else (vecs[take:], ages[take:])
             need -= take
         out.append(top.best_final(spec))
+    bar.close()
     return out
 
 
@@ -377,6 +419,7 @@ def scale_study(
     seed: int = 0,
     block: int | None = None,
     chunk: int = 50_000,
+    progress: bool = False,
 ) -> ScaleStudy:
     """The no-hit maximum and each hit question's best distractor against N, measured and
     predicted, under the problem's whole spec. ``pool`` = (vectors, ages in days) of the real
@@ -398,7 +441,7 @@ def scale_study(
     within_pool = [n for n in sizes if n - n0 <= len(pool)]
     # distractors: dated before each question's own date (their ages count from it)
     real = curve(queries, within_pool, stream((pool, pool_ages), None, len(pool), seed, chunk), spec, base)
-    synth = curve(queries, sizes, stream(None, model, max(sizes) - n0, seed + 1, chunk), spec, base)
+    synth = curve(queries, sizes, stream(None, model, max(sizes) - n0, seed + 1, chunk), spec, base, progress)
 
     # predicted: extreme-value laws of the spec's outcome on blocks of the real pool, per question
     block = block or max(10, len(pool) // 50)
@@ -431,7 +474,7 @@ def scale_study(
     for i, q in enumerate(dataset.questions):
         if not q.current:
             continue
-        c = dataset.memory_ids.index(q.current)
+        c = dataset.memory_index[q.current]
         if not np.isfinite(raw[i, c]):
             continue
         current_final = float(spec.final(raw[i, c], ages[i, c]))

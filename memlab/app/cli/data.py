@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
 from memlab.app.cli.options import Command, add_output_options, emit
 from memlab.core.errors import InputError
 from memlab.core.labels import QUESTION_KINDS
+from memlab.core.memory_text import delimiter_at
+from memlab.core.paths import plain_name
 from memlab.datasets.schema import DEFAULT_DATASET, DatasetError, load_dataset
 
 
@@ -21,8 +24,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
     print(
         f"{dataset.path}: ok: {len(dataset.memories)} memories, {len(dataset.questions)} questions "
         f"({', '.join(f'{kinds.count(k)} {k}' for k in QUESTION_KINDS)}; {dated} dated), "
-        f"languages {', '.join(dataset.languages)}, reference date {dataset.reference_date:%Y-%m-%d}"
+        f"languages {', '.join(dataset.languages)}, "
+        f"reference date {dataset.reference_date.date().isoformat()}"
     )
+    for m in dataset.memories:  # escaped in every prompt, and said: the user should know
+        for lang, text in m.texts.items():
+            at = delimiter_at(text)
+            if at is not None:
+                tag = text[at : text.index(">", at) + 1 if ">" in text[at:] else at + 20]
+                print(
+                    f"warning: memory {m.id!r} ({lang}) holds the prompt block's tag {tag!r} at character "
+                    f"{at + 1}: memlab escapes it in every prompt (its '<' becomes '&lt;'), so it cannot "
+                    "close the <retrieved_memory> block"
+                )
     uncurrent = [q.id for q in dataset.questions if q.kind == "hit" and q.current is None]
     if uncurrent:  # accepted (a benchmark hit with several evidence memories has none), and said
         print(
@@ -52,7 +66,7 @@ def cmd_import_qdrant(args: argparse.Namespace) -> int:
         collection=args.collection,
         date_field=args.date_field,
         text_field=args.text_field,
-        out=args.output or Path("data") / args.collection,
+        out=args.output or default_out(args.collection, "--collection"),
         path=args.path,
         url=args.url,
         vector_name=args.vector_name,
@@ -82,9 +96,21 @@ def cmd_import_qdrant(args: argparse.Namespace) -> int:
     if args.questions is None:
         print(
             f"next: write your questions into {out / 'questions.jsonl'} (see the README), then "
-            f"memlab validate {out}"
+            f"memlab validate {shlex.quote(str(out))}"
         )
     return 0
+
+
+def default_out(name: str, where: str) -> Path:
+    """An import's default folder, ``data/NAME``: NAME (a collection, a file's stem, a
+    conversation's id) must be a plain name, so the folder stays inside data/."""
+    try:
+        plain_name(name, where)
+    except InputError as e:
+        raise InputError(
+            f"{e}: the default output folder data/{name} would not be one folder inside data/; pass -o DIR"
+        ) from None
+    return Path("data") / name
 
 
 def import_summary(result) -> str:
@@ -109,7 +135,7 @@ def import_summary(result) -> str:
 def cmd_import_longmemeval(args: argparse.Namespace) -> int:
     from memlab.importers.longmemeval import import_longmemeval
 
-    out = args.output or Path("data") / Path(args.file).stem
+    out = args.output or default_out(Path(args.file).stem, "the file's name")
     print(import_summary(import_longmemeval(args.file, out, granularity=args.granularity)))
     return 0
 
@@ -118,7 +144,7 @@ def cmd_import_locomo(args: argparse.Namespace) -> int:
     from memlab.importers.locomo import import_locomo
 
     stem = Path(args.file).stem + (f"-{args.conversation}" if args.conversation else "")
-    out = args.output or Path("data") / stem
+    out = args.output or default_out(stem, "--conversation" if args.conversation else "the file's name")
     result = import_locomo(args.file, out, conversation=args.conversation, granularity=args.granularity)
     print(import_summary(result))
     return 0
@@ -181,7 +207,7 @@ def cmd_datasets(args: argparse.Namespace) -> int:
                 "questions": len(ds.questions),
                 "kinds": {k: kinds.count(k) for k in QUESTION_KINDS if k in kinds},
                 "languages": list(ds.languages),
-                "reference_date": f"{ds.reference_date:%Y-%m-%d}",
+                "reference_date": ds.reference_date.date().isoformat(),
             }
         )
     if args.format == "json":
@@ -190,7 +216,7 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     lines = [f"{'name':<20} {'where':<9} {'memories':>8} {'questions':>9}  languages  kinds"]
     for r in out:
         if "problems" in r:
-            problems = f"invalid: {r['problems']} problems (memlab validate {r['path']})"
+            problems = f"invalid: {r['problems']} problems (memlab validate {shlex.quote(str(r['path']))})"
             lines.append(f"{r['name']:<20} {r['where']:<9} {problems}")
             continue
         kinds = ", ".join(f"{n} {k}" for k, n in r["kinds"].items())
