@@ -20,8 +20,8 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(autouse=True)
 def markers_say_the_truth(request, monkeypatch):
-    """An unmarked test that loads the embedding model, executes a notebook, or runs the real
-    Qdrant engine fails: so the markers say what each test needs."""
+    """An unmarked test that loads the embedding model, executes a notebook, runs the real
+    Qdrant engine or starts the local chat server fails: so the markers say what each test needs."""
     node = request.node.nodeid
     if request.node.get_closest_marker("model") is None:
 
@@ -43,6 +43,13 @@ def markers_say_the_truth(request, monkeypatch):
             raise AssertionError(f"{node} runs the real Qdrant engine: mark it @pytest.mark.qdrant_edge")
 
         monkeypatch.setattr(edge, "engine", no_engine)
+    if request.node.get_closest_marker("chat") is None:
+        from memlab.answers import local_server
+
+        def no_server(self, *args, **kwargs):
+            raise AssertionError(f"{node} starts the local chat server: mark it @pytest.mark.chat")
+
+        monkeypatch.setattr(local_server.LocalServer, "start", no_server)
 
 
 @pytest.fixture(scope="session")

@@ -51,6 +51,8 @@ class ChatConfig:
     attempts: int = 3  # tries per request, the first included
     backoff: float = 0.5  # seconds before the second try, doubling after
     option: str = "--chat-url"  # the option that named the server, for messages
+    # the reply's form, sent as "response_format" (the judge's JSON verdict); None: free text
+    response_format: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if not self.url.startswith(("http://", "https://")):
@@ -81,7 +83,10 @@ class ChatConfig:
 
     def parameters(self) -> dict[str, Any]:
         """What a reply depends on besides the prompt and the model (the cache's key)."""
-        return {"temperature": self.temperature, "max_tokens": self.max_tokens}
+        out: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens}
+        if self.response_format is not None:
+            out["response_format"] = self.response_format
+        return out
 
 
 @dataclass(frozen=True)

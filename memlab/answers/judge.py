@@ -11,17 +11,25 @@ The rules (``PROTOCOL``):
 - time: the reply uses the memory of the time the question names, not one from another time.
 
 The LLM judge is any OpenAI-compatible chat endpoint, asked once per reply at temperature 0 to
-answer YES or NO on its first line and say why; its model id is recorded with every verdict, and
-a reply it does not answer YES or NO to is left unjudged (counted, never guessed). Its requests go
-through the reply cache like the replies.
+answer YES or NO and say why; its model id is recorded with every verdict, and a reply it does
+not answer YES or NO to is left unjudged (counted, never guessed). Its requests go through the
+reply cache like the replies. How it answers (``JUDGE_FORMATS``, ``--judge-format``):
+
+- ``text``: free text, YES or NO on the first line (any server);
+- ``json-object``: ``{"verdict": "YES"|"NO", "reason": ...}`` constrained by the server to the
+  schema, as ``response_format`` ``{"type": "json_object", "schema": ...}`` (llama.cpp's servers:
+  small models answer the schema where they would not answer free text);
+- ``json-schema``: the same schema as OpenAI's ``{"type": "json_schema", ...}`` (OpenAI, vLLM,
+  Ollama, llama.cpp's C++ server).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memlab.answers.cache import ReplyCache, cached_complete
 from memlab.core.registry import lookup
@@ -74,19 +82,40 @@ PROTOCOL: dict[str, Rule] = {
 
 SYSTEM = (
     "You grade one reply of a chat assistant to its user. The assistant may have been shown some "
-    "of the user's stored memories. Answer the grading question with YES or NO on the first line, "
-    "then give the reason in one short sentence."
+    "of the user's stored memories. {answer}"
 )
-JUDGE_MAX_TOKENS = 96
+ANSWER = {
+    "text": "Answer the grading question with YES or NO on the first line, then give the reason in "
+    "one short sentence.",
+    "json": 'Answer the grading question as JSON: {"verdict": "YES" or "NO", "reason": one short sentence}.',
+}
+JUDGE_MAX_TOKENS = 128
+VERDICT_SCHEMA = {
+    "type": "object",
+    "properties": {"verdict": {"type": "string", "enum": ["YES", "NO"]}, "reason": {"type": "string"}},
+    "required": ["verdict", "reason"],
+}
+JUDGE_FORMATS: dict[str, dict[str, Any] | None] = {
+    "text": None,
+    "json-object": {"type": "json_object", "schema": VERDICT_SCHEMA},
+    "json-schema": {"type": "json_schema", "json_schema": {"name": "verdict", "schema": VERDICT_SCHEMA}},
+}
 _VERDICT = re.compile(r"^\W*(yes|no)\b[\s.:,!-]*", re.IGNORECASE)
 
 
 def judge_messages(
-    question: Question, reply: str, dataset: Dataset, lang: str, nearest: Sequence[str] = ()
+    question: Question,
+    reply: str,
+    dataset: Dataset,
+    lang: str,
+    nearest: Sequence[str] = (),
+    judge_format: str = "text",
 ) -> list[dict[str, str]]:
     """The judge's messages for one reply: the question, the memories its kind's rule names, the
     reply and the rule's question. ``nearest``: for a no-hit question, the memory ids nearest it."""
     rule = lookup(PROTOCOL, question.kind, "question kind")
+    lookup(JUDGE_FORMATS, judge_format, "judge format")
+    system = SYSTEM.format(answer=ANSWER["text" if judge_format == "text" else "json"])
 
     def text(mid: str) -> str:
         return dataset.memory(mid).text(lang)
@@ -107,13 +136,20 @@ def judge_messages(
         lines.append(f"The memory that answers it: {text(question.current or question.relevant[0])}")
         lines += [f"Another memory that may also answer it: {text(m)}" for m in others]
     lines += [f'The assistant replied: """{reply}"""', f"Grading question: {rule.ask}"]
-    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n".join(lines)}]
+    return [{"role": "system", "content": system}, {"role": "user", "content": "\n".join(lines)}]
 
 
 def parse_verdict(text: str) -> tuple[bool | None, str]:
-    """(YES -> True, NO -> False, else None; the reason): the first word of the reply, else the one
-    of a standalone upper-case YES or NO that appears alone."""
+    """(YES -> True, NO -> False, else None; the reason): a JSON verdict object, else the first
+    word of the reply, else the one of a standalone upper-case YES or NO that appears alone."""
     stripped = text.strip()
+    if stripped.startswith("{"):
+        try:
+            obj = json.loads(stripped)
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict) and obj.get("verdict") in ("YES", "NO"):
+            return obj["verdict"] == "YES", " ".join(str(obj.get("reason", "")).split())[:300]
     m = _VERDICT.match(stripped)
     if m:
         return m.group(1).lower() == "yes", " ".join(stripped[m.end() :].split())[:300]
@@ -147,7 +183,8 @@ def judge_replies(
     )
     for row in rows:
         q = dataset.question(row.question_id)
-        messages = judge_messages(q, row.reply, dataset, lang, (nearest or {}).get(q.id, ()))
+        fmt = next(k for k, v in JUDGE_FORMATS.items() if v == client.config.response_format)
+        messages = judge_messages(q, row.reply, dataset, lang, (nearest or {}).get(q.id, ()), fmt)
         answer = cached_complete(client, cache, "judge", messages)
         verdict, reason = parse_verdict(answer.text)
         verdicts.append(verdict)
