@@ -44,14 +44,13 @@ tau_range: str = "1:60:1"  # sweep: tau_days values
 threshold_range: str = "0.40:0.50:0.005"  # sweep: threshold values (commands default to the model's range: 0.80:0.90:0.005 for multilingual-e5-small, 0.40:0.50:0.005 for published scores)
 select: str = "max-margin"  # sweep: selection rule
 boot: int = 200  # robustness, drift and answers: bootstrap resamples (of each kind)
-seed: int = (
-    0  # scale, robustness, drift and answers: random seed (answers: the chat's seed and the bootstrap's)
-)
+seed: int = 0  # random seed: scale, robustness, drift, answers (the chat's and the bootstrap's)
 chat_url: str = ""  # answers: chat endpoint URL (OpenAI-compatible, e.g. http://127.0.0.1:8080/v1); empty: 09 does nothing
 chat_model: str = ""  # answers: model asked of the chat server; empty: the first one it lists
 temperature: float = 0.7  # answers: the chat's sampling temperature (recorded with every reply)
 max_tokens: int = 256  # answers: most tokens per reply
 repeats: int = 1  # answers: replies per question and condition (repeat r sent with seed + r)
+questions: str = ""  # answers: question ids to replay, a comma list (e.g. H2 with --repeats 3); empty: all
 conditions: str = "off,raw,today,tuned"  # answers: conditions, a comma list of off (no memory), raw (the memories without instructions), today (the B block at the spec given), tuned (the B block at the sweep's choice)
 judge_url: str = ""  # answers: the LLM judge's endpoint (OpenAI-compatible); empty: the chat endpoint
 judge_model: str = ""  # answers: model asked of the judge's server; empty: the chat model on the chat endpoint, else the first one the judge's server lists
@@ -117,6 +116,7 @@ if run:
         judge if llm_judge else None,
         ReplyCache(),
         repeats=repeats,
+        questions=tuple(q for q in questions.split(",") if q),
         store=store,
         boot=boot,
         seed=seed,

@@ -12,10 +12,13 @@ from memlab.scores.sources import load_scores
 
 
 def pytest_collection_modifyitems(items):
-    """A test that asks for the embedded scores loads the model: it is a ``model`` test."""
+    """A test that asks for the embedded scores loads the model: it is a ``model`` test; one that
+    asks for the local chat server is a ``chat`` test."""
     for item in items:
         if "embedded" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.model)
+        if "chat_server" in getattr(item, "fixturenames", ()):  # the local chat server
+            item.add_marker(pytest.mark.chat)
 
 
 @pytest.fixture(autouse=True)

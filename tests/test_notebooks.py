@@ -349,3 +349,20 @@ def test_01_embeds_on_the_server_the_parameters_name(tmp_path, monkeypatch):
     seed = load_dataset("seed16")
     assert len(texts) == len(seed.memories) + len(seed.questions) == 16 + 10  # each embedded once
     assert (out / "tables" / "criteria.json").is_file()
+
+
+@pytest.mark.notebook
+def test_09_answers_without_a_chat_endpoint_says_so_and_stops(tmp_path):
+    out = execute("09_answers", tmp_path)
+    report = json.loads((out / "report.json").read_text())
+    assert report["entries"] == [
+        {
+            "type": "value",
+            "name": "skipped",
+            "caption": "no chat endpoint given",
+            "value": "chat_url is empty",
+        }
+    ]
+    executed = nbformat.read(tmp_path / "09_answers.ipynb", as_version=4)
+    text = "".join(o.get("text", "") for c in executed.cells for o in c.get("outputs", []))
+    assert "chat_url is empty: nothing to do" in text

@@ -57,12 +57,18 @@ def evaluations(problem: RetrievalProblem, conditions: list[Condition]) -> dict[
     return out
 
 
-def build_turns(problem: RetrievalProblem, conditions: list[Condition]) -> list[Turn]:
-    """Every question under every condition, question by question in dataset order."""
+def build_turns(
+    problem: RetrievalProblem, conditions: list[Condition], questions: tuple[str, ...] = ()
+) -> list[Turn]:
+    """Every question (or those named, each checked) under every condition, question by question
+    in dataset order."""
     dataset, lang = problem.dataset, problem.lang
+    chosen = {dataset.question(qid).id for qid in questions}
     evs = evaluations(problem, conditions)
     turns = []
     for q in dataset.questions:
+        if chosen and q.id not in chosen:
+            continue
         words = q.text(lang)
         for c in conditions:
             injected: tuple[str, ...] = ()

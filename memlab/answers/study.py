@@ -63,6 +63,7 @@ def answer_study(
     cache: ReplyCache | None = None,
     *,
     repeats: int = 1,
+    questions: tuple[str, ...] = (),
     store: str = "local",
     boot: int = 1000,
     seed: int = 0,
@@ -72,7 +73,7 @@ def answer_study(
     """Replay, judge (the LLM judge when ``judge`` is given; the phrases and F1 always), rate,
     time."""
     progress = sys.stderr.isatty() if progress is None else progress
-    turns = build_turns(problem, conditions)
+    turns = build_turns(problem, conditions, questions)
     replies = replay(turns, chat, cache, repeats, progress)
     replies = check_replies(replies, problem.dataset, problem.lang)
     if judge is not None:

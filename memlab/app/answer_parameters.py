@@ -78,6 +78,14 @@ ANSWER_PARAMETERS: tuple[dict[str, Any], ...] = (
         group="chat",
     ),
     _p(
+        "questions",
+        "str",
+        "",
+        "answers: question ids to replay, a comma list (e.g. H2 with --repeats 3); empty: all",
+        "--questions",
+        group="chat",
+    ),
+    _p(
         "chat_timeout",
         "float",
         120.0,

@@ -29,6 +29,7 @@ CHAT = (
     "temperature",
     "max_tokens",
     "repeats",
+    "questions",
     "conditions",
     "judge_url",
     "judge_model",

@@ -314,7 +314,7 @@ PARAMETERS: tuple[Parameter, ...] = (
         "seed",
         "int",
         0,
-        "scale, robustness, drift and answers: random seed (answers: the chat's seed and the bootstrap's)",
+        "random seed: scale, robustness, drift, answers (the chat's and the bootstrap's)",
         "--seed",
         bounds={"minimum": 0},
         group="studies",

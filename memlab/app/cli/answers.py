@@ -20,7 +20,7 @@ from memlab.app.cli.options import (
 from memlab.app.parameters import BY_NAME, add_parameters
 from memlab.output.io import json_ready
 
-CHAT = ("chat_url", "chat_model", "chat_api_key_env", "temperature", "max_tokens", "repeats")
+CHAT = ("chat_url", "chat_model", "chat_api_key_env", "temperature", "max_tokens", "repeats", "questions")
 CHAT_MORE = ("chat_timeout", "chat_attempts")
 JUDGE = ("judge_url", "judge_model", "judge_api_key_env", "judge_format", "llm_judge")
 
@@ -97,6 +97,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
             judge,
             cache,
             repeats=args.repeats,
+            questions=tuple(q.strip() for q in (args.questions or "").split(",") if q.strip()),
             store=args.store,
             boot=args.boot,
             seed=args.seed,
