@@ -537,3 +537,50 @@ def test_judge_formats_are_the_wire_forms():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ChatConfig("https://api.example.org/v1", response_format=JUDGE_FORMATS["json-schema"])
+
+
+@pytest.mark.model
+@pytest.mark.qdrant_edge
+def test_the_turn_is_timed_on_local_mode_and_on_the_engine(cache_dir):
+    from memlab.answers.timing import embedding_times, store_times, timing_table, turn_times
+
+    problem = build_problem("seed16", ScoreOptions("embedded", cache_dir=str(cache_dir)))
+    conditions = [Condition("off", None, None, "no memory"), *build_conditions(problem, ("today",))]
+    embedding = embedding_times(problem)
+    local, edge = store_times(problem, conditions, "local"), store_times(problem, conditions, "edge")
+    assert len(embedding) == 10 and all(s > 0 for s in embedding)
+    assert set(local) == set(edge) == {"today"} and len(local["today"]) == len(edge["today"]) == 10
+    replies = pd.DataFrame({"condition": ["off", "today"], "ttft_s": [0.1, 0.3], "total_s": [1.0, 2.0]})
+    table = timing_table(turn_times(replies, conditions, embedding, local)).set_index(["condition", "step"])
+    assert table.loc[("today", "chat: total"), "median_s"] == 2.0
+    assert table.loc[("today", "question embedding"), "n"] == 10
+    assert ("off", "question embedding") not in table.index  # no memory: nothing embedded
+    with pytest.raises(InputError, match="--store: expected one of local, edge, got 'disk'"):
+        store_times(problem, conditions, "disk")
+
+
+def test_the_figures_show_questions_by_their_words_and_steps_in_order():
+    from memlab.answers.timing import STEPS
+    from memlab.output.figures.answers import TURN_ORDER, VERDICT_FILL, rate_bars, replies_table, turn_time_bars
+
+    assert TURN_ORDER == STEPS
+    replies = pd.DataFrame(
+        [
+            ("C1", "contradiction", "How do I take my coffee again?", c, 0, reply, verdict)
+            for c, reply, verdict in (("off", "Black.", False), ("today", "Café au lait lately.", True))
+        ],
+        columns=["question_id", "kind", "question", "condition", "repeat", "reply", "judge"],
+    )
+    table = replies_table(replies, ["off", "today"]).data[0]
+    assert table.cells.values[0][0].replace("<br>", " ") == "<b>C1</b> (contradiction) How do I take my coffee again?"
+    assert table.cells.values[2][0] == "<i>judge: yes</i><br>Café au lait lately."
+    assert [f[0] for f in table.cells.fill.color] == ["#F2F2F2", VERDICT_FILL[False], VERDICT_FILL[True]]
+    rates_frame = rates(replies, n_boot=50)
+    bars = rate_bars(rates_frame, "judge")
+    assert [t.name for t in bars.data] == ["contradiction (1 questions)", "all (1 questions)"]
+    assert list(bars.data[0].y) == [0.0, 1.0]
+    timing = pd.DataFrame(
+        [(c, s, 1, 0.5, 0.9, 0.1, 1.0) for c in ("off", "today") for s in reversed(STEPS)],
+        columns=["condition", "step", "n", "median_s", "p95_s", "min_s", "max_s"],
+    )
+    assert [t.name for t in turn_time_bars(timing).data] == list(STEPS)

@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 
 VERDICT_FILL = {True: "#DCEFE6", False: "#F7DCCB", None: "#FFFFFF"}  # green / vermillion tints
 VERDICT_WORD = {True: "yes", False: "no", None: "-"}
+# the steps of a turn in the order they happen (memlab.answers.timing.STEPS)
+TURN_ORDER = ("question embedding", "store query", "chat: first token", "chat: total")
 
 
 def _wrapped(text: str, width: int = 34, lines: int = 6) -> str:
@@ -49,7 +51,7 @@ def replies_table(
     cells, fills = [[] for _ in header], [[] for _ in header]
     for qid in questions:
         row = first.loc[qid]
-        cells[0].append(f"<b>{html_text(qid)}</b> ({row['kind']})<br>{_wrapped(row['question'], 26, 4)}")
+        cells[0].append(f"<b>{html_text(qid)}</b> ({row['kind']})<br>{_wrapped(row['question'], 22, 4)}")
         fills[0].append("#F2F2F2")
         for i, c in enumerate(conditions, start=1):
             hit = shown[(shown["question_id"] == qid) & (shown["condition"] == c)]
@@ -63,13 +65,13 @@ def replies_table(
             fills[i].append(VERDICT_FILL[v])
     fig = go.Figure(
         go.Table(
-            columnwidth=[150] + [230] * len(conditions),
+            columnwidth=[170] + [230] * len(conditions),
             header={"values": [f"<b>{h}</b>" for h in header], "fill_color": "#E5E5E5", "align": "left"},
             cells={"values": cells, "fill_color": fills, "align": "left", "font": {"size": 11}, "height": 24},
         )
     )
     style(fig, f"Replies per condition, tinted by the {score} verdict (green yes, orange no)", "", "")
-    fig.update_layout(width=max(900, 150 + 230 * len(conditions)), height=140 + 118 * len(questions))
+    fig.update_layout(width=max(900, 170 + 230 * len(conditions)), height=140 + 118 * len(questions))
     return fig
 
 
@@ -109,12 +111,15 @@ def rate_bars(rates: pd.DataFrame, score: str = "judge", title: str = "") -> go.
 
 
 def turn_time_bars(timing: pd.DataFrame) -> go.Figure:
-    """Per condition, the median time of each step of a turn (stacked), the 95th percentile as a
-    whisker; seconds on a log axis (a store query takes milliseconds, a chat seconds)."""
+    """Per condition, the median time of each step of a turn, in the turn's order, the 95th
+    percentile as a whisker; seconds on a log axis (a store query takes milliseconds, a chat
+    seconds)."""
     fig = go.Figure()
     conditions = list(dict.fromkeys(timing["condition"]))
-    colours = [OKABE_ITO[c] for c in ("sky", "green", "orange", "blue")]
-    for colour, step in zip(colours, dict.fromkeys(timing["step"]), strict=False):
+    present = list(dict.fromkeys(timing["step"]))
+    steps = [s for s in TURN_ORDER if s in present] + [s for s in present if s not in TURN_ORDER]
+    colours = [OKABE_ITO[c] for c in ("orange", "blue", "sky", "green", "purple", "yellow")]
+    for colour, step in zip(colours, steps, strict=False):
         rows = timing[timing["step"] == step].set_index("condition").reindex(conditions)
         fig.add_trace(
             go.Bar(
