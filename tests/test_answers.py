@@ -561,7 +561,13 @@ def test_the_turn_is_timed_on_local_mode_and_on_the_engine(cache_dir):
 
 def test_the_figures_show_questions_by_their_words_and_steps_in_order():
     from memlab.answers.timing import STEPS
-    from memlab.output.figures.answers import TURN_ORDER, VERDICT_FILL, rate_bars, replies_table, turn_time_bars
+    from memlab.output.figures.answers import (
+        TURN_ORDER,
+        VERDICT_FILL,
+        rate_bars,
+        replies_table,
+        turn_time_bars,
+    )
 
     assert TURN_ORDER == STEPS
     replies = pd.DataFrame(
@@ -572,7 +578,10 @@ def test_the_figures_show_questions_by_their_words_and_steps_in_order():
         columns=["question_id", "kind", "question", "condition", "repeat", "reply", "judge"],
     )
     table = replies_table(replies, ["off", "today"]).data[0]
-    assert table.cells.values[0][0].replace("<br>", " ") == "<b>C1</b> (contradiction) How do I take my coffee again?"
+    assert (
+        table.cells.values[0][0].replace("<br>", " ")
+        == "<b>C1</b> (contradiction) How do I take my coffee again?"
+    )
     assert table.cells.values[2][0] == "<i>judge: yes</i><br>Café au lait lately."
     assert [f[0] for f in table.cells.fill.color] == ["#F2F2F2", VERDICT_FILL[False], VERDICT_FILL[True]]
     rates_frame = rates(replies, n_boot=50)
