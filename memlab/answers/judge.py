@@ -183,7 +183,7 @@ def judge_replies(
     )
     for row in rows:
         q = dataset.question(row.question_id)
-        fmt = next(k for k, v in JUDGE_FORMATS.items() if v == client.config.response_format)
+        fmt = next((k for k, v in JUDGE_FORMATS.items() if v == client.config.response_format), "json-object")
         messages = judge_messages(q, row.reply, dataset, lang, (nearest or {}).get(q.id, ()), fmt)
         answer = cached_complete(client, cache, "judge", messages)
         verdict, reason = parse_verdict(answer.text)

@@ -12,6 +12,7 @@ from memlab.answers.judge import check_replies, judge_replies
 from memlab.answers.rates import rates
 from memlab.answers.replay import build_turns, replay
 from memlab.answers.timing import embedding_times, store_times, timing_table, turn_times
+from memlab.core.errors import MemlabError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -87,11 +88,7 @@ def answer_study(
         try:
             embedding = embedding_times(problem)
             queries = store_times(problem, conditions, store)
-        except Exception as e:  # published scores: no model, no vectors
-            from memlab.core.errors import MemlabError
-
-            if not isinstance(e, MemlabError):
-                raise
+        except MemlabError as e:  # published scores: no model, no vectors
             notes.append(f"question embedding and store query not timed: {e}")
     times = turn_times(replies, conditions, embedding, queries)
     return AnswerStudy(
