@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help install install-test run test test-fast lint bench clean notebooks docs
+.PHONY: help install install-test run lab test test-fast lint bench clean notebooks docs
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -45,6 +45,9 @@ install: $(VENV)/.installed  ## create .venv and install memlab (torch CPU first
 
 run: $(VENV)/.installed  ## run the notebooks on the default batch (embedded defaults + the seed's scores)
 	@$(BIN)/memlab run --config notebooks/batch.yaml
+
+lab: $(VENV)/.installed  ## open the notebooks in JupyterLab (saving keeps the tracked notebooks clean)
+	$(BIN)/jupyter lab --config=jupyter_server_config.py notebooks/
 
 test: $(VENV)/.installed-chat  ## install the test and chat extras and run the whole test suite
 	$(BIN)/python -m pytest

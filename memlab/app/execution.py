@@ -299,11 +299,8 @@ def run_batch(
                 if not f.done() and Path((r := results[j]).output).with_suffix(".running").exists()
             ]
             report = Path(res.out_dir) / "report.json"
-            if res.status == "ok" and report.is_file():
+            if report.is_file():  # a failed notebook's lists what it wrote before it failed
                 res.report = json.loads(report.read_text(encoding="utf-8"))
-            if res.status != "ok":  # a failed notebook shows nothing the manifest cannot vouch for
-                shutil.rmtree(res.out_dir, ignore_errors=True)
-                Path(res.out_dir).mkdir(parents=True)
             queued = len(tasks) - done - len(running)
             left = (f"; running {', '.join(running)}" if running else "") + (
                 f"; {queued} queued" if queued else ""
@@ -318,7 +315,7 @@ def run_batch(
         pool.shutdown()
         pool = None
         static_t = time.perf_counter()
-        written = export_deferred([Path(r.out_dir) for r in results if r.status == "ok"])
+        written = export_deferred([Path(r.out_dir) for r in results])
         if written:
             log(f"exported {len(written)} PNG/SVG files in {time.perf_counter() - static_t:.1f} s")
         final = [relocated(r, staging, out) for r in results]  # where each lives after the swap

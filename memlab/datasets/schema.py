@@ -348,6 +348,7 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         problems.append(f"dataset.json: date_prefix: expected true or false, got {date_prefix!r}")
         date_prefix = True
 
+    stored = meta.get("vectors") is not None  # memories keep vectors made from their one text
     formats = [m for f in ("memories.jsonl", "questions.jsonl") if (m := jsonl_format_problem(root / f))]
     if formats:  # nothing line by line can be read: say so once, not per line and per unknown id
         raise DatasetError([f"{root}/{p}" for p in [*problems, *formats]])
@@ -368,7 +369,12 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
             memory_dates[mid] = when
         texts = {}
         for lang, fname in fields.items():
-            t = r.text(fname)
+            # stored vectors (an imported store) embed the one text a memory has: a further
+            # language is the questions', and such a memory shows its own text in it
+            t = r.text(fname, required=not (stored and lang != primary))
+            if t is None and stored and lang != primary and texts.get(primary) is not None:
+                texts[lang] = texts[primary]
+                continue
             if t is None:
                 continue
             # the date as written (a local time keeps its own calendar date, not the UTC one)

@@ -14,6 +14,7 @@ replay that sends it cannot differ.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -21,7 +22,9 @@ from typing import TYPE_CHECKING
 from memlab.core.registry import lookup
 
 if TYPE_CHECKING:
-    from memlab.datasets.schema import Dataset
+    from memlab.datasets.schema import Dataset, Memory
+
+DATE_PREFIX = re.compile(r"\d{4}-\d{2}-\d{2}: ")  # how a memory's text starts with its date
 
 B_FORMAT: dict[str, str] = {
     "en": (
@@ -57,6 +60,15 @@ def b_format(memory_texts: list[str], today: datetime, lang: str = "en") -> str:
     return template.format(today=f"{today:%Y-%m-%d}", memories="\n".join(memory_texts))
 
 
+def memory_line(memory: Memory, lang: str = "en") -> str:
+    """A memory as the block shows it, starting with the date it was recorded (the block says so):
+    its text when the text starts with its date (``"date_prefix"``, the default), else the
+    memory's date written as that prefix would be (``YYYY-MM-DD: ``, in UTC) before the text, as
+    for every imported store and LoCoMo (``"date_prefix": false``)."""
+    text = memory.text(lang)
+    return text if DATE_PREFIX.match(text) else f"{memory.date:%Y-%m-%d}: {text}"
+
+
 def raw_format(memory_texts: list[str], today: datetime | None = None, lang: str = "en") -> str:
     """The write-up's A format: the injected memories one a line, no wrapper and no instructions
     (``today`` and ``lang`` are unused: the A format says neither); empty when none is injected."""
@@ -68,7 +80,7 @@ BLOCKS = {"b": b_format, "raw": raw_format}  # --block: the form the injected me
 
 def injected_texts(dataset: Dataset, memory_ids: Sequence[str], lang: str = "en") -> list[str]:
     """The injected memories' lines as the block shows them, in injection order."""
-    return [dataset.memory(m).text(lang) for m in memory_ids]
+    return [memory_line(dataset.memory(m), lang) for m in memory_ids]
 
 
 def memory_block(

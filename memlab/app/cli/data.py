@@ -1,5 +1,5 @@
-"""Commands about datasets: validate, import-qdrant, import-longmemeval, import-locomo, generate,
-timeparse."""
+"""Commands about datasets: datasets, init, validate, import-qdrant, import-longmemeval,
+import-locomo, generate, timeparse."""
 
 from __future__ import annotations
 
@@ -34,6 +34,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    from memlab.datasets.template import write_template
+
+    out = write_template(args.folder)
+    print(
+        f"wrote {out}: dataset.json, memories.jsonl and questions.jsonl with example lines to replace, "
+        f"and README.md saying what each field means; then: memlab validate {args.folder}"
+    )
+    return 0
+
+
 def cmd_import_qdrant(args: argparse.Namespace) -> int:
     from memlab.importers.qdrant import import_qdrant
 
@@ -50,11 +61,24 @@ def cmd_import_qdrant(args: argparse.Namespace) -> int:
         model=args.model,
         questions=args.questions,
         reference_date=args.reference_date,
-        language=args.language,
+        language=args.language or "en",
         progress=sys.stderr.isatty(),
     )
     n = len((out / "memories.jsonl").read_text(encoding="utf-8").splitlines())
-    print(f"wrote {out}: {n} memories with their stored vectors")
+    meta = json.loads((out / "dataset.json").read_text(encoding="utf-8"))
+    if args.language is None:  # each default said once, on stderr
+        print("note: --language not given: the stored texts are taken as en", file=sys.stderr)
+    if args.reference_date is None:
+        print(
+            f"note: --reference-date not given: the newest memory's time, {meta['reference_date']}, "
+            "is the reference date (ages count from it)",
+            file=sys.stderr,
+        )
+    langs = meta.get("languages", [meta["language"]])
+    print(
+        f"wrote {out}: {n} memories with their stored vectors"
+        + (f"; questions in {', '.join(langs)}" if len(langs) > 1 else "")
+    )
     if args.questions is None:
         print(
             f"next: write your questions into {out / 'questions.jsonl'} (see the README), then "
@@ -126,21 +150,31 @@ def cmd_timeparse(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_datasets(args: argparse.Namespace) -> int:
-    from memlab.datasets.schema import packaged_datasets, user_datasets
+def dataset_names() -> list[tuple[str, str]]:
+    """(where, name) for every dataset ``--dataset`` finds: a packaged one by its name, one under
+    a data folder by its folder's name, or by its path where a packaged dataset (or an earlier
+    data folder) already holds that name. Each name opens the dataset it is listed for."""
+    from memlab.datasets.schema import dataset_dir, packaged_datasets, user_datasets
 
-    rows = [("packaged", name) for name in packaged_datasets()] + [("data/", str(d)) for d in user_datasets()]
+    rows = [("packaged", name) for name in packaged_datasets()]
+    for d in user_datasets():
+        rows.append(("data/", d.name if dataset_dir(d.name).resolve() == d.resolve() else str(d)))
+    return rows
+
+
+def cmd_datasets(args: argparse.Namespace) -> int:
     out = []
-    for where, ref in rows:
+    for where, ref in dataset_names():
         try:
             ds = load_dataset(ref)
         except DatasetError as e:
-            out.append({"name": Path(ref).name, "where": where, "path": ref, "problems": len(e.problems)})
+            out.append({"name": ref, "where": where, "path": ref, "problems": len(e.problems)})
             continue
         kinds = [q.kind for q in ds.questions]
         out.append(
             {
-                "name": ds.name,
+                "name": ref,  # what --dataset accepts
+                "title": ds.name,  # what dataset.json calls it (an imported store: its collection)
                 "where": where,
                 "path": str(ds.path),
                 "memories": len(ds.memories),
@@ -175,6 +209,10 @@ def add_validate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", help="dataset folder (or a packaged dataset name)")
 
 
+def add_init_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("folder", help="the new dataset folder (must not exist, or be empty)")
+
+
 def add_import_qdrant_arguments(p: argparse.ArgumentParser) -> None:
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--path", help="local Qdrant folder")
@@ -196,9 +234,14 @@ def add_import_qdrant_arguments(p: argparse.ArgumentParser) -> None:
         "--model", default=None, help="the model that made the vectors (questions are embedded with it)"
     )
     p.add_argument("--questions", default=None, help="questions.jsonl to include")
-    p.add_argument("--reference-date", default=None, help="default: the newest memory's date")
     p.add_argument(
-        "--language", default="en", help="language of the stored texts, e.g. en or ja (default: %(default)s)"
+        "--reference-date", default=None, help="default: the newest memory's time (said on stderr)"
+    )
+    p.add_argument(
+        "--language",
+        default=None,
+        help="language of the stored texts, e.g. en or ja (default: en, said on stderr); the questions' "
+        "text_<lang> fields add their languages",
     )
     p.add_argument(
         "-o",
@@ -260,9 +303,15 @@ def add_datasets_arguments(p: argparse.ArgumentParser) -> None:
 COMMANDS = (
     Command(
         "datasets",
-        "the datasets --dataset can name: packaged, and under data/",
+        "the datasets --dataset can name (packaged, and under data/), by the name it accepts",
         add_datasets_arguments,
         cmd_datasets,
+    ),
+    Command(
+        "init",
+        "write a dataset folder to fill in: example lines (valid as written) and a README of the fields",
+        add_init_arguments,
+        cmd_init,
     ),
     Command(
         "validate",

@@ -125,9 +125,9 @@ def retriever_grid_from(args: argparse.Namespace):
 
 def cmd_scale(args: argparse.Namespace) -> int:
     from memlab.core.grid import parse_axis
-    from memlab.studies.scale import distractor_pool, scale_study
+    from memlab.studies.scale import distractor_pool, scale_sizes, scale_study
 
-    sizes = sorted({int(n) for n in parse_axis(args.n_range, "n", integer=True)})
+    parse_axis(args.n_range, "n", integer=True)  # the syntax first, as every axis
     if args.source != "embedded":
         raise InputError(
             "the scale study needs vectors: distractors are embedded, so use --source embedded "
@@ -135,6 +135,7 @@ def cmd_scale(args: argparse.Namespace) -> int:
         )
     problem = problem_from(args)
     spec = problem.spec
+    sizes = scale_sizes(problem.dataset, args.n_range, args.pool, name="--n")  # before any embedding
     pool = distractor_pool(problem, args.pool, seed=args.seed)  # embedded with the problem's model
     result = scale_study(problem, sizes, pool, seed=args.seed)
     if args.format == "json":

@@ -37,7 +37,9 @@ from memlab.output.figures.style import (
     marked_line,
     short_text,
     style,
+    text_width,
     threshold_line,
+    wrap_label,
 )
 from memlab.output.figures.tuning import (
     bonus_curve,
@@ -87,9 +89,11 @@ __all__ = [
     "short_text",
     "static_export",
     "style",
+    "text_width",
     "threshold_bonus_plane",
     "threshold_line",
     "turn_time_bars",
+    "wrap_label",
     "write_html",
     "write_static",
 ]
