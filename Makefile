@@ -31,6 +31,12 @@ $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
 	@$(BIN)/pip install --quiet -e '.[test]' $(QUIET)
 	@touch $@
 
+# the chat extra builds llama-cpp-python from source once (cmake, g++: about 10 minutes on 2 cores)
+$(VENV)/.installed-chat: pyproject.toml $(VENV)/.installed-test
+	@echo "installing the chat extra (llama-cpp-python builds from source once, about 10 minutes) ..."
+	@$(BIN)/pip install --quiet -e '.[test,chat]' $(QUIET)
+	@touch $@
+
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
 	@$(BIN)/pip install --quiet -e '.[dev]' $(QUIET)
 	@touch $@
@@ -43,11 +49,11 @@ run: $(VENV)/.installed  ## run the notebooks on the default batch (embedded def
 lab: $(VENV)/.installed  ## open the notebooks in JupyterLab (saving keeps the tracked notebooks clean)
 	$(BIN)/jupyter lab --config=jupyter_server_config.py notebooks/
 
-test: $(VENV)/.installed-test  ## install the test extras and run the whole test suite
+test: $(VENV)/.installed-chat  ## install the test and chat extras and run the whole test suite
 	$(BIN)/python -m pytest
 
-test-fast: $(VENV)/.installed-test  ## the suite without model, notebook, browser and ranx tests
-	$(BIN)/python -m pytest -m "not model and not notebook and not browser and not ranx"
+test-fast: $(VENV)/.installed-test  ## the suite without model, notebook, browser, ranx and chat tests
+	$(BIN)/python -m pytest -m "not model and not notebook and not browser and not ranx and not chat"
 
 test-hostile: $(VENV)/.installed-test  ## the fault-and-hostile-input tier alone (also part of test and test-fast)
 	$(BIN)/python -m pytest -m "hostile and not notebook and not model"

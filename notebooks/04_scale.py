@@ -37,7 +37,7 @@ decay: str = "exp"  # recency decay family, weight 1 at age 0 and 1/e at tau_day
 combine: str = "add"  # how the bonus enters: add raw + bonus * w; mult raw * (1 + bonus * w)
 n_range: str = "16,100,1000,10000,100000,1000000"  # scale: memory counts N to measure
 pool: int = 5000  # scale: real embedded distractors (cached after the first run)
-seed: int = 0  # scale, robustness and drift: random seed
+seed: int = 0  # random seed: scale, robustness, drift, answers (the chat's and the bootstrap's)
 out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
 fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
 

@@ -22,6 +22,7 @@ LAYERS = (
     "studies",
     "drift",
     "output",
+    "answers",
     "app",
 )
 MAY_IMPORT = {
@@ -36,6 +37,7 @@ MAY_IMPORT = {
     "studies": {"core", "datasets", "embedding", "scores", "tuning", "retrieval", "studies"},
     "drift": {"core", "embedding", "retrieval", "drift"},
     "output": {"core", "datasets", "scores", "tuning", "retrieval", "studies", "drift", "output"},
+    "answers": {"core", "datasets", "embedding", "qdrant", "scores", "tuning", "drift", "output", "answers"},
     "app": set(LAYERS),
 }
 MODULES = sorted(p for p in ROOT.rglob("*.py") if p.parent != ROOT)

@@ -401,3 +401,20 @@ def test_saving_a_used_notebook_through_the_repositorys_jupyter_config_writes_it
     )
     kept = json.loads((tmp_path / "results" / "03_tune.ipynb").read_text(encoding="utf-8"))
     assert any(c.get("outputs") for c in kept["cells"])  # an executed copy is not ours to clean
+
+
+@pytest.mark.notebook
+def test_09_answers_without_a_chat_endpoint_says_so_and_stops(tmp_path):
+    out = execute("09_answers", tmp_path)
+    report = json.loads((out / "report.json").read_text())
+    assert report["entries"] == [
+        {
+            "type": "value",
+            "name": "skipped",
+            "caption": "no chat endpoint given",
+            "value": "chat_url is empty",
+        }
+    ]
+    executed = nbformat.read(tmp_path / "09_answers.ipynb", as_version=4)
+    text = "".join(o.get("text", "") for c in executed.cells for o in c.get("outputs", []))
+    assert "chat_url is empty: nothing to do" in text

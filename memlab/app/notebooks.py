@@ -23,6 +23,20 @@ SPEC = ("bonus", "tau_days", "threshold", "candidates", "inject")
 FAMILY = ("decay", "combine")  # the decay family: every notebook that applies the spec takes it
 SWEEP = ("bonus_range", "tau_range", "threshold_range")
 OUTPUT = ("out_dir", "fig_formats")
+CHAT = (
+    "chat_url",
+    "chat_model",
+    "temperature",
+    "max_tokens",
+    "repeats",
+    "questions",
+    "conditions",
+    "judge_url",
+    "judge_model",
+    "judge_format",
+    "llm_judge",
+    "store",
+)
 
 
 @dataclass(frozen=True)
@@ -137,6 +151,29 @@ NOTEBOOKS: dict[str, Notebook] = {
                 "benchmark_granularity",
                 *OUTPUT,
             ),
+        ),
+        _nb(
+            "09_answers",
+            "the chat model's replies under each condition, judged per question kind, and the time of a turn",
+            (
+                *SCORES,
+                *SPEC,
+                *FAMILY,
+                *SWEEP,
+                "select",
+                *CHAT,
+                "boot",
+                "seed",
+                *OUTPUT,
+            ),
+            replies="Each question, shown by its words, and its reply under each condition side by side, "
+            "tinted by the verdict (green yes, orange no).",
+            rates_judge="The LLM judge's YES rate per condition and question kind, with 95% bootstrap "
+            "intervals over questions.",
+            rates_phrases="The checkable judge's pass rate (expected phrases held, avoided ones absent) per "
+            "condition and question kind.",
+            turn_time="The median time of each step of a turn per condition, whisker to the 95th "
+            "percentile, seconds on a log axis.",
         ),
     )
 }

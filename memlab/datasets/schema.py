@@ -5,7 +5,8 @@ A dataset is a folder with ``dataset.json`` (``reference_date``, ``language``, o
 ``topic``, ``supersedes``, ``type``, ``pinned``) and ``questions.jsonl`` (``id``, ``text``,
 ``kind``, ``relevant``, ``current``, ``stale``, optional ``date``: when the question is asked, and
 ``time_range``: ``{"start": day, "end": day}``, the days it asks about as a tool call would pass
-them, which the time gate then uses instead of parsing the text).
+them, which the time gate then uses instead of parsing the text; ``expect``, ``avoid``,
+``answer``: what a good reply holds, ``memlab.datasets.reply_checks``).
 A second language is a second text field, ``text_<lang>``. The seed write-up's fixture ships as
 package data (``memlab/datasets/packaged/seed16``); ``load_dataset`` also takes any folder of that shape.
 
@@ -37,6 +38,7 @@ from memlab.datasets.declared import (
     declared_vectors,
 )
 from memlab.datasets.records import JsonRecord, jsonl_format_problem, parse_datetime, read_jsonl
+from memlab.datasets.reply_checks import ReplyChecks, allowed_fields, read_reply_checks
 
 # where a memory or question comes from (the field "provenance"; "source", its name before 0.2, is
 # still read)
@@ -92,6 +94,8 @@ class Question:
     # the days the question asks about, as an application's tool call would pass them (inclusive);
     # None: the time gate parses the question's text instead
     time_range: tuple[date, date] | None = None
+    # what a good reply holds: phrases it contains and does not, the reference answer
+    replies: ReplyChecks = field(default_factory=ReplyChecks, compare=False)
 
     def text(self, lang: str) -> str:
         try:
@@ -439,7 +443,7 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
     question_lines: dict[str, int] = {}
     for lineno, obj in read_jsonl(root / "questions.jsonl", problems):
         r = JsonRecord("questions.jsonl", lineno, obj, problems)
-        r.unknown_fields(_QUESTION_FIELDS | set(fields.values()), LEGACY_FIELDS)
+        r.unknown_fields(_QUESTION_FIELDS | set(fields.values()) | allowed_fields(fields), LEGACY_FIELDS)
         qid = r.unique_id(question_lines, lineno)
         kind = r.choice("kind", QUESTION_KINDS)
         texts = {lang: t for lang, fname in fields.items() if (t := r.text(fname)) is not None}
@@ -478,9 +482,22 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
             r.problem("current", f"{current!r} is also listed as stale")
         provenance = r.choice(provenance_field(obj), PROVENANCES, default="user")
         note = r.text("note", required=False) or ""
+        replies = read_reply_checks(r, fields)
         if qid is not None and kind and len(texts) == len(languages) and provenance:
             questions.append(
-                Question(qid, kind, texts, relevant, current, stale, provenance, note, asked, time_range)
+                Question(
+                    qid,
+                    kind,
+                    texts,
+                    relevant,
+                    current,
+                    stale,
+                    provenance,
+                    note,
+                    asked,
+                    time_range,
+                    replies=replies,
+                )
             )
 
     if not problems and not memories:

@@ -82,13 +82,19 @@ def family_values(args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[str,
 EMBEDDING_OPTIONS = ("model", "truncate_dim", "qdrant_path", "qdrant_url", "cache_dir", "embed_url")
 
 
-def options_from(args: argparse.Namespace):
+def options_from(args: argparse.Namespace, used_elsewhere: tuple[str, ...] = ()):
     """The ``ScoreOptions`` the score and server options describe. An embedding option given
-    with a source that embeds nothing (``--source published``) is refused, not ignored."""
+    with a source that embeds nothing (``--source published``) is refused, not ignored, unless the
+    command uses it for something else too (``used_elsewhere``: ``memlab answer``'s reply cache
+    lives in ``--cache-dir``)."""
     from memlab.scores.sources import EMBEDDING_SOURCES, ScoreOptions
 
     source = getattr(args, "source", "embedded")
-    unused = [f"--{n.replace('_', '-')}" for n in EMBEDDING_OPTIONS if getattr(args, n, None) is not None]
+    unused = [
+        f"--{n.replace('_', '-')}"
+        for n in EMBEDDING_OPTIONS
+        if n not in used_elsewhere and getattr(args, n, None) is not None
+    ]
     if source not in EMBEDDING_SOURCES and unused:
         raise InputError(
             f"{', '.join(unused)}: --source {source} reads stored scores and embeds nothing, so "
@@ -117,13 +123,13 @@ def spec_fields(args: argparse.Namespace) -> dict[str, object]:
     return {name: getattr(args, name) for name in SPEC_FIELDS if hasattr(args, name)}
 
 
-def problem_from(args: argparse.Namespace, dataset=None, **fields):
+def problem_from(args: argparse.Namespace, dataset=None, used_elsewhere: tuple[str, ...] = (), **fields):
     """The retrieval problem the options describe: the dataset, its scores and the whole spec,
     built once (``memlab.scores.problem.build_problem``)."""
     from memlab.scores.problem import build_problem
 
     dataset = load_dataset(args.dataset) if dataset is None else dataset
-    return build_problem(dataset, options_from(args), **{**spec_fields(args), **fields})
+    return build_problem(dataset, options_from(args, used_elsewhere), **{**spec_fields(args), **fields})
 
 
 def add_output_options(p: argparse.ArgumentParser, formats: Sequence[str]) -> None:
