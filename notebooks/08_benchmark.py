@@ -8,7 +8,7 @@
 #       format_version: '1.3'
 #       jupytext_version: 1.19.6
 #   kernelspec:
-#     display_name: memlab
+#     display_name: memlab (.venv)
 #     language: python
 #     name: memlab
 # ---
@@ -38,7 +38,7 @@ threshold_range: str = "0.40:0.50:0.005"  # sweep: threshold values (commands de
 select: str = "max-margin"  # sweep: selection rule
 n_range: str = "16,100,1000,10000,100000,1000000"  # scale: memory counts N to measure
 pool: int = 5000  # scale: real embedded distractors (cached after the first run)
-seed: int = 0  # scale, robustness and drift: random seed
+seed: int = 0  # random seed: scale, robustness, drift, answers (the chat's and the bootstrap's)
 benchmark_file: str = ""  # benchmark: LoCoMo or LongMemEval JSON you downloaded; empty: 08 does nothing
 benchmark_granularity: str = ""  # benchmark: observation|turn (LoCoMo) or session|turn; empty: default
 out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
@@ -65,8 +65,7 @@ report = Report(out_dir, fig_formats)
 run = bool(benchmark_file)
 if not run:
     print("benchmark_file is empty: nothing to do (run with -p benchmark_file=data/external/FILE.json)")
-    report.value("skipped", "benchmark_file is empty", "no benchmark file given")
-    report.finish({"benchmark_file": benchmark_file})
+    report.skip("no benchmark file given (-p benchmark_file=FILE.json)", {"benchmark_file": benchmark_file})
 
 # %%
 server = server_config(embed_url, embed_model)  # None: the local model only
@@ -79,7 +78,8 @@ if run:
     problem = build_problem(str(folder), ScoreOptions("embedded", "en", model or None, server=server))
     data, scores = problem.dataset, problem.scores
     kinds = pd.Series([q.kind for q in data.questions]).value_counts()
-    print(f"{data.name}: {len(data.memories):,} memories, {len(data.questions):,} questions; {dict(kinds)}")
+    counts = {str(k): int(v) for k, v in kinds.items()}  # plain Python values, not numpy's
+    print(f"{data.name}: {len(data.memories):,} memories, {len(data.questions):,} questions; {counts}")
 
 # %% [markdown]
 # ## The sweep

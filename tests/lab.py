@@ -13,7 +13,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-NB_DIR = Path(__file__).resolve().parents[1] / "notebooks"
+ROOT = Path(__file__).resolve().parents[1]
+NB_DIR = ROOT / "notebooks"
 ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -33,14 +34,18 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def jupyterlab_server(tmp_path: Path, notebook: str = "03_tune"):
-    """A JupyterLab server on loopback, with one notebook in its root folder; yields its URL."""
-    shutil.copy(NB_DIR / f"{notebook}.ipynb", tmp_path / f"{notebook}.ipynb")
+    """A JupyterLab server on loopback, started as ``make lab`` starts it (the repository's
+    jupyter_server_config.py), with one notebook and its jupytext pair in its root folder; yields
+    its URL."""
+    for suffix in (".ipynb", ".py"):
+        shutil.copy(NB_DIR / f"{notebook}{suffix}", tmp_path / f"{notebook}{suffix}")
     port, token = free_port(), secrets.token_hex(16)
     env = {**os.environ, "MEMLAB_DEFER_STATIC": "1"}
     cmd = [
         sys.executable,
         "-m",
         "jupyterlab",
+        f"--config={ROOT / 'jupyter_server_config.py'}",
         "--no-browser",
         "--allow-root",
         f"--ServerApp.port={port}",

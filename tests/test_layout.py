@@ -22,6 +22,7 @@ LAYERS = (
     "drift",
     "studies",
     "output",
+    "answers",
     "app",
 )
 MAY_IMPORT = {
@@ -37,6 +38,7 @@ MAY_IMPORT = {
     # the held-out benchmark study reuses the drift study's paired bootstrap
     "studies": {"core", "datasets", "embedding", "scores", "tuning", "retrieval", "drift", "studies"},
     "output": {"core", "datasets", "scores", "tuning", "retrieval", "studies", "drift", "output"},
+    "answers": {"core", "datasets", "embedding", "qdrant", "scores", "tuning", "drift", "output", "answers"},
     "app": set(LAYERS),
 }
 MODULES = sorted(p for p in ROOT.rglob("*.py") if p.parent != ROOT)

@@ -31,12 +31,15 @@ from memlab.core.chunks import CHUNK_BYTES, Chunk, first_row, pair_bytes, plan_c
 from memlab.core.errors import InputError
 from memlab.core.grid import AXES, Grid
 from memlab.core.labels import QUESTION_KINDS, Labels
+from memlab.core.numbers import check_work
 from memlab.core.ranking import select_candidates
 from memlab.core.registry import check_names
 from memlab.core.spec import recency_weight, rescore
 
 if TYPE_CHECKING:
     import pandas as pd
+
+SWEEP_WORK = 3 * 10**10  # configuration-questions a sweep may check: about an hour at 9e6 a second
 
 
 @dataclass(frozen=True)
@@ -537,6 +540,15 @@ def sweep_chunks(
         raise InputError(f"score table has shape {raw.shape}, expected ({len(labels.question_ids)}, {n_mem})")
     criteria = labels.criteria() if criteria is None else criteria
     chosen = check_metrics(metrics)
+    n_questions = max(1, len(labels.question_ids))
+    check_work(
+        grid.size,
+        "grid",
+        SWEEP_WORK // n_questions,
+        f"configurations of {n_questions} questions each",
+        "the sweep checks about 9 million configuration-questions a second: 10^8 configurations of 80 "
+        "questions took 904 s; a narrower axis or a coarser step finishes",
+    )
     prep = prepare_candidates(raw, ages, labels, grid)
     n_q, n_p = len(labels.question_ids), prep.cand.shape[1]
     n_columns = len(AXES) + 3 * len(criteria) + 2 * int((prep.current_l >= 0).sum()) + len(QUESTION_KINDS) + 9

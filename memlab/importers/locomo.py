@@ -11,7 +11,8 @@ lists and ``session_<N>_date_time``, ``observation``, ``qa``). memlab never down
   second observation).
 - Each memory's ``group`` is its conversation (``sample_id``) and each question's ``haystack`` is
   that conversation alone: a question searches its own conversation, as the benchmark asks.
-- Questions (``conv-26:qa37`` is ``qa[37]``) are asked at the conversation's last session; their
+- Questions (``conv-26:qa37`` is ``qa[37]``) are asked at the conversation's last session; each
+  keeps its reference answer (``answer``, for the token F1 of ``memlab answer``), and its
   ``category`` is the category's name.
   Categories (from the repository's evaluation code and the paper's table 5): 1 multi-hop,
   2 temporal, 3 open-domain, 4 single-hop, 5 adversarial. 1, 3, 4: hit questions with the
@@ -223,8 +224,13 @@ def _import_sample(sample, position, granularity, log, memories, questions) -> N
             evidence = [Evidence(m, order[m][1], order[m][0]) for m in held]
             labels = time_labels(text, asked, evidence) if cat_id == 2 else hit_labels(evidence)
         log.kept(category, labels["kind"])
+        # the reference answer, for the token F1 of ``memlab answer`` (adversarial ones have none)
+        reference = item.get("answer")
+        answer = (
+            {"answer": str(reference).strip()} if reference is not None and str(reference).strip() else {}
+        )
         row = question_row(qid, text.strip(), asked, labels, note, category, [sid])
-        questions.append({**row, "_when": asked})
+        questions.append({**row, **answer, "_when": asked})
 
 
 def _turn_memories(sid: str, turns: list, log: ImportLog):

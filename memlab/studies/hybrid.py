@@ -17,7 +17,7 @@ import numpy as np
 from memlab.core.errors import InputError
 from memlab.core.grid import Grid
 from memlab.core.labels import Labels
-from memlab.core.numbers import check_number
+from memlab.core.numbers import check_fits, check_number, check_work
 from memlab.core.registry import check_names
 from memlab.core.spec import COMBINES, DECAYS, SPEC_BOUNDS, RetrievalSpec
 from memlab.core.sweep import sweep
@@ -28,6 +28,9 @@ from memlab.scores.sources import ScoreOptions
 
 if TYPE_CHECKING:
     import pandas as pd
+
+
+MAX_AXIS = 10_000  # values of one axis of a comparison
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,8 @@ class RetrieverGrid:
                 raise InputError(f"retriever grid axis {name!r} is empty")
         bounds = {"alphas": {"minimum": 0, "maximum": 1}, "rrf_ks": {"above": 0}, **SPEC_BOUNDS}
         for name in ("alphas", "rrf_ks", "bonus", "tau_days"):  # each value checked like the spec's
+            # counted before any value is generated: a range of 10^9 values is refused, not built
+            check_work(len(getattr(self, name)), name, MAX_AXIS, "values", "each multiplies the table")
             values = tuple(check_number(v, name, **bounds[name]) for v in getattr(self, name))
             object.__setattr__(self, name, values)
         for name, registry in (("decay", DECAYS), ("combine", COMBINES)):
@@ -74,6 +79,44 @@ def calibrated_thresholds(scores: np.ndarray, max_bonus: float, steps: int) -> t
     return tuple(np.round(np.append(values, hi + max(1e-3, 0.01 * (hi - lo))), 9).tolist())
 
 
+def settings_per_threshold(retriever: Retriever, grid: RetrieverGrid) -> int:
+    """How many rows of a retriever's table share one threshold: its fusion settings times, for a
+    decay retriever, the bonus, tau and family values."""
+    fusion = {"none": 1, "weighted": len(grid.alphas) * len(grid.norms)}.get(
+        retriever.fusion, len(grid.rrf_ks)
+    )
+    families = len(grid.decay) * len(grid.combine) if retriever.decay else 1
+    return fusion * (len(grid.bonus) * len(grid.tau_days) * families if retriever.decay else 1)
+
+
+def check_table(retriever: Retriever, inputs: RetrievalInputs, grid: RetrieverGrid) -> None:
+    """A retriever's whole table (every configuration, one row each) is held in memory at once:
+    refuse a grid whose table would not fit the memory budget, before anything is swept, saying
+    how many threshold steps would. A row's bytes are measured on a one-row sweep."""
+    per_step = settings_per_threshold(retriever, grid)
+    one = sweep(
+        inputs.vector,
+        inputs.ages,
+        inputs.labels,
+        Grid(
+            bonus=(0.0,),
+            tau_days=(1.0,),
+            threshold=(0.5,),
+            candidates=(grid.candidates,),
+            inject=(grid.inject,),
+        ),
+        inputs.criteria,
+    )
+    row_bytes = int(one.memory_usage(index=True, deep=True).sum()) + 64 * 4  # + retriever, norm, alpha, rrf_k
+    check_fits(
+        grid.threshold_steps,
+        "threshold_steps",
+        per_step * row_bytes,
+        f"threshold steps of retriever {retriever.name!r} (each one table row for every one of its "
+        f"{per_step:,} other settings)",
+    )
+
+
 def sweep_retriever(
     retriever: Retriever,
     inputs: RetrievalInputs,
@@ -95,6 +138,7 @@ def sweep_retriever(
     bonus = grid.bonus if retriever.decay else (0.0,)
     taus = grid.tau_days if retriever.decay else (1.0,)
     n_mem = inputs.vector.shape[1]
+    check_table(retriever, inputs, grid)
     frames = []
     for s in settings:
         # fused retrievers have already chosen their candidates (the routes' union, NaN elsewhere):
@@ -258,6 +302,8 @@ def compare(
         from tqdm import tqdm
 
         bar = tqdm(total=len(chosen_policies), unit="retriever", disable=None)
+    for retriever in sorted(chosen_policies, key=lambda r: -settings_per_threshold(r, grid)):  # largest first
+        check_table(retriever, inputs, grid)
     for retriever in chosen_policies:
         table = sweep_retriever(retriever, inputs, grid)
         configs += len(table)
