@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # 08 · A public benchmark: sweep, criteria and scale
+# # 08 · A public benchmark: sweep, criteria, retrieval metrics and scale
 #
 # Imports the LoCoMo or LongMemEval file given as `benchmark_file` (you download it; memlab never
 # does, and the repository never holds it), embeds it with `model` and runs the sweep, the
@@ -59,6 +59,7 @@ from memlab.embedding.server import server_config
 from memlab.importers.benchmarks import import_benchmark
 from memlab.output.report import Report
 from memlab.studies.scale import distractor_pool, scale_study
+from memlab.tuning.ir_metrics import metrics_table
 
 report = Report(out_dir, fig_formats)
 run = bool(benchmark_file)
@@ -149,6 +150,20 @@ if run:
     )
     report.value("headroom", ev.headroom, "headroom at the chosen configuration")
     criteria_summary
+
+# %% [markdown]
+# ## The standard retrieval metrics
+#
+# At the chosen configuration, per question kind and benchmark category: recall_any@k,
+# recall_all@k, nDCG@k, LongMemEval's ndcg_any@k and MRR of the injected list and of the
+# candidate list, means over the questions with relevant memories; the no-hit questions as the
+# false-injection rate (`memlab metrics`; definitions in docs/benchmarks.md).
+
+# %%
+if run:
+    _, metrics = metrics_table(problem, ks=(5, 10))
+    report.table("metrics", metrics, "recall, nDCG and MRR per list, kind and category; false-injection rate")
+    metrics[metrics["list"] == "injected"]
 
 # %% [markdown]
 # ## Headroom as the store grows

@@ -293,6 +293,10 @@ def test_08_benchmark_on_the_tiny_locomo_file(tmp_path, cache_dir, monkeypatch):
     )
     crit = {r["kind"]: (r["criteria"], r["passed"]) for r in records(out / "tables" / "criteria.json")}
     assert crit["current_reaches"][0] == 3  # qa0, qa2 and qa3 have one evidence turn each
+    # the retrieval metrics: four answerable questions, the adversarial one as a no-hit question
+    metrics = {(r["list"], r["by"], r["group"]): r for r in records(out / "tables" / "metrics.json")}
+    assert metrics[("candidates", "all", "all")]["questions"] == 4
+    assert metrics[("injected", "category", "adversarial")]["nohit"] == 1
     assert [r["n"] for r in records(out / "tables" / "scale.json")] == [6, 60, 600]
 
 

@@ -136,7 +136,8 @@ NOTEBOOKS: dict[str, Notebook] = {
         ),
         _nb(
             "08_benchmark",
-            "sweep, criteria and scale study on a LoCoMo or LongMemEval file you downloaded",
+            "sweep, criteria, the standard retrieval metrics and scale study on a LoCoMo or LongMemEval "
+            "file you downloaded",
             (
                 "model",
                 *SERVER,

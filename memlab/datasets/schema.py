@@ -7,6 +7,10 @@ A dataset is a folder with ``dataset.json`` (``reference_date``, ``language``, o
 ``time_range``: ``{"start": day, "end": day}``, the days it asks about as a tool call would pass
 them, which the time gate then uses instead of parsing the text; ``expect``, ``avoid``,
 ``answer``: what a good reply holds, ``memlab.datasets.reply_checks``).
+A dataset that holds several conversations or haystacks (an imported benchmark) says which belong
+together: a memory's ``group`` (its conversation or session) and a question's ``haystack`` (the
+groups it searches); such a question sees only the memories of its haystack, and those without a
+group. A question's ``category`` is the benchmark's own category (LoCoMo's single-hop, ...).
 A second language is a second text field, ``text_<lang>``. The seed write-up's fixture ships as
 package data (``memlab/datasets/packaged/seed16``); ``load_dataset`` also takes any folder of that shape.
 
@@ -67,6 +71,7 @@ class Memory:
     note: str = ""
     type: str = ""
     pinned: bool = False
+    group: str = ""  # the conversation or session it belongs to ("" : every question sees it)
 
     def text(self, lang: str) -> str:
         try:
@@ -94,6 +99,9 @@ class Question:
     # the days the question asks about, as an application's tool call would pass them (inclusive);
     # None: the time gate parses the question's text instead
     time_range: tuple[date, date] | None = None
+    # the memory groups it searches (its conversation, its sessions); None: every memory
+    haystack: tuple[str, ...] | None = None
+    category: str = ""  # the benchmark's own category of the question (LoCoMo's "multi-hop", ...)
     # what a good reply holds: phrases it contains and does not, the reference answer
     replies: ReplyChecks = field(default_factory=ReplyChecks, compare=False)
 
@@ -122,6 +130,8 @@ class Dataset:
     tables: DeclaredTables | None = field(default=None, compare=False)  # declared in dataset.json
     # the Qdrant collection it was imported from: date_field, date_format, vector_name, id_field, ...
     qdrant: dict[str, Any] | None = field(default=None, compare=False)
+    # the public benchmark it was imported from: {"name": "locomo", "granularity": "turn", ...}
+    benchmark: dict[str, Any] | None = field(default=None, compare=False)
 
     # computed once (a frozen record: they cannot go stale); a lookup by id is one dict access, so
     # loading scores for 100k memories stays linear
@@ -167,14 +177,29 @@ class Dataset:
 
     def ages(self, default: datetime | None = None) -> np.ndarray:
         """(questions, memories) fractional days from each memory's date to when each question is
-        asked; +inf for a memory written after the question (never retrievable, weight 0)."""
+        asked; +inf for a memory written after the question or outside its haystack (never
+        retrievable, weight 0)."""
         refs = self.question_references(default)
         days = age_days(self.memory_dates()[None, :], refs[:, None])
-        return np.where(days >= 0, days, np.inf)
+        return np.where((days >= 0) & self.in_haystack(), days, np.inf)
+
+    def in_haystack(self) -> np.ndarray:
+        """(questions, memories): the memory is in the question's haystack (a question without
+        one searches every memory; a memory without a group is in every haystack)."""
+        out = np.ones((len(self.questions), len(self.memories)), dtype=bool)
+        code: dict[str, int] = {"": -1}
+        groups = np.array([code.setdefault(m.group, len(code)) for m in self.memories])
+        for i, q in enumerate(self.questions):
+            if q.haystack is not None:
+                out[i] = (groups == -1) | np.isin(groups, [code.get(g, -2) for g in q.haystack])
+        return out
 
     def visible(self, default: datetime | None = None) -> np.ndarray:
-        """(questions, memories): the memory exists when the question is asked."""
-        return self.question_references(default)[:, None] >= self.memory_dates()[None, :]
+        """(questions, memories): the memory exists when the question is asked, and is in its
+        haystack."""
+        return (
+            self.question_references(default)[:, None] >= self.memory_dates()[None, :]
+        ) & self.in_haystack()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -265,7 +290,18 @@ def _check_time_question(r, fields, time_range, current_date, current, asked) ->
             )
 
 
-_MEMORY_FIELDS = {"id", "date", "text", "topic", "supersedes", "type", "pinned", "provenance", "note"}
+_MEMORY_FIELDS = {
+    "id",
+    "date",
+    "text",
+    "topic",
+    "supersedes",
+    "type",
+    "pinned",
+    "provenance",
+    "note",
+    "group",
+}
 _QUESTION_FIELDS = {
     "id",
     "text",
@@ -277,6 +313,8 @@ _QUESTION_FIELDS = {
     "time_range",
     "provenance",
     "note",
+    "haystack",
+    "category",
 }
 LEGACY_FIELDS = frozenset({"source"})  # provenance, as it was called before 0.2
 
@@ -377,6 +415,7 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
     undated: list[str] = []  # texts that do not start with their date
     memory_dates: dict[str, datetime] = {}
     supersedes_refs: list[tuple[JsonRecord, str]] = []
+    memory_groups: dict[str, str] = {}  # group -> its first memory
     before_memories = len(problems)
     for lineno, obj in read_jsonl(root / "memories.jsonl", problems):
         r = JsonRecord("memories.jsonl", lineno, obj, problems)
@@ -413,8 +452,10 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         if sup is not None:
             supersedes_refs.append((r, sup))
         note = r.text("note", required=False) or ""
+        group = r.text("group", required=False) or ""
         if mid is not None and when is not None and len(texts) == len(languages) and provenance:
-            memories.append(Memory(mid, when, texts, topic, provenance, sup, note, mtype, pinned))
+            memories.append(Memory(mid, when, texts, topic, provenance, sup, note, mtype, pinned, group))
+            memory_groups.setdefault(group, mid)
     # lines that are no JSON object declare ids no one can know: no "unknown id" cascade after them
     unreadable = any(
         p.startswith("memories.jsonl:")
@@ -440,6 +481,7 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         problems.extend(undated)
 
     questions: list[Question] = []
+    memory_index = {m.id: i for i, m in enumerate(memories)}
     question_lines: dict[str, int] = {}
     for lineno, obj in read_jsonl(root / "questions.jsonl", problems):
         r = JsonRecord("questions.jsonl", lineno, obj, problems)
@@ -482,6 +524,19 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
             r.problem("current", f"{current!r} is also listed as stale")
         provenance = r.choice(provenance_field(obj), PROVENANCES, default="user")
         note = r.text("note", required=False) or ""
+        category = r.text("category", required=False) or ""
+        haystack = r.ids("haystack") if obj.get("haystack") is not None else None
+        if haystack is not None:
+            unknown = [g for g in haystack if g not in memory_groups]
+            outside = [
+                ref
+                for ref in (*relevant, *stale, *((current,) if current else ()))
+                if ref in memory_index and memories[memory_index[ref]].group not in ("", *haystack)
+            ]
+            if unknown or not haystack:
+                r.problem("haystack", f"unknown memory group {unknown[0]!r}" if unknown else "empty")
+            elif outside:
+                r.problem("haystack", f"{outside[0]!r} is labelled for it but outside its haystack")
         replies = read_reply_checks(r, fields)
         if qid is not None and kind and len(texts) == len(languages) and provenance:
             questions.append(
@@ -496,6 +551,8 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
                     note,
                     asked,
                     time_range,
+                    haystack,
+                    category,
                     replies=replies,
                 )
             )
@@ -529,6 +586,7 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         criteria=criteria,
         tables=tables,
         qdrant=qdrant,
+        benchmark=meta.get("benchmark") if isinstance(meta.get("benchmark"), dict) else None,
     )
 
 

@@ -146,8 +146,22 @@ def time_labels(text: str, asked: datetime, evidence: Sequence[Evidence]) -> dic
     }
 
 
-def question_row(qid: str, text: str, asked: datetime, labels: dict[str, Any], note: str) -> dict[str, Any]:
+def question_row(
+    qid: str,
+    text: str,
+    asked: datetime,
+    labels: dict[str, Any],
+    note: str,
+    category: str = "",
+    haystack: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """A question as ``questions.jsonl`` holds it: its labels, the benchmark's ``category`` and the
+    memory groups it searches (``haystack``: its conversation, or its sessions)."""
     row: dict[str, Any] = {"id": qid, "text": text, "kind": labels["kind"], "date": iso(asked)}
+    if category:
+        row["category"] = category
+    if haystack is not None:
+        row["haystack"] = list(haystack)
     if labels["relevant"]:
         row["relevant"] = labels["relevant"]
     if labels["current"] is not None:

@@ -210,6 +210,7 @@ class MemoryStore:
             using=self.schema.vector_name,
             limit=k,
             search_params=self.exact,
+            with_payload=False,  # the scores only: a payload per point costs a third of the time
         )
         return [(int(p.id), float(p.score)) for p in res.points]
 

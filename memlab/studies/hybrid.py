@@ -118,9 +118,13 @@ def check_table(retriever: Retriever, inputs: RetrievalInputs, grid: RetrieverGr
 
 
 def sweep_retriever(
-    retriever: Retriever, inputs: RetrievalInputs, grid: RetrieverGrid = RetrieverGrid()
+    retriever: Retriever,
+    inputs: RetrievalInputs,
+    grid: RetrieverGrid = RetrieverGrid(),
+    metrics: Sequence[str] | None = None,
 ) -> pd.DataFrame:
-    """Every configuration of a retriever: its fusion axes x bonus x tau x calibrated thresholds."""
+    """Every configuration of a retriever: its fusion axes x bonus x tau x calibrated thresholds;
+    ``metrics``: the sweep's metric groups to compute (None: all)."""
     import pandas as pd
 
     settings = retriever_scores(
@@ -137,8 +141,10 @@ def sweep_retriever(
     check_table(retriever, inputs, grid)
     frames = []
     for s in settings:
-        # fused retrievers have already chosen their candidates (the routes' union): keep them all
-        k = grid.candidates if retriever.fusion == "none" else n_mem
+        # fused retrievers have already chosen their candidates (the routes' union, NaN elsewhere):
+        # keep them all; no question has more than the widest row's known scores
+        known = int(np.isfinite(s.scores).sum(axis=-1).max(initial=0)) if s.scores.size else 0
+        k = grid.candidates if retriever.fusion == "none" else max(1, min(n_mem, known))
         g = Grid(
             bonus=bonus,
             tau_days=taus,
@@ -148,7 +154,7 @@ def sweep_retriever(
             decay=grid.decay if retriever.decay else (RetrievalSpec.decay,),
             combine=grid.combine if retriever.decay else (RetrievalSpec.combine,),
         )
-        frame = sweep(s.scores, inputs.ages, inputs.labels, g, inputs.criteria)
+        frame = sweep(s.scores, inputs.ages, inputs.labels, g, inputs.criteria, metrics=metrics)
         # one concat instead of column inserts: the sweep's frame has many column blocks
         extra = pd.DataFrame({"retriever": retriever.name, **s.params}, index=frame.index)
         frames.append(pd.concat([frame, extra], axis=1))
@@ -197,9 +203,11 @@ def per_question(
         norms=(params.get("norm", "min-max"),),
         rrf_ks=(params.get("rrf_k", 60),),
     )
+    # a fused retriever keeps every candidate of its routes (as sweep_retriever does)
+    known = int(np.isfinite(setting.scores).sum(axis=-1).max(initial=0)) if setting.scores.size else 0
     g = Grid.of(
         RetrievalSpec(
-            candidates=int(row["candidates"]),
+            candidates=int(row["candidates"]) if retriever.fusion == "none" else max(1, known),
             inject=int(row["inject"]),
             threshold=float(row["threshold"]),
             bonus=float(row["bonus"]),

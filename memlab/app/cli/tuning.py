@@ -503,6 +503,8 @@ GRID_TITLE = "grid (start:stop:step with stop included, a comma list, or one val
 
 
 def add_sweep_arguments(p: argparse.ArgumentParser) -> None:
+    from memlab.core.sweep import METRICS
+
     add_source_options(p)
     g = p.add_argument_group(GRID_TITLE)
     # the sweep's own resolution (finer than the notebooks')
@@ -531,7 +533,7 @@ def add_sweep_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--metrics",
         default=None,
-        help="comma list of metric groups to write (default: all): headroom, current, injected, stale",
+        help=f"comma list of metric groups to write (default: all): {', '.join(METRICS)}",
     )
     p.add_argument(
         "--format",
