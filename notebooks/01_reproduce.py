@@ -8,7 +8,7 @@
 #       format_version: '1.3'
 #       jupytext_version: 1.19.6
 #   kernelspec:
-#     display_name: memlab
+#     display_name: memlab (.venv)
 #     language: python
 #     name: memlab
 # ---
@@ -127,7 +127,8 @@ report.value(
 report.figure(
     "bonus_curve",
     figures.bonus_curve(spec.bonus, spec.tau_days, decay=spec.decay),
-    "Recency bonus over age, seed figures marked",
+    "Recency bonus over age, marked at 1, 14 and 30 days"
+    + (" (the seed's figures)" if declared is not None else ""),
 )
 
 # %%

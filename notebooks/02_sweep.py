@@ -8,7 +8,7 @@
 #       format_version: '1.3'
 #       jupytext_version: 1.19.6
 #   kernelspec:
-#     display_name: memlab
+#     display_name: memlab (.venv)
 #     language: python
 #     name: memlab
 # ---

@@ -8,7 +8,7 @@
 #       format_version: '1.3'
 #       jupytext_version: 1.19.6
 #   kernelspec:
-#     display_name: memlab
+#     display_name: memlab (.venv)
 #     language: python
 #     name: memlab
 # ---
@@ -38,7 +38,7 @@ combine: str = "add"  # how the bonus enters: add raw + bonus * w; mult raw * (1
 spec_file: str = ""  # a tuned spec (memlab sweep --save): its spec, model and dataset; spec values given beside it override the file's; empty: no file: the spec values and their defaults
 n_range: str = "16,100,1000,10000,100000,1000000"  # scale: memory counts N to measure
 pool: int = 5000  # scale: real embedded distractors (cached after the first run)
-seed: int = 0  # scale, robustness and drift: random seed
+seed: int = 0  # random seed: scale, robustness, drift, answers (the chat's and the bootstrap's)
 out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
 fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
 
@@ -46,11 +46,10 @@ fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg 
 import pandas as pd
 
 from memlab import ScoreOptions, tuned_problem
-from memlab.core.grid import parse_axis
 from memlab.embedding.server import server_config
 from memlab.output import figures
 from memlab.output.report import Report
-from memlab.studies.scale import distractor_pool, scale_study
+from memlab.studies.scale import distractor_pool, scale_sizes, scale_study
 
 report = Report(out_dir, fig_formats)
 options = ScoreOptions(source, lang, model or None, server=server_config(embed_url, embed_model))
@@ -67,9 +66,10 @@ problem = tuned_problem(
     decay=decay,
     combine=combine,
 )
+# every parameter checked against the dataset before the pool is embedded (that takes minutes)
+sizes = scale_sizes(problem.dataset, n_range, pool)
 # the distractors are embedded with the model the scores come from
 distractors = distractor_pool(problem, pool, seed=seed)
-sizes = sorted(set(parse_axis(n_range, "n_range", integer=True)))
 result = scale_study(problem, sizes, distractors, seed=seed)
 print(result.basis)
 

@@ -8,7 +8,7 @@
 #       format_version: '1.3'
 #       jupytext_version: 1.19.6
 #   kernelspec:
-#     display_name: memlab
+#     display_name: memlab (.venv)
 #     language: python
 #     name: memlab
 # ---
@@ -35,8 +35,8 @@ inject: int = 3  # most memories injected into the prompt
 decay: str = "exp"  # recency decay family, weight 1 at age 0 and 1/e at tau_days: exp exp(−age / tau); gauss exp(−(age / tau)²); lin max(0, 1 − (1 − 1/e) age / tau)
 combine: str = "add"  # how the bonus enters: add raw + bonus * w; mult raw * (1 + bonus * w)
 spec_file: str = ""  # a tuned spec (memlab sweep --save): its spec, model and dataset; spec values given beside it override the file's; empty: no file: the spec values and their defaults
-boot: int = 200  # robustness and drift: bootstrap resamples (of each kind)
-seed: int = 0  # scale, robustness and drift: random seed
+boot: int = 200  # robustness, drift and answers: bootstrap resamples (of each kind)
+seed: int = 0  # random seed: scale, robustness, drift, answers (the chat's and the bootstrap's)
 out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
 fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
 

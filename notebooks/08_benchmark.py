@@ -8,13 +8,13 @@
 #       format_version: '1.3'
 #       jupytext_version: 1.19.6
 #   kernelspec:
-#     display_name: memlab
+#     display_name: memlab (.venv)
 #     language: python
 #     name: memlab
 # ---
 
 # %% [markdown]
-# # 08 · A public benchmark: sweep, criteria and scale
+# # 08 · A public benchmark: sweep, criteria, retrieval metrics and scale
 #
 # Imports the LoCoMo or LongMemEval file given as `benchmark_file` (you download it; memlab never
 # does, and the repository never holds it), embeds it with `model` and runs the sweep, the
@@ -38,7 +38,7 @@ threshold_range: str = ""  # sweep: threshold values; empty: the model's range (
 select: str = "max-margin"  # sweep: selection rule among the feasible configurations; when none is feasible, max-utility
 n_range: str = "16,100,1000,10000,100000,1000000"  # scale: memory counts N to measure
 pool: int = 5000  # scale: real embedded distractors (cached after the first run)
-seed: int = 0  # scale, robustness and drift: random seed
+seed: int = 0  # random seed: scale, robustness, drift, answers (the chat's and the bootstrap's)
 benchmark_file: str = ""  # benchmark: LoCoMo or LongMemEval JSON you downloaded; empty: 08 does nothing
 benchmark_granularity: str = ""  # benchmark: observation|turn (LoCoMo) or session|turn; empty: default
 out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
@@ -59,13 +59,13 @@ from memlab.embedding.server import server_config
 from memlab.importers.benchmarks import import_benchmark
 from memlab.output.report import Report
 from memlab.studies.scale import distractor_pool, scale_study
+from memlab.tuning.ir_metrics import metrics_table
 
 report = Report(out_dir, fig_formats)
 run = bool(benchmark_file)
 if not run:
     print("benchmark_file is empty: nothing to do (run with -p benchmark_file=data/external/FILE.json)")
-    report.value("skipped", "benchmark_file is empty", "no benchmark file given")
-    report.finish({"benchmark_file": benchmark_file})
+    report.skip("no benchmark file given (-p benchmark_file=FILE.json)", {"benchmark_file": benchmark_file})
 
 # %%
 server = server_config(embed_url, embed_model)  # None: the local model only
@@ -80,7 +80,8 @@ if run:
     problem = build_problem(str(folder), options, threshold=threshold)
     data, scores, threshold = problem.dataset, problem.scores, problem.spec.threshold
     kinds = pd.Series([q.kind for q in data.questions]).value_counts()
-    print(f"{data.name}: {len(data.memories):,} memories, {len(data.questions):,} questions; {dict(kinds)}")
+    counts = {str(k): int(v) for k, v in kinds.items()}  # plain Python values, not numpy's
+    print(f"{data.name}: {len(data.memories):,} memories, {len(data.questions):,} questions; {counts}")
 
 # %% [markdown]
 # ## The sweep
@@ -158,6 +159,20 @@ if run:
     )
     report.value("headroom", ev.headroom, "headroom at the chosen configuration")
     criteria_summary
+
+# %% [markdown]
+# ## The standard retrieval metrics
+#
+# At the chosen configuration, per question kind and benchmark category: recall_any@k,
+# recall_all@k, nDCG@k, LongMemEval's ndcg_any@k and MRR of the injected list and of the
+# candidate list, means over the questions with relevant memories; the no-hit questions as the
+# false-injection rate (`memlab metrics`; definitions in docs/benchmarks.md).
+
+# %%
+if run:
+    _, metrics = metrics_table(problem, ks=(5, 10))
+    report.table("metrics", metrics, "recall, nDCG and MRR per list, kind and category; false-injection rate")
+    metrics[metrics["list"] == "injected"]
 
 # %% [markdown]
 # ## Headroom as the store grows

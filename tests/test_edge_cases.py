@@ -84,14 +84,16 @@ def test_a_zoned_reference_is_the_same_instant():
     assert age_days(dates, tokyo).tolist() == [9.0]
 
 
-def test_distractors_written_after_a_question_are_not_seen_by_it():
-    q = np.array([[1.0, 0.0]], dtype=np.float32)
-    top = TopK(q, 8, asked_days_before=np.array([2.0]))
-    top.add(np.array([[1.0, 0.0], [1.0, 0.0]], dtype=np.float32), np.array([0.0, 5.0]))
-    assert np.isneginf(top.raw).sum() == 1  # the memory written today, after the question
+def test_distractors_are_aged_from_each_questions_own_date():
+    """Distractors are dated before each question's own date (the scale study's N counts what a
+    question can see): a question asked long before the reference date sees every one of them,
+    at the age it has for that question."""
+    q = np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
+    top = TopK(q, 8)
+    top.add(np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32), np.array([0.0, 3.0]))
+    assert not np.isneginf(top.raw).any()
     spec = RetrievalSpec(bonus=0.3, tau_days=1.0)
-    # the other is 5 - 2 = 3 days old when the question is asked
-    assert top.best_final(spec)[0] == pytest.approx(1.0 + 0.3 * np.exp(-3.0))
+    assert top.best_final(spec).tolist() == pytest.approx([1.0 + 0.3, 1.0 + 0.3 * np.exp(-3.0)])
 
 
 @pytest.mark.parametrize(
@@ -180,5 +182,6 @@ def test_a_failed_rerun_never_shows_the_earlier_results(tmp_path, capsys):
     capsys.readouterr()
     assert "bonus_curve" not in (out / "index.html").read_text()
     assert not (out / "r" / "01_reproduce" / "report.json").exists()
-    assert not (out / "r" / "01_reproduce" / "figures").exists()  # no earlier figure left beside it
+    # no earlier figure or table left beside it (the failed notebook wrote none of its own)
+    assert [p for p in (out / "r" / "01_reproduce").rglob("*") if p.is_file()] == []
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out")] == []  # lock and staging gone

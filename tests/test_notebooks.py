@@ -262,14 +262,8 @@ def test_07_drift_writes_the_table_and_the_budget_curves(tmp_path, cache_dir, mo
 def test_08_benchmark_without_a_file_says_so_and_stops(tmp_path):
     out = execute("08_benchmark", tmp_path)
     report = json.loads((out / "report.json").read_text())
-    assert report["entries"] == [
-        {
-            "type": "value",
-            "name": "skipped",
-            "caption": "no benchmark file given",
-            "value": "benchmark_file is empty",
-        }
-    ]
+    assert report["entries"] == [] and report["finished"] is True
+    assert report["skipped"] == "no benchmark file given (-p benchmark_file=FILE.json)"
     executed = nbformat.read(tmp_path / "08_benchmark.ipynb", as_version=4)
     text = "".join(o.get("text", "") for c in executed.cells for o in c.get("outputs", []))
     assert "benchmark_file is empty: nothing to do" in text
@@ -299,6 +293,10 @@ def test_08_benchmark_on_the_tiny_locomo_file(tmp_path, cache_dir, monkeypatch):
     )
     crit = {r["kind"]: (r["criteria"], r["passed"]) for r in records(out / "tables" / "criteria.json")}
     assert crit["current_reaches"][0] == 3  # qa0, qa2 and qa3 have one evidence turn each
+    # the retrieval metrics: four answerable questions, the adversarial one as a no-hit question
+    metrics = {(r["list"], r["by"], r["group"]): r for r in records(out / "tables" / "metrics.json")}
+    assert metrics[("candidates", "all", "all")]["questions"] == 4
+    assert metrics[("injected", "category", "adversarial")]["nohit"] == 1
     assert [r["n"] for r in records(out / "tables" / "scale.json")] == [6, 60, 600]
 
 
@@ -349,3 +347,78 @@ def test_01_embeds_on_the_server_the_parameters_name(tmp_path, monkeypatch):
     seed = load_dataset("seed16")
     assert len(texts) == len(seed.memories) + len(seed.questions) == 16 + 10  # each embedded once
     assert (out / "tables" / "criteria.json").is_file()
+
+
+ROOT = NB_DIR.parent
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_stored_notebooks_are_what_saving_them_in_jupyter_writes(name):
+    from memlab.app.notebooks import clean_notebook
+
+    stored = json.loads((NB_DIR / f"{name}.ipynb").read_text(encoding="utf-8"))
+    assert clean_notebook(json.loads(json.dumps(stored))) == stored  # a fixed point: nothing to rewrite
+
+
+def test_the_stored_kernel_name_is_the_one_make_install_registers():
+    from memlab.app.notebooks import STORED_KERNELSPEC
+
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert (
+        f'--name {STORED_KERNELSPEC["name"]} --display-name "{STORED_KERNELSPEC["display_name"]}"' in makefile
+    )
+    assert "jupyter lab --config=jupyter_server_config.py notebooks/" in makefile  # make lab uses the hook
+    paired = jupytext.read(NB_DIR / "03_tune.py")
+    assert paired.metadata["kernelspec"] == STORED_KERNELSPEC
+
+
+def test_saving_a_used_notebook_through_the_repositorys_jupyter_config_writes_it_clean(tmp_path):
+    """What JupyterLab does on autosave, through the contents manager it uses (jupytext's) with
+    the repository's jupyter_server_config.py: outputs, counts, the session's metadata and another
+    kernel display name go; an executed copy without its pair keeps its outputs."""
+    from jupytext import TextFileContentsManager
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("jupyter_server_config.py", path=str(ROOT)).load_config()
+    for suffix in (".ipynb", ".py"):
+        (tmp_path / f"03_tune{suffix}").write_bytes((NB_DIR / f"03_tune{suffix}").read_bytes())
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "03_tune.ipynb").write_bytes((NB_DIR / "03_tune.ipynb").read_bytes())
+    manager = TextFileContentsManager(root_dir=str(tmp_path), config=config)
+    for path in ("03_tune.ipynb", "results/03_tune.ipynb"):
+        model = manager.get(path)
+        nb = model["content"]
+        nb.metadata["kernelspec"]["display_name"] = "Python 3 (ipykernel)"
+        nb.metadata["language_info"] = {"name": "python", "version": "3.11"}
+        nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+        code = next(
+            c for c in nb.cells if c.cell_type == "code" and "parameters" not in c.metadata.get("tags", [])
+        )
+        code.outputs = [nbformat.v4.new_output("stream", name="stdout", text="panel\n")]
+        code.execution_count = 3
+        code.metadata["execution"] = {"iopub.execute_input": "2026-01-01T00:00:00Z"}
+        manager.save({"type": "notebook", "content": nb}, path)
+    saved = json.loads((tmp_path / "03_tune.ipynb").read_text(encoding="utf-8"))
+    assert saved == json.loads((NB_DIR / "03_tune.ipynb").read_text(encoding="utf-8"))
+    assert (tmp_path / "03_tune.py").read_text(encoding="utf-8") == (NB_DIR / "03_tune.py").read_text(
+        encoding="utf-8"
+    )
+    kept = json.loads((tmp_path / "results" / "03_tune.ipynb").read_text(encoding="utf-8"))
+    assert any(c.get("outputs") for c in kept["cells"])  # an executed copy is not ours to clean
+
+
+@pytest.mark.notebook
+def test_09_answers_without_a_chat_endpoint_says_so_and_stops(tmp_path):
+    out = execute("09_answers", tmp_path)
+    report = json.loads((out / "report.json").read_text())
+    assert report["entries"] == [
+        {
+            "type": "value",
+            "name": "skipped",
+            "caption": "no chat endpoint given",
+            "value": "chat_url is empty",
+        }
+    ]
+    executed = nbformat.read(tmp_path / "09_answers.ipynb", as_version=4)
+    text = "".join(o.get("text", "") for c in executed.cells for o in c.get("outputs", []))
+    assert "chat_url is empty: nothing to do" in text

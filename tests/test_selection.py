@@ -141,14 +141,16 @@ def test_decision_margin_by_hand():
     assert d.question_id == "q0" and d.what == "m1 at the threshold (not injected, final 0.5184)"
 
 
-def old_hybrid_choose(table: pd.DataFrame, labels: Labels) -> int:
-    """The hybrid comparison's utility and choice before they became the sweep's (an independent path)."""
+def old_hybrid_choose(table: pd.DataFrame, labels: Labels, value: np.ndarray | None = None) -> int:
+    """The hybrid comparison's utility and choice before they became the sweep's (an independent
+    path); ``value``: an objective of a study's own in the utility's place (the held-out study's)."""
     with_current = [q for q, c in zip(labels.question_ids, labels.current, strict=True) if c >= 0]
-    value = (
-        table[[f"injected_{q}" for q in with_current]].to_numpy(dtype=np.int64).sum(axis=1)
-        - table["injected_nohit"].to_numpy(dtype=np.int64)
-        - table["stale_injected"].to_numpy(dtype=np.int64)
-    )
+    if value is None:
+        value = (
+            table[[f"injected_{q}" for q in with_current]].to_numpy(dtype=np.int64).sum(axis=1)
+            - table["injected_nohit"].to_numpy(dtype=np.int64)
+            - table["stale_injected"].to_numpy(dtype=np.int64)
+        )
     keys = (
         np.arange(len(table)),
         table["tau_days"].to_numpy(dtype=float),
@@ -180,6 +182,10 @@ def test_the_hybrid_comparison_chooses_as_before(name):
             table = sweep_retriever(retriever, inputs, grid)
             assert select(table, "max-utility", wrong_weight=WRONG_WEIGHT) == old_hybrid_choose(
                 table, inputs.labels
+            ), (seed, retriever.name)
+            objective = np.random.default_rng(seed).integers(-2, 3, len(table))
+            assert select(table, "max-utility", value=objective) == old_hybrid_choose(
+                table, inputs.labels, objective
             ), (seed, retriever.name)
 
 

@@ -279,10 +279,13 @@ def test_table_writer_leaves_nothing_on_failure(tmp_path):
 def test_metrics_are_a_registry(capsys, tmp_path):
     from memlab.core.sweep import METRICS, check_metrics
 
-    assert list(METRICS) == ["headroom", "current", "injected", "stale", "wrong"]
+    assert list(METRICS) == ["headroom", "current", "injected", "stale", "wrong", "answered"]
     with pytest.raises(ValueError) as e:
         check_metrics(["headroom", "recall"])
-    assert str(e.value) == "unknown metric 'recall'; available: headroom, current, injected, stale, wrong"
+    assert (
+        str(e.value)
+        == "unknown metric 'recall'; available: headroom, current, injected, stale, wrong, answered"
+    )
     target = tmp_path / "few.csv"
     code, _, _ = run(
         capsys,
@@ -309,5 +312,5 @@ def test_metrics_are_a_registry(capsys, tmp_path):
     code, _, err = run(capsys, "sweep", "--source", "published", "--metrics", "recall")
     assert (code, err) == (
         2,
-        "memlab: error: unknown metric 'recall'; available: headroom, current, injected, stale, wrong\n",
+        "memlab: error: unknown metric 'recall'; available: headroom, current, injected, stale, wrong, answered\n",
     )

@@ -12,11 +12,10 @@ from memlab.app.panel import TuningPanel
 def test_panel_updates_figure_criteria_and_prompt(seed):
     panel = TuningPanel(seed, source="published")
     view = panel.view()
-    (row, prompt, values) = view.children
-    (controls, figure) = row.children
+    (controls, figure, criteria, prompt, values) = view.children
     assert figure is panel.figure and prompt is panel._widgets["prompt"]
-    assert values is panel._widgets["values"]
-    assert [w.description for w in controls.children[:-1]] == [
+    assert values is panel._widgets["values"] and criteria is panel._widgets["criteria"]
+    assert [w.description for w in controls.children] == [
         "dataset",
         "source",
         "lang",
@@ -108,7 +107,8 @@ def test_panel_on_a_dataset_that_is_not_the_seed(monkeypatch):
     w["bonus"].value = 0.05
     w["threshold"].value = 0.85
     assert tuple(panel.figure.layout.yaxis.range) == y  # the frame stays still
-    assert panel.figure.data[0].x[0] == "Which city do I live in…<br>(q1)"  # questions by their words
+    # 11 questions across the panel's 920 px: lines of 11 characters, horizontal
+    assert panel.figure.data[0].x[0] == "Which city<br>do I live<br>in now?<br>(q1)"
     assert "bonus: 0.05" in w["values"].value and "threshold: 0.85" in w["values"].value
     assert (
         f"--dataset {ds.path} --source embedded --lang en --bonus 0.05 --tau 3 --threshold 0.85 "

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import html
 import math
+import shlex
 import sys
 import time
 from collections.abc import Mapping
@@ -36,14 +37,19 @@ from memlab.core.criteria import Criterion, dataset_criteria
 from memlab.core.spec import COMBINES, DECAYS, RetrievalSpec
 from memlab.datasets.schema import Dataset, load_dataset
 from memlab.output.figures import OKABE_ITO, question_bars, question_frame
-from memlab.output.prompt import b_format
+from memlab.output.prompt import b_format, memory_line
 from memlab.scores.problem import SPEC_FIELDS, RetrievalProblem
 from memlab.scores.sources import ScoreOptions, ScoreTable, available_sources, load_scores
 from memlab.tuning.evaluate import Evaluation, evaluate
 from memlab.tuning.tuned import check_tuned, dataset_reference, load_tuned, merge_spec, off_default
 
-PASS_MARK = f"<span class='memlab-pass' style='color:{OKABE_ITO['green']}'>✓ PASS</span>"
-FAIL_MARK = f"<span class='memlab-fail' style='color:{OKABE_ITO['vermillion']}'>✗ FAIL</span>"
+NOWRAP = "white-space:nowrap"  # "✓ PASS" on one line
+PASS_MARK = f"<span class='memlab-pass' style='color:{OKABE_ITO['green']};{NOWRAP}'>✓ PASS</span>"
+FAIL_MARK = f"<span class='memlab-fail' style='color:{OKABE_ITO['vermillion']};{NOWRAP}'>✗ FAIL</span>"
+# The panel fits a notebook's output area at a 1,400 px window with JupyterLab's file browser
+# open (about 960 px): the controls in a grid above, the figure at this width below them.
+FIGURE_WIDTH = 920
+CONTROL_WIDTH = "300px"
 
 
 @dataclass(frozen=True)
@@ -85,6 +91,21 @@ def slider_ranges(
     return out
 
 
+def bar_floor(dataset: Dataset, raw: np.ndarray, spec: RetrievalSpec, margin: float = 0.03) -> float:
+    """Where the bars' axis starts: ``margin`` under the lowest raw score a bar can show (the
+    current memory's; for a question without one, the lowest of its ``candidates`` best) and under
+    the threshold, never below 0. The seed's sweep range or a slider's far end does not move it."""
+    lows = [spec.threshold]
+    index = {m: j for j, m in enumerate(dataset.memory_ids)}
+    for i, q in enumerate(dataset.questions):
+        row = raw[i][np.isfinite(raw[i])]
+        if q.current is not None and np.isfinite(raw[i, index[q.current]]):
+            lows.append(float(raw[i, index[q.current]]))
+        elif row.size:
+            lows.append(float(np.sort(row)[::-1][: spec.candidates].min()))
+    return max(0.0, round(min(lows) - margin, 3))
+
+
 def default_question(dataset: Dataset) -> str:
     """The question the prompt shows first: the first the dataset declares for a rerun table,
     else the first with a current memory, else the first."""
@@ -93,31 +114,40 @@ def default_question(dataset: Dataset) -> str:
     return next((q.id for q in dataset.questions if q.current), dataset.question_ids[0])
 
 
+def number(x: float) -> str:
+    """A number as short as it reads back exactly: ``0.045``, ``15``, else its full repr."""
+    short = f"{x:g}"
+    return short if float(short) == x else repr(float(x))
+
+
 def batch_yaml(dataset: str, source: str, lang: str, spec: RetrievalSpec) -> str:
-    """The configuration as a run of a batch file (``memlab run --config``)."""
-    return (
-        "runs:\n"
-        "  - name: tuned\n"
-        "    parameters:\n"
-        f"      dataset: {dataset}\n"
-        f"      source: {source}\n"
-        f"      lang: {lang}\n"
-        f"      bonus: {spec.bonus:g}\n"
-        f"      tau_days: {spec.tau_days:g}\n"
-        f"      threshold: {spec.threshold:g}\n"
-        f"      candidates: {spec.candidates}\n"
-        f"      inject: {spec.inject}\n"
-        + (f"      decay: {spec.decay}\n      combine: {spec.combine}\n" if family(spec) else "")
-    )
+    """The configuration as a run of a batch file (``memlab run --config``), written by a YAML
+    dumper: a dataset folder with spaces, ``#``, ``:`` or quotes reads back as written."""
+    import yaml
+
+    parameters: dict[str, object] = {
+        "dataset": dataset,
+        "source": source,
+        "lang": lang,
+        **{k: float(number(getattr(spec, k))) for k in ("bonus", "tau_days", "threshold")},
+        "candidates": int(spec.candidates),
+        "inject": int(spec.inject),
+    }
+    if family(spec):
+        parameters |= {"decay": spec.decay, "combine": spec.combine}
+    doc = {"runs": [{"name": "tuned", "parameters": parameters}]}
+    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, default_flow_style=False)
 
 
 def cli_flags(dataset: str, source: str, lang: str, spec: RetrievalSpec) -> str:
-    """The configuration as flags of ``memlab evaluate`` (and of every command that scores)."""
+    """The configuration as flags of ``memlab evaluate`` (and of every command that scores), each
+    value quoted for a POSIX shell (``shlex.quote``)."""
+    q = shlex.quote
     return (
-        f"--dataset {dataset} --source {source} --lang {lang} --bonus {spec.bonus:g} "
-        f"--tau {spec.tau_days:g} --threshold {spec.threshold:g} --candidates {spec.candidates} "
+        f"--dataset {q(dataset)} --source {q(source)} --lang {q(lang)} --bonus {number(spec.bonus)} "
+        f"--tau {number(spec.tau_days)} --threshold {number(spec.threshold)} --candidates {spec.candidates} "
         f"--inject {spec.inject}"
-        + (f" --decay {spec.decay} --combine {spec.combine}" if family(spec) else "")
+        + (f" --decay {q(spec.decay)} --combine {q(spec.combine)}" if family(spec) else "")
     )
 
 
@@ -233,18 +263,17 @@ class TuningPanel:
         return slider_ranges(self.scores().raw, self.spec, self.sweep_ranges())
 
     def y_range(self) -> tuple[float, float]:
-        """The bars' y-axis for this score table: every raw score, plus the largest bonus."""
+        """The bars' y-axis for this score table, fixed while the sliders move: from just under
+        the lowest score a bar can show (a question's current memory, else its candidates) and
+        the threshold, up to the highest score plus the largest bonus."""
         r = self.slider_ranges()
-        raw = self.scores().raw
-        finite = raw[np.isfinite(raw)]
-        lo = float(finite.min()) if finite.size else 0.0
-        return (max(0.0, min(lo, r["threshold"].low) - 0.02), r["threshold"].high + 0.02)
+        return (bar_floor(self.dataset, self.scores().raw, self.spec), r["threshold"].high + 0.02)
 
     def prompt(self, ev: Evaluation | None = None) -> str:
         ev = ev or self.state
         injected = ev.result(self.question).injected
         block = b_format(
-            [self.dataset.memory(c.memory_id).text(self.lang) for c in injected],
+            [memory_line(self.dataset.memory(c.memory_id), self.lang) for c in injected],
             ev.spec.reference_date,
             self.lang,
         )
@@ -290,7 +319,7 @@ class TuningPanel:
     def static_figure(self, ev: Evaluation | None = None):
         ev = ev or self.state
         frame = question_frame(ev, self.dataset)
-        return question_bars(frame, ev.spec.threshold, self.title(ev), self.y_range())
+        return question_bars(frame, ev.spec.threshold, self.title(ev), self.y_range(), width=FIGURE_WIDTH)
 
     def set(self, **changes: Any) -> Evaluation:
         """Change controls (dataset, source, lang, question or any spec field) and recompute."""
@@ -387,7 +416,6 @@ class TuningPanel:
         r = self.slider_ranges()
         self._quiet = False
         self.figure = go.FigureWidget(self.static_figure())
-        self.figure.layout.width = 760
         datasets = list(dict.fromkeys([self.dataset_name, *self.datasets]))
         controls = {
             "dataset": W.Dropdown(options=datasets, value=self.dataset_name, description="dataset"),
@@ -439,6 +467,7 @@ class TuningPanel:
         }
         for name, control in controls.items():
             control.style.description_width = "90px"
+            control.layout.width = CONTROL_WIDTH
             control.add_class(f"memlab-{name}")
             control.observe(lambda change, name=name: self._on_change(name, change["new"]), names="value")
         self._widgets = {
@@ -448,12 +477,15 @@ class TuningPanel:
             "values": W.HTML(self.values_html()),
         }
         self._widgets["criteria"].add_class("memlab-criteria-box")
-        left = W.VBox(
-            [*controls.values(), self._widgets["criteria"]], layout=W.Layout(width="380px", min_width="380px")
+        grid = W.GridBox(
+            list(controls.values()),
+            layout=W.Layout(grid_template_columns=f"repeat(auto-fill, {CONTROL_WIDTH})", grid_gap="2px 12px"),
         )
         return W.VBox(
             [
-                W.HBox([left, self.figure], layout=W.Layout(align_items="flex-start")),
+                grid,
+                self.figure,
+                self._widgets["criteria"],
                 self._widgets["prompt"],
                 self._widgets["values"],
             ]

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memlab.app.answer_parameters import ANSWER_PARAMETERS
 from memlab.core.errors import InputError
 from memlab.core.spec import COMBINES, DECAYS, SPEC_BOUNDS, RetrievalSpec
 
@@ -168,7 +169,7 @@ PARAMETERS: tuple[Parameter, ...] = (
         "qdrant_path",
         "str",
         None,
-        "persist the Qdrant collection here",
+        "score in this local Qdrant folder (a scratch collection of memlab's own, removed after)",
         "--qdrant-path",
         notebook=False,
         group="scores",
@@ -177,7 +178,7 @@ PARAMETERS: tuple[Parameter, ...] = (
         "qdrant_url",
         "str",
         None,
-        "use a Qdrant server instead of local mode",
+        "score on this Qdrant server (a scratch collection of memlab's own, removed after)",
         "--qdrant-url",
         notebook=False,
         group="scores",
@@ -357,7 +358,7 @@ PARAMETERS: tuple[Parameter, ...] = (
         "boot",
         "int",
         200,
-        "robustness and drift: bootstrap resamples (of each kind)",
+        "robustness, drift and answers: bootstrap resamples (of each kind)",
         "--boot",
         bounds={"minimum": 1},
         group="studies",
@@ -366,7 +367,7 @@ PARAMETERS: tuple[Parameter, ...] = (
         "seed",
         "int",
         0,
-        "scale, robustness and drift: random seed",
+        "random seed: scale, robustness, drift, answers (the chat's and the bootstrap's)",
         "--seed",
         bounds={"minimum": 0},
         group="studies",
@@ -465,6 +466,8 @@ PARAMETERS: tuple[Parameter, ...] = (
         "benchmark: observation|turn (LoCoMo) or session|turn; empty: default",
         group="benchmark",
     ),
+    # answers: the chat model, the conditions, the judge (memlab.app.answer_parameters)
+    *(Parameter(**fields) for fields in ANSWER_PARAMETERS),
     Parameter(
         "out_dir", "str", "results/notebook", "folder for this notebook's tables and figures", group="output"
     ),

@@ -135,9 +135,12 @@ def select(
     *,
     nohit_weight: float = DEFAULT_NOHIT_WEIGHT,
     wrong_weight: float = 1.0,
+    value: np.ndarray | None = None,
 ) -> int | None:
     """Positional index of the row the rule picks (among the ``feasible`` rows, unless the rule
-    ranks every row), or None if there is none to pick; the weights are the utility's."""
+    ranks every row), or None if there is none to pick; the weights are the utility's, and
+    ``value`` (one per row) stands for the utility where a study ranks by an objective of its own
+    (``memlab.studies.heldout``)."""
     spec = lookup(SELECTION_RULES, rule, "selection rule")
     rows = (
         np.flatnonzero(table["feasible"].to_numpy(dtype=bool))
@@ -152,7 +155,10 @@ def select(
         raise InputError(
             f"selection rule {rule!r} needs column(s) {', '.join(missing)}, which the table lacks"
         )
-    value = utility(table, nohit_weight, wrong_weight) if any(c == "utility" for c, _ in spec.keys) else None
+    if value is None and any(c == "utility" for c, _ in spec.keys):
+        value = utility(table, nohit_weight, wrong_weight)
+    elif value is not None:
+        value = np.asarray(value, dtype=np.float64)
     # only the rows at the best value of the first key can come first (NaN sorts last): the sort
     # over the rest is the same, on far fewer rows
     first, ascending = spec.keys[0]

@@ -31,12 +31,15 @@ from memlab.core.chunks import CHUNK_BYTES, Chunk, first_row, pair_bytes, plan_c
 from memlab.core.errors import InputError
 from memlab.core.grid import AXES, Grid
 from memlab.core.labels import QUESTION_KINDS, Labels
+from memlab.core.numbers import check_work
 from memlab.core.ranking import select_candidates
 from memlab.core.registry import check_names
 from memlab.core.spec import recency_weight, rescore
 
 if TYPE_CHECKING:
     import pandas as pd
+
+SWEEP_WORK = 3 * 10**10  # configuration-questions a sweep may check: about an hour at 9e6 a second
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,8 @@ class Prepared:
     stale_l: np.ndarray  # (S,) indices into tracked of the stale memories
     stale_of: tuple[tuple[int, ...], ...]  # per question, indices into tracked of its stale memories
     labelled_of: tuple[tuple[int, ...], ...]  # per question, indices into tracked of every labelled memory
+    # per question, indices into tracked of its relevant memories (``relevant`` and ``current``)
+    relevant_of: tuple[tuple[int, ...], ...] = ()
 
 
 def prepare_candidates(raw: np.ndarray, ages: np.ndarray, labels: Labels, grid: Grid) -> Prepared:
@@ -100,6 +105,10 @@ def prepare_candidates(raw: np.ndarray, ages: np.ndarray, labels: Labels, grid: 
                 labelled_of[q].append(len(tracked_q))
                 tracked_q.append(q)
                 tracked_mem.append(m)
+    relevant = labels.relevant or tuple(() for _ in range(n_q))
+    at = {(q, m): i for i, (q, m) in enumerate(zip(tracked_q, tracked_mem, strict=True))}
+    own = [((int(labels.current[q]),) if labels.current[q] >= 0 else ()) for q in range(n_q)]
+    relevant_of = tuple(tuple(at[(q, m)] for m in dict.fromkeys((*own[q], *relevant[q]))) for q in range(n_q))
     if not tracked_q:  # no labels at all: track one absent memory
         tracked_q, tracked_mem = [0], [-2]
     tq = np.array(tracked_q, dtype=int)
@@ -121,6 +130,7 @@ def prepare_candidates(raw: np.ndarray, ages: np.ndarray, labels: Labels, grid: 
         np.array(stale_l, dtype=int),
         tuple(tuple(s) for s in stale_of),
         tuple(tuple(s) for s in labelled_of),
+        relevant_of,
     )
 
 
@@ -303,6 +313,8 @@ def _evaluate_chunk(
         stale_tracked=prep.stale_l,
         wrong_injected=wrong,
         shape=shape,
+        relevant_of=prep.relevant_of,
+        best_final=summary.best_final,
     )
     for name in metrics:
         cols.update(METRICS[name].columns(facts))
@@ -347,6 +359,8 @@ class ChunkFacts:
     stale_tracked: np.ndarray  # (S,) indices into the tracked memories of the stale ones
     wrong_injected: np.ndarray  # injected memories outside each hit/contradiction question's labels
     shape: tuple[int, ...]  # the configuration axes of the chunk
+    relevant_of: tuple[tuple[int, ...], ...] = ()  # per question, tracked indices of its relevant memories
+    best_final: np.ndarray | None = None  # (n, 1, K, 1, Q) each question's best final (NaN: no candidate)
 
 
 @dataclass(frozen=True)
@@ -388,6 +402,30 @@ def _wrong(f: ChunkFacts) -> dict[str, np.ndarray]:
     return {"wrong_injected": f.wrong_injected.ravel()}
 
 
+def _answered(f: ChunkFacts) -> dict[str, np.ndarray]:
+    """Questions with a relevant memory injected (any, all of them), over the questions that have
+    relevant memories; no-hit questions with any memory injected (inject >= 1, so: their best
+    final reaches the threshold)."""
+    groups = [ls for ls in f.relevant_of if ls]
+    any_count = np.zeros(f.shape, dtype=np.int64)
+    all_count = np.zeros(f.shape, dtype=np.int64)
+    if groups:
+        flat = np.concatenate([np.asarray(g, dtype=np.intp) for g in groups])
+        starts = np.cumsum([0, *[len(g) for g in groups[:-1]]])
+        inj = f.tracked_injected[flat].astype(np.uint8)  # (R, n, H, K, I)
+        any_count = np.maximum.reduceat(inj, starts, axis=0).sum(axis=0, dtype=np.int64)
+        all_count = np.minimum.reduceat(inj, starts, axis=0).sum(axis=0, dtype=np.int64)
+    nohit = np.array([k == "nohit" for k in f.labels.kinds])
+    best = f.best_final[..., nohit]  # (n, 1, K, 1, Q_nohit)
+    with np.errstate(invalid="ignore"):
+        reached = (best >= f.threshold[..., None]).sum(axis=-1)  # NaN (no candidate) never reaches
+    return {
+        "answered_any": any_count.ravel(),
+        "answered_all": all_count.ravel(),
+        "nohit_injected_questions": np.broadcast_to(reached, f.shape).ravel(),
+    }
+
+
 METRICS: dict[str, Metric] = {
     m.name: m
     for m in (
@@ -410,6 +448,12 @@ METRICS: dict[str, Metric] = {
             "memories injected on hit and contradiction questions that are labelled neither relevant, "
             "current nor stale: wrong_injected",
             _wrong,
+        ),
+        Metric(
+            "answered",
+            "questions with a relevant (or current) memory injected: answered_any, answered_all (every "
+            "one of them); no-hit questions with any memory injected: nohit_injected_questions",
+            _answered,
         ),
     )
 }
@@ -503,9 +547,20 @@ def sweep_chunks(
         raise InputError(f"score table has shape {raw.shape}, expected ({len(labels.question_ids)}, {n_mem})")
     criteria = labels.criteria() if criteria is None else criteria
     chosen = check_metrics(metrics)
+    n_questions = max(1, len(labels.question_ids))
+    check_work(
+        grid.size,
+        "grid",
+        SWEEP_WORK // n_questions,
+        f"configurations of {n_questions} questions each",
+        "the sweep checks about 9 million configuration-questions a second: 10^8 configurations of 80 "
+        "questions took 904 s; a narrower axis or a coarser step finishes",
+    )
     prep = prepare_candidates(raw, ages, labels, grid)
     n_q, n_p = len(labels.question_ids), prep.cand.shape[1]
-    n_columns = len(AXES) + 3 * len(criteria) + 2 * int((prep.current_l >= 0).sum()) + len(QUESTION_KINDS) + 7
+    n_columns = (
+        len(AXES) + 3 * len(criteria) + 2 * int((prep.current_l >= 0).sum()) + len(QUESTION_KINDS) + 10
+    )
     chunks = plan_chunks(
         grid,
         chunk_rows,

@@ -112,7 +112,7 @@ def calibration_table(result, show: int) -> str:
         f"dataset {s['dataset']} ({s['memories']} memories), model {s['model']}, "
         f"probes {s['probe_set']} {s['probe_set_version']} ({s['probes_scored']}, {s['lang']})",
         f"spec: candidates={spec.candidates} bonus={spec.bonus:g} tau_days={spec.tau_days:g}, "
-        f"probes asked at {spec.reference_date:%Y-%m-%d}",
+        f"probes asked at {spec.reference_date.date().isoformat()}",
         "best post-bonus score per probe: "
         + ", ".join(
             f"{k} {d[k]:.3f}" for k in ("min", "p5", "p25", "p50", "p75", "p90", "p95", "p99", "max")

@@ -153,9 +153,28 @@ def family_values(args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[str,
     return decays, combines
 
 
-def options_from(args: argparse.Namespace):
-    """The ``ScoreOptions`` the score and server options describe."""
-    from memlab.scores.sources import ScoreOptions
+EMBEDDING_OPTIONS = ("model", "truncate_dim", "qdrant_path", "qdrant_url", "cache_dir", "embed_url")
+
+
+def options_from(args: argparse.Namespace, used_elsewhere: tuple[str, ...] = ()):
+    """The ``ScoreOptions`` the score and server options describe. An embedding option given
+    with a source that embeds nothing (``--source published``) is refused, not ignored, unless the
+    command uses it for something else too (``used_elsewhere``: ``memlab answer``'s reply cache
+    lives in ``--cache-dir``)."""
+    from memlab.scores.sources import EMBEDDING_SOURCES, ScoreOptions
+
+    source = getattr(args, "source", "embedded")
+    unused = [
+        f"--{n.replace('_', '-')}"
+        for n in EMBEDDING_OPTIONS
+        if n not in used_elsewhere and getattr(args, n, None) is not None
+    ]
+    if source not in EMBEDDING_SOURCES and unused:
+        raise InputError(
+            f"{', '.join(unused)}: --source {source} reads stored scores and embeds nothing, so "
+            f"{'it' if len(unused) == 1 else 'they'} would be ignored: drop "
+            f"{'it' if len(unused) == 1 else 'them'}, or use --source embedded"
+        )
 
     return ScoreOptions(
         source=getattr(args, "source", "embedded"),
@@ -178,14 +197,14 @@ def spec_fields(args: argparse.Namespace) -> dict[str, object]:
     return {name: getattr(args, name) for name in SPEC_FIELDS if hasattr(args, name)}
 
 
-def problem_from(args: argparse.Namespace, dataset=None, **fields):
+def problem_from(args: argparse.Namespace, dataset=None, used_elsewhere: tuple[str, ...] = (), **fields):
     """The retrieval problem the options describe: the dataset, its scores and the whole spec,
     built once (``memlab.scores.problem.build_problem``), and held to the ``--spec`` file's model
     and dataset (``memlab.tuning.tuned.check_tuned``)."""
     from memlab.scores.problem import build_problem
 
     dataset = load_dataset(args.dataset) if dataset is None else dataset
-    problem = build_problem(dataset, options_from(args), **{**spec_fields(args), **fields})
+    problem = build_problem(dataset, options_from(args, used_elsewhere), **{**spec_fields(args), **fields})
     check_spec_file(args, problem)
     return problem
 
@@ -263,7 +282,7 @@ def fmt(x: float | None, signed: bool = False) -> str:
 
 
 def spec_line(spec: RetrievalSpec) -> str:
-    ref = f"{spec.reference_date:%Y-%m-%d}" if spec.reference_date else "dataset"
+    ref = spec.reference_date.date().isoformat() if spec.reference_date else "dataset"
     return (
         f"candidates={spec.candidates} inject={spec.inject} threshold={spec.threshold:g} "
         f"bonus={spec.bonus:g} tau_days={spec.tau_days:g} reference={ref}"

@@ -126,9 +126,9 @@ def retriever_grid_from(args: argparse.Namespace):
 
 def cmd_scale(args: argparse.Namespace) -> int:
     from memlab.core.grid import parse_axis
-    from memlab.studies.scale import distractor_pool, scale_study
+    from memlab.studies.scale import check_scale_work, distractor_pool, scale_sizes, scale_study
 
-    sizes = sorted({int(n) for n in parse_axis(args.n_range, "n", integer=True)})
+    parse_axis(args.n_range, "n", integer=True)  # the syntax first, as every axis
     if args.source != "embedded":
         raise InputError(
             "the scale study needs vectors: distractors are embedded, so use --source embedded "
@@ -136,8 +136,10 @@ def cmd_scale(args: argparse.Namespace) -> int:
         )
     problem = problem_from(args)
     spec = problem.spec
+    sizes = scale_sizes(problem.dataset, args.n_range, args.pool, name="--n")  # before any embedding
+    check_scale_work(problem, sizes[-1])  # before the pool is embedded
     pool = distractor_pool(problem, args.pool, seed=args.seed)  # embedded with the problem's model
-    result = scale_study(problem, sizes, pool, seed=args.seed)
+    result = scale_study(problem, sizes, pool, seed=args.seed, progress=sys.stderr.isatty())
     if args.format == "json":
         rows = [{**r, "n_zero_headroom": result.n_zero_headroom} for r in result.rows]
         emit(json.dumps(json_ready(rows), indent=2), args.output)
@@ -178,7 +180,13 @@ def cmd_robustness(args: argparse.Namespace) -> int:
 
     problem = problem_from(args)
     spec = problem.spec
-    df = robustness(problem, criteria_from(args, problem.dataset), n_boot=args.boot, seed=args.seed)
+    df = robustness(
+        problem,
+        criteria_from(args, problem.dataset),
+        n_boot=args.boot,
+        seed=args.seed,
+        progress=sys.stderr.isatty(),
+    )
     summary = robustness_summary(df)
     if args.format == "json":
         doc = {

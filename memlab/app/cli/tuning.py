@@ -149,21 +149,23 @@ def cmd_table(args: argparse.Namespace) -> int:
 
 
 def cmd_prompt(args: argparse.Namespace) -> int:
-    from memlab.output.prompt import b_format
+    from memlab.output.prompt import chat_messages, memory_block
     from memlab.tuning.evaluate import evaluate
 
     dataset = load_dataset(args.dataset)
     question = dataset.question(args.question)
     ev = evaluate(problem_from(args, dataset))
-    injected = ev.result(question.id).injected
-    block = b_format(
-        [dataset.memory(c.memory_id).text(args.lang) for c in injected], ev.spec.reference_date, args.lang
-    )
+    injected = [c.memory_id for c in ev.result(question.id).injected]
+    block = memory_block(args.block, dataset, injected, ev.spec.reference_date, args.lang)
     if not block:
         print(
             f"nothing injected for {question.id}: no candidate reaches the threshold {ev.spec.threshold:g}",
             file=sys.stderr,
         )
+    if args.format == "messages":
+        messages = chat_messages(block, question.text(args.lang))
+        emit(json.dumps(messages, indent=2, ensure_ascii=False), args.output)
+        return 0
     emit(block, args.output)
     return 0
 
@@ -249,11 +251,20 @@ def add_table_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_prompt_arguments(p: argparse.ArgumentParser) -> None:
+    from memlab.output.prompt import BLOCKS
+
     p.add_argument("--question", required=True, help="question id, e.g. C1")
+    p.add_argument(
+        "--block",
+        choices=list(BLOCKS),
+        default="b",
+        help="b: the B-format <retrieved_memory> block with its instructions; raw: the write-up's A "
+        "format, the same memories without instructions (default: %(default)s)",
+    )
     add_source_options(p)
     add_spec_options(p)
     add_family_options(p)
-    add_output_options(p, ["text"])
+    add_output_options(p, ["text", "messages"])
 
 
 def add_spec_arguments(p: argparse.ArgumentParser) -> None:
