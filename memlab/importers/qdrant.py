@@ -27,6 +27,7 @@ from memlab.core.files import write_folder_atomically
 from memlab.core.registry import lookup
 from memlab.core.urls import redact
 from memlab.core.vectors import raw_vector_problem
+from memlab.datasets.payload import read_payload
 from memlab.datasets.records import unicode_problem
 from memlab.datasets.schema import DatasetError, parse_datetime
 from memlab.qdrant.client import open_client
@@ -86,10 +87,13 @@ def import_qdrant(
     reference_date: str | None = None,
     language: str = "en",
     progress: bool = False,
+    keep_fields: tuple[str, ...] = (),
 ) -> Path:
     """Write the dataset folder ``out`` from the collection (see the module's docstring); the
     questions file may hold a text per language (``text``, ``text_ja``...): each ``text_<lang>``
-    is a language of the dataset, asked of the memories' one text."""
+    is a language of the dataset, asked of the memories' one text. ``keep_fields``: payload
+    fields kept as the memory's ``payload`` (keyword values: a tenant filter's fields, a shard
+    key); every memory keeps its point id (``point_id``), which Qdrant's sharding hashes."""
     if bool(path) == bool(url):
         raise InputError("give exactly one of --path (local Qdrant folder) or --url (Qdrant server)")
     lookup(DATE_FORMATS, date_format, "date format")
@@ -130,7 +134,8 @@ def import_qdrant(
         client.close()
 
     where = f"collection {collection}"
-    for name, what in ((date_field, "--date-field"), (text_field, "--text-field"), (id_field, "--id-field")):
+    options = [(date_field, "--date-field"), (text_field, "--text-field"), (id_field, "--id-field")]
+    for name, what in [*options, *((k, "--keep-field") for k in keep_fields)]:
         if name is not None and points and not any(name in (p.payload or {}) for p in points):
             raise _field_missing(where, what, name, points)
     problems: list[str] = []
@@ -175,12 +180,19 @@ def import_qdrant(
         if untrusted is not None:  # a zero vector has no cosine; a lone surrogate no UTF-8
             problems.append(f"{where}: point {pid}: {untrusted}")
             continue
+        kept = {k: payload[k] for k in keep_fields if k in payload}
+        bad = read_payload(kept)[1]
+        if bad is not None:
+            problems.append(f"{where}: point {pid}: {bad}")
+            continue
         rows.append(
             {
                 "id": pid,
                 "date": when.isoformat().replace("+00:00", "Z"),
                 "text": text,
                 "provenance": "imported",
+                **({"payload": kept} if kept else {}),
+                "point_id": p.id,
             }
         )
         vecs.append(vector)
@@ -229,6 +241,7 @@ def import_qdrant(
             "text_field": text_field,
             "vector_name": vector_name if named else None,
             "id_field": id_field,
+            **({"kept_fields": list(keep_fields)} if keep_fields else {}),
         },
     }
     # the folder appears whole or not at all; with questions, it must load (they must fit)

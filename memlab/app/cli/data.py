@@ -77,6 +77,7 @@ def cmd_import_qdrant(args: argparse.Namespace) -> int:
         reference_date=args.reference_date,
         language=args.language or "en",
         progress=sys.stderr.isatty(),
+        keep_fields=tuple(dict.fromkeys(args.keep_field or ())),
     )
     n = len((out / "memories.jsonl").read_text(encoding="utf-8").splitlines())
     meta = json.loads((out / "dataset.json").read_text(encoding="utf-8"))
@@ -258,6 +259,14 @@ def add_import_qdrant_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--model", default=None, help="the model that made the vectors (questions are embedded with it)"
+    )
+    p.add_argument(
+        "--keep-field",
+        action="append",
+        default=None,
+        metavar="FIELD",
+        help="a payload field to keep as the memory's payload (repeatable), e.g. user_id: what --filter "
+        "and --shard-key read",
     )
     p.add_argument("--questions", default=None, help="questions.jsonl to include")
     p.add_argument(
