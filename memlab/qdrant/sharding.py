@@ -106,6 +106,9 @@ class Scope:
         """The filter as REST conditions, for the query's ``must`` beside the date cut-off."""
         return [{"key": k, "match": {"value": v}} for k, v in self.filters]
 
+    def as_dict(self) -> dict[str, Any]:
+        return {"filter": dict(self.filters), "shards": self.shards, "shard_key": self.shard_key}
+
     def describe(self) -> str:
         parts = [f"filter {filter_text(self.filters)}"] if self.filters else []
         if self.shard_key is not None:

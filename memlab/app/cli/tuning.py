@@ -33,7 +33,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     dataset = problem.dataset
     ev = evaluate(problem)
     if args.format == "json":
-        emit(json.dumps(json_ready(ev.to_dict()), indent=2, ensure_ascii=False), args.output)
+        scope = {} if problem.scope.trivial else {"collection": problem.scope.as_dict()}
+        emit(json.dumps(json_ready({**ev.to_dict(), **scope}), indent=2, ensure_ascii=False), args.output)
         return 0
     model = ev.details.get("model", "")
     lines = [

@@ -1,0 +1,255 @@
+"""Tenant filters and shards through the dataset, the commands and the exports, on
+``tests/data/two-tenants`` (alice's and bob's memories in one collection, hand-written scores).
+
+qa asks about alice: raw a1 0.62, a2 0.60, b1 0.70, b4 0.55 (bob's b1 tops it); point ids 0..7
+fall on two shards as [0, 0, 1, 0, 0, 0, 1, 0] under Qdrant's hash (a3 and b3 on shard 1).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from qdrant_client import QdrantClient, models
+
+from memlab.app.cli import main
+from memlab.datasets.schema import DatasetError, load_dataset
+from memlab.qdrant.sharding import point_hash, shard_of, siphash
+
+DATA = Path(__file__).parent / "data" / "two-tenants"
+EVAL = ["evaluate", "--dataset", str(DATA), "--source", "published", "--threshold", "0.5", "--format", "json"]
+
+
+def injected(capsys, *extra) -> dict[str, list[str]]:
+    assert main([*EVAL, *extra]) == 0
+    out = json.loads(capsys.readouterr().out)
+    return {q["id"]: [c["memory"] for c in q["candidates"] if c["injected"]] for q in out["questions"]}
+
+
+def test_the_filter_keeps_each_users_query_to_their_memories(capsys):
+    every = injected(capsys, "--candidates", "3", "--inject", "2")
+    assert every["qa"] == ["b1", "a2"]  # bob's b1 (final 0.743) outranks alice's memories
+    alice = injected(capsys, "--candidates", "3", "--inject", "2", "--filter", "user_id=alice")
+    assert alice["qa"] == ["a2", "a1"]  # finals 0.6466, 0.6455: a2's bonus lifts it over a1
+    bob = injected(capsys, "--candidates", "3", "--inject", "2", "--filter", "user_id=bob")
+    assert bob["qb"] == ["b1", "b4"]
+    assert main([*EVAL, "--filter", "user_id=alice"]) == 0
+    assert json.loads(capsys.readouterr().out)["collection"] == {
+        "filter": {"user_id": "alice"},
+        "shards": 1,
+        "shard_key": None,
+    }
+
+
+def test_two_shards_widen_the_pool(capsys):
+    """candidates=1: unsharded qa's one candidate is b1; on two shards shard 1 adds its best, a3
+    (0.20, under the threshold): the pool grows, the injected set does not."""
+    assert main([*EVAL[:-2], "--candidates", "1", "--shards", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "collection: 2 shards (Qdrant's id hashing)" in out
+    assert shard_of(list(range(8)), 2).tolist() == [0, 0, 1, 0, 0, 0, 1, 0]
+    two = json.loads(_json(capsys, "--candidates", "1", "--shards", "2"))["questions"][0]["candidates"]
+    assert [c["memory"] for c in two] == ["b1", "a3"]
+    # a shard key: one shard per user; each user's best memory is a candidate
+    keyed = json.loads(_json(capsys, "--candidates", "1", "--inject", "2", "--shard-key", "user_id"))
+    assert [c["memory"] for c in keyed["questions"][0]["candidates"]] == ["b1", "a1"]
+
+
+def _json(capsys, *extra) -> str:
+    assert main([*EVAL, *extra]) == 0
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (
+            ["--filter", "team=red"],
+            "--filter team=red: no memory has payload field 'team'; payload fields: user_id",
+        ),
+        (["--filter", "user_id"], "--filter 'user_id': expected key=value, e.g. user_id=alice"),
+        (["--shards", "0"], "shards: expected an integer in [1, 1024], got 0"),
+        (
+            ["--shards", "2", "--shard-key", "user_id"],
+            "give --shards (Qdrant's default sharding) or --shard-key (one shard per key value), not both",
+        ),
+        (["--shard-key", "team"], "--shard-key team: no memory has payload field 'team'"),
+    ],
+)
+def test_bad_collection_options_are_one_line(capsys, extra, message):
+    assert main([*EVAL, *extra]) == 2
+    assert capsys.readouterr().err.strip() == f"memlab: error: {message}"
+
+
+def test_the_export_carries_the_filter_in_every_format(capsys):
+    spec = [
+        "spec",
+        "--dataset",
+        str(DATA),
+        "--source",
+        "published",
+        "--threshold",
+        "0.5",
+        "--filter",
+        "user_id=alice",
+    ]
+    assert main([*spec, "--format", "qdrant-json", "--at", "2026-09-10"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["prefetch"]["filter"]["must"] == [
+        {"key": "date", "range": {"lte": "2026-09-10T00:00:00Z"}},
+        {"key": "user_id", "match": {"value": "alice"}},
+    ]
+    assert main([*spec, "--format", "python"]) == 0
+    assert "{'key': 'user_id', 'match': {'value': 'alice'}}" in capsys.readouterr().out
+    assert main([*spec, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["filter"] == {
+        "must": [{"key": "user_id", "match": {"value": "alice"}}]
+    }
+    assert main([*spec, "--format", "table"]) == 0
+    assert capsys.readouterr().out.strip().endswith("; filter user_id=alice")
+    assert main([*spec, "--format", "setup", "--collection", "notes"]) == 0
+    setup = capsys.readouterr().out
+    assert '{"field_name": "user_id", "field_schema": {"type": "keyword", "is_tenant": true}}' in setup
+    assert "client.create_payload_index('notes', 'user_id', field_schema=models.KeywordIndexParams(" in setup
+
+
+def test_the_setup_index_is_a_valid_request(capsys):
+    """The printed index body reads as Qdrant's REST request (qdrant-client's own model)."""
+    assert main(["spec", "--dataset", str(DATA), "--format", "setup", "--filter", "user_id=bob"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    index = models.CreateFieldIndex(
+        **json.loads(next(x for x in lines if x.startswith('{"field_name": "user_id"')))
+    )
+    assert index.field_schema == models.KeywordIndexParams(
+        type=models.KeywordIndexType.KEYWORD, is_tenant=True
+    )
+
+
+@pytest.mark.parametrize(
+    "line, problem",
+    [
+        ({"payload": ["alice"]}, "payload: expected a JSON object of keyword values, got ['alice']"),
+        (
+            {"payload": {"user_id": 1.5}},
+            "payload: user_id: expected a non-empty string or an integer (a keyword value), got 1.5",
+        ),
+        (
+            {"payload": {"user_id": True}},
+            "payload: user_id: expected a non-empty string or an integer (a keyword value), got True",
+        ),
+        (
+            {"payload": {"user_id": 7}},
+            "payload: user_id: an integer where earlier ones hold a string: store one type",
+        ),
+        ({"point_id": -1}, "point_id: -1 is outside 0..2^64-1 (Qdrant's integer point ids)"),
+        (
+            {"point_id": "note-3"},
+            "point_id: expected an unsigned integer or a UUID (a Qdrant point id), got 'note-3'",
+        ),
+        ({"point_id": 0}, "point_id: 0 is also memory 'a1''s"),
+    ],
+)
+def test_bad_payloads_name_the_file_line_and_field(tmp_path, line, problem):
+    folder = tmp_path / "ds"
+    shutil.copytree(DATA, folder)
+    rows = (folder / "memories.jsonl").read_text().splitlines()
+    rows[7] = json.dumps({**json.loads(rows[7]), **line})  # b4, line 8
+    (folder / "memories.jsonl").write_text("\n".join(rows) + "\n")
+    with pytest.raises(DatasetError) as e:
+        load_dataset(folder)
+    assert e.value.problems == [f"{folder}/memories.jsonl:8: {problem}"]
+
+
+def test_an_integer_field_is_filtered_as_an_integer(tmp_path, capsys):
+    folder = tmp_path / "ds"
+    shutil.copytree(DATA, folder)
+    rows = [json.loads(x) for x in (folder / "memories.jsonl").read_text().splitlines()]
+    for r in rows:
+        r["payload"] = {"user_id": 1 if r["payload"]["user_id"] == "alice" else 2}
+    (folder / "memories.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    argv = [
+        "spec",
+        "--dataset",
+        str(folder),
+        "--source",
+        "published",
+        "--threshold",
+        "0.5",
+        "--format",
+        "json",
+    ]
+    assert main([*argv, "--filter", "user_id=1"]) == 0
+    assert json.loads(capsys.readouterr().out)["filter"]["must"] == [
+        {"key": "user_id", "match": {"value": 1}}
+    ]
+    assert main([*argv, "--filter", "user_id=alice"]) == 2
+    assert (
+        capsys.readouterr().err.strip()
+        == "memlab: error: --filter user_id=alice: user_id holds integers, got 'alice'"
+    )
+
+
+def test_import_keeps_the_named_fields_and_the_point_ids(tmp_path):
+    client = QdrantClient(path=str(tmp_path / "q"))
+    client.create_collection(
+        "mem", vectors_config=models.VectorParams(size=2, distance=models.Distance.COSINE)
+    )
+    rng = np.random.default_rng(0)
+    client.upsert(
+        "mem",
+        points=[
+            models.PointStruct(
+                id=i,
+                vector=rng.normal(size=2).tolist(),
+                payload={
+                    "when": f"2026-09-0{i + 1}T00:00:00Z",
+                    "body": f"memory {i}",
+                    "user_id": u,
+                    "x": 1,
+                },
+            )
+            for i, u in enumerate(["alice", "bob", "alice"])
+        ],
+    )
+    client.close()
+    argv = ["import-qdrant", "--path", str(tmp_path / "q"), "--collection", "mem", "--date-field", "when"]
+    argv += [
+        "--text-field",
+        "body",
+        "--keep-field",
+        "user_id",
+        "-o",
+        str(tmp_path / "ds"),
+        "--language",
+        "en",
+    ]
+    assert main([*argv, "--reference-date", "2026-09-10"]) == 0
+    rows = [json.loads(x) for x in (tmp_path / "ds" / "memories.jsonl").read_text().splitlines()]
+    assert [r["payload"] for r in rows] == [{"user_id": "alice"}, {"user_id": "bob"}, {"user_id": "alice"}]
+    assert [r["point_id"] for r in rows] == [0, 1, 2]
+    assert json.loads((tmp_path / "ds" / "dataset.json").read_text())["qdrant"]["kept_fields"] == ["user_id"]
+    missing = ["import-qdrant", "--path", str(tmp_path / "q"), "--collection", "mem", "--date-field", "when"]
+    missing += ["--text-field", "body", "--keep-field", "team", "-o", str(tmp_path / "ds2")]
+    assert main(missing) == 2
+    assert not (tmp_path / "ds2").exists()
+
+
+def test_qdrants_hash_ring_as_its_sources_state_it():
+    """SipHash-2-4 is the reference one (the paper's vector, key 00..0f, message 00..0e); the
+    ring keeps Qdrant's own property (hash_ring.rs test_repartition): adding shard 3 moves points
+    only onto shard 3; integer and UUID ids hash with their discriminants."""
+    from siphash24 import siphash24
+
+    assert siphash24(bytes(range(15)), key=bytes(range(16))).intdigest() & (2**64 - 1) == 0xA129CA6149BE45E5
+    assert point_hash(5) == siphash(b"\0" * 8 + (5).to_bytes(8, "little"))
+    uid = "6ba7b810-9dad-11d1-80b4-00c04fd430c8"
+    assert point_hash(uid) == siphash(
+        (1).to_bytes(8, "little") + (16).to_bytes(8, "little") + bytes.fromhex(uid.replace("-", ""))
+    )
+    three, four = shard_of(list(range(2000)), 3), shard_of(list(range(2000)), 4)
+    assert set(four[three != four].tolist()) == {3}
+    counts = np.bincount(four, minlength=4)
+    assert counts.min() > 350  # about a quarter each (100 places per shard)
