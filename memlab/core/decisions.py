@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from memlab.core.shards import Pool
 from memlab.core.spec import RetrievalSpec, retrieve
 
 
@@ -57,14 +58,16 @@ def decision_margin(
     memory_ids: tuple[str, ...],
     spec: RetrievalSpec,
     question_ids: tuple[str, ...] | None = None,
+    pool: Pool | None = None,
 ) -> Decision:
     """The smallest distance from any decision of ``spec`` over every question (rows of ``raw``,
-    NaN: not retrievable; ``ages`` per memory or per question and memory), with the one it is."""
+    NaN: not retrievable; ``ages`` per memory or per question and memory), with the one it is;
+    ``pool``: the tenant filter and the shards the candidates come from."""
     raw = np.asarray(raw, dtype=np.float64)
     ages = np.broadcast_to(np.asarray(ages, dtype=np.float64), raw.shape)
     best = Decision(math.inf)
     for q in range(raw.shape[0]):
-        cands = retrieve(raw[q], ages[q], memory_ids, spec)
+        cands = retrieve(raw[q], ages[q], memory_ids, spec, pool)
         finals = np.array([c.final for c in cands])
         for distance, kind, j, j2 in question_decisions(finals, spec.threshold, spec.inject):
             if distance < best.margin:

@@ -17,6 +17,7 @@ import numpy as np
 from memlab.app.cli.options import (
     DEFAULTS,
     Command,
+    add_collection_options,
     add_criteria_option,
     add_family_options,
     add_output_options,
@@ -27,6 +28,7 @@ from memlab.app.cli.options import (
     family_values,
     fmt,
     options_from,
+    scope_from,
     spec_fields,
 )
 from memlab.core.errors import InputError
@@ -143,7 +145,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from memlab.core.decisions import decision_margin
     from memlab.core.grid import AXES
     from memlab.core.selection import FALLBACK, UTILITY_FORMULA, choose_streaming, rule_metrics, utility
-    from memlab.core.sweep import check_metrics, sweep_chunks
+    from memlab.core.sweep import check_metrics
+    from memlab.core.sweep_pool import pooled_sweep_chunks
     from memlab.output.io import TableWriter
     from memlab.scores.problem import build_problem
     from memlab.tuning.tuned import dataset_reference, save_tuned, tuned_spec
@@ -153,7 +156,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     langs = languages_of(args, dataset)
     options = options_from(args)
     fields = {**spec_fields(args), "decay": None, "combine": None}  # the family is a grid axis here
-    problems = [build_problem(dataset, replace(options, lang=lang), **fields) for lang in langs]
+    scope = scope_from(args, dataset)
+    problems = [build_problem(dataset, replace(options, lang=lang), scope=scope, **fields) for lang in langs]
     grid = grid_from(args, problems[0])
     progress = grid.size >= 1_000_000 and sys.stderr.isatty()
     asked = check_metrics(args.metrics.split(",")) if args.metrics else None
@@ -162,8 +166,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     def stream(problem, long: bool = False):
         ages, raw, labels = problem.ages(), problem.raw, problem.labels()
-        return sweep_chunks(
-            raw, ages, labels, grid, criteria, long=long, progress=progress, metrics=None if long else metrics
+        return pooled_sweep_chunks(
+            raw,
+            ages,
+            labels,
+            grid,
+            criteria,
+            problem.pool,
+            long=long,
+            progress=progress,
+            metrics=None if long else metrics,
         )
 
     joint = len(langs) > 1
@@ -231,8 +243,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         file=say,
     )
     spec = spec_of(row)
+    if not scope.trivial:
+        print(shard_summary(problems[0], spec), file=say)
     decisions = [
-        decision_margin(p.raw, p.ages(), dataset.memory_ids, spec, dataset.question_ids) for p in problems
+        decision_margin(p.raw, p.ages(), dataset.memory_ids, spec, dataset.question_ids, p.pool)
+        for p in problems
     ]
     closest = min(range(len(langs)), key=lambda i: decisions[i].margin)
     print(
@@ -396,6 +411,27 @@ def grouped_conflicts(rows: list[dict[str, Any]]) -> list[str]:
 GRID_TITLE = "grid (start:stop:step with stop included, a comma list, or one value)"
 
 
+def shard_summary(problem, spec) -> str:
+    """How the collection's scope changes what the chosen spec injects: the injected memories
+    under it and on one shard (the same filter), and on how many questions the sets differ."""
+    from memlab.tuning.evaluate import evaluate
+
+    scope = problem.scope
+    here = evaluate(problem.with_spec(spec))
+    flat = evaluate(problem.with_scope(replace(scope, shards=1, shard_key=None)).with_spec(spec))
+    sets = [
+        ({c.memory_id for c in a.injected}, {c.memory_id for c in b.injected})
+        for a, b in zip(here.results, flat.results, strict=True)
+    ]
+    pools = [len(r.candidates) for r in here.results]
+    return (
+        f"collection: {scope.describe()}: at the choice {sum(len(a) for a, _ in sets)} memories injected "
+        f"(one shard: {sum(len(b) for _, b in sets)}), the injected set differs on "
+        f"{sum(a != b for a, b in sets)} of {len(sets)} questions; up to {max(pools, default=0)} candidates "
+        f"per question (one shard: {spec.candidates})"
+    )
+
+
 def add_sweep_arguments(p: argparse.ArgumentParser) -> None:
     from memlab.core.sweep import METRICS
 
@@ -408,6 +444,7 @@ def add_sweep_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--inject", dest="inject_range", default=str(DEFAULTS.inject), help="default: %(default)s")
     add_family_options(p, many=True)
     add_criteria_option(p)
+    add_collection_options(p)
     add_parameters(p, ["select", "nohit_weight"])
     p.add_argument(
         "--save",
