@@ -135,8 +135,7 @@ def _no_stale_injected(s: QuestionSummary, cols: np.ndarray, threshold) -> tuple
     memory is injected."""
     cols = _stale_columns(s, cols)
     if not cols.any():
-        shape = np.shape(s.best_final)[:-1]
-        return np.full(shape, -np.inf), np.ones(shape, dtype=bool)
+        return np.float64(-np.inf), np.True_
     return s.max("stale_final", cols), ~s.any("stale_injected", cols)
 
 
@@ -146,8 +145,7 @@ def _current_above_stale(s: QuestionSummary, cols: np.ndarray, threshold) -> tup
     stale memory."""
     cols = _stale_columns(s, cols)
     if not cols.any():
-        shape = np.shape(s.best_final)[:-1]
-        return np.full(shape, np.inf), np.ones(shape, dtype=bool)
+        return np.float64(np.inf), np.True_
     return s.min("stale_gap", cols), ~s.any("stale_over_current", cols)
 
 

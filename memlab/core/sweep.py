@@ -391,13 +391,13 @@ def _long_columns(
         )
     rows = int(np.prod(shape))
     config = np.arange(first_row, first_row + rows)
-    current_final = summary.current_final
+    current_final = summary.full("current_final")  # (n, 1, K, 1, Q)
     out = {
         "config": np.repeat(config, n_q),
         "question": np.tile(np.asarray(labels.question_ids, dtype=object), rows),
         "kind": np.tile(np.asarray(labels.kinds, dtype=object), rows),
         **{a: np.repeat(cols[a], n_q) for a in AXES},
-        "best_final": np.broadcast_to(summary.best_final, full).ravel(),
+        "best_final": np.broadcast_to(summary.full("best_final"), full).ravel(),
         "current_final": np.broadcast_to(current_final, full).ravel(),
         "current_margin": np.broadcast_to(current_final - thr, full).ravel(),
         "current_injected": np.broadcast_to(summary.full("current_injected"), full).ravel(),
@@ -465,7 +465,8 @@ def _column_chunks(
         chunk_rows,
         row_cost=row_bytes(out, keep, long, n_q),
         pair_cost=pair_bytes(n_q, n_p, len(grid.candidates), len(grid.inject), len(prep.tracked_q)),
-        budget=chunk_bytes,
+        # a whole table held in memory is the result: its chunks may work in as many bytes
+        budget=chunk_bytes if keep else max(chunk_bytes, grid.size * out),
     )
 
     def columns(chunk: Chunk) -> dict[str, np.ndarray]:
@@ -528,9 +529,9 @@ def sweep(
     injected over the questions of each kind); ``stale_injected``; ``min_margin`` (the smallest
     criterion margin); ``feasible``.
 
-    The whole table is the result, so only the working memory of each chunk counts against the
-    budget: a grid whose working memory fits is one chunk, and larger ones are copied chunk by
-    chunk into columns allocated once.
+    The whole table is the result, so a chunk may work in as many bytes as the table takes (or the
+    sweep's budget, when more): a grid is one chunk unless its working memory is larger than its
+    table, and then its chunks are copied into columns allocated once.
     """
     chunks, columns = _column_chunks(
         raw, ages, labels, grid, criteria, long, chunk_rows, metrics, CHUNK_BYTES, keep=0

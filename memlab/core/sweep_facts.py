@@ -263,7 +263,14 @@ class CompiledKernels:
         from memlab.core import sweep_kernels
 
         return sweep_kernels.count(
-            facts.tops, q_weights, facts.t_final, facts.t_rank, l_weights, *thresholds.sorted_args(), inject
+            facts.tops,
+            *_sparse(q_weights),
+            facts.t_final,
+            facts.t_rank,
+            *_sparse(l_weights),
+            *thresholds.sorted_args(),
+            inject,
+            len(q_weights),
         )
 
     @staticmethod
@@ -271,6 +278,13 @@ class CompiledKernels:
         from memlab.core import sweep_kernels
 
         return sweep_kernels.min_gap(sf, rs, cf, rc, *thresholds.sorted_args(), inject)
+
+
+def _sparse(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(G, M) weights as rows per column m: (start offsets (M + 1,), groups, weights)."""
+    m_idx, g_idx = np.nonzero(weights.T)
+    start = np.searchsorted(m_idx, np.arange(weights.shape[1] + 1))
+    return start.astype(np.int64), g_idx.astype(np.int64), weights[g_idx, m_idx].astype(np.int64)
 
 
 # chunks of at least this many configurations run the compiled kernels (compiled once, cached
@@ -282,13 +296,17 @@ def kernels(rows: int) -> type[NumpyKernels] | type[CompiledKernels]:
     return CompiledKernels if rows >= COMPILED_ROWS else NumpyKernels
 
 
+COMPACT = ("best_final", "current_final", "stale_final")  # the fields that do not depend on threshold, inject
+
+
 @dataclass(frozen=True)
 class SweepSummary:
     """A chunk's per-question facts in the form the criterion kernels read
-    (``memlab.core.criteria.QuestionSummary``), kept per (pair, candidates): finals and places of
-    each question's best candidate, current memory and best stale memory, shaped
-    (n, 1, K, 1, Q). The fields that depend on the threshold and inject (``current_injected``,
-    ``stale_injected``, ``stale_over_current``, ``stale_gap``) are derived where a kernel asks.
+    (``memlab.core.criteria.QuestionSummary``: ``question``, ``max``, ``min``, ``any``), kept per
+    (pair, candidates): finals and places of each question's best candidate, current memory and
+    best stale memory, question first, (Q, n, 1, K, 1). The fields that depend on the threshold and
+    inject (``current_injected``, ``stale_injected``, ``stale_over_current``, ``stale_gap``) are
+    derived where a kernel asks, shaped (n, H, K, I).
 
     The best stale memory (the stale candidate placed first) decides every stale field: if any
     stale memory is injected, it is; it has the highest stale final; and an injected stale memory
@@ -309,36 +327,33 @@ class SweepSummary:
     def threshold(self) -> np.ndarray:
         return self.thresholds.values[None, :, None, None]
 
-    def _inject(self, extra: int = 0) -> np.ndarray:
-        return self.inject.reshape((1, 1, 1, -1) + (1,) * extra)
+    def _inject(self) -> np.ndarray:
+        return self.inject[None, None, None, :]
 
-    # -- each derived field, per configuration: the plain form ----------------------------------
+    # -- each field per configuration and question, the plain way ------------------------------
 
-    def full(self, field: str, q: int | slice = slice(None)) -> np.ndarray:
-        """``field`` laid out per configuration (n, H, K, I) for question ``q``, or per
-        configuration and question (n, H, K, I, Q) for every question (``q`` a slice)."""
-        extra = 1 if isinstance(q, slice) else 0
-        thr = self.threshold[(..., *((None,) * extra))]
-        inj = self._inject(extra)
-
-        def pick(a: np.ndarray) -> np.ndarray:
-            return a[..., q]
-
-        if field in ("best_final", "current_final", "stale_final"):
-            return pick(getattr(self, field))
-        cur = injected(pick(self.current_final), pick(self.current_rank), thr, inj)
-        if field == "current_injected":
-            return cur
-        stale = injected(pick(self.stale_final), pick(self.stale_rank), thr, inj)
-        if field == "stale_injected":
-            return stale
-        if field == "stale_over_current":
-            return stale & (pick(self.stale_rank) < pick(self.current_rank))
-        if field == "stale_gap":
+    def full(self, field: str) -> np.ndarray:
+        """``field`` laid out per configuration and question, (n, H, K, I, Q), as a
+        ``QuestionSummary`` of the whole chunk holds it."""
+        thr, inj = self.threshold, self._inject()
+        cur = injected(self.current_final, self.current_rank, thr, inj)
+        stale = injected(self.stale_final, self.stale_rank, thr, inj)
+        if field in COMPACT:
+            out = getattr(self, field)
+        elif field == "current_injected":
+            out = cur
+        elif field == "stale_injected":
+            out = stale
+        elif field == "stale_over_current":
+            out = stale & (self.stale_rank < self.current_rank)
+        elif field == "stale_gap":
             with np.errstate(invalid="ignore"):
-                gap = np.where(cur, pick(self.current_final) - pick(self.stale_final), -np.inf)
-            return np.where(stale, gap, np.inf)
-        raise KeyError(field)
+                gap = np.where(cur, self.current_final - self.stale_final, -np.inf)
+            out = np.where(stale, gap, np.inf)
+        else:
+            raise KeyError(field)
+        shape = np.broadcast_shapes(out.shape, (1, *thr.shape[:2], *inj.shape[2:]))
+        return np.moveaxis(np.broadcast_to(out, shape), 0, -1)
 
     # -- what the kernels call --------------------------------------------------------------------
 
@@ -353,22 +368,24 @@ class SweepSummary:
             return self.stale_final, self.stale_rank, self.stale_rank < self.current_rank
         return None
 
-    def _reaches(self, final: np.ndarray, keep: np.ndarray) -> np.ndarray:
-        """Whether ``final``, where ``keep`` holds (NaN elsewhere), reaches each threshold."""
-        return np.where(keep, final, np.nan) >= self.threshold
-
     def question(self, field: str, q: int) -> np.ndarray:
+        if field in COMPACT:
+            return getattr(self, field)[q]
         placed = self._placed(field)
         if placed is None:
-            return self.full(field, q)
+            return self.full(field)[..., q]
         final, rank, also = placed
-        keep = rank[..., q] < self._inject()
-        return self._reaches(final[..., q], keep if also is None else keep & also[..., q])
+        keep = rank[q] < self._inject()
+        if also is not None:
+            keep = keep & also[q]
+        return np.where(keep, final[q], np.nan) >= self.threshold
 
     def max(self, field: str, cols: np.ndarray) -> np.ndarray:
-        if field in ("best_final", "current_final", "stale_final"):
-            return masked_max(getattr(self, field), cols)
-        return masked_max(self.full(field), cols)
+        if field not in COMPACT:
+            return masked_max(self.full(field), cols)
+        a = getattr(self, field)
+        keep = np.asarray(cols, dtype=bool).reshape(-1, *(1,) * (a.ndim - 1))
+        return np.where(keep & ~np.isnan(a), a, -np.inf).max(axis=0, initial=-np.inf)
 
     def any(self, field: str, cols: np.ndarray) -> np.ndarray:
         """For the injected fields: the best final, over the questions in ``cols`` whose memory is
@@ -377,21 +394,19 @@ class SweepSummary:
         if placed is None:
             return np.any(self.full(field) & cols, axis=-1)
         final, rank, also = placed
-        keep = cols & (rank < self._inject(1))
+        keep = np.asarray(cols, dtype=bool).reshape(-1, 1, 1, 1, 1) & (rank < self._inject())
         if also is not None:
             keep = keep & also
-        return masked_max(np.where(keep, final, np.nan), True) >= self.threshold  # (n, H, K, I)
+        best = np.where(keep & ~np.isnan(final), final, -np.inf).max(axis=0, initial=-np.inf)
+        return best >= self.threshold  # (n, H, K, I)
 
     def min(self, field: str, cols: np.ndarray) -> np.ndarray:
         if field != "stale_gap":
             return np.where(cols, self.full(field), np.inf).min(axis=-1, initial=np.inf)
-        return self._min_gap(np.asarray(cols, dtype=bool))
-
-    def _min_gap(self, cols: np.ndarray) -> np.ndarray:
         sel = np.flatnonzero(cols)
 
-        def of(a: np.ndarray) -> np.ndarray:  # (n, 1, K, 1, Q) -> (n, K, selected)
-            return np.ascontiguousarray(a[:, 0, :, 0][..., sel])
+        def of(a: np.ndarray) -> np.ndarray:  # (Q, n, 1, K, 1) -> (n, K, selected)
+            return np.ascontiguousarray(a[sel][:, :, 0, :, 0].transpose(1, 2, 0))
 
         return self.kernels.min_gap(
             of(self.stale_final),
@@ -415,8 +430,8 @@ def summary_of(facts: PairFacts, prep, thresholds: Thresholds, inject: np.ndarra
     stale_at = stale[np.arange(len(stale)), first]
     pair, k = np.arange(n)[:, None, None], np.arange(n_k)[None, :, None]
 
-    def per_question(a: np.ndarray) -> np.ndarray:  # (n, K, Q) -> (n, 1, K, 1, Q)
-        return a[:, None, :, None, :]
+    def per_question(a: np.ndarray) -> np.ndarray:  # (n, K, Q) -> (Q, n, 1, K, 1)
+        return np.ascontiguousarray(a.transpose(2, 0, 1))[:, :, None, :, None]
 
     best = facts.tops[..., 0] if facts.tops.shape[-1] else np.full(facts.tops.shape[:-1], -np.inf)
     return SweepSummary(

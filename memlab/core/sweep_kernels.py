@@ -23,8 +23,10 @@ def _above(descending: np.ndarray, v: float) -> int:
     """How many of the thresholds (highest first) lie above ``v``; all of them for NaN. ``v``
     reaches exactly the thresholds from this sorted place on."""
     n = descending.shape[0]
-    if v != v:
+    if v != v or v < descending[n - 1]:
         return n
+    if v >= descending[0]:  # most values sit above or below every threshold
+        return 0
     lo, hi = 0, n
     while lo < hi:
         mid = (lo + hi) // 2
@@ -90,13 +92,29 @@ def pair_facts(final, known, k_vals, n_top, tq, tpos):
 
 
 @jit
-def count(tops, q_weights, t_final, t_rank, l_weights, descending, order, inject):
+def count(
+    tops,
+    q_start,
+    q_group,
+    q_weight,
+    t_final,
+    t_rank,
+    l_start,
+    l_group,
+    l_weight,
+    descending,
+    order,
+    inject,
+    n_g,
+):
     """Per group g, configuration (n, H, K, I): the memories each question injects (its top
-    finals that reach the threshold, at most inject) times ``q_weights[g, q]`` plus each tracked
-    memory's injection times ``l_weights[g, l]``. Each value enters a histogram over the sorted
-    thresholds at the first one it reaches; a running sum writes the counts in grid order."""
+    finals that reach the threshold, at most inject) times its weight in g, plus each tracked
+    memory's injection times its weight. Weights come as sparse rows: question q's groups are
+    ``q_group[q_start[q]:q_start[q + 1]]`` with ``q_weight`` (likewise the tracked memories'). Each
+    value enters a histogram over the sorted thresholds at the first one it reaches; a running sum
+    writes the counts in grid order."""
     n, n_k, n_q, n_j = tops.shape
-    n_g, n_l = q_weights.shape[0], t_final.shape[2]
+    n_l = t_final.shape[2]
     n_h, n_i = descending.shape[0], inject.shape[0]
     out = np.empty((n_g, n, n_h, n_k, n_i), dtype=np.int64)
     hist = np.zeros((n_g, n_h + 1, n_i), dtype=np.int64)
@@ -104,27 +122,29 @@ def count(tops, q_weights, t_final, t_rank, l_weights, descending, order, inject
         for ki in range(n_k):
             hist[:] = 0
             for q in range(n_q):
+                if q_start[q] == q_start[q + 1]:
+                    continue
                 for j in range(n_j):
                     b = _above(descending, tops[pair, ki, q, j])  # -inf: no candidate, below all
                     if b == n_h:
                         break  # the tops are best first: the rest reach no threshold either
-                    for g in range(n_g):
-                        w = q_weights[g, q]
-                        if w != 0:
-                            for ii in range(n_i):
-                                if j < inject[ii]:
-                                    hist[g, b, ii] += w
+                    for e in range(q_start[q], q_start[q + 1]):
+                        g, w = q_group[e], q_weight[e]
+                        for ii in range(n_i):
+                            if j < inject[ii]:
+                                hist[g, b, ii] += w
             for li in range(n_l):
+                if l_start[li] == l_start[li + 1]:
+                    continue
                 b = _above(descending, t_final[pair, ki, li])
                 if b == n_h:
                     continue
                 r = t_rank[pair, ki, li]
-                for g in range(n_g):
-                    w = l_weights[g, li]
-                    if w != 0:
-                        for ii in range(n_i):
-                            if r < inject[ii]:
-                                hist[g, b, ii] += w
+                for e in range(l_start[li], l_start[li + 1]):
+                    g, w = l_group[e], l_weight[e]
+                    for ii in range(n_i):
+                        if r < inject[ii]:
+                            hist[g, b, ii] += w
             for g in range(n_g):
                 for ii in range(n_i):
                     acc = 0
