@@ -67,14 +67,13 @@ def tree_digest(root: Path, skip_suffixes: tuple[str, ...] = ()) -> str:
 
 def memlab_record() -> dict[str, Any]:
     """What this memlab is: version, commit, the package's files, Python and the packages."""
-    import memlab
     from memlab.app.runner import git_commit, kernel_name, versions
 
     return {
         "memlab": versions()["memlab"],
         "git_commit": git_commit(),
         # numba's compiled-kernel cache files sit beside the sources: not sources
-        "sources_sha256": tree_digest(Path(memlab.__file__).parent, (".nbi", ".nbc", ".pyc")),
+        "sources_sha256": tree_digest(Path(__file__).resolve().parents[1], (".nbi", ".nbc", ".pyc")),
         "python": sys.version.split()[0],
         "packages": versions(),
         "kernel": kernel_name(),

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from memlab.core.criteria import masked_max
-from memlab.core.ranking import injected
+from memlab.core.ranking import injected, placed_before
 
 NOT_CANDIDATE = np.iinfo(np.int64).max // 2  # the place of a memory that is not a candidate
 
@@ -104,8 +104,7 @@ def pair_facts_numpy(
     """From the finals at each candidate position (P, Q, n) and which positions hold a memory
     (P, Q): the top ``n_top`` finals per candidates value (an insertion over positions), and the
     tracked memories' (question ``tq``, position ``tpos``, -1 when not among the first P) finals
-    and places. The re-sort is final descending, then candidate position: raw descending, then
-    dataset order, the rule of ``memlab.core.ranking``."""
+    and places in the re-sort (``memlab.core.ranking.placed_before``)."""
     n_p, n_q, n = final.shape
     pos = np.arange(n_p)
     valid = known[:, :, None] & (pos[:, None, None] < k_vals[None, None, :])  # (P, Q, K)
@@ -122,7 +121,7 @@ def pair_facts_numpy(
     rank = np.zeros((n, len(k_vals), len(tq)), dtype=np.int64)
     for p in range(n_p):
         fp = final[p, tq].T  # (n, L)
-        ahead = (fp > f_t) | ((fp == f_t) & (p < tpos))
+        ahead = placed_before(fp, p, f_t, tpos)
         rank += ahead[:, None, :] & valid[p, tq].T[None]
     in_cand = (present[:, None] & valid[at, tq]).T[None]  # (1, K, L)
     empty = np.zeros((1, len(k_vals), 1), dtype=bool)

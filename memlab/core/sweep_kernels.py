@@ -13,9 +13,11 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from memlab.core.ranking import placed_before
 from memlab.core.sweep_facts import NOT_CANDIDATE
 
 jit = numba.njit(cache=True, nogil=True)
+_placed_before = jit(placed_before)  # the re-sort's rule, compiled from memlab.core.ranking
 
 
 @jit
@@ -40,8 +42,8 @@ def _above(descending: np.ndarray, v: float) -> int:
 @jit
 def pair_facts(final, known, k_vals, n_top, tq, tpos):
     """(tops (n, K, Q, J), t_final (n, K, L + 1), t_rank (n, K, L + 1)) from the finals (P, Q, n): per
-    question and pair, the known positions in re-sort order (final descending, then position) by
-    insertion, then the first ``n_top`` of them below each candidates value; a tracked memory's
+    question and pair, the known positions in re-sort order (``memlab.core.ranking.placed_before``)
+    by insertion, then the first ``n_top`` of them below each candidates value; a tracked memory's
     place is how many candidates come before it in that order."""
     n_p, n_q, n = final.shape
     n_k, n_l = k_vals.shape[0], tq.shape[0]
@@ -57,7 +59,7 @@ def pair_facts(final, known, k_vals, n_top, tq, tpos):
                     continue
                 f = final[p, q, pair]
                 j = m
-                while j > 0 and final[order[j - 1], q, pair] < f:
+                while j > 0 and _placed_before(f, p, final[order[j - 1], q, pair], order[j - 1]):
                     order[j] = order[j - 1]
                     j -= 1
                 order[j] = p
@@ -82,10 +84,8 @@ def pair_facts(final, known, k_vals, n_top, tq, tpos):
                     continue
                 ahead = 0
                 for p in range(min(k, n_p)):
-                    if known[p, q]:
-                        fp = final[p, q, pair]
-                        if fp > f0 or (fp == f0 and p < p0):
-                            ahead += 1
+                    if known[p, q] and _placed_before(final[p, q, pair], p, f0, p0):
+                        ahead += 1
                 t_final[pair, ki, li] = f0
                 t_rank[pair, ki, li] = ahead
     return tops, t_final, t_rank
@@ -109,7 +109,8 @@ def count(
 ):
     """Per group g, configuration (n, H, K, I): the memories each question injects (its top
     finals that reach the threshold, at most inject) times its weight in g, plus each tracked
-    memory's injection times its weight. Weights come as sparse rows: question q's groups are
+    memory's injection times its weight; injected as ``memlab.core.ranking.injected`` says: at or
+    above the threshold, placed below inject. Weights come as sparse rows: question q's groups are
     ``q_group[q_start[q]:q_start[q + 1]]`` with ``q_weight`` (likewise the tracked memories'). Each
     value enters a histogram over the sorted thresholds at the first one it reaches; a running sum
     writes the counts in grid order."""
