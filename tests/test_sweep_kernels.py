@@ -184,17 +184,17 @@ def test_a_sweep_through_the_compiled_kernels_equals_one_through_numpys(monkeypa
     dataset, scores, grid = case
     labels = Labels.from_dataset(dataset)
     with monkeypatch.context() as m:
-        m.setattr(F, "COMPILED_ROWS", 10**12)
+        m.setattr(F, "COMPILED_CONFIGS", 10**12)
         plain = sweep(scores.raw, dataset.ages(), labels, grid)
         plain_long = sweep(scores.raw, dataset.ages(), labels, grid, long=True)
     with monkeypatch.context() as m:
-        m.setattr(F, "COMPILED_ROWS", 0)
+        m.setattr(F, "COMPILED_CONFIGS", 0)
         compiled = sweep(scores.raw, dataset.ages(), labels, grid)
         compiled_long = sweep(scores.raw, dataset.ages(), labels, grid, long=True)
     pd.testing.assert_frame_equal(plain, compiled)
     pd.testing.assert_frame_equal(plain_long, compiled_long)
 
 
-def test_the_compiled_kernels_are_only_for_large_chunks():
-    assert F.kernels(F.COMPILED_ROWS - 1) is F.NumpyKernels
-    assert F.kernels(F.COMPILED_ROWS) is F.CompiledKernels
+def test_the_compiled_kernels_are_only_for_large_sweeps():
+    assert F.kernels(F.COMPILED_CONFIGS - 1) is F.NumpyKernels
+    assert F.kernels(F.COMPILED_CONFIGS) is F.CompiledKernels

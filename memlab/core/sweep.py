@@ -222,7 +222,7 @@ def _evaluate_chunk(
     n_top = int(min(i_vals.max(), final.shape[0]))
     shape = (n, n_h, n_k, n_i)
     rows = n * n_h * n_k * n_i
-    run = kernels(rows)
+    run = kernels(grid.size)
     facts = run.pair_facts(final, prep.known, k_vals, n_top, prep.tracked_q, prep.tracked_pos)
     thresholds = Thresholds.of(thr)
     summary = summary_of(facts, prep, thresholds, i_vals, run)

@@ -286,13 +286,16 @@ def _sparse(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return start.astype(np.int64), g_idx.astype(np.int64), weights[g_idx, m_idx].astype(np.int64)
 
 
-# chunks of at least this many configurations run the compiled kernels (compiled once, cached
-# on disk); smaller ones, numpy's, which need no compiler at all
-COMPILED_ROWS = 1 << 16
+# a sweep of at least this many configurations runs the compiled kernels; a smaller one numpy's,
+# which need no compiler: loading the compiled kernels costs about a second a process (compiling
+# them, once per machine, about 5-13 s), which numpy's take to cost only from about 10^6
+# configurations on (bench/bench_sweep.py)
+COMPILED_CONFIGS = 1 << 19
 
 
-def kernels(rows: int) -> type[NumpyKernels] | type[CompiledKernels]:
-    return CompiledKernels if rows >= COMPILED_ROWS else NumpyKernels
+def kernels(configs: int) -> type[NumpyKernels] | type[CompiledKernels]:
+    """The kernels for a sweep of ``configs`` configurations (all its chunks)."""
+    return CompiledKernels if configs >= COMPILED_CONFIGS else NumpyKernels
 
 
 COMPACT = ("best_final", "current_final", "stale_final")  # the fields that do not depend on threshold, inject

@@ -4,8 +4,8 @@
 
 They compare and count only: every final score comes in computed by numpy through the reference's
 own formula (``memlab.core.spec.rescore``), so nothing here can round differently. Compiled once
-and cached beside this file (numba's ``cache=True``); the sweep calls them only for chunks of
-``memlab.core.sweep_facts.COMPILED_ROWS`` configurations or more.
+and cached beside this file (numba's ``cache=True``); the sweep calls them only for sweeps of
+``memlab.core.sweep_facts.COMPILED_CONFIGS`` configurations or more.
 """
 
 from __future__ import annotations
