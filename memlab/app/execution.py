@@ -32,7 +32,7 @@ from typing import Any
 import memlab.output  # noqa: F401  (imported before papermill: spares jsonschema's 1 s IRI grammar)
 from memlab.app.exporter import Exporter
 from memlab.app.notebooks import figure_notes
-from memlab.app.reuse import Reuse
+from memlab.app.reuse import Reuse, keep_fresh, reuse_earlier
 from memlab.app.runner import Batch, Result, git_commit, kernel_name, now, versions
 from memlab.core.errors import InputError, MissingFileError
 from memlab.core.files import atomic_write_text
@@ -282,21 +282,7 @@ def run_batch(
                 }
             )
         reuse = Reuse(batch=batch.path)
-        keys = [reuse.inputs(Path(t["input"]), t["parameters"]) for t in tasks]
-        keys = [(reuse.key(k), k) for k in keys]
-        found = [None if force else reuse.find(key) for key, _ in keys]
-        for i in (i for i, e in enumerate(found) if e is not None):
-            res = results[i]
-            res.__dict__.update(
-                reuse.restore(found[i], Path(res.output), Path(res.out_dir), Path(env[SHARED_PLOTLY_JS]))
-            )
-            report = Path(res.out_dir) / "report.json"
-            res.report = json.loads(report.read_text(encoding="utf-8")) if report.is_file() else {}
-            log(
-                f"reused {res.run}/{res.notebook}: nothing it depends on changed since it ran "
-                f"{res.start} ({res.duration_s:.1f} s)"
-            )
-        fresh = [i for i, e in enumerate(found) if e is None]
+        keys, fresh = reuse_earlier(reuse, tasks, results, force, Path(env[SHARED_PLOTLY_JS]), log)
         log(
             f"{len(fresh)} of {len(tasks)} notebooks to execute, {min(jobs, len(fresh))} at a time, "
             f"into {out}"
@@ -354,10 +340,7 @@ def run_batch(
                 f"exported {len(written)} PNG/SVG files in {busy:.1f} s beside the notebooks "
                 f"({time.perf_counter() - static_t:.1f} s after the last one)"
             )
-        for i in fresh:  # whole and exported: kept for the next run
-            if results[i].status == "ok":
-                r = results[i]
-                reuse.store(*keys[i], (r.run, r.notebook), r.__dict__, Path(r.output), Path(r.out_dir))
+        keep_fresh(reuse, keys, results, fresh)  # whole and exported: kept for the next run
         final = [relocated(r, staging, out) for r in results]  # where each lives after the swap
         manifest = {
             "memlab": versions()["memlab"],
@@ -403,8 +386,7 @@ def run_batch(
             for proc in list(getattr(pool, "_processes", {}).values()):
                 kill_tree(proc.pid)
             pool.shutdown(wait=False, cancel_futures=True)
-        with contextlib.suppress(Exception):
-            exporter.finish()  # stops its browser; a run stopped or failed exports nothing more
+        exporter.stop()  # a run stopped or failed exports nothing more
         shutil.rmtree(staging, ignore_errors=True)
         lock.unlink(missing_ok=True)
         for s, handler in previous.items():

@@ -7,6 +7,7 @@ thread only waits for it, so the runner keeps reporting notebooks as they finish
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import time
@@ -43,6 +44,16 @@ class Exporter:
                     self._busy += time.perf_counter() - t0
         except BaseException as e:  # handed to finish(), in the runner's thread
             self._error = e
+
+    def stop(self) -> None:
+        """Drop what is queued, let the export in progress end and close the browser."""
+        with contextlib.suppress(queue.Empty):
+            while True:
+                self._queue.get_nowait()
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
 
     def finish(self) -> tuple[list[Path], float]:
         if self._thread is not None:

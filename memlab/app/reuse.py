@@ -236,3 +236,38 @@ class Reuse:
             with contextlib.suppress(OSError, ValueError):
                 if json.loads((other / "entry.json").read_text(encoding="utf-8"))["slot"] == slot_id:
                     shutil.rmtree(other, ignore_errors=True)
+
+
+def reuse_earlier(
+    reuse: Reuse, tasks: list[dict[str, Any]], results: list, force: bool, shared_js: Path, log
+) -> tuple[list[tuple[str, dict[str, Any]]], list[int]]:
+    """For the jobs of a batch (``tasks``, with their ``results`` in staging): each one's key and
+    inputs; the results of those with an entry restored in place and said in the log (unless
+    ``force``); and the indices of the jobs left to execute."""
+    keys = []
+    for t in tasks:
+        inputs = reuse.inputs(Path(t["input"]), t["parameters"])
+        keys.append((reuse.key(inputs), inputs))
+    fresh = []
+    for i, (key, _) in enumerate(keys):
+        entry = None if force else reuse.find(key)
+        if entry is None:
+            fresh.append(i)
+            continue
+        res = results[i]
+        res.__dict__.update(reuse.restore(entry, Path(res.output), Path(res.out_dir), shared_js))
+        report = Path(res.out_dir) / "report.json"
+        res.report = json.loads(report.read_text(encoding="utf-8")) if report.is_file() else {}
+        log(
+            f"reused {res.run}/{res.notebook}: nothing it depends on changed since it ran "
+            f"{res.start} ({res.duration_s:.1f} s)"
+        )
+    return keys, fresh
+
+
+def keep_fresh(reuse: Reuse, keys: list[tuple[str, dict[str, Any]]], results: list, fresh: list[int]) -> None:
+    """Store each executed job that succeeded (its figures exported) for the next run."""
+    for i in fresh:
+        r = results[i]
+        if r.status == "ok":
+            reuse.store(*keys[i], (r.run, r.notebook), r.__dict__, Path(r.output), Path(r.out_dir))

@@ -8,7 +8,10 @@ the structure of the spec instead:
 - a candidate's final score depends only on (decay, combine, bonus, tau):
   ``rescore(raw, weight(age, tau, decay), bonus, combine)``, the functions the one-config
   reference calls;
-- threshold and inject only enter through comparisons, broadcast last.
+- threshold and inject only enter through comparisons: a chunk keeps, per (pair, candidates),
+  each question's top finals and its tracked memories' finals and places, and the columns are
+  counted from those against the thresholds (``memlab.core.sweep_facts``; numba kernels for large
+  sweeps, ``memlab.core.sweep_kernels``).
 
 Configurations are laid out in C order over ``AXES`` (decay slowest, inject fastest); row ``i``
 of the result is configuration ``i`` of ``Grid.values``. The order is recorded in
