@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help install install-test run test test-fast lint bench clean notebooks docs
+.PHONY: help install install-test run lab test test-fast test-hostile lint bench clean notebooks docs
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -31,6 +31,12 @@ $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
 	@$(BIN)/pip install --quiet -e '.[test]' $(QUIET)
 	@touch $@
 
+# the chat extra builds llama-cpp-python from source once (cmake, g++: about 10 minutes on 2 cores)
+$(VENV)/.installed-chat: pyproject.toml $(VENV)/.installed-test
+	@echo "installing the chat extra (llama-cpp-python builds from source once, about 10 minutes) ..."
+	@$(BIN)/pip install --quiet -e '.[test,chat]' $(QUIET)
+	@touch $@
+
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
 	@$(BIN)/pip install --quiet -e '.[dev]' $(QUIET)
 	@touch $@
@@ -40,11 +46,17 @@ install: $(VENV)/.installed  ## create .venv and install memlab (torch CPU first
 run: $(VENV)/.installed  ## run the notebooks on the default batch (embedded defaults + the seed's scores)
 	@$(BIN)/memlab run --config notebooks/batch.yaml
 
-test: $(VENV)/.installed-test  ## install the test extras and run the whole test suite
+lab: $(VENV)/.installed  ## open the notebooks in JupyterLab (saving keeps the tracked notebooks clean)
+	$(BIN)/jupyter lab --config=jupyter_server_config.py notebooks/
+
+test: $(VENV)/.installed-chat  ## install the test and chat extras and run the whole test suite
 	$(BIN)/python -m pytest
 
-test-fast: $(VENV)/.installed-test  ## the suite without model, notebook, browser and ranx tests
-	$(BIN)/python -m pytest -m "not model and not notebook and not browser and not ranx"
+test-fast: $(VENV)/.installed-test  ## the suite without model, notebook, browser, ranx and chat tests
+	$(BIN)/python -m pytest -m "not model and not notebook and not browser and not ranx and not chat"
+
+test-hostile: $(VENV)/.installed-test  ## the fault-and-hostile-input tier alone (also part of test and test-fast)
+	$(BIN)/python -m pytest -m "hostile and not notebook and not model"
 
 notebooks: $(VENV)/.installed  ## rewrite the notebooks' parameters cells from memlab.app.parameters and sync the .ipynb
 	$(BIN)/python -m memlab.app.parameters notebooks/[0-9]*.py

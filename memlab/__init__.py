@@ -6,6 +6,7 @@ from memlab.datasets.schema import Dataset, DatasetError, Memory, Question, load
 from memlab.scores.problem import RetrievalProblem, build_problem
 from memlab.scores.sources import SOURCES, ScoreOptions, ScoreTable, load_scores
 from memlab.tuning.evaluate import SEED_CANDIDATES, Evaluation, candidate_table, evaluate
+from memlab.tuning.tuned import TunedSpec, load_tuned, tuned_problem
 
 __version__ = "0.1.0"
 
@@ -23,13 +24,16 @@ __all__ = [
     "RetrievalSpec",
     "ScoreOptions",
     "ScoreTable",
+    "TunedSpec",
     "build_problem",
     "candidate_table",
     "evaluate",
     "final_score",
     "load_dataset",
     "load_scores",
+    "load_tuned",
     "recency_bonus",
     "recency_weight",
     "retrieve",
+    "tuned_problem",
 ]

@@ -8,7 +8,7 @@
 #       format_version: '1.3'
 #       jupytext_version: 1.19.6
 #   kernelspec:
-#     display_name: memlab
+#     display_name: memlab (.venv)
 #     language: python
 #     name: memlab
 # ---
@@ -22,7 +22,7 @@
 # shows the same spec question by question, one table per question kind.
 
 # %% tags=["parameters"]
-source: str = "published"  # score source: published (the seed's numbers) or embedded
+source: str = "embedded"  # score source: embedded (the texts, embedded) or published (the seed's numbers)
 lang: str = "en"  # text language to embed: en or ja
 model: str = ""  # embedding model name or folder; empty: the model an imported dataset records, else multilingual-e5-small (07_drift: all-MiniLM-L6-v2)
 embed_url: str = ""  # embedding server URL (OpenAI-compatible), tried first; empty: the local model only
@@ -30,26 +30,29 @@ embed_model: str = ""  # model asked of the server; empty: the local model's nam
 dataset: str = "seed16"  # packaged dataset name or dataset folder
 bonus: float = 0.05  # recency bonus at age 0 (cosine units)
 tau_days: float = 14.0  # recency decay constant (days): the decay's weight is 1/e at this age
-threshold: float = 0.45  # post-bonus score a memory needs to be injected (inclusive); commands default to the model's (0.845 English, 0.875 Japanese for multilingual-e5-small; 0.45 for published scores)
+threshold: float = None  # post-bonus score a memory needs to be injected (inclusive); empty: the model's (0.845 English, 0.875 Japanese for multilingual-e5-small; 0.45 for published scores)
 candidates: int = 8  # raw nearest neighbours fetched before the re-sort
 inject: int = 3  # most memories injected into the prompt
 decay: str = "exp"  # recency decay family, weight 1 at age 0 and 1/e at tau_days: exp exp(−age / tau); gauss exp(−(age / tau)²); lin max(0, 1 − (1 − 1/e) age / tau)
 combine: str = "add"  # how the bonus enters: add raw + bonus * w; mult raw * (1 + bonus * w)
+spec_file: str = ""  # a tuned spec (memlab sweep --save): its spec, model and dataset; spec values given beside it override the file's; empty: no file: the spec values and their defaults
 out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
 fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
 
 # %%
 from dataclasses import replace
 
-from memlab import ScoreOptions, build_problem, candidate_table, evaluate
+from memlab import ScoreOptions, candidate_table, evaluate, tuned_problem
 from memlab.embedding.server import server_config
 from memlab.output import figures, tables
 from memlab.output.report import Report
 
 report = Report(out_dir, fig_formats)
-# the dataset, its scores (and the model that made them) and the whole spec, settled once
+# the dataset, its scores (and the model that made them) and the whole spec, settled once: a
+# threshold not given follows the model; a tuned spec (spec_file) gives the values left at default
 options = ScoreOptions(source, lang, model or None, server=server_config(embed_url, embed_model))
-problem = build_problem(
+problem = tuned_problem(
+    spec_file,
     dataset,
     options,
     candidates=candidates,
@@ -124,7 +127,8 @@ report.value(
 report.figure(
     "bonus_curve",
     figures.bonus_curve(spec.bonus, spec.tau_days, decay=spec.decay),
-    "Recency bonus over age, seed figures marked",
+    "Recency bonus over age, marked at 1, 14 and 30 days"
+    + (" (the seed's figures)" if declared is not None else ""),
 )
 
 # %%
@@ -139,4 +143,12 @@ report.figure(
 report.value(
     "score_source", {k: v for k, v in scores.details.items() if k != "dates"}, "score source details"
 )
-report.finish({"source": source, "lang": lang, "bonus": bonus, "tau_days": tau_days, "threshold": threshold})
+report.finish(
+    {
+        "source": source,
+        "lang": lang,
+        "bonus": spec.bonus,
+        "tau_days": spec.tau_days,
+        "threshold": spec.threshold,
+    }
+)

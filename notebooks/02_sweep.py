@@ -8,7 +8,7 @@
 #       format_version: '1.3'
 #       jupytext_version: 1.19.6
 #   kernelspec:
-#     display_name: memlab
+#     display_name: memlab (.venv)
 #     language: python
 #     name: memlab
 # ---
@@ -20,7 +20,7 @@
 # and the configuration a selection rule picks.
 
 # %% tags=["parameters"]
-source: str = "published"  # score source: published (the seed's numbers) or embedded
+source: str = "embedded"  # score source: embedded (the texts, embedded) or published (the seed's numbers)
 lang: str = "en"  # text language to embed: en or ja
 model: str = ""  # embedding model name or folder; empty: the model an imported dataset records, else multilingual-e5-small (07_drift: all-MiniLM-L6-v2)
 embed_url: str = ""  # embedding server URL (OpenAI-compatible), tried first; empty: the local model only
@@ -28,15 +28,16 @@ embed_model: str = ""  # model asked of the server; empty: the local model's nam
 dataset: str = "seed16"  # packaged dataset name or dataset folder
 bonus: float = 0.05  # recency bonus at age 0 (cosine units)
 tau_days: float = 14.0  # recency decay constant (days): the decay's weight is 1/e at this age
-threshold: float = 0.45  # post-bonus score a memory needs to be injected (inclusive); commands default to the model's (0.845 English, 0.875 Japanese for multilingual-e5-small; 0.45 for published scores)
+threshold: float = None  # post-bonus score a memory needs to be injected (inclusive); empty: the model's (0.845 English, 0.875 Japanese for multilingual-e5-small; 0.45 for published scores)
 candidates: int = 8  # raw nearest neighbours fetched before the re-sort
 inject: int = 3  # most memories injected into the prompt
 decay: str = "exp"  # recency decay family, weight 1 at age 0 and 1/e at tau_days: exp exp(−age / tau); gauss exp(−(age / tau)²); lin max(0, 1 − (1 − 1/e) age / tau)
 combine: str = "add"  # how the bonus enters: add raw + bonus * w; mult raw * (1 + bonus * w)
-bonus_range: str = "0:0.1:0.001"  # sweep: bonus values, start:stop:step or a comma list
+bonus_range: str = ""  # sweep: bonus values, start:stop:step or a comma list; empty: the model's range (0:0.1:0.001 for multilingual-e5-small; 0:0.3:0.005 for all-MiniLM-L6-v2; 0:0.1:0.001 for Qwen/Qwen3-Embedding-0.6B; 0:0.1:0.001 for published scores)
 tau_range: str = "1:60:1"  # sweep: tau_days values
-threshold_range: str = "0.40:0.50:0.005"  # sweep: threshold values (commands default to the model's range: 0.80:0.90:0.005 for multilingual-e5-small, 0.40:0.50:0.005 for published scores)
-select: str = "max-margin"  # sweep: selection rule
+threshold_range: str = ""  # sweep: threshold values; empty: the model's range (0.80:0.90:0.005 for multilingual-e5-small; 0.15:0.45:0.005 for all-MiniLM-L6-v2; 0.40:0.50:0.005 for Qwen/Qwen3-Embedding-0.6B; 0.40:0.50:0.005 for published scores)
+select: str = "max-margin"  # sweep: selection rule among the feasible configurations; when none is feasible, max-utility
+nohit_weight: float = 1.0  # sweep: the weight of a memory injected on a no-hit question in max-utility's utility: current memories injected - stale injections - wrong injections - nohit_weight x no-hit injections
 out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
 fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
 
@@ -47,7 +48,9 @@ import pandas as pd
 
 from memlab import ScoreOptions, build_problem, evaluate
 from memlab.core import selection
+from memlab.core.conflicts import conflicts_of
 from memlab.core.criteria import dataset_criteria
+from memlab.core.decisions import decision_margin
 from memlab.core.feasible import feasible_bonus, intervals_json
 from memlab.core.grid import Grid, parse_axis
 from memlab.core.sweep import sweep
@@ -71,10 +74,16 @@ problem = build_problem(
 data, scores = problem.dataset, problem.scores
 ages, raw, labels = problem.ages(), problem.raw, problem.labels()
 criteria = dataset_criteria(data)
+# empty ranges are the model's (problem.defaults), as `memlab sweep` takes them; the grid holds
+# the threshold in use (given, else the model's)
+ranges = problem.defaults
+threshold = problem.spec.threshold
 grid = Grid(
-    bonus=parse_axis(bonus_range, "bonus_range"),
+    bonus=parse_axis(bonus_range or ranges.bonus_range, "bonus_range"),
     tau_days=parse_axis(tau_range, "tau_range"),
-    threshold=tuple(sorted({*parse_axis(threshold_range, "threshold_range"), threshold})),
+    threshold=tuple(
+        sorted({*parse_axis(threshold_range or ranges.threshold_range, "threshold_range"), threshold})
+    ),
     candidates=(candidates,),
     inject=(inject,),
     decay=(decay,),
@@ -87,7 +96,13 @@ print(f"{grid.size:,} configurations, {int(swept.feasible.sum()):,} feasible")
 # ## The chosen configuration
 
 # %%
-i = selection.select(swept, select)
+i, rule = selection.select(swept, select, nohit_weight=nohit_weight), select
+if i is None:  # nothing is feasible: the best compromise by the utility
+    rule = selection.FALLBACK
+    i = selection.select(swept, rule, nohit_weight=nohit_weight)
+    found = conflicts_of([c.name for c in criteria], swept[[f"{c.name}_pass" for c in criteria]].to_numpy())
+    print(f"nothing is feasible: chosen by {rule} instead; conflicting criteria: {found.text()}")
+    report.value("conflicts", found.as_dict(), "The criteria that cannot hold together anywhere on the grid")
 chosen = (
     None
     if i is None
@@ -105,7 +120,19 @@ chosen = (
         ]
     ].to_dict()
 )
-report.value("chosen", chosen, f"chosen by {select}")
+report.value("chosen", chosen, f"chosen by {rule}")
+if chosen:  # the margin the choice keeps from every decision it depends on
+    decision = decision_margin(raw, ages, data.memory_ids, grid.spec(int(swept.index[i])), data.question_ids)
+    report.value(
+        "choice",
+        {
+            "rule": rule,
+            "utility": float(selection.utility(swept.iloc[[i]], nohit_weight)[0]),
+            "decision_margin": decision.margin,
+            "closest_decision": decision.what,
+        },
+        "The rule that chose, the utility there and the margin it keeps from every injection decision",
+    )
 edges = [
     f"{axis} at the {side} value of its range ({value:g}): widen {axis.replace('_days', '')}_range"
     for axis, side, value in (grid.edges(chosen) if chosen else [])
@@ -205,4 +232,4 @@ report.table(
     ),
     "Feasible configurations per threshold",
 )
-report.finish({"source": source, "lang": lang, "grid": list(grid.shape), "select": select})
+report.finish({"source": source, "lang": lang, "grid": list(grid.shape), "select": select, "rule": rule})

@@ -8,7 +8,7 @@
 #       format_version: '1.3'
 #       jupytext_version: 1.19.6
 #   kernelspec:
-#     display_name: memlab
+#     display_name: memlab (.venv)
 #     language: python
 #     name: memlab
 # ---
@@ -20,7 +20,7 @@
 # follow. The default view is computed up front, so the numbers below exist under papermill too.
 
 # %% tags=["parameters"]
-source: str = "published"  # score source: published (the seed's numbers) or embedded
+source: str = "embedded"  # score source: embedded (the texts, embedded) or published (the seed's numbers)
 lang: str = "en"  # text language to embed: en or ja
 model: str = ""  # embedding model name or folder; empty: the model an imported dataset records, else multilingual-e5-small (07_drift: all-MiniLM-L6-v2)
 embed_url: str = ""  # embedding server URL (OpenAI-compatible), tried first; empty: the local model only
@@ -28,21 +28,21 @@ embed_model: str = ""  # model asked of the server; empty: the local model's nam
 dataset: str = "seed16"  # packaged dataset name or dataset folder
 bonus: float = 0.05  # recency bonus at age 0 (cosine units)
 tau_days: float = 14.0  # recency decay constant (days): the decay's weight is 1/e at this age
-threshold: float = 0.45  # post-bonus score a memory needs to be injected (inclusive); commands default to the model's (0.845 English, 0.875 Japanese for multilingual-e5-small; 0.45 for published scores)
+threshold: float = None  # post-bonus score a memory needs to be injected (inclusive); empty: the model's (0.845 English, 0.875 Japanese for multilingual-e5-small; 0.45 for published scores)
 candidates: int = 8  # raw nearest neighbours fetched before the re-sort
 inject: int = 3  # most memories injected into the prompt
 decay: str = "exp"  # recency decay family, weight 1 at age 0 and 1/e at tau_days: exp exp(−age / tau); gauss exp(−(age / tau)²); lin max(0, 1 − (1 − 1/e) age / tau)
 combine: str = "add"  # how the bonus enters: add raw + bonus * w; mult raw * (1 + bonus * w)
-bonus_range: str = "0:0.1:0.001"  # sweep: bonus values, start:stop:step or a comma list
+bonus_range: str = ""  # sweep: bonus values, start:stop:step or a comma list; empty: the model's range (0:0.1:0.001 for multilingual-e5-small; 0:0.3:0.005 for all-MiniLM-L6-v2; 0:0.1:0.001 for Qwen/Qwen3-Embedding-0.6B; 0:0.1:0.001 for published scores)
 tau_range: str = "1:60:1"  # sweep: tau_days values
-threshold_range: str = "0.40:0.50:0.005"  # sweep: threshold values (commands default to the model's range: 0.80:0.90:0.005 for multilingual-e5-small, 0.40:0.50:0.005 for published scores)
+threshold_range: str = ""  # sweep: threshold values; empty: the model's range (0.80:0.90:0.005 for multilingual-e5-small; 0.15:0.45:0.005 for all-MiniLM-L6-v2; 0.40:0.50:0.005 for Qwen/Qwen3-Embedding-0.6B; 0.40:0.50:0.005 for published scores)
+spec_file: str = ""  # a tuned spec (memlab sweep --save): its spec, model and dataset; spec values given beside it override the file's; empty: no file: the spec values and their defaults
 out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
 fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
 
 # %%
-from memlab import RetrievalSpec, load_dataset
+from memlab import load_dataset
 from memlab.app.panel import TuningPanel
-from memlab.core.grid import parse_axis
 from memlab.datasets.schema import packaged_datasets, user_datasets
 from memlab.embedding.server import server_config
 from memlab.output import tables
@@ -50,35 +50,27 @@ from memlab.output.report import Report
 
 report = Report(out_dir, fig_formats)
 data = load_dataset(dataset)
-
-
-def axis_span(text: str, name: str) -> tuple[float, float]:
-    values = parse_axis(text, name)
-    return (min(values), max(values))
-
-
 server = server_config(embed_url, embed_model)  # None: the local model only
 panel = TuningPanel(
     data,
-    RetrievalSpec(
-        candidates=candidates,
-        inject=inject,
-        threshold=threshold,
-        bonus=bonus,
-        tau_days=tau_days,
-        decay=decay,
-        combine=combine,
-    ),
+    # spec values; a threshold not given (None) follows the model, again when the dataset, source or
+    # language is switched; a tuned spec (spec_file) gives the values left at their defaults
+    {
+        "candidates": candidates,
+        "inject": inject,
+        "threshold": threshold,
+        "bonus": bonus,
+        "tau_days": tau_days,
+        "decay": decay,
+        "combine": combine,
+    },
     source=source,
     lang=lang,
     score_options={"model": model or None, "server": server},
-    # the sliders reach at least the sweep's axes, so its chosen point is always on them
-    ranges={
-        "bonus": axis_span(bonus_range, "bonus_range"),
-        "tau_days": axis_span(tau_range, "tau_range"),
-        "threshold": axis_span(threshold_range, "threshold_range"),
-    },
+    # the sliders reach at least the sweep's axes ("" for the model's), so its choice is on them
+    ranges={"bonus": bonus_range, "tau_days": tau_range, "threshold": threshold_range},
     datasets=(*packaged_datasets(), *(d.name for d in user_datasets())),
+    spec_file=spec_file or None,
 )
 panel.view()
 
@@ -88,4 +80,13 @@ report.figure("default_view", panel.static_figure(), "Per-question scores at the
 print(panel.prompt())
 
 # %%
-report.finish({"source": source, "lang": lang, "bonus": bonus, "tau_days": tau_days, "threshold": threshold})
+spec = panel.spec
+report.finish(
+    {
+        "source": source,
+        "lang": lang,
+        "bonus": spec.bonus,
+        "tau_days": spec.tau_days,
+        "threshold": spec.threshold,
+    }
+)

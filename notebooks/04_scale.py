@@ -8,7 +8,7 @@
 #       format_version: '1.3'
 #       jupytext_version: 1.19.6
 #   kernelspec:
-#     display_name: memlab
+#     display_name: memlab (.venv)
 #     language: python
 #     name: memlab
 # ---
@@ -22,7 +22,7 @@
 # up to the pool size and drawn from a Gaussian fitted to that pool beyond it.
 
 # %% tags=["parameters"]
-source: str = "published"  # score source: published (the seed's numbers) or embedded
+source: str = "embedded"  # score source: embedded (the texts, embedded) or published (the seed's numbers)
 lang: str = "en"  # text language to embed: en or ja
 model: str = ""  # embedding model name or folder; empty: the model an imported dataset records, else multilingual-e5-small (07_drift: all-MiniLM-L6-v2)
 embed_url: str = ""  # embedding server URL (OpenAI-compatible), tried first; empty: the local model only
@@ -30,30 +30,32 @@ embed_model: str = ""  # model asked of the server; empty: the local model's nam
 dataset: str = "seed16"  # packaged dataset name or dataset folder
 bonus: float = 0.05  # recency bonus at age 0 (cosine units)
 tau_days: float = 14.0  # recency decay constant (days): the decay's weight is 1/e at this age
-threshold: float = 0.45  # post-bonus score a memory needs to be injected (inclusive); commands default to the model's (0.845 English, 0.875 Japanese for multilingual-e5-small; 0.45 for published scores)
+threshold: float = None  # post-bonus score a memory needs to be injected (inclusive); empty: the model's (0.845 English, 0.875 Japanese for multilingual-e5-small; 0.45 for published scores)
 candidates: int = 8  # raw nearest neighbours fetched before the re-sort
 inject: int = 3  # most memories injected into the prompt
 decay: str = "exp"  # recency decay family, weight 1 at age 0 and 1/e at tau_days: exp exp(−age / tau); gauss exp(−(age / tau)²); lin max(0, 1 − (1 − 1/e) age / tau)
 combine: str = "add"  # how the bonus enters: add raw + bonus * w; mult raw * (1 + bonus * w)
+spec_file: str = ""  # a tuned spec (memlab sweep --save): its spec, model and dataset; spec values given beside it override the file's; empty: no file: the spec values and their defaults
 n_range: str = "16,100,1000,10000,100000,1000000"  # scale: memory counts N to measure
 pool: int = 5000  # scale: real embedded distractors (cached after the first run)
-seed: int = 0  # scale, robustness and drift: random seed
+seed: int = 0  # random seed: scale, robustness, drift, answers (the chat's and the bootstrap's)
 out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
 fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
 
 # %%
 import pandas as pd
 
-from memlab import ScoreOptions, build_problem
-from memlab.core.grid import parse_axis
+from memlab import ScoreOptions, tuned_problem
 from memlab.embedding.server import server_config
 from memlab.output import figures
 from memlab.output.report import Report
-from memlab.studies.scale import distractor_pool, scale_study
+from memlab.studies.scale import distractor_pool, scale_sizes, scale_study
 
 report = Report(out_dir, fig_formats)
 options = ScoreOptions(source, lang, model or None, server=server_config(embed_url, embed_model))
-problem = build_problem(
+# a threshold not given follows the model; a tuned spec (spec_file) gives the values left at default
+problem = tuned_problem(
+    spec_file,
     dataset,
     options,
     candidates=candidates,
@@ -64,9 +66,10 @@ problem = build_problem(
     decay=decay,
     combine=combine,
 )
+# every parameter checked against the dataset before the pool is embedded (that takes minutes)
+sizes = scale_sizes(problem.dataset, n_range, pool)
 # the distractors are embedded with the model the scores come from
 distractors = distractor_pool(problem, pool, seed=seed)
-sizes = sorted(set(parse_axis(n_range, "n_range", integer=True)))
 result = scale_study(problem, sizes, distractors, seed=seed)
 print(result.basis)
 
@@ -81,7 +84,7 @@ rows
 # %%
 report.figure(
     "scale_curve",
-    figures.scale_curve(rows, threshold, result.n_zero_headroom, result.basis),
+    figures.scale_curve(rows, problem.spec.threshold, result.n_zero_headroom, result.basis),
     "No-hit maximum against N",
 )
 

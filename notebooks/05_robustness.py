@@ -8,7 +8,7 @@
 #       format_version: '1.3'
 #       jupytext_version: 1.19.6
 #   kernelspec:
-#     display_name: memlab
+#     display_name: memlab (.venv)
 #     language: python
 #     name: memlab
 # ---
@@ -21,7 +21,7 @@
 # begin and end, and how much headroom is left?
 
 # %% tags=["parameters"]
-source: str = "published"  # score source: published (the seed's numbers) or embedded
+source: str = "embedded"  # score source: embedded (the texts, embedded) or published (the seed's numbers)
 lang: str = "en"  # text language to embed: en or ja
 model: str = ""  # embedding model name or folder; empty: the model an imported dataset records, else multilingual-e5-small (07_drift: all-MiniLM-L6-v2)
 embed_url: str = ""  # embedding server URL (OpenAI-compatible), tried first; empty: the local model only
@@ -29,18 +29,19 @@ embed_model: str = ""  # model asked of the server; empty: the local model's nam
 dataset: str = "seed16"  # packaged dataset name or dataset folder
 bonus: float = 0.05  # recency bonus at age 0 (cosine units)
 tau_days: float = 14.0  # recency decay constant (days): the decay's weight is 1/e at this age
-threshold: float = 0.45  # post-bonus score a memory needs to be injected (inclusive); commands default to the model's (0.845 English, 0.875 Japanese for multilingual-e5-small; 0.45 for published scores)
+threshold: float = None  # post-bonus score a memory needs to be injected (inclusive); empty: the model's (0.845 English, 0.875 Japanese for multilingual-e5-small; 0.45 for published scores)
 candidates: int = 8  # raw nearest neighbours fetched before the re-sort
 inject: int = 3  # most memories injected into the prompt
 decay: str = "exp"  # recency decay family, weight 1 at age 0 and 1/e at tau_days: exp exp(−age / tau); gauss exp(−(age / tau)²); lin max(0, 1 − (1 − 1/e) age / tau)
 combine: str = "add"  # how the bonus enters: add raw + bonus * w; mult raw * (1 + bonus * w)
-boot: int = 200  # robustness and drift: bootstrap resamples (of each kind)
-seed: int = 0  # scale, robustness and drift: random seed
+spec_file: str = ""  # a tuned spec (memlab sweep --save): its spec, model and dataset; spec values given beside it override the file's; empty: no file: the spec values and their defaults
+boot: int = 200  # robustness, drift and answers: bootstrap resamples (of each kind)
+seed: int = 0  # random seed: scale, robustness, drift, answers (the chat's and the bootstrap's)
 out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
 fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
 
 # %%
-from memlab import ScoreOptions, build_problem
+from memlab import ScoreOptions, tuned_problem
 from memlab.embedding.server import server_config
 from memlab.output import figures
 from memlab.output.report import Report
@@ -48,7 +49,9 @@ from memlab.studies.robustness import robustness, robustness_summary
 
 report = Report(out_dir, fig_formats)
 options = ScoreOptions(source, lang, model or None, server=server_config(embed_url, embed_model))
-problem = build_problem(
+# a threshold not given follows the model; a tuned spec (spec_file) gives the values left at default
+problem = tuned_problem(
+    spec_file,
     dataset,
     options,
     candidates=candidates,
@@ -86,9 +89,9 @@ report.finish(
     {
         "source": source,
         "lang": lang,
-        "bonus": bonus,
-        "tau_days": tau_days,
-        "threshold": threshold,
+        "bonus": spec.bonus,
+        "tau_days": spec.tau_days,
+        "threshold": spec.threshold,
         "boot": boot,
     }
 )

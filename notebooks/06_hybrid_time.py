@@ -8,7 +8,7 @@
 #       format_version: '1.3'
 #       jupytext_version: 1.19.6
 #   kernelspec:
-#     display_name: memlab
+#     display_name: memlab (.venv)
 #     language: python
 #     name: memlab
 # ---
@@ -25,7 +25,7 @@
 # ten) and `daily-lunch` (fifty near-identical lunches that only their dates tell apart).
 
 # %% tags=["parameters"]
-source: str = "published"  # score source: published (the seed's numbers) or embedded
+source: str = "embedded"  # score source: embedded (the texts, embedded) or published (the seed's numbers)
 lang: str = "en"  # text language to embed: en or ja
 model: str = ""  # embedding model name or folder; empty: the model an imported dataset records, else multilingual-e5-small (07_drift: all-MiniLM-L6-v2)
 embed_url: str = ""  # embedding server URL (OpenAI-compatible), tried first; empty: the local model only

@@ -8,7 +8,7 @@
 #       format_version: '1.3'
 #       jupytext_version: 1.19.6
 #   kernelspec:
-#     display_name: memlab
+#     display_name: memlab (.venv)
 #     language: python
 #     name: memlab
 # ---
@@ -32,8 +32,8 @@ embed_url: str = ""  # embedding server URL (OpenAI-compatible), tried first; em
 embed_model: str = ""  # model asked of the server; empty: the local model's name (which it must serve)
 decay: str = "exp"  # recency decay family, weight 1 at age 0 and 1/e at tau_days: exp exp(−age / tau); gauss exp(−(age / tau)²); lin max(0, 1 − (1 − 1/e) age / tau)
 combine: str = "add"  # how the bonus enters: add raw + bonus * w; mult raw * (1 + bonus * w)
-boot: int = 200  # robustness and drift: bootstrap resamples (of each kind)
-seed: int = 0  # scale, robustness and drift: random seed
+boot: int = 200  # robustness, drift and answers: bootstrap resamples (of each kind)
+seed: int = 0  # random seed: scale, robustness, drift, answers (the chat's and the bootstrap's)
 streams: int = 400  # drift: held-out streams, the first N seeds of seed_range
 seed_range: str = "1000:1400"  # drift: held-out seeds A:B (B excluded)
 tune_range: str = "0:200"  # drift: tuning seeds C:D, disjoint from seed_range

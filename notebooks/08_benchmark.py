@@ -8,13 +8,13 @@
 #       format_version: '1.3'
 #       jupytext_version: 1.19.6
 #   kernelspec:
-#     display_name: memlab
+#     display_name: memlab (.venv)
 #     language: python
 #     name: memlab
 # ---
 
 # %% [markdown]
-# # 08 · A public benchmark: sweep, criteria and scale
+# # 08 · A public benchmark: sweep, criteria, retrieval metrics and scale
 #
 # Imports the LoCoMo or LongMemEval file given as `benchmark_file` (you download it; memlab never
 # does, and the repository never holds it), embeds it with `model` and runs the sweep, the
@@ -27,18 +27,18 @@ embed_url: str = ""  # embedding server URL (OpenAI-compatible), tried first; em
 embed_model: str = ""  # model asked of the server; empty: the local model's name (which it must serve)
 bonus: float = 0.05  # recency bonus at age 0 (cosine units)
 tau_days: float = 14.0  # recency decay constant (days): the decay's weight is 1/e at this age
-threshold: float = 0.45  # post-bonus score a memory needs to be injected (inclusive); commands default to the model's (0.845 English, 0.875 Japanese for multilingual-e5-small; 0.45 for published scores)
+threshold: float = None  # post-bonus score a memory needs to be injected (inclusive); empty: the model's (0.845 English, 0.875 Japanese for multilingual-e5-small; 0.45 for published scores)
 candidates: int = 8  # raw nearest neighbours fetched before the re-sort
 inject: int = 3  # most memories injected into the prompt
 decay: str = "exp"  # recency decay family, weight 1 at age 0 and 1/e at tau_days: exp exp(−age / tau); gauss exp(−(age / tau)²); lin max(0, 1 − (1 − 1/e) age / tau)
 combine: str = "add"  # how the bonus enters: add raw + bonus * w; mult raw * (1 + bonus * w)
-bonus_range: str = "0:0.1:0.001"  # sweep: bonus values, start:stop:step or a comma list
+bonus_range: str = ""  # sweep: bonus values, start:stop:step or a comma list; empty: the model's range (0:0.1:0.001 for multilingual-e5-small; 0:0.3:0.005 for all-MiniLM-L6-v2; 0:0.1:0.001 for Qwen/Qwen3-Embedding-0.6B; 0:0.1:0.001 for published scores)
 tau_range: str = "1:60:1"  # sweep: tau_days values
-threshold_range: str = "0.40:0.50:0.005"  # sweep: threshold values (commands default to the model's range: 0.80:0.90:0.005 for multilingual-e5-small, 0.40:0.50:0.005 for published scores)
-select: str = "max-margin"  # sweep: selection rule
+threshold_range: str = ""  # sweep: threshold values; empty: the model's range (0.80:0.90:0.005 for multilingual-e5-small; 0.15:0.45:0.005 for all-MiniLM-L6-v2; 0.40:0.50:0.005 for Qwen/Qwen3-Embedding-0.6B; 0.40:0.50:0.005 for published scores)
+select: str = "max-margin"  # sweep: selection rule among the feasible configurations; when none is feasible, max-utility
 n_range: str = "16,100,1000,10000,100000,1000000"  # scale: memory counts N to measure
 pool: int = 5000  # scale: real embedded distractors (cached after the first run)
-seed: int = 0  # scale, robustness and drift: random seed
+seed: int = 0  # random seed: scale, robustness, drift, answers (the chat's and the bootstrap's)
 benchmark_file: str = ""  # benchmark: LoCoMo or LongMemEval JSON you downloaded; empty: 08 does nothing
 benchmark_granularity: str = ""  # benchmark: observation|turn (LoCoMo) or session|turn; empty: default
 out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
@@ -59,13 +59,13 @@ from memlab.embedding.server import server_config
 from memlab.importers.benchmarks import import_benchmark
 from memlab.output.report import Report
 from memlab.studies.scale import distractor_pool, scale_study
+from memlab.tuning.ir_metrics import metrics_table
 
 report = Report(out_dir, fig_formats)
 run = bool(benchmark_file)
 if not run:
     print("benchmark_file is empty: nothing to do (run with -p benchmark_file=data/external/FILE.json)")
-    report.value("skipped", "benchmark_file is empty", "no benchmark file given")
-    report.finish({"benchmark_file": benchmark_file})
+    report.skip("no benchmark file given (-p benchmark_file=FILE.json)", {"benchmark_file": benchmark_file})
 
 # %%
 server = server_config(embed_url, embed_model)  # None: the local model only
@@ -75,10 +75,13 @@ if run:
         imported = import_benchmark(benchmark_file, folder, benchmark_granularity)
         report.value("import", imported.log.summary(), "per category: kinds, rejections, repairs")
     # benchmarks are English
-    problem = build_problem(str(folder), ScoreOptions("embedded", "en", model or None, server=server))
-    data, scores = problem.dataset, problem.scores
+    # a threshold not given follows the model, and so do the sweep's empty ranges
+    options = ScoreOptions("embedded", "en", model or None, server=server)
+    problem = build_problem(str(folder), options, threshold=threshold)
+    data, scores, threshold = problem.dataset, problem.scores, problem.spec.threshold
     kinds = pd.Series([q.kind for q in data.questions]).value_counts()
-    print(f"{data.name}: {len(data.memories):,} memories, {len(data.questions):,} questions; {dict(kinds)}")
+    counts = {str(k): int(v) for k, v in kinds.items()}  # plain Python values, not numpy's
+    print(f"{data.name}: {len(data.memories):,} memories, {len(data.questions):,} questions; {counts}")
 
 # %% [markdown]
 # ## The sweep
@@ -89,9 +92,16 @@ if run:
 # %%
 if run:
     grid = Grid(
-        bonus=parse_axis(bonus_range, "bonus_range"),
+        bonus=parse_axis(bonus_range or problem.defaults.bonus_range, "bonus_range"),
         tau_days=parse_axis(tau_range, "tau_range"),
-        threshold=tuple(sorted({*parse_axis(threshold_range, "threshold_range"), threshold})),
+        threshold=tuple(
+            sorted(
+                {
+                    *parse_axis(threshold_range or problem.defaults.threshold_range, "threshold_range"),
+                    threshold,
+                }
+            )
+        ),
         candidates=(candidates,),
         inject=(inject,),
         decay=(decay,),
@@ -149,6 +159,20 @@ if run:
     )
     report.value("headroom", ev.headroom, "headroom at the chosen configuration")
     criteria_summary
+
+# %% [markdown]
+# ## The standard retrieval metrics
+#
+# At the chosen configuration, per question kind and benchmark category: recall_any@k,
+# recall_all@k, nDCG@k, LongMemEval's ndcg_any@k and MRR of the injected list and of the
+# candidate list, means over the questions with relevant memories; the no-hit questions as the
+# false-injection rate (`memlab metrics`; definitions in docs/benchmarks.md).
+
+# %%
+if run:
+    _, metrics = metrics_table(problem, ks=(5, 10))
+    report.table("metrics", metrics, "recall, nDCG and MRR per list, kind and category; false-injection rate")
+    metrics[metrics["list"] == "injected"]
 
 # %% [markdown]
 # ## Headroom as the store grows

@@ -12,16 +12,19 @@ from memlab.scores.sources import load_scores
 
 
 def pytest_collection_modifyitems(items):
-    """A test that asks for the embedded scores loads the model: it is a ``model`` test."""
+    """A test that asks for the embedded scores loads the model: it is a ``model`` test; one that
+    asks for the local chat server is a ``chat`` test."""
     for item in items:
         if "embedded" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.model)
+        if "chat_server" in getattr(item, "fixturenames", ()):  # the local chat server
+            item.add_marker(pytest.mark.chat)
 
 
 @pytest.fixture(autouse=True)
 def markers_say_the_truth(request, monkeypatch):
-    """An unmarked test that loads the embedding model, executes a notebook, or runs the real
-    Qdrant engine fails: so the markers say what each test needs."""
+    """An unmarked test that loads the embedding model, executes a notebook, runs the real
+    Qdrant engine or starts the local chat server fails: so the markers say what each test needs."""
     node = request.node.nodeid
     if request.node.get_closest_marker("model") is None:
 
@@ -43,6 +46,13 @@ def markers_say_the_truth(request, monkeypatch):
             raise AssertionError(f"{node} runs the real Qdrant engine: mark it @pytest.mark.qdrant_edge")
 
         monkeypatch.setattr(edge, "engine", no_engine)
+    if request.node.get_closest_marker("chat") is None:
+        from memlab.answers import local_server
+
+        def no_server(self, *args, **kwargs):
+            raise AssertionError(f"{node} starts the local chat server: mark it @pytest.mark.chat")
+
+        monkeypatch.setattr(local_server.LocalServer, "start", no_server)
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import shutil
 import socket
 import subprocess
 import sys
@@ -13,7 +12,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-NB_DIR = Path(__file__).resolve().parents[1] / "notebooks"
+ROOT = Path(__file__).resolve().parents[1]
+NB_DIR = ROOT / "notebooks"
 ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -31,16 +31,44 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def with_parameters(source: Path, target: Path, notebook: str, parameters: dict) -> None:
+    """Copy a notebook and its jupytext pair with values of the parameters cell changed in both, as
+    a user edits the cell (the pair first, so the notebook is the newer of the two)."""
+    import json
+
+    import nbformat
+
+    def edit(text: str) -> str:
+        lines = []
+        for line in text.splitlines():
+            name = line.split(":", 1)[0]
+            if name in parameters and " = " in line:
+                kind = line.split(":", 1)[1].split("=", 1)[0].strip()
+                line = f"{name}: {kind} = {json.dumps(parameters[name])}"
+            lines.append(line)
+        return "\n".join(lines) + ("\n" if text.endswith("\n") else "")
+
+    (target / f"{notebook}.py").write_text(edit((source / f"{notebook}.py").read_text()))
+    nb = nbformat.read(source / f"{notebook}.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    cell.source = edit(cell.source)
+    nbformat.write(nb, target / f"{notebook}.ipynb")
+
+
 @contextlib.contextmanager
-def jupyterlab_server(tmp_path: Path, notebook: str = "03_tune"):
-    """A JupyterLab server on loopback, with one notebook in its root folder; yields its URL."""
-    shutil.copy(NB_DIR / f"{notebook}.ipynb", tmp_path / f"{notebook}.ipynb")
+def jupyterlab_server(tmp_path: Path, notebook: str = "03_tune", parameters: dict | None = None):
+    """A JupyterLab server on loopback, started as ``make lab`` starts it (the repository's
+    jupyter_server_config.py), with one notebook and its jupytext pair in its root folder
+    (``parameters``: values of its parameters cell changed in both); yields its URL."""
+    # the seed's published scores by default: no embedding model in the browser tests
+    with_parameters(NB_DIR, tmp_path, notebook, {"source": "published", **(parameters or {})})
     port, token = free_port(), secrets.token_hex(16)
     env = {**os.environ, "MEMLAB_DEFER_STATIC": "1"}
     cmd = [
         sys.executable,
         "-m",
         "jupyterlab",
+        f"--config={ROOT / 'jupyter_server_config.py'}",
         "--no-browser",
         "--allow-root",
         f"--ServerApp.port={port}",

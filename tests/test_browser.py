@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import os
 
 import pytest
-from lab import ARGS, jupyterlab_server, run_all_cells
+from lab import ARGS, NB_DIR, jupyterlab_server, run_all_cells
 
 from memlab.app.cli import main
 from memlab.output.figures import find_browser
@@ -73,10 +74,33 @@ def jupyterlab(tmp_path):
         yield url
 
 
+LAYOUT = """() => {
+  const plot = document.querySelector('.js-plotly-plot');
+  const area = plot.closest('.jp-OutputArea-output').getBoundingClientRect();
+  const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.right, r.top, r.bottom]; };
+  const parts = {};
+  for (const s of ['.gtitle', '.legend', '.xtitle', '.ytitle']) parts[s] = box(plot.querySelector(s));
+  return {area: [area.left, area.right], width: window.innerWidth, parts,
+          ticks: [...plot.querySelectorAll('.xtick text')].map(box),
+          marks: [...document.querySelectorAll('.memlab-pass, .memlab-fail')].map(e => e.getClientRects().length)};
+}"""
+
+
 def test_jupyterlab_slider_moves_the_figure_and_the_criteria(browser, jupyterlab, tmp_path):
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
     page.goto(jupyterlab)
     run_all_cells(page, tmp_path)
+    # at a 1,400 px window with the file browser open, nothing of the figure is cut off: its
+    # title, legend, axis titles and every question's label lie inside the output area and the
+    # window, the labels side by side (horizontal); "✓ PASS" stays on one line
+    layout = page.evaluate(LAYOUT)
+    left, right = max(layout["area"][0], 0), min(layout["area"][1], layout["width"])
+    for name, (x0, x1, _, _) in layout["parts"].items():
+        assert left <= x0 and x1 <= right, (name, layout)
+    ticks = layout["ticks"]
+    assert len(ticks) == 10 and all(left <= t[0] and t[1] <= right for t in ticks), layout
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(ticks)), ticks  # no two labels overlap
+    assert layout["marks"] and all(n == 1 for n in layout["marks"])
     title = page.locator(".js-plotly-plot .gtitle").first
     criteria = page.locator(".memlab-criteria-box").first
     assert title.text_content() == "bonus 0.05, tau 14 days, threshold 0.45 · exp/add · seed16 · published/en"
@@ -94,4 +118,11 @@ def test_jupyterlab_slider_moves_the_figure_and_the_criteria(browser, jupyterlab
     page.wait_for_function("document.querySelector('.memlab-criteria-box').textContent.includes('fails c')")
     assert "headroom 0.022" in criteria.text_content()
     assert page.locator(".js-plotly-plot .barlayer .trace").nth(1).inner_html() != bar_before
+    # saving the used notebook (as autosave does) leaves both files as the repository stores them
+    page.evaluate("async () => { await window.jupyterapp.commands.execute('docmanager:save'); }")
+    page.wait_for_function("!window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000)
     page.close()
+    for suffix in (".ipynb", ".py"):
+        assert (tmp_path / f"03_tune{suffix}").read_text(encoding="utf-8") == (
+            NB_DIR / f"03_tune{suffix}"
+        ).read_text(encoding="utf-8"), suffix

@@ -128,6 +128,35 @@ def test_prompt_c1(capsys):
     assert "prefer the one with the newer date" in out
 
 
+def test_prompt_dates_memories_whose_texts_carry_no_date(capsys, tmp_path):
+    """A dataset without the date prefix (every imported store, LoCoMo): the block still starts
+    each memory with its date, written as the prefix would be, so it reads as the seed's does."""
+    import shutil
+
+    from memlab.datasets.schema import dataset_dir
+
+    ds = tmp_path / "undated"
+    shutil.copytree(dataset_dir("seed16"), ds)
+    meta = json.loads((ds / "dataset.json").read_text(encoding="utf-8"))
+    (ds / "dataset.json").write_text(json.dumps({**meta, "date_prefix": False}), encoding="utf-8")
+    lines = []
+    for line in (ds / "memories.jsonl").read_text(encoding="utf-8").splitlines():
+        m = json.loads(line)
+        m["text"] = m["text"].split(": ", 1)[1]  # "2026-08-20: The user..." -> "The user..."
+        m["text_ja"] = m["text_ja"].split(": ", 1)[1]
+        lines.append(json.dumps(m, ensure_ascii=False))
+    (ds / "memories.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert json.loads(lines[0])["text"] == "The user drinks coffee black."
+    code, seed_block, _ = run(capsys, "prompt", "--question", "C1", "--source", "published")
+    code2, block, _ = run(capsys, "prompt", "--question", "C1", "--source", "published", "--dataset", str(ds))
+    assert code == code2 == 0 and block == seed_block
+    assert "2026-08-20: The user drinks coffee black.\n" in block
+    _, ja, _ = run(
+        capsys, "prompt", "--question", "C1", "--lang", "ja", "--source", "published", "--dataset", str(ds)
+    )
+    assert "2026-09-01: ユーザーは最近甘いカフェオレばかり飲んでいる" in ja
+
+
 def test_prompt_japanese(capsys):
     code, out, _ = run(capsys, "prompt", "--question", "C1", "--lang", "ja", "--source", "published")
     assert code == 0
@@ -233,6 +262,34 @@ def test_version_and_the_datasets_command(capsys):
     assert rows["seed16"]["kinds"] == {"hit": 4, "contradiction": 2, "nohit": 4}
 
 
+def test_every_listed_dataset_opens_by_the_name_listed(tmp_path, monkeypatch, capsys):
+    """An imported store is listed by its folder (what --dataset finds), not by the collection
+    name its dataset.json records; a folder that a packaged dataset shadows is listed by path."""
+    import shutil
+
+    from memlab.datasets.schema import dataset_dir, load_dataset
+
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copytree(dataset_dir("seed16"), data / "my-store")
+    meta = json.loads((data / "my-store" / "dataset.json").read_text(encoding="utf-8"))
+    (data / "my-store" / "dataset.json").write_text(
+        json.dumps({**meta, "name": "memories"}), encoding="utf-8"
+    )
+    shutil.copytree(dataset_dir("seed16"), data / "seed16")  # shadowed by the packaged seed16
+    monkeypatch.setenv("MEMLAB_DATA_DIR", str(data))
+    assert main(["datasets", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    names = [r["name"] for r in rows]
+    assert "my-store" in names and "memories" not in names and str(data / "seed16") in names
+    assert next(r for r in rows if r["name"] == "my-store")["title"] == "memories"
+    for r in rows:
+        assert str(load_dataset(r["name"]).path.resolve()) == str(Path(r["path"]).resolve()), r["name"]
+    assert main(["datasets"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in table[1:]] == names
+
+
 def test_every_option_has_help_text():
     import argparse
 
@@ -259,6 +316,8 @@ def test_sweep_prints_its_choice_ready_to_paste(capsys):
         "7:30:1",
         "--threshold",
         "0.45",
+        "--select",
+        "smallest-bonus",
     ]
     assert main([*argv, "--print-choice", "flags"]) == 0
     flags = capsys.readouterr().out.splitlines()[-1]
@@ -269,6 +328,16 @@ def test_sweep_prints_its_choice_ready_to_paste(capsys):
     # the flags evaluate to the configuration the sweep chose: feasible
     assert main(["evaluate", *flags.split()]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "feasible: yes"
+    # and memlab spec takes them as they are, exporting those numbers
+    assert main(["spec", *flags.split(), "--format", "json"]) == 0
+    exported = json.loads(capsys.readouterr().out)
+    assert {k: exported[k] for k in ("bonus", "tau_days", "threshold", "candidates", "inject")} == {
+        "bonus": 0.045,
+        "tau_days": 15.0,
+        "threshold": 0.45,
+        "candidates": 8,
+        "inject": 3,
+    }
     assert main([*argv, "--print-choice", "yaml"]) == 0
     yaml_text = capsys.readouterr().out.split("\n", 4)[-1]
     import yaml
@@ -284,3 +353,40 @@ def test_sweep_prints_its_choice_ready_to_paste(capsys):
         "candidates": 8,
         "inject": 3,
     }
+
+
+def test_init_writes_a_folder_that_validates_as_written_and_refuses_a_used_one(tmp_path, capsys):
+    from memlab.datasets.schema import load_dataset
+
+    folder = tmp_path / "my-device"
+    code, out, _ = run(capsys, "init", str(folder))
+    assert code == 0 and out.startswith(f"wrote {folder}: dataset.json, memories.jsonl")
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "README.md",
+        "dataset.json",
+        "memories.jsonl",
+        "questions.jsonl",
+    ]
+    code, out, _ = run(capsys, "validate", str(folder))
+    assert code == 0 and out.startswith(
+        f"{folder}: ok: 3 memories, 5 questions (2 hit, 1 contradiction, 1 nohit"
+    )
+    ds = load_dataset(folder)
+    assert ds.name == "my-device" and ds.memory("m2").supersedes == "m1"
+    assert {q.kind for q in ds.questions} == {"hit", "contradiction", "nohit", "time"}
+    readme = (folder / "README.md").read_text(encoding="utf-8")
+    for field in (
+        "reference_date",
+        "date_prefix",
+        "supersedes",
+        "current",
+        "stale",
+        "time_range",
+        "text_<lang>",
+    ):
+        assert f"`{field}`" in readme, field
+    # a folder that holds anything is refused, and left as it was
+    code, _, err = run(capsys, "init", str(folder))
+    assert code == 2 and err == f"memlab: error: {folder} already exists and is not an empty folder\n"
+    (tmp_path / "empty").mkdir()
+    assert run(capsys, "init", str(tmp_path / "empty"))[0] == 0  # an empty one is filled

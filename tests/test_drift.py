@@ -385,9 +385,10 @@ def test_a_correction_beats_a_repeat_under_contradiction_aware_writes():
 
 
 def test_benchmark_is_deterministic_and_reports_every_pair():
-    kwargs = dict(encode=bag_of_words, count_tokens=words, tokenizer_name="words", n_boot=200)
-    a = drift_study(range(100, 108), range(0, 8), (16, 64), **kwargs)
-    b = drift_study(range(100, 108), range(0, 8), (16, 64), **kwargs)
+    # four held-out and four tuning streams: every system, policy and pair is reported all the same
+    kwargs = dict(encode=bag_of_words, count_tokens=words, tokenizer_name="words", n_boot=100)
+    a = drift_study(range(100, 104), range(0, 4), (16, 64), **kwargs)
+    b = drift_study(range(100, 104), range(0, 4), (16, 64), **kwargs)
     assert a.table.equals(b.table)
     t = a.table
     memory_systems = [s for s in READ_SYSTEMS.values() if not s.oracle]

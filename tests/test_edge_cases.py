@@ -39,6 +39,16 @@ def test_a_rule_without_its_column_is_an_error():
     assert str(e.value) == "selection rule 'max-headroom' needs column(s) headroom, which the table lacks"
 
 
+def test_an_empty_threshold_is_the_models():
+    """-p threshold=0.85 gives one; -p threshold= (or none) leaves it to the model, as papermill
+    reads the cell's default None."""
+    assert parse_overrides(["threshold=0.85", "bonus_range=0:0.1:0.01"]) == {
+        "threshold": 0.85,
+        "bonus_range": "0:0.1:0.01",
+    }
+    assert parse_overrides(["threshold=", "threshold_range="]) == {"threshold": None, "threshold_range": ""}
+
+
 def test_parameters_keep_their_declared_types(tmp_path):
     assert parse_overrides(["tau_range=1:30:1", "lang=no", "bonus_range=0.05", "pool=300"]) == {
         "tau_range": "1:30:1",
@@ -74,14 +84,16 @@ def test_a_zoned_reference_is_the_same_instant():
     assert age_days(dates, tokyo).tolist() == [9.0]
 
 
-def test_distractors_written_after_a_question_are_not_seen_by_it():
-    q = np.array([[1.0, 0.0]], dtype=np.float32)
-    top = TopK(q, 8, asked_days_before=np.array([2.0]))
-    top.add(np.array([[1.0, 0.0], [1.0, 0.0]], dtype=np.float32), np.array([0.0, 5.0]))
-    assert np.isneginf(top.raw).sum() == 1  # the memory written today, after the question
+def test_distractors_are_aged_from_each_questions_own_date():
+    """Distractors are dated before each question's own date (the scale study's N counts what a
+    question can see): a question asked long before the reference date sees every one of them,
+    at the age it has for that question."""
+    q = np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
+    top = TopK(q, 8)
+    top.add(np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32), np.array([0.0, 3.0]))
+    assert not np.isneginf(top.raw).any()
     spec = RetrievalSpec(bonus=0.3, tau_days=1.0)
-    # the other is 5 - 2 = 3 days old when the question is asked
-    assert top.best_final(spec)[0] == pytest.approx(1.0 + 0.3 * np.exp(-3.0))
+    assert top.best_final(spec).tolist() == pytest.approx([1.0 + 0.3, 1.0 + 0.3 * np.exp(-3.0)])
 
 
 @pytest.mark.parametrize(
@@ -155,9 +167,14 @@ def test_import_reference_date_is_checked_before_writing(tmp_path):
 @pytest.mark.notebook
 def test_a_failed_rerun_never_shows_the_earlier_results(tmp_path, capsys):
     good = tmp_path / "good.yaml"
-    good.write_text("notebooks: [01_reproduce]\nparameters: {fig_formats: [html]}\nruns:\n  - {name: r}\n")
+    good.write_text(
+        "notebooks: [01_reproduce]\nparameters: {fig_formats: [html], source: published}\nruns:\n  - {name: r}\n"
+    )
     bad = tmp_path / "bad.yaml"
-    bad.write_text("notebooks: [01_reproduce]\nruns:\n  - {name: r, parameters: {dataset: daily-lunch}}\n")
+    # daily-lunch has no published scores: the notebook fails
+    bad.write_text(
+        "notebooks: [01_reproduce]\nruns:\n  - {name: r, parameters: {source: published, dataset: daily-lunch}}\n"
+    )
     out = tmp_path / "out"
     assert main(["run", "--config", str(good), "--out", str(out)]) == 0
     assert "bonus_curve" in (out / "index.html").read_text()
@@ -165,5 +182,6 @@ def test_a_failed_rerun_never_shows_the_earlier_results(tmp_path, capsys):
     capsys.readouterr()
     assert "bonus_curve" not in (out / "index.html").read_text()
     assert not (out / "r" / "01_reproduce" / "report.json").exists()
-    assert not (out / "r" / "01_reproduce" / "figures").exists()  # no earlier figure left beside it
+    # no earlier figure or table left beside it (the failed notebook wrote none of its own)
+    assert [p for p in (out / "r" / "01_reproduce").rglob("*") if p.is_file()] == []
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out")] == []  # lock and staging gone

@@ -95,7 +95,7 @@ BAD = [
         "memories.jsonl",
         6,
         {"colour": "red"},
-        "memories.jsonl:6: colour: unknown field (allowed: date, id, note, pinned, provenance, supersedes, text, text_ja, topic, type)",
+        "memories.jsonl:6: colour: unknown field (allowed: date, group, id, note, pinned, provenance, supersedes, text, text_ja, topic, type)",
     ),
     ("memories.jsonl", 6, {"pinned": "yes"}, "memories.jsonl:6: pinned: expected true or false, got 'yes'"),
     (
@@ -260,7 +260,10 @@ def test_empty_files(dataset_copy):
     (root / "questions.jsonl").write_text("\n")
     with pytest.raises(DatasetError) as e:
         load_dataset(root)
-    assert e.value.problems[-1] == f"{root}/memories.jsonl: no memories"
+    # said once, not as an unknown memory id on every question (issue 23)
+    assert e.value.problems[-1] == (
+        f"{root}/memories.jsonl: the file is empty: a dataset needs at least one memory, one JSON object per line"
+    )
 
 
 def test_declared_criteria_are_checked(dataset_copy):

@@ -156,7 +156,8 @@ def test_imported_seed_scores_like_the_embedded_source(tmp_path, seed, embedded,
     qs = []
     for line in (dataset_dir("seed16") / "questions.jsonl").read_text().splitlines():
         q = json.loads(line)
-        q.pop("text_ja")
+        for key in [k for k in q if k.endswith("_ja")]:  # the Japanese text and reply phrases
+            q.pop(key)
         for key in ("relevant", "stale"):
             q[key] = [index[m] for m in q[key]]
         if q.get("current"):
@@ -368,3 +369,39 @@ def test_epoch_milliseconds(tmp_path):
     first = json.loads((out / "memories.jsonl").read_text().splitlines()[0])
     assert first["date"] == "2026-09-10T00:00:00.250000Z"
     assert json.loads((out / "dataset.json").read_text())["qdrant"]["date_format"] == "epoch-ms"
+
+
+def test_questions_in_a_second_language_and_each_default_said_once(tmp_path, capsys):
+    """The dataset format's own fields: a questions file with text and text_ja imports, the
+    dataset then declares both languages (the memories keep their one text), and every default
+    the import takes is one line on stderr."""
+    make_collection(tmp_path / "q", good_points(3))
+    (tmp_path / "questions.jsonl").write_text(
+        '{"id": "q1", "text": "memory one?", "text_ja": "メモリ1？", "kind": "hit", "current": "1"}\n'
+        '{"id": "q2", "text": "capital of Peru?", "text_ja": "ペルーの首都は？", "kind": "nohit"}\n',
+        encoding="utf-8",
+    )
+    argv = ["import-qdrant", "--path", str(tmp_path / "q"), "--collection", "mem", "--date-field", "when"]
+    argv += [
+        "--text-field",
+        "body",
+        "--questions",
+        str(tmp_path / "questions.jsonl"),
+        "-o",
+        str(tmp_path / "ds"),
+    ]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert out == f"wrote {tmp_path / 'ds'}: 3 memories with their stored vectors; questions in en, ja\n"
+    assert err.splitlines() == [
+        "note: --language not given: the stored texts are taken as en",
+        f"note: --reference-date not given: the newest memory's time, {REF.isoformat().replace('+00:00', 'Z')}, "
+        "is the reference date (ages count from it)",
+    ]
+    ds = load_dataset(tmp_path / "ds")
+    assert ds.languages == ("en", "ja")
+    assert ds.question("q1").text("ja") == "メモリ1？" and ds.memory("1").text("ja") == "memory 1"
+    assert (
+        main([*argv[:-1], str(tmp_path / "ds2"), "--language", "en", "--reference-date", "2026-09-11"]) == 0
+    )
+    assert capsys.readouterr().err == ""  # nothing defaulted, nothing said

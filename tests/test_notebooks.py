@@ -25,7 +25,7 @@ def test_parameters_match_the_documented_ones(name):
         got = found[p.name]
         assert got["inferred_type_name"] == p.type, p.name
         assert got["default"] == literal(p.default), p.name
-        assert got["help"] == p.help, p.name
+        assert got["help"] == p.text, p.name
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
@@ -58,7 +58,7 @@ def records(path: Path) -> list[dict]:
 
 @pytest.mark.notebook
 def test_01_reproduce_writes_the_seed_tables(tmp_path):
-    out = execute("01_reproduce", tmp_path)
+    out = execute("01_reproduce", tmp_path, source="published")
     four = records(out / "tables" / "four_candidates.json")
     assert [(r["bonus"], r["tau_days"], round(r["c_value"], 3), r["verdict"]) for r in four] == [
         (0.03, 30, 0.437, "fails (c)"),
@@ -90,6 +90,7 @@ def test_02_sweep_writes_bands_and_the_choice(tmp_path):
     out = execute(
         "02_sweep",
         tmp_path,
+        source="published",
         bonus_range="0:0.1:0.01",
         tau_range="7,14,30",
         threshold_range="0.44,0.45",
@@ -125,7 +126,7 @@ def test_02_sweep_writes_bands_and_the_choice(tmp_path):
 
 @pytest.mark.notebook
 def test_03_tune_renders_its_default_view_headless(tmp_path):
-    out = execute("03_tune", tmp_path, bonus=0.04)
+    out = execute("03_tune", tmp_path, source="published", bonus=0.04)
     crit = {r["criterion"]: r["pass"] for r in records(out / "tables" / "criteria.json")}
     assert crit == {"a": True, "b": True, "c": False}  # 0.04 / 14 days fails (c), as in the seed
     fig = json.loads((out / "figures" / "default_view.json").read_text())
@@ -142,10 +143,8 @@ def test_03_tune_renders_its_default_view_headless(tmp_path):
 @pytest.mark.model
 def test_04_scale_writes_the_curve(tmp_path, cache_dir, embedded, monkeypatch):
     monkeypatch.setenv("MEMLAB_CACHE_DIR", str(cache_dir))
-    # the default model's English threshold (a notebook takes its threshold as a parameter)
-    out = execute(
-        "04_scale", tmp_path, source="embedded", threshold=0.845, pool=1000, n_range="16,116,1016,3016"
-    )
+    # no threshold given: the notebook takes the default model's English one (0.845), as a command does
+    out = execute("04_scale", tmp_path, source="embedded", pool=1000, n_range="16,116,1016,3016")
     rows = records(out / "tables" / "scale.json")
     assert [r["n"] for r in rows] == [16, 116, 1016, 3016]
     assert rows[0]["nohit_max"] == rows[0]["nohit_max_real"]  # the fixture alone
@@ -162,7 +161,7 @@ def test_04_scale_writes_the_curve(tmp_path, cache_dir, embedded, monkeypatch):
 
 @pytest.mark.notebook
 def test_05_robustness_writes_the_resamples(tmp_path):
-    out = execute("05_robustness", tmp_path, boot=10)
+    out = execute("05_robustness", tmp_path, source="published", boot=10)
     summary = {r["kind"]: r for r in records(out / "tables" / "robustness_summary.json")}
     assert list(summary) == ["all", "loqo", "questions", "memories"]
     assert summary["all"]["feasible_share"] == 1.0 and summary["questions"]["resamples"] == 10
@@ -263,14 +262,8 @@ def test_07_drift_writes_the_table_and_the_budget_curves(tmp_path, cache_dir, mo
 def test_08_benchmark_without_a_file_says_so_and_stops(tmp_path):
     out = execute("08_benchmark", tmp_path)
     report = json.loads((out / "report.json").read_text())
-    assert report["entries"] == [
-        {
-            "type": "value",
-            "name": "skipped",
-            "caption": "no benchmark file given",
-            "value": "benchmark_file is empty",
-        }
-    ]
+    assert report["entries"] == [] and report["finished"] is True
+    assert report["skipped"] == "no benchmark file given (-p benchmark_file=FILE.json)"
     executed = nbformat.read(tmp_path / "08_benchmark.ipynb", as_version=4)
     text = "".join(o.get("text", "") for c in executed.cells for o in c.get("outputs", []))
     assert "benchmark_file is empty: nothing to do" in text
@@ -294,11 +287,16 @@ def test_08_benchmark_on_the_tiny_locomo_file(tmp_path, cache_dir, monkeypatch):
     report = json.loads((out / "report.json").read_text())
     values = {e["name"]: e.get("value") for e in report["entries"] if e["type"] == "value"}
     assert values["import"]["categories"]["adversarial"] == {"nohit": 1}
+    # the threshold in use joins the grid: none given, the default model's English 0.845
     assert [r["threshold"] for r in records(out / "tables" / "sweep_by_threshold.json")] == pytest.approx(
-        [0.3, 0.4, 0.45, 0.5]
+        [0.3, 0.4, 0.5, 0.845]
     )
     crit = {r["kind"]: (r["criteria"], r["passed"]) for r in records(out / "tables" / "criteria.json")}
     assert crit["current_reaches"][0] == 3  # qa0, qa2 and qa3 have one evidence turn each
+    # the retrieval metrics: four answerable questions, the adversarial one as a no-hit question
+    metrics = {(r["list"], r["by"], r["group"]): r for r in records(out / "tables" / "metrics.json")}
+    assert metrics[("candidates", "all", "all")]["questions"] == 4
+    assert metrics[("injected", "category", "adversarial")]["nohit"] == 1
     assert [r["n"] for r in records(out / "tables" / "scale.json")] == [6, 60, 600]
 
 
@@ -349,3 +347,78 @@ def test_01_embeds_on_the_server_the_parameters_name(tmp_path, monkeypatch):
     seed = load_dataset("seed16")
     assert len(texts) == len(seed.memories) + len(seed.questions) == 16 + 10  # each embedded once
     assert (out / "tables" / "criteria.json").is_file()
+
+
+ROOT = NB_DIR.parent
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_stored_notebooks_are_what_saving_them_in_jupyter_writes(name):
+    from memlab.app.notebooks import clean_notebook
+
+    stored = json.loads((NB_DIR / f"{name}.ipynb").read_text(encoding="utf-8"))
+    assert clean_notebook(json.loads(json.dumps(stored))) == stored  # a fixed point: nothing to rewrite
+
+
+def test_the_stored_kernel_name_is_the_one_make_install_registers():
+    from memlab.app.notebooks import STORED_KERNELSPEC
+
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert (
+        f'--name {STORED_KERNELSPEC["name"]} --display-name "{STORED_KERNELSPEC["display_name"]}"' in makefile
+    )
+    assert "jupyter lab --config=jupyter_server_config.py notebooks/" in makefile  # make lab uses the hook
+    paired = jupytext.read(NB_DIR / "03_tune.py")
+    assert paired.metadata["kernelspec"] == STORED_KERNELSPEC
+
+
+def test_saving_a_used_notebook_through_the_repositorys_jupyter_config_writes_it_clean(tmp_path):
+    """What JupyterLab does on autosave, through the contents manager it uses (jupytext's) with
+    the repository's jupyter_server_config.py: outputs, counts, the session's metadata and another
+    kernel display name go; an executed copy without its pair keeps its outputs."""
+    from jupytext import TextFileContentsManager
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("jupyter_server_config.py", path=str(ROOT)).load_config()
+    for suffix in (".ipynb", ".py"):
+        (tmp_path / f"03_tune{suffix}").write_bytes((NB_DIR / f"03_tune{suffix}").read_bytes())
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "03_tune.ipynb").write_bytes((NB_DIR / "03_tune.ipynb").read_bytes())
+    manager = TextFileContentsManager(root_dir=str(tmp_path), config=config)
+    for path in ("03_tune.ipynb", "results/03_tune.ipynb"):
+        model = manager.get(path)
+        nb = model["content"]
+        nb.metadata["kernelspec"]["display_name"] = "Python 3 (ipykernel)"
+        nb.metadata["language_info"] = {"name": "python", "version": "3.11"}
+        nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+        code = next(
+            c for c in nb.cells if c.cell_type == "code" and "parameters" not in c.metadata.get("tags", [])
+        )
+        code.outputs = [nbformat.v4.new_output("stream", name="stdout", text="panel\n")]
+        code.execution_count = 3
+        code.metadata["execution"] = {"iopub.execute_input": "2026-01-01T00:00:00Z"}
+        manager.save({"type": "notebook", "content": nb}, path)
+    saved = json.loads((tmp_path / "03_tune.ipynb").read_text(encoding="utf-8"))
+    assert saved == json.loads((NB_DIR / "03_tune.ipynb").read_text(encoding="utf-8"))
+    assert (tmp_path / "03_tune.py").read_text(encoding="utf-8") == (NB_DIR / "03_tune.py").read_text(
+        encoding="utf-8"
+    )
+    kept = json.loads((tmp_path / "results" / "03_tune.ipynb").read_text(encoding="utf-8"))
+    assert any(c.get("outputs") for c in kept["cells"])  # an executed copy is not ours to clean
+
+
+@pytest.mark.notebook
+def test_09_answers_without_a_chat_endpoint_says_so_and_stops(tmp_path):
+    out = execute("09_answers", tmp_path)
+    report = json.loads((out / "report.json").read_text())
+    assert report["entries"] == [
+        {
+            "type": "value",
+            "name": "skipped",
+            "caption": "no chat endpoint given",
+            "value": "chat_url is empty",
+        }
+    ]
+    executed = nbformat.read(tmp_path / "09_answers.ipynb", as_version=4)
+    text = "".join(o.get("text", "") for c in executed.cells for o in c.get("outputs", []))
+    assert "chat_url is empty: nothing to do" in text

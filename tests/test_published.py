@@ -116,5 +116,5 @@ def test_unknown_rule_lists_the_rules(seed, published):
         candidate_table(seed, published, rule="cheapest")
     assert (
         str(e.value)
-        == "unknown selection rule 'cheapest'; available: smallest-bonus, max-headroom, max-margin"
+        == "unknown selection rule 'cheapest'; available: smallest-bonus, max-headroom, max-margin, max-utility"
     )

@@ -56,7 +56,8 @@ def app_questions(path):
     lines = []
     for line in (dataset_dir("seed16") / "questions.jsonl").read_text().splitlines():
         q = json.loads(line)
-        q.pop("text_ja", None)
+        for key in [k for k in q if k.endswith("_ja")]:  # the Japanese text and reply phrases
+            q.pop(key)
         for key in ("relevant", "stale"):
             q[key] = [app_id(m) for m in q.get(key, [])]
         if q.get("current"):

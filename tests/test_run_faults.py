@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.notebook
+pytestmark = [pytest.mark.notebook, pytest.mark.hostile]
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -178,3 +178,28 @@ def test_a_stale_lock_is_taken_over_and_said_so(tmp_path):
     assert f"took over the lock of a memlab run that is gone (pid {dead.pid})" in proc.stderr.read()
     assert not (tmp_path / ".out.lock").exists()
     assert os.listdir(out)  # written
+
+
+def test_a_failed_notebooks_message_points_into_the_results_not_the_staging_folder(tmp_path):
+    """A notebook that fails naming its own output folder (a missing file there, say): the log
+    and the manifest name the results folder the user has, not the staging one (gone by then)."""
+    import nbformat
+
+    nb_dir = tmp_path / "notebooks"
+    nb_dir.mkdir()
+    shutil.copy(ROOT / "notebooks" / "01_reproduce.ipynb", nb_dir / "01_reproduce.ipynb")
+    failing = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell('out_dir = ""')
+    params.metadata["tags"] = ["parameters"]
+    failing.cells = [params, nbformat.v4.new_code_cell('open(out_dir + "/missing.txt")')]
+    failing.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(failing, nb_dir / "fails.ipynb")
+    config = tmp_path / "b.yaml"
+    config.write_text("notebooks: [fails]\nruns:\n  - {name: r}\n")
+    out = tmp_path / "out"
+    proc = start(config, out, "--notebooks", str(nb_dir))
+    assert proc.wait(timeout=240) == 1
+    log = proc.stderr.read()
+    error = json.loads((out / "manifest.json").read_text())["notebooks"][0]["error"]
+    assert error == f"FileNotFoundError: [Errno 2] No such file or directory: '{out}/r/fails/missing.txt'"
+    assert ".staging-" not in log and ".staging-" not in (out / "manifest.json").read_text()

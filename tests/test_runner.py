@@ -10,7 +10,6 @@ import pytest
 from memlab.app.cli import main
 from memlab.app.parameters import NOTEBOOK_PARAMETERS
 from memlab.app.runner import NOTEBOOKS, load_batch, parse_overrides
-from memlab.embedding.models import MODELS
 
 KNOWN = ", ".join(sorted(p.name for p in NOTEBOOK_PARAMETERS))
 
@@ -121,9 +120,9 @@ def test_default_batch_file_loads():
     en, ja, published = batch.runs
     assert en.parameters["source"] == ja.parameters["source"] == "embedded"
     assert (en.parameters["lang"], ja.parameters["lang"]) == ("en", "ja")
-    # the thresholds are the default model's, as a bare `memlab evaluate --source embedded` uses them
-    cards = MODELS["multilingual-e5-small"].thresholds
-    assert (en.parameters["threshold"], ja.parameters["threshold"]) == (cards["en"], cards["ja"])
+    # no hand-copied thresholds or ranges: each notebook takes the model's, as every command does
+    for run in batch.runs:
+        assert not {"threshold", "threshold_range", "bonus_range", "bonus", "tau_days"} & set(run.parameters)
     assert ja.notebooks == published.notebooks == ("01_reproduce", "02_sweep", "03_tune", "05_robustness")
 
 
@@ -156,3 +155,37 @@ def test_a_missing_dataset_folder_fails_before_anything_runs(tmp_path, capsys):
         f"memlab: error: {batch}: runs[1] (mine): dataset: no dataset folder {tmp_path / 'my-device'}\n"
     )
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.notebook
+def test_a_failing_notebook_keeps_the_tables_it_wrote_and_the_page_shows_them(tmp_path, capsys):
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    params = nbformat.v4.new_code_cell('out_dir = "x"\nfig_formats = ["html"]')
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [
+        params,
+        nbformat.v4.new_code_cell(
+            "import pandas as pd\nfrom memlab.output.report import Report\n"
+            "report = Report(out_dir, fig_formats)\n"
+            "report.table('kept', pd.DataFrame({'n': [1307]}), 'written before the failure')"
+        ),
+        nbformat.v4.new_code_cell("raise ValueError('stopped half-way')"),
+    ]
+    nbformat.write(nb, folder / "01_reproduce.ipynb")
+    (tmp_path / "batch.yaml").write_text("notebooks: [01_reproduce]\nruns:\n  - {name: only}\n")
+    out = tmp_path / "out"
+    code = main(
+        ["run", "--config", str(tmp_path / "batch.yaml"), "--out", str(out), "--notebooks", str(folder)]
+    )
+    capsys.readouterr()
+    assert code == 1
+    assert json.loads((out / "only" / "01_reproduce" / "tables" / "kept.json").read_text()) == [{"n": 1307}]
+    report = json.loads((out / "only" / "01_reproduce" / "report.json").read_text())
+    assert report["finished"] is False and [e["name"] for e in report["entries"]] == ["kept"]
+    page = (out / "index.html").read_text()
+    failure = page.split("<h3 id='only-01_reproduce'>", 1)[1]
+    assert "ValueError: stopped half-way" in failure and "written before the failure" in failure
+    assert "<td class=num>1307</td>" in failure

@@ -162,3 +162,59 @@ def test_own_best_uses_the_spec_candidate_selection():
         0.7
     )
     assert own_best_final(np.array([np.nan, np.nan]), np.zeros(2), one) == -np.inf
+
+
+def test_sizes_are_checked_against_the_dataset_before_anything_is_embedded(seed):
+    from memlab.core.errors import InputError
+    from memlab.studies.scale import scale_sizes
+
+    assert scale_sizes(seed, "16,100,1000", 500) == [16, 100, 1000]
+    with pytest.raises(InputError) as e:
+        scale_sizes(seed, "10,100", 500)
+    assert str(e.value) == (
+        "n_range: 10 is below the 16 memories of dataset 'seed16' (every N counts them): "
+        "start n_range at 16 or above"
+    )
+    with pytest.raises(InputError, match=r"^pool: expected an integer >= 100, got 50$"):
+        scale_sizes(seed, "16,100", 50)
+
+
+def test_questions_asked_long_before_the_reference_date_see_whole_blocks_of_distractors():
+    """A long conversation: a no-hit question asked two years before the reference date (at an
+    early session). Distractors are dated before each question's own date, so it sees all of them
+    (no block of minus infinity, no non-finite fit), and what it sees at N is what a hand-made
+    top-k over the pool, aged from its own date, gives."""
+    from helpers import make_dataset, problem_of
+
+    from memlab.core.spec import best_final
+    from memlab.studies.scale import scale_study
+
+    rng = np.random.default_rng(5)
+    day = 86_400
+    ds = make_dataset(
+        [800 * day, 10 * day, 1 * day],
+        ["nohit", "nohit", "hit"],
+        [-1, -1, 2],
+        [[], [], []],
+        asked_seconds_ago=[790 * day, 0, 0],
+    )
+    mem = rng.normal(size=(3, 16))
+    qs = rng.normal(size=(3, 16))
+    mem /= np.linalg.norm(mem, axis=1, keepdims=True)
+    qs /= np.linalg.norm(qs, axis=1, keepdims=True)
+    spec = RetrievalSpec(candidates=4, bonus=0.05, tau_days=14.0, threshold=0.6)
+    problem = problem_of(ds, spec, memories=mem, questions=qs)
+    pool = rng.normal(size=(400, 16)).astype(np.float32)
+    pool /= np.linalg.norm(pool, axis=1, keepdims=True)
+    pool_ages = rng.integers(0, 365, size=400).astype(np.float64)
+    result = scale_study(problem, [3, 203, 403], (pool, pool_ages), block=10)
+    rows = {r["n"]: r for r in result.rows}
+    assert all(np.isfinite(r[k]) for r in result.rows for k in ("predicted_nohit_max", "predicted_lo"))
+    # the early question alone, at N = 3 + 400 (the whole real pool): by hand
+    early = np.concatenate([[qs[0] @ mem[0]], pool @ qs[0].astype(np.float32)])
+    ages = np.concatenate([[10.0], pool_ages])  # its own memory is 10 days old when it is asked
+    want_early = float(best_final(early[None, :].astype(np.float64), ages[None, :], spec)[0])
+    late = np.concatenate([qs[1] @ mem.T, pool @ qs[1].astype(np.float32)])
+    late_ages = np.concatenate([[800.0, 10.0, 1.0], pool_ages])
+    want_late = float(best_final(late[None, :].astype(np.float64), late_ages[None, :], spec)[0])
+    assert rows[403]["nohit_max_real"] == pytest.approx(max(want_early, want_late), abs=1e-6)

@@ -381,7 +381,11 @@ def test_a_server_failing_mid_run_hands_the_rest_to_the_local_model(tmp_path, na
         return reply.status_code, reply.json()
 
     url, _ = tiny_server(proxy)
-    emb = Embedder(cache_dir=tmp_path / "a", server=ServerConfig(url, batch_size=4, **FAST))
+    # a deadline for the whole proxied request (issue 23): room for a loaded machine, the failing
+    # batch answers 503 at once
+    emb = Embedder(
+        cache_dir=tmp_path / "a", server=ServerConfig(url, batch_size=4, **{**FAST, "timeout": 10})
+    )
     out = emb.encode_documents(TEXTS)
     np.testing.assert_array_equal(out, Embedder(cache_dir=tmp_path / "b").encode_documents(TEXTS))
     assert emb.served == {"cache": 0, "server": 4, "local": 6}

@@ -391,7 +391,7 @@ def test_sweep_warns_when_the_choice_is_on_an_edge(capsys):
     assert code == 0
     # the largest margin wants more bonus and a longer tau than this grid holds
     assert "chosen (max-margin): decay=exp combine=add bonus=0.05 tau_days=30 " in out
-    assert "injections at the choice: stale 1, wrong 4, on no-hit questions 0" in out
+    assert "injections at the choice: current 4, stale 1, wrong 4, on no-hit questions 0" in out
     assert err.splitlines() == [
         f"warning: the choice sits at the highest value of --{flag} ({value}): the best configuration may "
         "lie outside the grid; widen that axis"

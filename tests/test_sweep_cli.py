@@ -31,19 +31,28 @@ def test_sweep_prints_the_seed_choice(capsys):
         "14,30",
         "--threshold",
         "0.45",
+        "--select",
+        "smallest-bonus",
     )
     lines = out.splitlines()
     assert code == 0
     assert lines[0].startswith(
         "grid: 3 bonus x 2 tau x 1 threshold x 1 candidates x 1 inject = 6 configurations"
     )
+    # the seed's rule. The utility of (0.05, 14), from `memlab evaluate --source published` on
+    # paper: the current memories of H1 (m12), H2 (m05), C1 (m02) and C2 (m10) are injected (4);
+    # C1's black coffee m01 is stale (1); H1's m02, H3's m08 and H4's m07 and m02 are outside
+    # their labels (4); nothing on no-hit questions: 4 - 1 - 4 - 1 x 0 = -1
     # (0.05, 30) is feasible too, though the seed did not try it; the tie on the bonus goes to
     # the larger headroom: 0.016 at 14 days against 0.006 at 30
     assert lines[1] == "feasible: 2 of 6 (33.3%)"
     assert lines[2] == (
         "chosen (smallest-bonus): decay=exp combine=add bonus=0.05 tau_days=14 threshold=0.45 candidates=8 inject=3 "
-        "headroom=0.016 min_margin=0.005 a=0.434 b=0.467 c=0.455"
+        "headroom=0.016 min_margin=0.005 utility=-1 a=0.434 b=0.467 c=0.455"
     )
+    assert lines[3] == "injections at the choice: current 4, stale 1, wrong 4, on no-hit questions 0"
+    # the closest decision: H4's m02 at 0.425 + 0.05 exp(-9/14) = 0.45129 against 0.45
+    assert lines[4].startswith("decision margin 0.001289: H4, m02 at the threshold (injected, final 0.4513)")
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet", "json"])
@@ -147,9 +156,18 @@ def test_feasible_table_and_json(capsys):
 
 
 def test_feasible_empty_region(capsys):
-    # with 2 candidates H2's article (third by raw score) is never fetched, so (c) cannot hold
+    # with 2 candidates H2's article (third by raw score) is never fetched, so (c) cannot hold:
+    # every band is empty, and the line says which criterion is to blame
     code, out, _ = run(capsys, "feasible", "--source", "published", "--tau", "14", "--candidates", "2")
-    assert code == 0 and out.splitlines()[-1] == "exp   add           14      0.45  empty"
+    assert code == 0 and out.splitlines()[-2:] == [
+        "no bonus satisfies every criterion at any tau and threshold; the criteria that conflict:",
+        "  tau 14, threshold 0.45: never hold: c",
+    ]
+    code, out, _ = run(
+        capsys, "feasible", "--source", "published", "--tau", "14,15", "--candidates", "2", "--format", "json"
+    )
+    rows = json.loads(out)
+    assert [r["conflicts"]["never"] for r in rows] == [["c"], ["c"]] and rows[0]["intervals"] == []
 
 
 def test_feasible_over_decay_families(capsys):
@@ -261,10 +279,13 @@ def test_table_writer_leaves_nothing_on_failure(tmp_path):
 def test_metrics_are_a_registry(capsys, tmp_path):
     from memlab.core.sweep import METRICS, check_metrics
 
-    assert list(METRICS) == ["headroom", "current", "injected", "stale", "wrong"]
+    assert list(METRICS) == ["headroom", "current", "injected", "stale", "wrong", "answered"]
     with pytest.raises(ValueError) as e:
         check_metrics(["headroom", "recall"])
-    assert str(e.value) == "unknown metric 'recall'; available: headroom, current, injected, stale, wrong"
+    assert (
+        str(e.value)
+        == "unknown metric 'recall'; available: headroom, current, injected, stale, wrong, answered"
+    )
     target = tmp_path / "few.csv"
     code, _, _ = run(
         capsys,
@@ -283,10 +304,13 @@ def test_metrics_are_a_registry(capsys, tmp_path):
         str(target),
     )
     cols = pd.read_csv(target).columns.tolist()
-    assert code == 0 and "headroom" in cols and "stale_injected" not in cols and "margin_C1" not in cols
+    # the per-question group is left out; the groups the selection rules read (the fallback
+    # max-utility's injected, stale and wrong) are always written
+    assert code == 0 and "headroom" in cols and "margin_C1" not in cols and "injected_C1" not in cols
+    assert {"current_injected", "stale_injected", "wrong_injected", "injected_nohit"} <= set(cols)
     assert cols[-2:] == ["min_margin", "feasible"]
     code, _, err = run(capsys, "sweep", "--source", "published", "--metrics", "recall")
     assert (code, err) == (
         2,
-        "memlab: error: unknown metric 'recall'; available: headroom, current, injected, stale, wrong\n",
+        "memlab: error: unknown metric 'recall'; available: headroom, current, injected, stale, wrong, answered\n",
     )

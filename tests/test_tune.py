@@ -12,11 +12,10 @@ from memlab.app.panel import TuningPanel
 def test_panel_updates_figure_criteria_and_prompt(seed):
     panel = TuningPanel(seed, source="published")
     view = panel.view()
-    (row, prompt, values) = view.children
-    (controls, figure) = row.children
+    (controls, figure, criteria, prompt, values) = view.children
     assert figure is panel.figure and prompt is panel._widgets["prompt"]
-    assert values is panel._widgets["values"]
-    assert [w.description for w in controls.children[:-1]] == [
+    assert values is panel._widgets["values"] and criteria is panel._widgets["criteria"]
+    assert [w.description for w in controls.children] == [
         "dataset",
         "source",
         "lang",
@@ -108,10 +107,51 @@ def test_panel_on_a_dataset_that_is_not_the_seed(monkeypatch):
     w["bonus"].value = 0.05
     w["threshold"].value = 0.85
     assert tuple(panel.figure.layout.yaxis.range) == y  # the frame stays still
-    assert panel.figure.data[0].x[0] == "Which city do I live in…<br>(q1)"  # questions by their words
+    # 11 questions across the panel's 920 px: lines of 11 characters, horizontal
+    assert panel.figure.data[0].x[0] == "Which city<br>do I live<br>in now?<br>(q1)"
     assert "bonus: 0.05" in w["values"].value and "threshold: 0.85" in w["values"].value
     assert (
         f"--dataset {ds.path} --source embedded --lang en --bonus 0.05 --tau 3 --threshold 0.85 "
         "--candidates 8 --inject 3" in w["values"].value
     )
     assert "stale injected" in w["criteria"].value and "no_stale" in w["criteria"].value
+
+
+def test_a_threshold_not_given_follows_the_new_scores(seed, monkeypatch):
+    """The seed's published scores start at their 0.45; switched to a dataset without published
+    scores the panel embeds, and the threshold becomes the default model's (0.845 English, 0.875
+    Japanese), slider included, until it is moved by hand."""
+    from memlab.embedding.models import MODELS
+    from memlab.scores.sources import ScoreTable, load_scores
+
+    ds = example()
+    rng = np.random.default_rng(0)
+    fake = ScoreTable(
+        ds.question_ids,
+        ds.memory_ids,
+        rng.uniform(0.78, 0.9, (len(ds.questions), len(ds.memories))),
+        "embedded",
+    )
+
+    def scores(source, dataset, options, lang):
+        return load_scores(source, dataset, options, lang=lang) if source == "published" else fake
+
+    monkeypatch.setattr("memlab.app.panel.load_scores", scores)
+    cards = MODELS["multilingual-e5-small"].thresholds
+    panel = TuningPanel(seed, source="published")
+    assert panel.spec.threshold == 0.45 and panel.threshold_follows
+    panel.view()
+    w = panel._widgets
+    w["dataset"].options = [*w["dataset"].options, str(ds.path)]
+    w["dataset"].value = str(ds.path)  # as a user picks it
+    assert (panel.source, panel.lang) == ("embedded", "en")
+    assert panel.spec.threshold == cards["en"] == w["threshold"].value
+    assert panel.figure.layout.shapes[0].y0 == cards["en"]  # the line drawn where it applies
+    w["lang"].value = "ja"
+    assert panel.spec.threshold == cards["ja"] == w["threshold"].value
+    w["threshold"].value = 0.86  # moved by hand: it stays
+    w["lang"].value = "en"
+    assert panel.spec.threshold == 0.86 and not panel.threshold_follows
+    # given at the start, it never follows
+    fixed = TuningPanel(ds, {"threshold": 0.8}, source="embedded")
+    assert fixed.spec.threshold == 0.8 and not fixed.threshold_follows

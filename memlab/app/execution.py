@@ -36,6 +36,8 @@ from memlab.app.reuse import Reuse, keep_fresh, reuse_earlier
 from memlab.app.runner import Batch, Result, git_commit, kernel_name, now, versions
 from memlab.core.errors import InputError, MissingFileError
 from memlab.core.files import atomic_write_text
+from memlab.core.paths import inside
+from memlab.core.urls import SECRETS_ENV, hide_secrets
 
 RENAME_EXCHANGE = 2
 PR_SET_PDEATHSIG = 1
@@ -68,22 +70,68 @@ def acquire(out: Path, log) -> Path:
         try:
             fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
-            try:
-                owner = json.loads(lock.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                owner = {"pid": -1}
-            if owner.get("pid", -1) > 0 and pid_alive(owner["pid"]):
+            if lock.is_symlink() or not lock.is_file():
+                raise InputError(
+                    f"{lock}: the run lock is not a regular file: memlab leaves it alone; remove it "
+                    f"yourself if no memlab run is writing into {out}"
+                ) from None
+            owner = lock_owner(lock)
+            if owner["pid"] > 0 and pid_alive(owner["pid"]):
                 raise InputError(
                     f"{out} is being written by another memlab run (pid {owner['pid']}, "
-                    f"since {owner.get('started', '?')}); wait for it or choose another --out"
+                    f"since {owner['started']}); wait for it or choose another --out"
                 ) from None
-            log(f"took over the lock of a memlab run that is gone (pid {owner.get('pid')}): {lock}")
+            gone = f"pid {owner['pid']}" if owner["pid"] > 0 else "an unreadable lock"
+            log(f"took over the lock of a memlab run that is gone ({gone}): {lock}")
             lock.unlink(missing_ok=True)
             continue
         with os.fdopen(fd, "w") as fh:
             json.dump({"pid": os.getpid(), "started": now()}, fh)
         return lock
     raise InputError(f"could not take the lock {lock}")
+
+
+def results_folder(out: Path) -> Path:
+    """``--out``, resolved: a folder that does not exist yet, an empty one, or the results of an
+    earlier run (its ``manifest.json`` names memlab); anything else is refused, never replaced."""
+    given, out = out, out.resolve()
+    if not out.exists():
+        return out
+    if not out.is_dir():
+        raise InputError(
+            f"--out {given}: is an existing file, not a results folder: memlab neither replaces nor "
+            "hides it; choose another --out"
+        )
+    if any(out.iterdir()) and not earlier_run(out):
+        raise InputError(
+            f"--out {given}: is a folder that holds no earlier memlab run (no manifest.json of one): "
+            "memlab replaces only its own results; choose a new or empty folder"
+        )
+    return out
+
+
+def earlier_run(folder: Path) -> bool:
+    """``folder`` holds the results of a ``memlab run`` (its manifest, written by memlab)."""
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(manifest, dict) and "memlab" in manifest and "notebooks" in manifest
+
+
+def lock_owner(lock: Path) -> dict[str, Any]:
+    """The pid (-1 when unreadable: empty, truncated, not JSON, not a pid) and start time a lock
+    file records."""
+    try:
+        doc = json.loads(lock.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        doc = None
+    pid = doc.get("pid") if isinstance(doc, dict) else None
+    valid = isinstance(pid, int) and not isinstance(pid, bool) and 0 < pid < 2**31
+    return {
+        "pid": pid if valid else -1,
+        "started": str(doc.get("started", "?")) if isinstance(doc, dict) else "?",
+    }
 
 
 def clean_leftovers(out: Path) -> None:
@@ -241,10 +289,11 @@ def run_batch(
     jobs = default_jobs() if jobs is None else jobs
     if jobs < 1:
         raise InputError(f"--jobs: expected a whole number >= 1, got {jobs}")
-    out = out.resolve()
+    out = results_folder(out)
     pairs = [(r, nb) for r in batch.runs for nb in (r.notebooks or batch.notebooks)]
     for nb in dict.fromkeys(nb for _, nb in pairs):
-        if not (notebooks_dir / f"{nb}.ipynb").is_file():
+        # a plain name (the batch checks it) in the notebooks folder, not a link out of it
+        if not inside(notebooks_dir, f"{nb}.ipynb", f"notebook {nb}").is_file():
             raise MissingFileError(f"no notebook {nb}.ipynb in {notebooks_dir}")
 
     lock = acquire(out, log)
@@ -270,6 +319,9 @@ def run_batch(
             params = notebook_params(
                 nb, {**defaults(), **run.parameters, **overrides, "out_dir": str(out_dir)}
             )
+            # a URL's secrets never reach the executed notebook, the manifest or the page: the
+            # kernel gets them in its environment (memlab.core.urls.reveal)
+            params, secrets = hide_secrets(params)
             results.append(Result(run.name, nb, params, str(out_dir.parent / f"{nb}.ipynb"), str(out_dir)))
             tasks.append(
                 {
@@ -278,7 +330,7 @@ def run_batch(
                     "parameters": params,
                     "kernel": kernel,
                     "cwd": str(notebooks_dir),
-                    "env": env,
+                    "env": {**env, SECRETS_ENV: json.dumps(secrets)},
                 }
             )
         reuse = Reuse(batch=batch.path)
@@ -307,19 +359,17 @@ def run_batch(
             i = futures[future]
             res = results[i]
             res.__dict__.update(future.result())
+            if res.error:  # where the user will find it: the results folder, not the staging one
+                res.error = res.error.replace(str(staging), str(out))
             running = [
                 f"{r.run}/{r.notebook}"
                 for f, j in futures.items()
                 if not f.done() and Path((r := results[j]).output).with_suffix(".running").exists()
             ]
             report = Path(res.out_dir) / "report.json"
-            if res.status == "ok" and report.is_file():
+            if report.is_file():  # a failed notebook's lists what it wrote before it failed
                 res.report = json.loads(report.read_text(encoding="utf-8"))
-            if res.status != "ok":  # a failed notebook shows nothing the manifest cannot vouch for
-                shutil.rmtree(res.out_dir, ignore_errors=True)
-                Path(res.out_dir).mkdir(parents=True)
-            if res.status == "ok":
-                exporter.submit(Path(res.out_dir))  # its PNGs while the others run
+            exporter.submit(Path(res.out_dir))  # its PNGs while the others run (a failed one's too)
             queued = len(fresh) - done - len(running)
             left = (f"; running {', '.join(running)}" if running else "") + (
                 f"; {queued} queued" if queued else ""

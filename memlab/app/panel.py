@@ -9,15 +9,25 @@ runs headless under papermill.
 
 Slider ranges come from the scores, not from the seed: the threshold spans the scores the
 model produces plus the largest bonus, the bonus reaches past the spread of the scores, and
-both always include the starting value and any sweep axes passed in ``ranges``. The y-axis is
-fixed per score table, so the bars move and the frame does not.
+both always include the starting value and any sweep axes passed in ``ranges`` (an empty range
+is the model's, as the sweep's). The y-axis is fixed per score table, so the bars move and the
+frame does not.
+
+A threshold not given follows the scores, as everywhere (``memlab.scores.problem``): the
+model's for the dataset and language, again after the dataset, source or language is switched,
+until the threshold is moved by hand. A tuned-spec file (``spec_file``, ``memlab sweep --save``)
+gives every spec value not given beside it, and its model and dataset are checked against the
+scores (``memlab.tuning.tuned.check_tuned``).
 """
 
 from __future__ import annotations
 
 import html
 import math
+import shlex
+import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -27,12 +37,19 @@ from memlab.core.criteria import Criterion, dataset_criteria
 from memlab.core.spec import COMBINES, DECAYS, RetrievalSpec
 from memlab.datasets.schema import Dataset, load_dataset
 from memlab.output.figures import OKABE_ITO, question_bars, question_frame
-from memlab.output.prompt import b_format
+from memlab.output.prompt import b_format, memory_line
+from memlab.scores.problem import SPEC_FIELDS, RetrievalProblem
 from memlab.scores.sources import ScoreOptions, ScoreTable, available_sources, load_scores
 from memlab.tuning.evaluate import Evaluation, evaluate
+from memlab.tuning.tuned import check_tuned, dataset_reference, load_tuned, merge_spec, off_default
 
-PASS_MARK = f"<span class='memlab-pass' style='color:{OKABE_ITO['green']}'>✓ PASS</span>"
-FAIL_MARK = f"<span class='memlab-fail' style='color:{OKABE_ITO['vermillion']}'>✗ FAIL</span>"
+NOWRAP = "white-space:nowrap"  # "✓ PASS" on one line
+PASS_MARK = f"<span class='memlab-pass' style='color:{OKABE_ITO['green']};{NOWRAP}'>✓ PASS</span>"
+FAIL_MARK = f"<span class='memlab-fail' style='color:{OKABE_ITO['vermillion']};{NOWRAP}'>✗ FAIL</span>"
+# The panel fits a notebook's output area at a 1,400 px window with JupyterLab's file browser
+# open (about 960 px): the controls in a grid above, the figure at this width below them.
+FIGURE_WIDTH = 920
+CONTROL_WIDTH = "300px"
 
 
 @dataclass(frozen=True)
@@ -74,6 +91,21 @@ def slider_ranges(
     return out
 
 
+def bar_floor(dataset: Dataset, raw: np.ndarray, spec: RetrievalSpec, margin: float = 0.03) -> float:
+    """Where the bars' axis starts: ``margin`` under the lowest raw score a bar can show (the
+    current memory's; for a question without one, the lowest of its ``candidates`` best) and under
+    the threshold, never below 0. The seed's sweep range or a slider's far end does not move it."""
+    lows = [spec.threshold]
+    index = {m: j for j, m in enumerate(dataset.memory_ids)}
+    for i, q in enumerate(dataset.questions):
+        row = raw[i][np.isfinite(raw[i])]
+        if q.current is not None and np.isfinite(raw[i, index[q.current]]):
+            lows.append(float(raw[i, index[q.current]]))
+        elif row.size:
+            lows.append(float(np.sort(row)[::-1][: spec.candidates].min()))
+    return max(0.0, round(min(lows) - margin, 3))
+
+
 def default_question(dataset: Dataset) -> str:
     """The question the prompt shows first: the first the dataset declares for a rerun table,
     else the first with a current memory, else the first."""
@@ -82,41 +114,40 @@ def default_question(dataset: Dataset) -> str:
     return next((q.id for q in dataset.questions if q.current), dataset.question_ids[0])
 
 
-def dataset_reference(dataset: Dataset) -> str:
-    """How a batch file or ``--dataset`` names it: a packaged dataset by name, else its folder."""
-    from memlab.datasets.schema import packaged_datasets
-
-    packaged = dataset.path is not None and dataset.path.parent.name == "packaged"
-    if dataset.path is None or (packaged and dataset.path.name in packaged_datasets()):
-        return dataset.name
-    return str(dataset.path)
+def number(x: float) -> str:
+    """A number as short as it reads back exactly: ``0.045``, ``15``, else its full repr."""
+    short = f"{x:g}"
+    return short if float(short) == x else repr(float(x))
 
 
 def batch_yaml(dataset: str, source: str, lang: str, spec: RetrievalSpec) -> str:
-    """The configuration as a run of a batch file (``memlab run --config``)."""
-    return (
-        "runs:\n"
-        "  - name: tuned\n"
-        "    parameters:\n"
-        f"      dataset: {dataset}\n"
-        f"      source: {source}\n"
-        f"      lang: {lang}\n"
-        f"      bonus: {spec.bonus:g}\n"
-        f"      tau_days: {spec.tau_days:g}\n"
-        f"      threshold: {spec.threshold:g}\n"
-        f"      candidates: {spec.candidates}\n"
-        f"      inject: {spec.inject}\n"
-        + (f"      decay: {spec.decay}\n      combine: {spec.combine}\n" if family(spec) else "")
-    )
+    """The configuration as a run of a batch file (``memlab run --config``), written by a YAML
+    dumper: a dataset folder with spaces, ``#``, ``:`` or quotes reads back as written."""
+    import yaml
+
+    parameters: dict[str, object] = {
+        "dataset": dataset,
+        "source": source,
+        "lang": lang,
+        **{k: float(number(getattr(spec, k))) for k in ("bonus", "tau_days", "threshold")},
+        "candidates": int(spec.candidates),
+        "inject": int(spec.inject),
+    }
+    if family(spec):
+        parameters |= {"decay": spec.decay, "combine": spec.combine}
+    doc = {"runs": [{"name": "tuned", "parameters": parameters}]}
+    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, default_flow_style=False)
 
 
 def cli_flags(dataset: str, source: str, lang: str, spec: RetrievalSpec) -> str:
-    """The configuration as flags of ``memlab evaluate`` (and of every command that scores)."""
+    """The configuration as flags of ``memlab evaluate`` (and of every command that scores), each
+    value quoted for a POSIX shell (``shlex.quote``)."""
+    q = shlex.quote
     return (
-        f"--dataset {dataset} --source {source} --lang {lang} --bonus {spec.bonus:g} "
-        f"--tau {spec.tau_days:g} --threshold {spec.threshold:g} --candidates {spec.candidates} "
+        f"--dataset {q(dataset)} --source {q(source)} --lang {q(lang)} --bonus {number(spec.bonus)} "
+        f"--tau {number(spec.tau_days)} --threshold {number(spec.threshold)} --candidates {spec.candidates} "
         f"--inject {spec.inject}"
-        + (f" --decay {spec.decay} --combine {spec.combine}" if family(spec) else "")
+        + (f" --decay {q(spec.decay)} --combine {q(spec.combine)}" if family(spec) else "")
     )
 
 
@@ -129,61 +160,120 @@ class TuningPanel:
     def __init__(
         self,
         dataset: Dataset,
-        spec: RetrievalSpec | None = None,
+        spec: RetrievalSpec | Mapping[str, Any] | None = None,
         *,
-        source: str = "published",
+        source: str | None = None,
         lang: str | None = None,
         question: str | None = None,
         criteria: tuple[Criterion, ...] | None = None,
         score_options: ScoreOptions | dict[str, Any] | None = None,
-        ranges: dict[str, tuple[float, float]] | None = None,
+        ranges: Mapping[str, tuple[float, float] | str] | None = None,
         datasets: tuple[str, ...] = (),
+        spec_file: str | None = None,
     ):
+        """``spec``: a whole spec (every value given), or spec fields (None: the default; a
+        threshold not given follows the scores); ``spec_file``: a tuned spec whose values apply
+        where ``spec`` gives none (spec fields at the spec's default count as none given, as a
+        notebook's parameters do); ``ranges``: the sweep's axes the sliders must reach, as
+        (low, high) or as the sweep's text ("" for the model's range)."""
+        from memlab.app.parameters import parameter
+
+        if isinstance(spec, RetrievalSpec):
+            given = {k: getattr(spec, k) for k in SPEC_FIELDS}
+        else:
+            given = {k: v for k, v in dict(spec or {}).items() if v is not None}
+        self.tuned = load_tuned(spec_file) if spec_file else None
+        if self.tuned is not None:  # values at the spec's default take the file's (as a notebook's)
+            given, notes = merge_spec(
+                self.tuned, given if isinstance(spec, RetrievalSpec) else off_default(given)
+            )
+            source = source or self.tuned.source
+            lang = lang or next((x for x in self.tuned.languages if x in dataset.languages), None)
+            print(
+                f"spec: from {self.tuned.label}"
+                + (f"; given beside it, overriding the file: {', '.join(notes)}" if notes else ""),
+                file=sys.stderr,
+            )
         self.dataset = dataset
         self.dataset_name = dataset_reference(dataset)
         self.datasets = datasets  # others offered in the dataset dropdown (names or folders)
-        self.spec = spec or RetrievalSpec()
-        self.source = source
+        self.threshold_follows = "threshold" not in given  # the model's, until moved by hand
+        self.spec = RetrievalSpec(**given)
+        self.source = source or parameter("source").default
+        if self.source not in available_sources(dataset):
+            self.source = "embedded"
         self.lang = lang or dataset.languages[0]
         self.question = question or default_question(dataset)
         self.given_criteria = criteria
         self.criteria = dataset_criteria(dataset) if criteria is None else criteria
         # how every (dataset, source, lang) is scored: the model, the server, the cache
-        given = score_options or ScoreOptions()
-        self.score_options = given if isinstance(given, ScoreOptions) else ScoreOptions(**given)
-        self.ranges = ranges
+        given_options = score_options or ScoreOptions()
+        self.score_options = (
+            given_options if isinstance(given_options, ScoreOptions) else ScoreOptions(**given_options)
+        )
+        self.ranges = dict(ranges or {})
         self._scores: dict[tuple[str, str, str], ScoreTable] = {}
         self.last_update_ms = 0.0
+        self._follow_threshold()
+        if self.tuned is not None:
+            check_tuned(self.tuned, self.problem())
         self.state = self.compute()
         self._widgets: dict[str, Any] | None = None
         self.figure: Any = None
 
     # -- the model ------------------------------------------------------------------------
+    def options(self) -> ScoreOptions:
+        return replace(self.score_options, source=self.source, lang=self.lang)
+
     def scores(self) -> ScoreTable:
         key = (self.dataset_name, self.source, self.lang)
         if key not in self._scores:
             self._scores[key] = load_scores(self.source, self.dataset, self.score_options, lang=self.lang)
         return self._scores[key]
 
+    def problem(self) -> RetrievalProblem:
+        """The dataset, its scores and the panel's spec, as every command sees them."""
+        return RetrievalProblem.of(self.dataset, self.scores(), self.spec, self.options())
+
+    def _follow_threshold(self) -> None:
+        """A threshold not given is the one that follows these scores (the model's)."""
+        if self.threshold_follows:
+            self.spec = replace(self.spec, threshold=self.problem().defaults.threshold)
+
     def compute(self) -> Evaluation:
         return evaluate(self.dataset, self.scores(), self.spec, self.criteria, lang=self.lang)
 
+    def sweep_ranges(self) -> dict[str, tuple[float, float]]:
+        """The sweep's axes as (low, high); an axis given as text is parsed, "" being the
+        model's range for these scores."""
+        from memlab.core.grid import parse_axis
+
+        out = {}
+        for name, given in self.ranges.items():
+            if isinstance(given, str):
+                text = given or getattr(self.problem().defaults, f"{name.replace('_days', '')}_range", "")
+                values = parse_axis(text, f"{name}_range") if text else ()
+                if values:
+                    out[name] = (float(min(values)), float(max(values)))
+            else:
+                out[name] = (float(given[0]), float(given[1]))
+        return out
+
     def slider_ranges(self) -> dict[str, SliderRange]:
-        return slider_ranges(self.scores().raw, self.spec, self.ranges)
+        return slider_ranges(self.scores().raw, self.spec, self.sweep_ranges())
 
     def y_range(self) -> tuple[float, float]:
-        """The bars' y-axis for this score table: every raw score, plus the largest bonus."""
+        """The bars' y-axis for this score table, fixed while the sliders move: from just under
+        the lowest score a bar can show (a question's current memory, else its candidates) and
+        the threshold, up to the highest score plus the largest bonus."""
         r = self.slider_ranges()
-        raw = self.scores().raw
-        finite = raw[np.isfinite(raw)]
-        lo = float(finite.min()) if finite.size else 0.0
-        return (max(0.0, min(lo, r["threshold"].low) - 0.02), r["threshold"].high + 0.02)
+        return (bar_floor(self.dataset, self.scores().raw, self.spec), r["threshold"].high + 0.02)
 
     def prompt(self, ev: Evaluation | None = None) -> str:
         ev = ev or self.state
         injected = ev.result(self.question).injected
         block = b_format(
-            [self.dataset.memory(c.memory_id).text(self.lang) for c in injected],
+            [memory_line(self.dataset.memory(c.memory_id), self.lang) for c in injected],
             ev.spec.reference_date,
             self.lang,
         )
@@ -229,7 +319,7 @@ class TuningPanel:
     def static_figure(self, ev: Evaluation | None = None):
         ev = ev or self.state
         frame = question_frame(ev, self.dataset)
-        return question_bars(frame, ev.spec.threshold, self.title(ev), self.y_range())
+        return question_bars(frame, ev.spec.threshold, self.title(ev), self.y_range(), width=FIGURE_WIDTH)
 
     def set(self, **changes: Any) -> Evaluation:
         """Change controls (dataset, source, lang, question or any spec field) and recompute."""
@@ -250,8 +340,12 @@ class TuningPanel:
         for key in ("source", "lang", "question"):
             if key in changes:
                 setattr(self, key, changes.pop(key))
+        if "threshold" in changes:
+            self.threshold_follows = False  # moved by hand: it stays where it was put
         if changes:
             self.spec = replace(self.spec, **changes)
+        if rescored:
+            self._follow_threshold()
         self.state = self.compute()
         if self.figure is not None:
             self._refresh_widgets(rescored)
@@ -304,6 +398,7 @@ class TuningPanel:
                 s.max = max(s.max, r.high)  # widen first, so the value is never clamped
                 s.min = max(r.step, r.low) if name == "tau_days" else r.low
                 s.max, s.step = r.high, r.step
+            w["threshold"].value = self.spec.threshold  # the new scores' default, when it follows
         finally:
             self._quiet = False
 
@@ -321,7 +416,6 @@ class TuningPanel:
         r = self.slider_ranges()
         self._quiet = False
         self.figure = go.FigureWidget(self.static_figure())
-        self.figure.layout.width = 760
         datasets = list(dict.fromkeys([self.dataset_name, *self.datasets]))
         controls = {
             "dataset": W.Dropdown(options=datasets, value=self.dataset_name, description="dataset"),
@@ -373,6 +467,7 @@ class TuningPanel:
         }
         for name, control in controls.items():
             control.style.description_width = "90px"
+            control.layout.width = CONTROL_WIDTH
             control.add_class(f"memlab-{name}")
             control.observe(lambda change, name=name: self._on_change(name, change["new"]), names="value")
         self._widgets = {
@@ -382,12 +477,15 @@ class TuningPanel:
             "values": W.HTML(self.values_html()),
         }
         self._widgets["criteria"].add_class("memlab-criteria-box")
-        left = W.VBox(
-            [*controls.values(), self._widgets["criteria"]], layout=W.Layout(width="380px", min_width="380px")
+        grid = W.GridBox(
+            list(controls.values()),
+            layout=W.Layout(grid_template_columns=f"repeat(auto-fill, {CONTROL_WIDTH})", grid_gap="2px 12px"),
         )
         return W.VBox(
             [
-                W.HBox([left, self.figure], layout=W.Layout(align_items="flex-start")),
+                grid,
+                self.figure,
+                self._widgets["criteria"],
                 self._widgets["prompt"],
                 self._widgets["values"],
             ]

@@ -1,24 +1,28 @@
 """Every parameter memlab takes, declared once: name, type, default, range and help.
 
 The notebooks' ``parameters`` cells (``parameters_cell``, ``make notebooks``), the CLI's options
-(``add_parameters``: flags, types, choices, defaults and help), ``memlab run``'s check of ``-p``
-keys and the parameter tables of ``docs/parameters.md`` (``parameters_table``) all come from
+(``memlab.app.cli.options.add_parameters``: flags, types, choices, defaults and help),
+``memlab run``'s check of ``-p`` keys and the parameter tables of ``docs/parameters.md``
+(``parameters_table``) all come from
 ``PARAMETERS``. Which notebook takes which parameter is the notebook registry's
 (``memlab.app.notebooks``).
 
-A parameter's ``default`` is what a notebook and a command use when nothing is given. Where a
-command's default is another (its own grid resolution, say), the command passes it to
-``add_parameters`` at its call site, and the help says so.
+A parameter's ``default`` is what a notebook and a command use when nothing is given, the same
+for both. A default that follows the scores (the threshold, the sweep's threshold and bonus
+ranges: the model's, ``memlab.scores.problem.RetrievalProblem.defaults``) is declared empty
+(None, or "" for a range), and ``empty`` says what applies then, with the model cards' numbers.
+Where a command truly needs another default (``table``'s seed rule), it passes it to
+``add_parameters`` at its call site, and its help says the value that applies.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memlab.app.answer_parameters import ANSWER_PARAMETERS
 from memlab.core.errors import InputError
 from memlab.core.spec import COMBINES, DECAYS, SPEC_BOUNDS, RetrievalSpec
 
@@ -54,8 +58,9 @@ def _encodings() -> list[str]:
 class Parameter:
     """One parameter. ``flag``: its CLI option (None: notebooks only); ``notebook``: whether the
     notebooks take it; ``choices``: the registry its value names; ``bounds``: the range the
-    library checks (``memlab.core.numbers.check_number``), for the tables; ``empty``: how a
-    notebook says "none" (the CLI's default is then None)."""
+    library checks (``memlab.core.numbers.check_number``), for the tables; ``empty``: what an
+    empty value (None, or "" for text) means, for a parameter whose default is empty (the CLI's
+    default is then None)."""
 
     name: str
     type: str  # str | int | float | list | bool
@@ -66,6 +71,12 @@ class Parameter:
     choices: Callable[[], Sequence[str]] | None = None
     bounds: Mapping[str, float] = field(default_factory=dict)
     group: str = ""
+    empty: str = ""
+
+    @property
+    def text(self) -> str:
+        """The help, with what an empty value means."""
+        return self.help + (f"; empty: {self.empty}" if self.empty else "")
 
     @property
     def range_text(self) -> str:
@@ -79,6 +90,28 @@ class Parameter:
         return " and ".join(parts)
 
 
+def _model_thresholds() -> str:
+    """The thresholds that apply when none is given, from the model cards and the seed."""
+    from memlab.embedding.models import DEFAULT_MODEL, model_card
+    from memlab.scores.sources import SEED_DEFAULTS
+
+    card = model_card(DEFAULT_MODEL)
+    words = {"en": "English", "ja": "Japanese"}
+    each = ", ".join(f"{v:g} {words.get(lang, lang)}" for lang, v in card.thresholds.items())
+    return f"the model's ({each} for {card.name}; {SEED_DEFAULTS.threshold:g} for published scores)"
+
+
+def _model_ranges(kind: str) -> str:
+    """The sweep range of the threshold or the bonus that applies when none is given."""
+    from memlab.embedding.models import MODELS
+    from memlab.scores.sources import SEED_DEFAULTS
+
+    each = "; ".join(
+        f"{getattr(c, kind)} for {c.name}" for c in MODELS.values() if getattr(c, kind) and c.thresholds
+    )
+    return f"the model's range ({each}; {getattr(SEED_DEFAULTS, kind)} for published scores)"
+
+
 def _spec(name: str, flag: str, help: str, type: str) -> Parameter:
     return Parameter(name, type, getattr(SPEC, name), help, flag, bounds=SPEC_BOUNDS[name], group="spec")
 
@@ -88,8 +121,8 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter(
         "source",
         "str",
-        "published",
-        "score source: published (the seed's numbers) or embedded",
+        "embedded",
+        "score source: embedded (the texts, embedded) or published (the seed's numbers)",
         "--source",
         choices=_sources,
         group="scores",
@@ -136,7 +169,7 @@ PARAMETERS: tuple[Parameter, ...] = (
         "qdrant_path",
         "str",
         None,
-        "persist the Qdrant collection here",
+        "score in this local Qdrant folder (a scratch collection of memlab's own, removed after)",
         "--qdrant-path",
         notebook=False,
         group="scores",
@@ -145,7 +178,7 @@ PARAMETERS: tuple[Parameter, ...] = (
         "qdrant_url",
         "str",
         None,
-        "use a Qdrant server instead of local mode",
+        "score on this Qdrant server (a scratch collection of memlab's own, removed after)",
         "--qdrant-url",
         notebook=False,
         group="scores",
@@ -226,12 +259,12 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter(
         "threshold",
         "float",
-        SPEC.threshold,
-        "post-bonus score a memory needs to be injected (inclusive); commands default to the model's "
-        "(0.845 English, 0.875 Japanese for multilingual-e5-small; 0.45 for published scores)",
+        None,
+        "post-bonus score a memory needs to be injected (inclusive)",
         "--threshold",
         bounds=SPEC_BOUNDS["threshold"],
         group="spec",
+        empty=_model_thresholds(),
     ),
     _spec("candidates", "--candidates", "raw nearest neighbours fetched before the re-sort", "int"),
     _spec("inject", "--inject", "most memories injected into the prompt", "int"),
@@ -258,29 +291,50 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter(
         "bonus_range",
         "str",
-        "0:0.1:0.001",
+        "",
         "sweep: bonus values, start:stop:step or a comma list",
         "--bonus",
         group="grid",
+        empty=_model_ranges("bonus_range"),
     ),
     Parameter("tau_range", "str", "1:60:1", "sweep: tau_days values", "--tau", group="grid"),
     Parameter(
         "threshold_range",
         "str",
-        "0.40:0.50:0.005",
-        "sweep: threshold values (commands default to the model's range: 0.80:0.90:0.005 for "
-        "multilingual-e5-small, 0.40:0.50:0.005 for published scores)",
+        "",
+        "sweep: threshold values",
         "--threshold",
         group="grid",
+        empty=_model_ranges("threshold_range"),
     ),
     Parameter(
         "select",
         "str",
         "max-margin",
-        "sweep: selection rule",
+        "sweep: selection rule among the feasible configurations; when none is feasible, max-utility",
         "--select",
         choices=_selection_rules,
         group="grid",
+    ),
+    Parameter(
+        "nohit_weight",
+        "float",
+        1.0,
+        "sweep: the weight of a memory injected on a no-hit question in max-utility's utility: current "
+        "memories injected - stale injections - wrong injections - nohit_weight x no-hit injections",
+        "--nohit-weight",
+        bounds={"minimum": 0},
+        group="grid",
+    ),
+    Parameter(
+        "spec_file",
+        "str",
+        "",
+        "a tuned spec (memlab sweep --save): its spec, model and dataset; spec values given beside it "
+        "override the file's",
+        "--spec",
+        group="spec",
+        empty="no file: the spec values and their defaults",
     ),
     # studies
     Parameter(
@@ -304,7 +358,7 @@ PARAMETERS: tuple[Parameter, ...] = (
         "boot",
         "int",
         200,
-        "robustness and drift: bootstrap resamples (of each kind)",
+        "robustness, drift and answers: bootstrap resamples (of each kind)",
         "--boot",
         bounds={"minimum": 1},
         group="studies",
@@ -313,7 +367,7 @@ PARAMETERS: tuple[Parameter, ...] = (
         "seed",
         "int",
         0,
-        "scale, robustness and drift: random seed",
+        "random seed: scale, robustness, drift, answers (the chat's and the bootstrap's)",
         "--seed",
         bounds={"minimum": 0},
         group="studies",
@@ -354,6 +408,7 @@ PARAMETERS: tuple[Parameter, ...] = (
         "str",
         "0:0.3:0.01",
         "hybrid: recency bonus values of decay retrievers",
+        "--bonus",
         group="hybrid",
     ),
     Parameter(
@@ -361,6 +416,7 @@ PARAMETERS: tuple[Parameter, ...] = (
         "str",
         "1,3,7,14,30,60",
         "hybrid: tau_days values of decay retrievers",
+        "--tau",
         group="hybrid",
     ),
     Parameter(
@@ -410,6 +466,8 @@ PARAMETERS: tuple[Parameter, ...] = (
         "benchmark: observation|turn (LoCoMo) or session|turn; empty: default",
         group="benchmark",
     ),
+    # answers: the chat model, the conditions, the judge (memlab.app.answer_parameters)
+    *(Parameter(**fields) for fields in ANSWER_PARAMETERS),
     Parameter(
         "out_dir", "str", "results/notebook", "folder for this notebook's tables and figures", group="output"
     ),
@@ -445,7 +503,7 @@ GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
             "embed_fallback",
         ),
     ),
-    "spec": ("retrieval spec", ("bonus", "tau_days", "threshold", "candidates", "inject")),
+    "spec": ("retrieval spec", ("spec_file", "bonus", "tau_days", "threshold", "candidates", "inject")),
     "family": ("decay family", ("decay", "combine")),
 }
 
@@ -454,54 +512,6 @@ def parameter(name: str) -> Parameter:
     from memlab.core.registry import lookup
 
     return lookup(BY_NAME, name, "parameter")
-
-
-def add_parameters(
-    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
-    names: Iterable[str],
-    *,
-    defaults: Mapping[str, Any] | None = None,
-    lists: Iterable[str] = (),
-    help_extra: Mapping[str, str] | None = None,
-) -> None:
-    """Add the declared parameters ``names`` as options: the flag, the type, the choices (unless
-    the parameter is in ``lists``: a comma list, checked by whoever reads it), the default
-    (``defaults`` overrides the declared one for this command; an empty string is None) and the
-    help, with the default that applies."""
-    defaults = defaults or {}
-    lists, extra = set(lists), help_extra or {}
-    for name in names:
-        p = parameter(name)
-        if p.flag is None:
-            raise InputError(f"parameter {name!r} has no command-line flag")
-        default = defaults.get(name, p.default)
-        default = None if default == "" else default
-        text = p.help + (f"; {extra[name]}" if name in extra else "")
-        if p.type == "bool":  # a --no-X flag that turns a default-on setting off
-            parser.add_argument(p.flag, dest=name, action="store_false", help=text)
-            continue
-        choices = None if p.choices is None or name in lists else list(p.choices())
-        kind = str if name in lists else TYPES.get(p.type, str)
-        shown = f" (default: {default})" if default is not None else ""
-        if name in lists and p.choices is not None:
-            text = f"comma list of: {', '.join(p.choices())}; {text}"
-        parser.add_argument(
-            p.flag,
-            dest=name,
-            type=kind,
-            default=default,
-            choices=choices,
-            help=(text + shown).replace("%", "%%"),
-        )
-
-
-def add_group(
-    parser: argparse.ArgumentParser, group: str, *, omit: Iterable[str] = (), **options: Any
-) -> None:
-    """One declared group of options, under its title (``omit`` leaves some out)."""
-    title, names = GROUPS[group]
-    g = parser.add_argument_group(title)
-    add_parameters(g, [n for n in names if n not in set(omit)], **options)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -518,7 +528,7 @@ def parameters_cell(notebook: str | None = None) -> str:
     from memlab.app.notebooks import notebook_parameters
 
     params = NOTEBOOK_PARAMETERS if notebook is None else notebook_parameters(notebook)
-    return "\n".join(f"{p.name}: {p.type} = {literal(p.default)}  # {p.help}" for p in params)
+    return "\n".join(f"{p.name}: {p.type} = {literal(p.default)}  # {p.text}" for p in params)
 
 
 def defaults(notebook: str | None = None) -> dict[str, Any]:
@@ -554,7 +564,7 @@ def parameters_table() -> str:
         default = "-" if p.default in (None, "") else f"`{literal(p.default)}`"
         rows.append(
             f"| `{p.name}` | {p.type} | {default} | {p.range_text or '-'} | "
-            f"{'`' + p.flag + '`' if p.flag else '-'} | {nbs or '-'} | {p.help.replace('|', '/')} |"
+            f"{'`' + p.flag + '`' if p.flag else '-'} | {nbs or '-'} | {p.text.replace('|', '/')} |"
         )
     return "\n".join(rows) + "\n"
 

@@ -24,6 +24,8 @@ from memlab.app.notebooks import NOTEBOOKS as REGISTERED
 from memlab.app.notebooks import takers
 from memlab.app.parameters import NOTEBOOK_PARAMETERS
 from memlab.core.errors import InputError, MissingFileError
+from memlab.core.paths import plain_name
+from memlab.datasets.yaml_text import load_yaml, parse_yaml
 
 
 def _uses(notebook: str) -> tuple[str, ...] | None:
@@ -81,8 +83,12 @@ class Result:
 
 def typed(name: str, value: Any, where: str) -> Any:
     """A parameter value converted to its declared type (``str`` stays text: "1:30:1" is a range,
-    not YAML's base-60 number 5401)."""
-    kind = next(p.type for p in NOTEBOOK_PARAMETERS if p.name == name)
+    not YAML's base-60 number 5401); an empty value of a parameter declared empty (the threshold)
+    stays None."""
+    declared = next(p for p in NOTEBOOK_PARAMETERS if p.name == name)
+    kind = declared.type
+    if declared.default is None and value in (None, ""):  # not given: what empty means (the model's)
+        return None
     try:
         if kind == "str":
             return "" if value is None else str(value)
@@ -95,18 +101,23 @@ def typed(name: str, value: Any, where: str) -> Any:
                 return [str(v) for v in value]
             return [v.strip() for v in str(value).split(",") if v.strip()]  # html,png
     except (TypeError, ValueError):
-        raise InputError(f"{where}: {name}: expected {kind}, got {value!r}") from None
+        got = (
+            repr(value)
+            if len(repr(value)) <= 80
+            else f"{repr(value)[:60]}... ({len(str(value)):,} characters)"
+        )
+        raise InputError(f"{where}: {name}: expected {kind}, got {got}") from None
     return value
 
 
-def parse_value(text: str) -> Any:
+def parse_value(text: str, where: str = "value") -> Any:
     """``-p key=value``: a list in YAML flow style ([html, png]) or plain text (a list parameter
     also takes a comma list: html,png), typed later."""
-    import yaml
-
     text = text.strip()
     if text.startswith("["):
-        return yaml.load(text, Loader=yaml.BaseLoader)  # scalars stay text
+        return parse_yaml(
+            text, f"-p {where}", located=False
+        )  # scalars stay text; [html is one line, not a traceback
     return text
 
 
@@ -119,7 +130,7 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
         key, value = pair.split("=", 1)
         if key not in known:
             raise InputError(f"-p {key}: unknown parameter; notebook parameters: {', '.join(sorted(known))}")
-        out[key] = typed(key, parse_value(value), "-p")
+        out[key] = typed(key, parse_value(value, pair), "-p")
     return out
 
 
@@ -139,19 +150,14 @@ def load_batch(path: str | Path | None) -> Batch:
     """A batch file: ``notebooks`` (default all), shared ``parameters``, and ``runs`` (name + parameters)."""
     if path is None:
         return Batch(NOTEBOOKS, (Run("default", {}),))
-    import yaml
-
     path = Path(path)
     try:
         # BaseLoader keeps every scalar as text; each parameter is then converted to its declared
-        # type (safe_load would read tau_range: 1:30:1 as the base-60 number 5401)
-        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.BaseLoader) or {}
+        # type (safe_load would read tau_range: 1:30:1 as the base-60 number 5401); not UTF-8,
+        # invalid YAML, nesting too deep: one line each
+        doc = load_yaml(path) or {}
     except FileNotFoundError:
         raise MissingFileError(f"no batch file {path}") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise InputError(f"{path}{line}: invalid YAML: {getattr(e, 'problem', e)}") from None
     if not isinstance(doc, dict):
         raise InputError(f"{path}: expected a mapping with notebooks, parameters and runs")
     unknown = sorted(set(doc) - {"notebooks", "parameters", "runs"})
@@ -159,11 +165,15 @@ def load_batch(path: str | Path | None) -> Batch:
         raise InputError(
             f"{path}: unknown key(s) {', '.join(unknown)} (allowed: notebooks, parameters, runs)"
         )
-    notebooks = tuple(doc.get("notebooks") or NOTEBOOKS)
+    notebooks = notebook_names(doc.get("notebooks"), f"{path}: notebooks") or NOTEBOOKS
     # dataset folders in a batch file are relative to the batch file, wherever memlab runs
     shared = absolute_datasets(
         check_parameters(f"{path}: parameters", doc.get("parameters") or {}), path.parent, f"{path}: "
     )
+    if doc.get("runs") is not None and not isinstance(doc["runs"], list):
+        raise InputError(
+            f"{path}: runs: expected a list of runs (each a name and parameters), got {doc['runs']!r}"
+        )
     runs = []
     for i, item in enumerate(doc.get("runs") or [{"name": "default"}], start=1):
         if not isinstance(item, dict) or not item.get("name"):
@@ -173,7 +183,7 @@ def load_batch(path: str | Path | None) -> Batch:
             raise InputError(f"{path}: runs[{i}]: name {name!r} must be letters, digits, '-', '_' or '.'")
         if name in {r.name for r in runs}:
             raise InputError(f"{path}: runs[{i}]: duplicate name {name!r}")
-        own = item.get("notebooks")
+        own = notebook_names(item.get("notebooks"), f"{path}: runs[{i}] ({name}): notebooks")
         unknown_nb = sorted(set(own or []) - set(NOTEBOOKS))
         if unknown_nb:
             raise InputError(
@@ -186,6 +196,16 @@ def load_batch(path: str | Path | None) -> Batch:
         )
         runs.append(Run(name, {**shared, **params}, tuple(own) if own else None, tuple(params)))
     return Batch(notebooks, tuple(runs), str(path))
+
+
+def notebook_names(value: Any, where: str) -> tuple[str, ...] | None:
+    """A batch file's list of notebooks: plain names only (a notebook is ``NAME.ipynb`` in the
+    notebooks folder, its results ``OUT/<run>/NAME/``: a path could reach outside both)."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise InputError(f"{where}: expected a list of notebook names, got {value!r}")
+    return tuple(plain_name(v, f"{where}[{i}]") for i, v in enumerate(value, start=1))
 
 
 def find_notebooks_dir(explicit: str | Path | None = None) -> Path:

@@ -257,6 +257,44 @@ def feasible_bonus(
     combine: str = "add",
 ) -> P.Interval:
     """The exact set of bonus values >= 0 where every criterion holds."""
+    return intersect(
+        criterion_regions(
+            raw,
+            ages,
+            labels,
+            criteria,
+            tau_days=tau_days,
+            threshold=threshold,
+            candidates=candidates,
+            inject=inject,
+            decay=decay,
+            combine=combine,
+        )
+    )
+
+
+def intersect(regions: dict[str, P.Interval]) -> P.Interval:
+    """Where every criterion's region holds, within ``[0, +inf)``."""
+    region = P.closed(0, P.inf)
+    for part in regions.values():
+        region &= part
+    return region
+
+
+def criterion_regions(
+    raw: np.ndarray,
+    ages: np.ndarray,
+    labels: Labels,
+    criteria: tuple[crit.Criterion, ...] | None = None,
+    *,
+    tau_days: float,
+    threshold: float,
+    candidates: int = 8,
+    inject: int = 3,
+    decay: str = "exp",
+    combine: str = "add",
+) -> dict[str, P.Interval]:
+    """Per criterion (by name, in order), the exact set of bonus values >= 0 where it holds."""
     for name, value in (("tau_days", tau_days), ("threshold", threshold), ("candidates", candidates)):
         check_number(value, name, integer=name == "candidates", **SPEC_BOUNDS[name])
     check_number(inject, "inject", integer=True, **SPEC_BOUNDS["inject"])
@@ -269,7 +307,7 @@ def feasible_bonus(
         idx = select_candidates(raw[q], candidates)  # the reference's own candidate order
         lines.append(Lines(idx, raw[q, idx], weight[q, idx], combine))
     ctx = {"lines": lines, "labels": labels, "threshold": threshold, "inject": inject}
-    region = P.closed(0, P.inf)
+    out = {}
     for c in criteria:
         if c.kind not in REGIONS:
             raise InputError(
@@ -277,8 +315,30 @@ def feasible_bonus(
                 f"{unknown_message('criterion kind', [c.kind], REGIONS)}"
             )
         cols = crit.question_mask(c, labels.question_ids, labels.kinds)
-        region &= REGIONS[c.kind](ctx, cols)
-    return region
+        out[c.name] = P.closed(0, P.inf) & REGIONS[c.kind](ctx, cols)
+    return out
+
+
+def region_patterns(regions: dict[str, P.Interval]) -> np.ndarray:
+    """Which criteria hold on each piece of the bonus axis ``[0, +inf)`` (pieces x criteria): the
+    axis cut at every interval end of every region, each end and each open piece between two ends
+    sampled once. Every pass pattern the bonus can produce is a row
+    (``memlab.core.conflicts.conflicts_of`` reads them)."""
+    ends = sorted(
+        {0.0}
+        | {
+            float(x)
+            for region in regions.values()
+            for atom in region
+            if not atom.empty
+            for x in (atom.lower, atom.upper)
+            if x not in (P.inf, -P.inf)
+        }
+    )
+    samples = [*ends, *(0.5 * (a + b) for a, b in pairwise(ends)), ends[-1] + 1.0]
+    return np.array([[x in region for region in regions.values()] for x in samples], dtype=bool).reshape(
+        len(samples), len(regions)
+    )
 
 
 def intervals_json(region: P.Interval) -> dict[str, list]:

@@ -14,6 +14,8 @@ files the same way.
 
 from __future__ import annotations
 
+import copy
+import errno
 import os
 import secrets
 import shutil
@@ -22,9 +24,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from memlab.core.errors import InputError
+from memlab.core.errors import InputError, MemlabError
 
 TEMP_SUFFIX = ".tmp"
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # every POSIX system has it
 PENDING: set[Path] = set()  # temporary files and folders of the writes in progress
 _SWEPT: set[Path] = set()  # folders already cleared of dead processes' temporary files
 
@@ -115,7 +118,11 @@ def new_temp_file(target: Path) -> Path:
     mode = file_mode(target)
     tmp = temp_name(target)
     PENDING.add(tmp)  # before it exists: a signal between the two still finds it
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o600)
+    except OSError as e:  # said of the user's path, not of a temporary name they never gave
+        PENDING.discard(tmp)
+        raise user_error(e, target) from None
     try:
         os.fchmod(fd, mode)
     finally:
@@ -125,8 +132,21 @@ def new_temp_file(target: Path) -> Path:
 
 def commit(tmp: Path, target: Path) -> None:
     """Rename ``tmp`` over ``target`` (one atomic step) and forget it."""
-    os.replace(tmp, target)
+    try:
+        os.replace(tmp, target)
+    except OSError as e:
+        raise user_error(e, target) from None
     PENDING.discard(tmp)
+
+
+def user_error(e: OSError, target: Path) -> OSError:
+    """``e`` (raised on a temporary file) told of ``target``, the file the user named."""
+    why = e.strerror or str(e)
+    if e.errno == errno.ENAMETOOLONG:
+        extra = len(temp_name(target).name) - len(target.name)
+        why += f" (memlab writes it through a temporary file beside it, {extra} characters longer): "
+        why += "shorten the name"
+    return type(e)(e.errno, why, str(target))
 
 
 def discard(tmp: Path) -> None:
@@ -173,6 +193,37 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def write_new_file(path: str | Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` without ever following a symbolic link (the embedding cache's
+    entries): the temporary file is created exclusively (``O_CREAT | O_EXCL | O_NOFOLLOW``), and
+    the entry itself appears by a hard link, which is exclusive too: it fails rather than
+    follow or replace anything at ``path``. Whatever is at ``path`` (an unusable entry the reader
+    refused, a link planted there) is removed first; ``unlink`` removes a link, never its target.
+    Readers see no entry or a whole one."""
+    path = Path(path)
+    remove_stale_temps(path.parent)
+    tmp = temp_name(path)
+    PENDING.add(tmp)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), 0o666 & ~_umask())
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if os.path.lexists(path):
+            os.unlink(path)
+        try:
+            os.link(tmp, path, follow_symlinks=False)
+        except FileExistsError:
+            pass  # another process wrote it meanwhile: its reader checks it like any entry
+        except OSError:  # a file system without hard links: rename, which never follows either
+            os.replace(tmp, path)
+    finally:
+        discard(tmp)
+    return path
+
+
 def write_folder_atomically(
     out: str | Path, files: dict[str, str | bytes], check: Callable[[Path], object] | None = None
 ) -> Path:
@@ -195,7 +246,10 @@ def write_folder_atomically(
         for name, data in files.items():
             (tmp / name).write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
         if check is not None:
-            check(tmp)
+            try:
+                check(tmp)
+            except MemlabError as e:  # its message names the folder the user asked for, not ours
+                raise renamed(e, tmp, out) from None
         if out.exists():
             out.rmdir()
         tmp.rename(out)
@@ -204,6 +258,18 @@ def write_folder_atomically(
         discard(tmp)
         raise
     return out
+
+
+def renamed(error: MemlabError, tmp: Path, out: Path) -> MemlabError:
+    """``error`` with every mention of the temporary folder ``tmp`` replaced by ``out``: the same
+    class, the same fields (a dataset's ``problems`` too)."""
+    fix = lambda text: str(text).replace(str(tmp), str(out))  # noqa: E731
+    new = copy.copy(error)
+    new.args = tuple(fix(a) if isinstance(a, str) else a for a in error.args)
+    if isinstance(getattr(error, "problems", None), list):
+        new.problems = [fix(p) for p in error.problems]  # type: ignore[attr-defined]
+        new.args = ("\n".join(new.problems),)  # type: ignore[attr-defined]
+    return new
 
 
 def _umask() -> int:

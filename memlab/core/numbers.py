@@ -76,3 +76,37 @@ def check_number(
         want = expected(integer, minimum, above, maximum, below)
         raise InputError(f"{name}: expected {want}, got {shown(value)}")
     return int(value) if integer else float(value)  # type: ignore[arg-type]
+
+
+MEMORY_BUDGET = 2 << 30  # bytes a study's result or working arrays may hold, about (2 GiB)
+
+
+def nbytes(n: float) -> str:
+    """A byte count for people: ``1.5 GiB``."""
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n:,.0f} {unit}" if unit == "bytes" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return f"{n:,.1f} PiB"
+
+
+def check_fits(count: int, name: str, each_bytes: float, what: str, budget: int = MEMORY_BUDGET) -> int:
+    """``count`` when ``count`` times ``each_bytes`` fits the memory budget; otherwise one line
+    that says what it would take and the largest count that fits."""
+    most = int(budget // max(each_bytes, 1))
+    if count > most:
+        raise InputError(
+            f"{name}: {count:,} {what} would take about {nbytes(count * each_bytes)} of memory, more than "
+            f"memlab's budget of {nbytes(budget)}: at most {most:,} fit"
+        )
+    return count
+
+
+def check_work(count: int, name: str, most: int, what: str, why: str) -> int:
+    """``count`` when it is at most ``most``; otherwise one line naming the largest size that
+    finishes and why (``why``: what one unit costs, as measured)."""
+    if count > most:
+        raise InputError(
+            f"{name}: {count:,} {what} cannot finish in reasonable time ({why}): at most {most:,}"
+        )
+    return count

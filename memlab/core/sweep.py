@@ -43,6 +43,7 @@ from memlab.core.chunks import (
 from memlab.core.errors import InputError
 from memlab.core.grid import AXES, Grid
 from memlab.core.labels import QUESTION_KINDS, Labels
+from memlab.core.numbers import check_work
 from memlab.core.ranking import injected, select_candidates
 from memlab.core.registry import check_names
 from memlab.core.spec import recency_weight, rescore
@@ -50,6 +51,8 @@ from memlab.core.sweep_facts import SweepSummary, Thresholds, kernels, summary_o
 
 if TYPE_CHECKING:
     import pandas as pd
+
+SWEEP_WORK = 3 * 10**10  # configuration-questions a sweep may check: about an hour at 9e6 a second
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,8 @@ class Prepared:
     stale_of: tuple[tuple[int, ...], ...]  # per question, indices into tracked of its stale memories
     labelled_of: tuple[tuple[int, ...], ...]  # per question, indices into tracked of every labelled memory
     stale_pad: np.ndarray  # (Q, S) stale_of as an array, padded with -1
+    # per question, indices into tracked of its relevant memories (``relevant`` and ``current``)
+    relevant_of: tuple[tuple[int, ...], ...] = ()
 
 
 def prepare_candidates(raw: np.ndarray, ages: np.ndarray, labels: Labels, grid: Grid) -> Prepared:
@@ -114,6 +119,10 @@ def prepare_candidates(raw: np.ndarray, ages: np.ndarray, labels: Labels, grid: 
                 labelled_of[q].append(len(tracked_q))
                 tracked_q.append(q)
                 tracked_mem.append(m)
+    relevant = labels.relevant or tuple(() for _ in range(n_q))
+    at = {(q, m): i for i, (q, m) in enumerate(zip(tracked_q, tracked_mem, strict=True))}
+    own = [((int(labels.current[q]),) if labels.current[q] >= 0 else ()) for q in range(n_q)]
+    relevant_of = tuple(tuple(at[(q, m)] for m in dict.fromkeys((*own[q], *relevant[q]))) for q in range(n_q))
     if not tracked_q:  # no labels at all: track one absent memory
         tracked_q, tracked_mem = [0], [-2]
     tq = np.array(tracked_q, dtype=int)
@@ -136,6 +145,7 @@ def prepare_candidates(raw: np.ndarray, ages: np.ndarray, labels: Labels, grid: 
         tuple(tuple(s) for s in stale_of),
         tuple(tuple(s) for s in labelled_of),
         _padded(stale_of),
+        relevant_of,
     )
 
 
@@ -181,6 +191,8 @@ class Counts:
             wq[kinds == group] = 1
         elif group == "stale":
             wl[self.prep.stale_l] = 1
+        elif group == "current":  # each question's current memory, when it has one
+            wl[self.prep.current_l[self.prep.current_l >= 0]] = 1
         else:  # wrong: injected on hit and contradiction questions, minus those labelled for them
             qs = np.flatnonzero(np.isin(kinds, WRONG_KINDS))
             wq[qs] = 1
@@ -320,7 +332,9 @@ def _current(f: ChunkFacts) -> dict[str, np.ndarray]:
 
 
 def _injected(f: ChunkFacts) -> dict[str, np.ndarray]:
-    return {f"injected_{kind}": f.counts.get(kind).ravel() for kind in QUESTION_KINDS}
+    out = {f"injected_{kind}": f.counts.get(kind).ravel() for kind in QUESTION_KINDS}
+    out["current_injected"] = f.counts.get("current").ravel()  # questions whose current memory is injected
+    return out
 
 
 def _stale(f: ChunkFacts) -> dict[str, np.ndarray]:
@@ -329,6 +343,35 @@ def _stale(f: ChunkFacts) -> dict[str, np.ndarray]:
 
 def _wrong(f: ChunkFacts) -> dict[str, np.ndarray]:
     return {"wrong_injected": f.counts.get("wrong").ravel()}
+
+
+def _answered(f: ChunkFacts) -> dict[str, np.ndarray]:
+    """Questions with a relevant memory injected (any, all of them), over the questions that have
+    relevant memories; no-hit questions with any memory injected (inject >= 1, so: their best
+    final reaches the threshold)."""
+    facts, summary = f.counts.facts, f.summary
+    thr, inj = summary.threshold, summary.inject[None, None, None, :]  # (1, H, 1, 1), (1, 1, 1, I)
+    shape = (facts.t_final.shape[0], thr.shape[1], facts.t_final.shape[1], inj.shape[-1])  # (n, H, K, I)
+    groups = [ls for ls in f.counts.prep.relevant_of if ls]
+    any_count = np.zeros(shape, dtype=np.int64)
+    all_count = np.zeros(shape, dtype=np.int64)
+    if groups:
+        flat = np.concatenate([np.asarray(g, dtype=np.intp) for g in groups])
+        starts = np.cumsum([0, *[len(g) for g in groups[:-1]]])
+        fin = facts.t_final[:, :, flat].transpose(2, 0, 1)[:, :, None, :, None]  # (R, n, 1, K, 1)
+        rank = facts.t_rank[:, :, flat].transpose(2, 0, 1)[:, :, None, :, None]
+        hit = injected(fin, rank, thr[None], inj[None]).astype(np.uint8)  # (R, n, H, K, I)
+        any_count = np.maximum.reduceat(hit, starts, axis=0).sum(axis=0, dtype=np.int64)
+        all_count = np.minimum.reduceat(hit, starts, axis=0).sum(axis=0, dtype=np.int64)
+    nohit = np.array([k == "nohit" for k in f.labels.kinds], dtype=bool)
+    best = summary.best_final[nohit]  # (Q_nohit, n, 1, K, 1), NaN without a candidate
+    with np.errstate(invalid="ignore"):
+        reached = (best >= thr[None]).sum(axis=0)  # NaN never reaches
+    return {
+        "answered_any": any_count.ravel(),
+        "answered_all": all_count.ravel(),
+        "nohit_injected_questions": np.broadcast_to(reached, shape).ravel(),
+    }
 
 
 METRICS: dict[str, Metric] = {
@@ -341,7 +384,12 @@ METRICS: dict[str, Metric] = {
             "when not a candidate) and injected_<id>",
             _current,
         ),
-        Metric("injected", "memories injected over the questions of each kind: injected_<kind>", _injected),
+        Metric(
+            "injected",
+            "memories injected over the questions of each kind: injected_<kind>; questions whose "
+            "current memory is injected: current_injected",
+            _injected,
+        ),
         Metric("stale", "stale memories injected: stale_injected", _stale),
         Metric(
             "wrong",
@@ -349,12 +397,22 @@ METRICS: dict[str, Metric] = {
             "current nor stale: wrong_injected",
             _wrong,
         ),
+        Metric(
+            "answered",
+            "questions with a relevant (or current) memory injected: answered_any, answered_all (every "
+            "one of them); no-hit questions with any memory injected: nohit_injected_questions",
+            _answered,
+        ),
     )
 }
 
 
 # the groups each metric's columns count (``Counts``)
-COUNTED: dict[str, tuple[str, ...]] = {"injected": QUESTION_KINDS, "stale": ("stale",), "wrong": ("wrong",)}
+COUNTED: dict[str, tuple[str, ...]] = {
+    "injected": (*QUESTION_KINDS, "current"),
+    "stale": ("stale",),
+    "wrong": ("wrong",),
+}
 
 
 def check_metrics(names: Sequence[str] | None) -> tuple[str, ...]:
@@ -459,6 +517,15 @@ def _column_chunks(
         raise InputError(f"score table has shape {raw.shape}, expected ({len(labels.question_ids)}, {n_mem})")
     criteria = labels.criteria() if criteria is None else criteria
     chosen = check_metrics(metrics)
+    n_questions = max(1, len(labels.question_ids))
+    check_work(
+        grid.size,
+        "grid",
+        SWEEP_WORK // n_questions,
+        f"configurations of {n_questions} questions each",
+        "the sweep checks about 9 million configuration-questions a second: 10^8 configurations of 80 "
+        "questions took 904 s; a narrower axis or a coarser step finishes",
+    )
     prep = prepare_candidates(raw, ages, labels, grid)
     n_q, n_p = len(labels.question_ids), prep.cand.shape[1]
     n_current = int((prep.current_l >= 0).sum())
@@ -529,8 +596,9 @@ def sweep(
     Columns: the axes; per criterion ``<name>_value``, ``<name>_pass``, ``<name>_margin``;
     ``headroom``; per question with a current memory ``margin_<id>`` (its final score minus the
     threshold, NaN when it is not a candidate) and ``injected_<id>``; ``injected_<kind>`` (memories
-    injected over the questions of each kind); ``stale_injected``; ``min_margin`` (the smallest
-    criterion margin); ``feasible``.
+    injected over the questions of each kind); ``current_injected`` (questions whose current memory
+    is injected); ``stale_injected``; ``wrong_injected``; ``min_margin`` (the smallest criterion
+    margin); ``feasible``.
 
     The whole table is the result, so a chunk may work in as many bytes as the table takes (or the
     sweep's budget, when more): a grid is one chunk unless its working memory is larger than its

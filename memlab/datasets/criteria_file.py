@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from memlab.core.criteria import Criterion
-from memlab.core.errors import InputError
+from memlab.core.errors import InputError, MissingFileError
+from memlab.datasets.yaml_text import load_yaml
 
 
 def load_criteria(path: str | Path) -> tuple[Criterion, ...]:
@@ -17,11 +18,11 @@ def load_criteria(path: str | Path) -> tuple[Criterion, ...]:
 
     path = Path(path)
     try:
-        root = yaml.compose(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise InputError(f"{path}{line}: invalid YAML: {getattr(e, 'problem', e)}") from None
+        root = load_yaml(path, compose=True)  # not UTF-8, invalid, nested too deep: one line
+    except FileNotFoundError:
+        raise MissingFileError(f"no criteria file {path}") from None
+    except IsADirectoryError:
+        raise InputError(f"--criteria {path}: is a folder, not a criteria file (YAML)") from None
     if isinstance(root, yaml.MappingNode):
         root = next((v for k, v in root.value if k.value == "criteria"), None)
     if not isinstance(root, yaml.SequenceNode) or not root.value:

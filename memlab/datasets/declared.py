@@ -4,6 +4,7 @@ the stored vectors of an imported dataset."""
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,8 @@ from typing import Any
 import numpy as np
 
 from memlab.core.criteria import Criterion
+from memlab.core.paths import within
+from memlab.core.vectors import NORM_RANGE, raw_vector_problem
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,8 @@ def declared_vectors(items: Any, root: Path, n_memories: int, problems: list[str
     name, dim, model = items.get("file", "vectors.npy"), items.get("dim"), items.get("model")
     if not isinstance(name, str) or not name or Path(name).is_absolute() or ".." in Path(name).parts:
         problems.append(f"{where}: file: expected a file name inside the dataset folder, got {name!r}")
+    elif (root / name).is_symlink() and not within(root, name):  # a link out of the folder
+        problems.append(f"{where}: file: {name} is a link to {os.path.realpath(root / name)}, outside {root}")
     elif not (root / name).is_file():
         problems.append(f"{where}: file: {name} is missing in {root}")
     if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
@@ -143,4 +148,41 @@ def declared_vectors(items: Any, root: Path, n_memories: int, problems: list[str
         problems.append(
             f"{name}: row {row + 1} (memory {row + 1} of memories.jsonl): contains NaN or infinity"
         )
+    else:
+        with np.errstate(over="ignore"):
+            norms = np.linalg.norm(np.asarray(vecs, dtype=np.float64), axis=1)
+        odd = np.flatnonzero(~((norms >= NORM_RANGE[0]) & (norms <= NORM_RANGE[1])))
+        if odd.size:  # a zero row has no cosine; a huge one overflows float32
+            row = int(odd[0])
+            why = raw_vector_problem(vecs[row])
+            problems.append(f"{name}: row {row + 1} (memory {row + 1} of memories.jsonl): {why}")
     return None if len(problems) > before else dict(items)
+
+
+QDRANT_TEXT_FIELDS = ("collection", "date_field", "text_field", "vector_name", "id_field")
+QDRANT_DATE_FORMATS = ("iso", "epoch-s", "epoch-ms")  # memlab.qdrant.query.DATE_FORMATS' names
+
+
+def declared_qdrant(block: Any, problems: list[str]) -> dict[str, Any] | None:
+    """``qdrant`` in dataset.json (the collection an imported dataset came from): an object whose
+    names are text (or null) and whose ``date_format`` is one memlab queries; checked here so that
+    ``memlab validate`` says what ``memlab spec`` would otherwise trip on."""
+    if block is None:
+        return None
+    where = "dataset.json: qdrant"
+    if not isinstance(block, dict):
+        problems.append(
+            f"{where}: expected an object (collection, date_field, date_format, ...), got {block!r}"
+        )
+        return None
+    before = len(problems)
+    for key in QDRANT_TEXT_FIELDS:
+        value = block.get(key)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            problems.append(f"{where}: {key}: expected a name (text) or null, got {value!r}")
+    fmt = block.get("date_format", "iso")
+    if fmt not in QDRANT_DATE_FORMATS:
+        problems.append(
+            f"{where}: date_format: expected one of {', '.join(QDRANT_DATE_FORMATS)}, got {fmt!r}"
+        )
+    return None if len(problems) > before else dict(block)

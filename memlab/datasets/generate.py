@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from memlab.core.errors import InputError
+from memlab.core.numbers import check_number
 from memlab.core.registry import lookup
 from memlab.datasets.timeparse import parse_time
 
@@ -128,8 +129,20 @@ NOHIT_QUESTIONS = (
 )
 
 
+MAX_DAYS = 36_525  # a century of lunches: about 55,000 memories
+
+
 def daily_lunch(seed: int = 0, days: int = 50, reference: date = date(2026, 9, 10)) -> dict[str, str]:
     """The dataset's files (dataset.json, memories.jsonl, questions.jsonl) as text."""
+    check_number(seed, "seed", integer=True, minimum=0)
+    check_number(days, "days", integer=True, minimum=1, maximum=MAX_DAYS)  # one memory or two a day
+    if reference.year < 2 or reference - date.min < timedelta(
+        days=days
+    ):  # questions name days up to a year back
+        raise InputError(
+            f"--reference {reference}: the questions and {days} days of lunches would reach back before "
+            "year 1: pick a later day"
+        )
     lunch_questions = _lunch_questions(reference, {"L8": reference - timedelta(20)})
     oldest = min(day for *_, day, _ in lunch_questions)
     if reference - timedelta(days) > oldest:

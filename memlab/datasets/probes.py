@@ -8,13 +8,13 @@ line: ``id``, ``category``, and one text per language, ``en``, ``ja``). ``offtop
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from memlab.core.errors import InputError
 from memlab.core.registry import lookup
+from memlab.core.textfiles import load_json
 from memlab.datasets.schema import DatasetError, JsonRecord, read_jsonl
 
 DEFAULT_PROBES = "offtopic"
@@ -59,9 +59,11 @@ def load_probes(name_or_path: str | Path = DEFAULT_PROBES) -> ProbeSet:
     root = path if path.is_dir() else lookup(probe_sets(), str(name_or_path), "probe set")
     problems: list[str] = []
     try:
-        meta = json.loads((root / "probes.json").read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError) as e:
+        meta = load_json(root / "probes.json")
+    except FileNotFoundError as e:
         raise InputError(f"{root / 'probes.json'}: {e}") from None
+    if not isinstance(meta, dict):
+        raise InputError(f"{root / 'probes.json'}: expected a JSON object, got {type(meta).__name__}")
     languages = tuple(meta.get("languages", ()))
     version = meta.get("version")
     if not isinstance(version, str) or not version:

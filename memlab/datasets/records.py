@@ -7,13 +7,14 @@ that is not valid Unicode (a lone surrogate escape such as ``\\ud800``), each be
 
 from __future__ import annotations
 
-import json
+import codecs
 from collections.abc import Iterator
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
 from memlab.core.errors import InputError
+from memlab.core.textfiles import BOMS, encoding_problem, parse_json
 
 
 def parse_datetime(value: Any) -> datetime:
@@ -38,7 +39,12 @@ def jsonl_format_problem(path: Path) -> str | None:
         others = sorted(q.name for q in path.parent.glob(f"{path.stem}.*") if q != path and q.is_file())
         seen = f"; found {', '.join(others)}: convert it to {path.name}" if others else ""
         return f"{path.name}: file missing in {path.parent} ({expected}){seen}"
-    with path.open(encoding="utf-8", errors="replace") as fh:
+    with path.open("rb") as fh:
+        head = fh.read(4)
+    problem = encoding_problem(head) if head.startswith(tuple(b for b, _ in BOMS)) else None
+    if problem is not None:  # UTF-16 or UTF-32: not CSV, not JSON lines, just another encoding
+        return f"{path.name}: {problem[1]}"
+    with path.open(encoding="utf-8-sig", errors="replace") as fh:
         first = next((line.strip() for line in fh if line.strip()), "")
     if first.startswith("["):
         return (
@@ -58,6 +64,8 @@ def read_jsonl(path: Path, problems: list[str]) -> Iterator[tuple[int, dict[str,
         return
     with path.open("rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
+            if lineno == 1 and raw.startswith(codecs.BOM_UTF8):  # a UTF-8 byte-order mark: dropped
+                raw = raw[len(codecs.BOM_UTF8) :]
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as e:
@@ -69,9 +77,9 @@ def read_jsonl(path: Path, problems: list[str]) -> Iterator[tuple[int, dict[str,
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                problems.append(f"{path.name}:{lineno}: invalid JSON: {e.msg}")
+                obj = parse_json(line, f"{path.name}:{lineno}", line=False)
+            except InputError as e:  # invalid JSON, nested too deep, an integer of 5000 digits
+                problems.append(str(e))
                 continue
             if not isinstance(obj, dict):
                 problems.append(f"{path.name}:{lineno}: expected a JSON object")
@@ -86,6 +94,19 @@ def surrogate(text: str) -> int | None:
         text.encode("utf-8")
     except UnicodeEncodeError as e:
         return e.start
+    return None
+
+
+def unicode_problem(memory_id: str, text: str) -> str | None:
+    """Why an imported id or text cannot be written as UTF-8 (a lone surrogate), as
+    ``FIELD: problem``, or None."""
+    for field, value in (("id", memory_id), ("text", text)):
+        bad = surrogate(value)
+        if bad is not None:
+            return (
+                f"{field}: lone surrogate escape \\u{ord(value[bad]):04x} at character {bad + 1}: "
+                "not valid Unicode text"
+            )
     return None
 
 

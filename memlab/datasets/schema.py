@@ -5,7 +5,12 @@ A dataset is a folder with ``dataset.json`` (``reference_date``, ``language``, o
 ``topic``, ``supersedes``, ``type``, ``pinned``) and ``questions.jsonl`` (``id``, ``text``,
 ``kind``, ``relevant``, ``current``, ``stale``, optional ``date``: when the question is asked, and
 ``time_range``: ``{"start": day, "end": day}``, the days it asks about as a tool call would pass
-them, which the time gate then uses instead of parsing the text).
+them, which the time gate then uses instead of parsing the text; ``expect``, ``avoid``,
+``answer``: what a good reply holds, ``memlab.datasets.reply_checks``).
+A dataset that holds several conversations or haystacks (an imported benchmark) says which belong
+together: a memory's ``group`` (its conversation or session) and a question's ``haystack`` (the
+groups it searches); such a question sees only the memories of its haystack, and those without a
+group. A question's ``category`` is the benchmark's own category (LoCoMo's single-hop, ...).
 A second language is a second text field, ``text_<lang>``. The seed write-up's fixture ships as
 package data (``memlab/datasets/packaged/seed16``); ``load_dataset`` also takes any folder of that shape.
 
@@ -15,10 +20,10 @@ reported together, so one run of the loader lists everything to fix.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -28,8 +33,16 @@ import numpy as np
 from memlab.core.errors import InputError, MissingFileError, UnknownNameError
 from memlab.core.labels import QUESTION_KINDS
 from memlab.core.spec import age_days
-from memlab.datasets.declared import DeclaredTables, declared_criteria, declared_tables, declared_vectors
+from memlab.core.textfiles import decode, parse_json
+from memlab.datasets.declared import (
+    DeclaredTables,
+    declared_criteria,
+    declared_qdrant,
+    declared_tables,
+    declared_vectors,
+)
 from memlab.datasets.records import JsonRecord, jsonl_format_problem, parse_datetime, read_jsonl
+from memlab.datasets.reply_checks import ReplyChecks, allowed_fields, read_reply_checks
 
 # where a memory or question comes from (the field "provenance"; "source", its name before 0.2, is
 # still read)
@@ -58,6 +71,7 @@ class Memory:
     note: str = ""
     type: str = ""
     pinned: bool = False
+    group: str = ""  # the conversation or session it belongs to ("" : every question sees it)
 
     def text(self, lang: str) -> str:
         try:
@@ -85,6 +99,11 @@ class Question:
     # the days the question asks about, as an application's tool call would pass them (inclusive);
     # None: the time gate parses the question's text instead
     time_range: tuple[date, date] | None = None
+    # the memory groups it searches (its conversation, its sessions); None: every memory
+    haystack: tuple[str, ...] | None = None
+    category: str = ""  # the benchmark's own category of the question (LoCoMo's "multi-hop", ...)
+    # what a good reply holds: phrases it contains and does not, the reference answer
+    replies: ReplyChecks = field(default_factory=ReplyChecks, compare=False)
 
     def text(self, lang: str) -> str:
         try:
@@ -111,25 +130,37 @@ class Dataset:
     tables: DeclaredTables | None = field(default=None, compare=False)  # declared in dataset.json
     # the Qdrant collection it was imported from: date_field, date_format, vector_name, id_field, ...
     qdrant: dict[str, Any] | None = field(default=None, compare=False)
+    # the public benchmark it was imported from: {"name": "locomo", "granularity": "turn", ...}
+    benchmark: dict[str, Any] | None = field(default=None, compare=False)
 
-    @property
+    # computed once (a frozen record: they cannot go stale); a lookup by id is one dict access, so
+    # loading scores for 100k memories stays linear
+    @cached_property
     def memory_ids(self) -> tuple[str, ...]:
         return tuple(m.id for m in self.memories)
 
-    @property
+    @cached_property
     def question_ids(self) -> tuple[str, ...]:
         return tuple(q.id for q in self.questions)
 
+    @cached_property
+    def memory_index(self) -> dict[str, int]:
+        """Each memory id's position (dataset order)."""
+        return {m: i for i, m in enumerate(self.memory_ids)}
+
+    @cached_property
+    def question_index(self) -> dict[str, int]:
+        """Each question id's position (dataset order)."""
+        return {q: i for i, q in enumerate(self.question_ids)}
+
     def memory(self, memory_id: str) -> Memory:
-        for m in self.memories:
-            if m.id == memory_id:
-                return m
+        if memory_id in self.memory_index:
+            return self.memories[self.memory_index[memory_id]]
         raise UnknownNameError(f"no memory {memory_id!r} in dataset {self.name!r}")
 
     def question(self, question_id: str) -> Question:
-        for q in self.questions:
-            if q.id == question_id:
-                return q
+        if question_id in self.question_index:
+            return self.questions[self.question_index[question_id]]
         raise UnknownNameError(
             f"no question {question_id!r} in dataset {self.name!r}; questions: {', '.join(self.question_ids)}"
         )
@@ -146,14 +177,29 @@ class Dataset:
 
     def ages(self, default: datetime | None = None) -> np.ndarray:
         """(questions, memories) fractional days from each memory's date to when each question is
-        asked; +inf for a memory written after the question (never retrievable, weight 0)."""
+        asked; +inf for a memory written after the question or outside its haystack (never
+        retrievable, weight 0)."""
         refs = self.question_references(default)
         days = age_days(self.memory_dates()[None, :], refs[:, None])
-        return np.where(days >= 0, days, np.inf)
+        return np.where((days >= 0) & self.in_haystack(), days, np.inf)
+
+    def in_haystack(self) -> np.ndarray:
+        """(questions, memories): the memory is in the question's haystack (a question without
+        one searches every memory; a memory without a group is in every haystack)."""
+        out = np.ones((len(self.questions), len(self.memories)), dtype=bool)
+        code: dict[str, int] = {"": -1}
+        groups = np.array([code.setdefault(m.group, len(code)) for m in self.memories])
+        for i, q in enumerate(self.questions):
+            if q.haystack is not None:
+                out[i] = (groups == -1) | np.isin(groups, [code.get(g, -2) for g in q.haystack])
+        return out
 
     def visible(self, default: datetime | None = None) -> np.ndarray:
-        """(questions, memories): the memory exists when the question is asked."""
-        return self.question_references(default)[:, None] >= self.memory_dates()[None, :]
+        """(questions, memories): the memory exists when the question is asked, and is in its
+        haystack."""
+        return (
+            self.question_references(default)[:, None] >= self.memory_dates()[None, :]
+        ) & self.in_haystack()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -244,7 +290,18 @@ def _check_time_question(r, fields, time_range, current_date, current, asked) ->
             )
 
 
-_MEMORY_FIELDS = {"id", "date", "text", "topic", "supersedes", "type", "pinned", "provenance", "note"}
+_MEMORY_FIELDS = {
+    "id",
+    "date",
+    "text",
+    "topic",
+    "supersedes",
+    "type",
+    "pinned",
+    "provenance",
+    "note",
+    "group",
+}
 _QUESTION_FIELDS = {
     "id",
     "text",
@@ -256,6 +313,8 @@ _QUESTION_FIELDS = {
     "time_range",
     "provenance",
     "note",
+    "haystack",
+    "category",
 }
 LEGACY_FIELDS = frozenset({"source"})  # provenance, as it was called before 0.2
 
@@ -302,15 +361,11 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
     meta_path = root / "dataset.json"
     meta: dict[str, Any] = {}
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        meta = parse_json(decode(meta_path.read_bytes(), "dataset.json"), "dataset.json")
     except FileNotFoundError:
         problems.append(f"dataset.json: file missing in {root}")
-    except json.JSONDecodeError as e:
-        problems.append(f"dataset.json:{e.lineno}: invalid JSON: {e.msg}")
-    except UnicodeDecodeError as e:
-        problems.append(
-            f"dataset.json: not UTF-8 text (byte 0x{e.object[e.start]:02x} at byte {e.start + 1})"
-        )
+    except InputError as e:  # not UTF-8, invalid JSON, nested too deep, an integer of 5000 digits:
+        raise DatasetError([f"{root}/{e}"]) from None  # nothing else can be read without it
     if not isinstance(meta, dict):
         problems.append("dataset.json: expected a JSON object")
         meta = {}
@@ -344,7 +399,14 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         problems.append(f"dataset.json: date_prefix: expected true or false, got {date_prefix!r}")
         date_prefix = True
 
+    stored = meta.get("vectors") is not None  # memories keep vectors made from their one text
     formats = [m for f in ("memories.jsonl", "questions.jsonl") if (m := jsonl_format_problem(root / f))]
+    memories_file = root / "memories.jsonl"
+    if not formats and memories_file.is_file() and not memories_file.read_bytes().strip():
+        # said once: not as an unknown memory id on every question that names one
+        formats.append(
+            "memories.jsonl: the file is empty: a dataset needs at least one memory, one JSON object per line"
+        )
     if formats:  # nothing line by line can be read: say so once, not per line and per unknown id
         raise DatasetError([f"{root}/{p}" for p in [*problems, *formats]])
 
@@ -353,6 +415,8 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
     undated: list[str] = []  # texts that do not start with their date
     memory_dates: dict[str, datetime] = {}
     supersedes_refs: list[tuple[JsonRecord, str]] = []
+    memory_groups: dict[str, str] = {}  # group -> its first memory
+    before_memories = len(problems)
     for lineno, obj in read_jsonl(root / "memories.jsonl", problems):
         r = JsonRecord("memories.jsonl", lineno, obj, problems)
         r.unknown_fields(_MEMORY_FIELDS | set(fields.values()), LEGACY_FIELDS)
@@ -364,7 +428,12 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
             memory_dates[mid] = when
         texts = {}
         for lang, fname in fields.items():
-            t = r.text(fname)
+            # stored vectors (an imported store) embed the one text a memory has: a further
+            # language is the questions', and such a memory shows its own text in it
+            t = r.text(fname, required=not (stored and lang != primary))
+            if t is None and stored and lang != primary and texts.get(primary) is not None:
+                texts[lang] = texts[primary]
+                continue
             if t is None:
                 continue
             # the date as written (a local time keeps its own calendar date, not the UTC one)
@@ -383,14 +452,27 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         if sup is not None:
             supersedes_refs.append((r, sup))
         note = r.text("note", required=False) or ""
+        group = r.text("group", required=False) or ""
         if mid is not None and when is not None and len(texts) == len(languages) and provenance:
-            memories.append(Memory(mid, when, texts, topic, provenance, sup, note, mtype, pinned))
+            memories.append(Memory(mid, when, texts, topic, provenance, sup, note, mtype, pinned, group))
+            memory_groups.setdefault(group, mid)
+    # lines that are no JSON object declare ids no one can know: no "unknown id" cascade after them
+    unreadable = any(
+        p.startswith("memories.jsonl:")
+        and (
+            ": invalid JSON" in p
+            or ": nested deeper" in p
+            or ": holds an integer" in p
+            or p.endswith("expected a JSON object")
+        )
+        for p in problems[before_memories:]
+    )
     for r, sup in supersedes_refs:
-        if sup not in memory_lines:
+        if sup not in memory_lines and not unreadable:
             r.problem("supersedes", f"unknown memory id {sup!r}")
     supersession_cycles(supersedes_refs, memory_lines)
     if undated and len(undated) == len(memory_dates) * len(fields):
-        example = f"{next(iter(memory_dates.values())):%Y-%m-%d}: ..."
+        example = f"{next(iter(memory_dates.values())).date().isoformat()}: ..."
         problems.append(
             f"memories.jsonl: no text starts with its date (as '{example}'); "
             'if your texts carry no date prefix, set "date_prefix": false in dataset.json'
@@ -399,10 +481,11 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         problems.extend(undated)
 
     questions: list[Question] = []
+    memory_index = {m.id: i for i, m in enumerate(memories)}
     question_lines: dict[str, int] = {}
     for lineno, obj in read_jsonl(root / "questions.jsonl", problems):
         r = JsonRecord("questions.jsonl", lineno, obj, problems)
-        r.unknown_fields(_QUESTION_FIELDS | set(fields.values()), LEGACY_FIELDS)
+        r.unknown_fields(_QUESTION_FIELDS | set(fields.values()) | allowed_fields(fields), LEGACY_FIELDS)
         qid = r.unique_id(question_lines, lineno)
         kind = r.choice("kind", QUESTION_KINDS)
         texts = {lang: t for lang, fname in fields.items() if (t := r.text(fname)) is not None}
@@ -422,7 +505,8 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
                 if ref is None:
                     continue
                 if ref not in memory_lines:
-                    r.problem(fname, f"unknown memory id {ref!r}")
+                    if not unreadable:
+                        r.problem(fname, f"unknown memory id {ref!r}")
                 elif asked is not None and ref in memory_dates and memory_dates[ref] > asked:
                     r.problem(
                         fname,
@@ -440,9 +524,37 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
             r.problem("current", f"{current!r} is also listed as stale")
         provenance = r.choice(provenance_field(obj), PROVENANCES, default="user")
         note = r.text("note", required=False) or ""
+        category = r.text("category", required=False) or ""
+        haystack = r.ids("haystack") if obj.get("haystack") is not None else None
+        if haystack is not None:
+            unknown = [g for g in haystack if g not in memory_groups]
+            outside = [
+                ref
+                for ref in (*relevant, *stale, *((current,) if current else ()))
+                if ref in memory_index and memories[memory_index[ref]].group not in ("", *haystack)
+            ]
+            if unknown or not haystack:
+                r.problem("haystack", f"unknown memory group {unknown[0]!r}" if unknown else "empty")
+            elif outside:
+                r.problem("haystack", f"{outside[0]!r} is labelled for it but outside its haystack")
+        replies = read_reply_checks(r, fields)
         if qid is not None and kind and len(texts) == len(languages) and provenance:
             questions.append(
-                Question(qid, kind, texts, relevant, current, stale, provenance, note, asked, time_range)
+                Question(
+                    qid,
+                    kind,
+                    texts,
+                    relevant,
+                    current,
+                    stale,
+                    provenance,
+                    note,
+                    asked,
+                    time_range,
+                    haystack,
+                    category,
+                    replies=replies,
+                )
             )
 
     if not problems and not memories:
@@ -456,6 +568,7 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
     )
     tables = None if problems else declared_tables(meta.get("tables"), question_lines, problems)
     vectors = None if problems else declared_vectors(meta.get("vectors"), root, len(memories), problems)
+    qdrant = None if problems else declared_qdrant(meta.get("qdrant"), problems)
     if problems:
         raise DatasetError([f"{root}/{p}" if not p.startswith("/") else p for p in problems])
     if reference is None:  # unreachable: a missing reference date is a problem above
@@ -472,7 +585,8 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         vectors=vectors,
         criteria=criteria,
         tables=tables,
-        qdrant=meta.get("qdrant"),
+        qdrant=qdrant,
+        benchmark=meta.get("benchmark") if isinstance(meta.get("benchmark"), dict) else None,
     )
 
 

@@ -122,7 +122,7 @@ RULES: tuple[tuple[str, Resolver], ...] = (
     ),
     (r"\b(?:yesterday|last night)\b|昨日|昨夜|ゆうべ", lambda m, r: _one(r - timedelta(days=1))),
     (rf"\b{_NUM} days? ago\b", lambda m, r: _one(r - timedelta(days=_number(m[1])))),
-    (r"(\d{1,3})日前", lambda m, r: _one(r - timedelta(days=int(m[1])))),
+    (r"(?<!\d)(\d{1,3})日前", lambda m, r: _one(r - timedelta(days=int(m[1])))),
     (
         rf"\b{_NUM} weeks? ago\b",
         lambda m, r: (
@@ -131,7 +131,7 @@ RULES: tuple[tuple[str, Resolver], ...] = (
         ),
     ),
     (
-        r"(\d{1,2})週間前",
+        r"(?<!\d)(\d{1,2})週間前",
         lambda m, r: (
             _monday(r) - timedelta(weeks=int(m[1])),
             _monday(r) - timedelta(weeks=int(m[1]), days=-6),
@@ -162,7 +162,7 @@ RULES: tuple[tuple[str, Resolver], ...] = (
     (r"\bthis month\b|今月", lambda m, r: (r.replace(day=1), r)),
     (rf"\b{_MONTH}\.? {_DAY}\b", lambda m, r: _one(_month_day(r, _month_index(m[1]), int(m[2])))),
     (rf"\b{_DAY} (?:of )?{_MONTH}\b", lambda m, r: _one(_month_day(r, _month_index(m[2]), int(m[1])))),
-    (r"(\d{1,2})月(\d{1,2})日", lambda m, r: _one(_month_day(r, int(m[1]), int(m[2])))),
+    (r"(?<!\d)(\d{1,2})月(\d{1,2})日", lambda m, r: _one(_month_day(r, int(m[1]), int(m[2])))),
     (r"(?<![\d/])(\d{1,2})/(\d{1,2})(?![\d/])", lambda m, r: _one(_month_day(r, int(m[1]), int(m[2])))),
     (r"\b(?:this morning|tonight|this evening|today)\b|今朝|今夜|今晩|今日", lambda m, r: _one(r)),
 )
@@ -177,7 +177,10 @@ def parse_time(text: str, reference: date | datetime) -> DateRange | None:
         m = pattern.search(normal)
         if m is None:
             continue
-        span = resolve(m, ref)
+        try:
+            span = resolve(m, ref)
+        except OverflowError:  # before year 1 (999日前 of 0001-01-05): no date names it
+            span = None
         if span is None:  # an impossible date such as 2/30
             return None
         return DateRange(span[0], span[1], m.group(0))

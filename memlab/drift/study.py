@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from memlab.core.errors import InputError
-from memlab.core.numbers import check_number
+from memlab.core.numbers import check_fits, check_number
 from memlab.core.registry import check_names, lookup
 from memlab.core.spec import COMBINES, DECAYS, RetrievalSpec
 from memlab.drift.arrays import (
@@ -385,6 +385,8 @@ def drift_study(
     budgets = sorted({int(b) for b in budgets})
     if not budgets or budgets[0] < 1:
         raise InputError(f"budgets must be positive token counts, got {budgets}")
+    # each interval resamples the held-out streams n_boot times at once: counts and means in memory
+    check_fits(n_boot, "n_boot", 16 * (len(held_out) + len(budgets)), "bootstrap resamples")
     for name in systems or ():
         base = lookup(READ_SYSTEMS, name, "read system").base
         if base and base not in systems:

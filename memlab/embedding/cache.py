@@ -20,16 +20,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from memlab.core.errors import MemlabWarning
-from memlab.core.files import atomic_write_text
+from memlab.core.errors import EmbeddingError, MemlabWarning
+from memlab.core.files import NOFOLLOW, write_new_file
+from memlab.core.vectors import NORM_TOLERANCE
 
-NORM_TOLERANCE = 1e-3  # cached vectors are L2-normalised; float32 rounding stays far below this
 FIXED_BATCH_ROWS = 8  # rows of every fixed-shape batch (bench/bench_embed_batching.py)
 
 
@@ -48,20 +49,92 @@ class CacheWarning(MemlabWarning):
 
 def read_vector(path: Path, dim: int | None = None) -> np.ndarray | None:
     """The cached vector at ``path``, or None when it is missing or unusable (then a
-    ``CacheWarning`` names the file and why)."""
-    if not path.is_file():
-        return None
+    ``CacheWarning`` names the file and why). Only a regular file the current user owns is read,
+    opened without following a link (``O_NOFOLLOW``): a symbolic link, a folder or someone
+    else's file is refused, and embedding again replaces the entry, never a link's target."""
     try:
-        vec = np.load(path, allow_pickle=False)
-        problem = None
-    except (ValueError, OSError, EOFError) as e:  # 0 bytes, truncated, not .npy at all
-        vec, problem = None, f"unreadable ({type(e).__name__}: {e})"
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW)
+    except FileNotFoundError:
+        return None
+    except OSError as e:  # ELOOP: a symbolic link; EISDIR ...
+        problem = (
+            "a symbolic link, not a regular file" if os.path.islink(path) else f"unreadable ({e.strerror})"
+        )
+        warnings.warn(f"embedding cache: {path}: {problem}; embedding it again", CacheWarning, stacklevel=3)
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        problem = entry_problem(os.fstat(fh.fileno()))
+        vec = None
+        if problem is None:
+            try:
+                vec = np.load(fh, allow_pickle=False)
+            except (ValueError, OSError, EOFError) as e:  # 0 bytes, truncated, not .npy at all
+                problem = f"unreadable ({type(e).__name__}: {e})"
     if vec is not None:
         problem = vector_problem(vec, dim)
     if problem is not None:
         warnings.warn(f"embedding cache: {path}: {problem}; embedding it again", CacheWarning, stacklevel=3)
         return None
     return vec
+
+
+def entry_problem(st: os.stat_result) -> str | None:
+    """Why a file with this status is no cache entry memlab reads: not a regular file, or not the
+    current user's (another user could have planted vectors there)."""
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file"
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        return f"owned by user id {st.st_uid}, not by you ({os.getuid()})"
+    return None
+
+
+def cache_folder(path: Path) -> Path:
+    """A folder of the cache (``embeddings/``, one namespace), created when missing: a real
+    folder of the current user, never a symbolic link to one elsewhere."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):  # a file where a folder of the cache belongs
+        raise EmbeddingError(
+            f"embedding cache: cannot make the folder {path}: a file is in the way; pass --cache-dir "
+            "(or set MEMLAB_CACHE_DIR) to a folder"
+        ) from None
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        raise EmbeddingError(
+            f"embedding cache: {path} is a symbolic link or not a folder: memlab never writes through "
+            "links in its cache; remove it (it is rebuilt)"
+        )
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        raise EmbeddingError(
+            f"embedding cache: {path} is owned by user id {st.st_uid}, not by you: pass --cache-dir "
+            "(or set MEMLAB_CACHE_DIR) to a folder of your own"
+        )
+    return path
+
+
+def write_entry(path: Path, data: bytes) -> None:
+    """Write a cache file (an entry, ``meta.json``, ``fingerprints.json``) without following any
+    link: ``memlab.core.files.write_new_file``."""
+    try:
+        write_new_file(path, data)
+    except IsADirectoryError:
+        raise EmbeddingError(f"embedding cache: {path} is a folder, not an entry: remove it") from None
+
+
+def read_entry_text(path: Path) -> str | None:
+    """A small cache file's text (``meta.json``, ``fingerprints.json``), None when missing or not
+    a regular file of the current user (then it is written again)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        if entry_problem(os.fstat(fh.fileno())) is not None:
+            return None
+        try:
+            return fh.read().decode("utf-8")
+        except UnicodeDecodeError:
+            return None
 
 
 def vector_problem(vec: np.ndarray, dim: int | None = None) -> str | None:
@@ -101,11 +174,14 @@ def folder_fingerprint(folder: Path, memo: Path | None = None) -> str:
     change, so a second run hashes nothing."""
     folder = Path(folder).resolve()
     known: dict[str, dict] = {}
-    if memo is not None and memo.is_file():
+    text = read_entry_text(memo) if memo is not None else None
+    if text is not None:
         try:
-            known = json.loads(memo.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError):
+            known = json.loads(text)
+        except ValueError:
             known = {}  # a broken memo only costs the hashing again
+        if not isinstance(known, dict):
+            known = {}
     changed = False
     h = hashlib.sha256()
     for f in model_files(folder):
@@ -122,7 +198,8 @@ def folder_fingerprint(folder: Path, memo: Path | None = None) -> str:
             changed = True
         h.update(f"{f.relative_to(folder).as_posix()}\0{entry['sha256']}\n".encode())
     if changed and memo is not None:
-        atomic_write_text(memo, json.dumps(known, indent=1, sort_keys=True) + "\n")
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        write_entry(memo, (json.dumps(known, indent=1, sort_keys=True) + "\n").encode())
     return h.hexdigest()
 
 

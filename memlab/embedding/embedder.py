@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,9 +41,15 @@ from typing import Any
 import numpy as np
 
 from memlab.core.errors import EmbeddingError, InputError
-from memlab.core.files import atomic_write_bytes, atomic_write_text
 from memlab.core.numbers import check_number
-from memlab.embedding.cache import default_cache_dir, read_vector
+from memlab.embedding.cache import (
+    cache_folder,
+    default_cache_dir,
+    read_entry_text,
+    read_vector,
+    vector_problem,
+    write_entry,
+)
 from memlab.embedding.engines import ROLES, Backend, local_backend, model_id
 from memlab.embedding.models import DEFAULT_MODEL, model_card
 from memlab.embedding.server import ServerClient, ServerConfig, ServerUnavailable
@@ -51,6 +58,7 @@ __all__ = ["PROBE_TEXT", "Embedder", "ModelIdentity", "default_cache_dir", "make
 
 PROBE_TEXT = "2026-09-01: memlab probe · sweet café au lait · 甘いカフェオレ"
 PROBE_TOLERANCE = 1e-6  # largest |server - local| per component for "the same model"
+VERIFY_EVERY = 16  # a declared server's batch of n texts: 1 + n // 16 of them re-embedded locally
 
 
 def declared_same(server: ServerConfig, model: str | None) -> bool:
@@ -105,6 +113,7 @@ class Embedder:
         self.fallback_ok = False
         self.server_failure: str | None = None
         self.probe: dict[str, Any] | None = None
+        self.verified = {"texts": 0, "max_abs_diff": 0.0}  # served texts re-embedded locally to check
         self.identity: dict[str, Any] = self.backend.identity
         self.model_id = self.backend.model_id
         self.engine = self.identity.get("engine", "")
@@ -115,11 +124,11 @@ class Embedder:
             else:  # a model of its own: its own namespace, no local fallback
                 self.identity = {
                     "engine": "openai-compatible",
-                    "endpoint": server.endpoint,
+                    "endpoint": server.shown,  # redacted: no secret in a key, a record or meta.json
                     "model": self.client.model_name,
                     "roles": server.roles,
                 }
-                self.model_id = f"{self.client.model_name}@{server.endpoint}"
+                self.model_id = f"{self.client.model_name}@{server.shown}"
                 self.engine = "openai-compatible"
                 self.probe = {"declared": False}
 
@@ -134,10 +143,11 @@ class Embedder:
     def namespace(self, role: str) -> Path:
         key = {"model": self.identity, "dim": self.truncate_dim or "full", "prompt": role}
         digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
-        ns = self.cache_dir / "embeddings" / digest
-        if not (ns / "meta.json").is_file():
-            ns.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(ns / "meta.json", json.dumps(key, indent=2) + "\n")
+        cache_folder(self.cache_dir / "embeddings")
+        ns = cache_folder(self.cache_dir / "embeddings" / digest)
+        meta = json.dumps(key, indent=2) + "\n"
+        if read_entry_text(ns / "meta.json") != meta:
+            write_entry(ns / "meta.json", meta.encode())
         return ns
 
     @staticmethod
@@ -183,6 +193,27 @@ class Embedder:
         self.probe = {"declared": True, "max_abs_diff": worst, "text": PROBE_TEXT}
         self.client.dim = int(local.shape[1])
 
+    def _verify_sample(self, batch: list[str], served: np.ndarray, role: str, first: int) -> None:
+        """A server declared to be the local model shares its cache, so one probe text is not
+        enough: in every batch it serves, ``1 + len(batch) // VERIFY_EVERY`` texts chosen at
+        random (the server cannot know which) are embedded locally too and must agree to within
+        ``PROBE_TOLERANCE``; otherwise nothing of this call is cached and the run stops."""
+        assert self.client is not None
+        picks = sorted(random.SystemRandom().sample(range(len(batch)), 1 + len(batch) // VERIFY_EVERY))
+        local = np.asarray(self._load_model().encode([batch[i] for i in picks], role), dtype=np.float64)
+        diffs = np.max(np.abs(served[picks].astype(np.float64) - local), axis=1)
+        worst = int(np.argmax(diffs))
+        self.verified["texts"] += len(picks)
+        self.verified["max_abs_diff"] = max(self.verified["max_abs_diff"], float(diffs[worst]))
+        if diffs[worst] > PROBE_TOLERANCE:
+            raise EmbeddingError(
+                f"embedding server {self.client.endpoint} does not serve {self.backend.name}: text "
+                f"{first + picks[worst] + 1}'s {role} vector, re-embedded locally to check, differs by "
+                f"up to {diffs[worst]:.1e} (allowed {PROBE_TOLERANCE:g}), though the probe text agreed; "
+                "nothing of this call was cached; name its model with --embed-model to use it as a "
+                "model of its own"
+            )
+
     def _server_down(self, exc: ServerUnavailable) -> None:
         self.server_failure = exc.reason
         if not self.fallback_ok:
@@ -213,16 +244,25 @@ class Embedder:
             batch = texts[s : s + step]
             if self.server_failure is None:
                 try:
-                    parts.append(self.client.encode_batch(batch, role))
-                    self.served["server"] += len(batch)
-                    continue
+                    served = self.client.encode_batch(batch, role, s)
                 except ServerUnavailable as exc:
                     self._server_down(exc)
+                else:
+                    if self.probe is not None and self.probe.get("declared"):
+                        self._verify_sample(batch, served, role, s)
+                    parts.append(served)
+                    self.served["server"] += len(batch)
+                    continue
             parts.append(np.asarray(self._local(batch, role), dtype=np.float32))
         return np.concatenate(parts)
 
     def _encode(self, texts: list[str], role: str) -> np.ndarray:
         vecs = np.asarray(self._compute(texts, role), dtype=np.float32)
+        if self.truncate_dim is not None and self.truncate_dim > vecs.shape[1]:
+            raise InputError(
+                f"--truncate-dim {self.truncate_dim}: {self.model_id} gives {vecs.shape[1]}-dimensional "
+                f"vectors, so there is nothing to truncate: pass at most {vecs.shape[1]}, or drop it"
+            )
         if self.truncate_dim is not None:
             vecs = vecs[:, : self.truncate_dim]
         return vecs
@@ -248,10 +288,17 @@ class Embedder:
         if missing:
             todo = list(missing)
             vecs = self._encode(todo, role)
-            norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-            vecs = vecs / np.where(norms == 0, 1, norms)
+            norms = np.linalg.norm(vecs.astype(np.float64), axis=1, keepdims=True)
+            vecs = (vecs / np.where(norms == 0, 1, norms)).astype(np.float32)
+            for i, vec in enumerate(vecs):  # the local engine's too: nothing untrusted is cached
+                problem = vector_problem(vec)
+                if problem is not None:
+                    raise EmbeddingError(
+                        f"{self.model_id} gave text {missing[todo[i]][0] + 1} ({role}) a vector memlab "
+                        f"cannot trust: {problem}; nothing of it was cached"
+                    )
             for text, vec in zip(todo, vecs, strict=True):
-                atomic_write_bytes(ns / f"{self.text_key(text)}.npy", _npy_bytes(vec))
+                write_entry(ns / f"{self.text_key(text)}.npy", _npy_bytes(vec))
                 for i in missing[text]:
                     out[i] = vec
         dims = sorted({v.shape for v in out if v is not None})
@@ -281,6 +328,7 @@ class Embedder:
                 # largest difference, None when no probe ran (everything cached, or another model)
                 "same_as_local": self.identity == self.backend.identity,
                 "probe_max_abs_diff": (self.probe or {}).get("max_abs_diff"),
+                "verified": dict(self.verified),
                 "failure": self.server_failure,
             }
         return doc

@@ -25,12 +25,15 @@ import base64
 import binascii
 import json
 import os
+import threading
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from memlab.core.errors import EmbeddingError, InputError
+from memlab.core.urls import check_url, excerpt, join_path, redact, reveal
+from memlab.core.vectors import raw_vector_problem
 
 SERVER_ROLES = ("input-type", "e5-prefix", "none")
 ENCODINGS = ("float", "base64")
@@ -62,8 +65,7 @@ class ServerConfig:
     fallback: bool = True  # fall back to the local model when the server fails (only if it is the same)
 
     def __post_init__(self) -> None:
-        if not self.url.startswith(("http://", "https://")):
-            raise InputError(f"--embed-url: expected an http:// or https:// URL, got {self.url!r}")
+        check_url(self.url, "--embed-url")
         if self.roles not in SERVER_ROLES:
             raise InputError(f"--embed-roles: expected one of {', '.join(SERVER_ROLES)}, got {self.roles!r}")
         if self.encoding not in ENCODINGS:
@@ -76,8 +78,13 @@ class ServerConfig:
 
     @property
     def endpoint(self) -> str:
-        url = self.url.rstrip("/")
-        return url if url.endswith("/embeddings") else f"{url}/embeddings"
+        """``{url}/embeddings``, the query (``?api-version=...``) kept after the path."""
+        return join_path(self.url, "embeddings")
+
+    @property
+    def shown(self) -> str:
+        """The endpoint as memlab records and prints it: redacted (``memlab.core.urls.redact``)."""
+        return redact(self.endpoint)
 
     def api_key(self) -> str | None:
         if self.api_key_env is None:
@@ -106,7 +113,7 @@ def _reason(exc: BaseException, timeout: float) -> str:
     if isinstance(exc, httpx.ConnectError):
         return f"cannot connect: {exc}"
     if isinstance(exc, httpx.HTTPStatusError):
-        body = " ".join(exc.response.text.split())[:200]
+        body = excerpt(exc.response.text, exc.response.headers.get("content-type", ""), quote=False)
         return f"HTTP {exc.response.status_code}" + (f": {body}" if body else "")
     return f"{type(exc).__name__}: {exc}"
 
@@ -123,7 +130,8 @@ class ServerClient:
 
     @property
     def endpoint(self) -> str:
-        return self.config.endpoint
+        """The endpoint as recorded and printed (redacted); requests go to ``config.endpoint``."""
+        return self.config.shown
 
     def _http(self):
         if self._client is None:
@@ -150,19 +158,48 @@ class ServerClient:
         return body
 
     def _post(self, body: dict[str, Any]) -> Any:
-        response = self._http().post(self.endpoint, content=json.dumps(body, ensure_ascii=False).encode())
+        """One request, answered whole within ``timeout`` seconds of its start (a deadline, not a
+        wait per read: a server that sends one byte a second times out too). The request runs in
+        a worker thread; at the deadline it is abandoned (its connection closed) and the wait
+        raises ``httpx.ReadTimeout``, which is retried like any timeout."""
+        import httpx
+
+        outcome: dict[str, Any] = {}
+
+        def send() -> None:
+            try:
+                outcome["reply"] = self._send(client, body)
+            except BaseException as e:  # handed to the caller's thread
+                outcome["error"] = e
+
+        client = self._http()
+        worker = threading.Thread(target=send, name="memlab-embed-request", daemon=True)
+        worker.start()
+        worker.join(self.config.timeout)
+        if worker.is_alive():
+            self._client = None  # the next request gets a fresh client; this one is closed
+            threading.Thread(target=client.close, daemon=True).start()
+            self.requests += 1
+            raise httpx.ReadTimeout(f"no whole answer within {self.config.timeout:g} s")
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["reply"]
+
+    def _send(self, client: Any, body: dict[str, Any]) -> Any:
+        response = client.post(self.config.endpoint, content=json.dumps(body, ensure_ascii=False).encode())
         self.requests += 1
         response.raise_for_status()
         try:
             return response.json()
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON; nested too deep; an int of 5000 digits
             raise EmbeddingError(
                 f"embedding server {self.endpoint} sent a reply that is not JSON: "
-                f"{' '.join(response.text.split())[:200]!r}"
+                f"{excerpt(response.text, response.headers.get('content-type', ''))}"
             ) from None
 
-    def encode_batch(self, texts: list[str], role: str) -> np.ndarray:
-        """One batch: retried on what may pass; ``ServerUnavailable`` when it does not."""
+    def encode_batch(self, texts: list[str], role: str, first: int = 0) -> np.ndarray:
+        """One batch: retried on what may pass; ``ServerUnavailable`` when it does not. ``first``:
+        the index of the batch's first text among the texts being embedded (messages name it)."""
         import tenacity
 
         cfg = self.config
@@ -183,11 +220,12 @@ class ServerClient:
             if not isinstance(exc, httpx.HTTPError):
                 raise
             attempts = int(retrying.statistics.get("attempt_number", 1))
-            raise ServerUnavailable(self.endpoint, attempts, _reason(exc, cfg.timeout)) from exc
-        return self.vectors(reply, len(texts))
+            raise ServerUnavailable(self.endpoint, attempts, redact(_reason(exc, cfg.timeout))) from exc
+        return self.vectors(reply, len(texts), first)
 
-    def vectors(self, reply: Any, count: int) -> np.ndarray:
-        """The rows of an embeddings reply, checked: count, order (``index``), one dimension."""
+    def vectors(self, reply: Any, count: int, first: int = 0) -> np.ndarray:
+        """The rows of an embeddings reply, checked: count, order (``index``), one dimension, and
+        every vector one memlab can trust (``vector_problem``), before anything uses or caches it."""
         where = f"embedding server {self.endpoint}"
         data = reply.get("data") if isinstance(reply, dict) else None
         if not isinstance(data, list):
@@ -208,6 +246,13 @@ class ServerClient:
             raise EmbeddingError(
                 f"{where} returned {dims[0]}-dimensional vectors; {self.model_name!r} has {self.dim}"
             )
+        for i, row in enumerate(rows):
+            problem = raw_vector_problem(row)
+            if problem is not None:
+                raise EmbeddingError(
+                    f"{where} returned a vector memlab cannot trust for text {first + i + 1}: {problem}; "
+                    "nothing of this batch was used or cached"
+                )
         if dims:
             self.dim = dims[0]
         return np.stack(rows).astype(np.float32) if rows else np.zeros((0, self.dim or 0), np.float32)
@@ -223,9 +268,17 @@ class ServerClient:
                 raise EmbeddingError(
                     f"{where} returned item {position}: {len(buf)} bytes is no float32 vector"
                 )
-            return np.frombuffer(buf, dtype="<f4").astype(np.float32)
-        if isinstance(raw, list) and raw and all(isinstance(x, int | float) for x in raw):
-            return np.asarray(raw, dtype=np.float64).astype(np.float32)
+            return np.frombuffer(buf, dtype="<f4").astype(np.float64)
+        if isinstance(raw, list) and raw and all(isinstance(x, bool) for x in raw):
+            raise EmbeddingError(
+                f"{where} returned item {position} with booleans, not numbers, as its 'embedding'"
+            )
+        if (
+            isinstance(raw, list)
+            and raw
+            and all(isinstance(x, int | float) and not isinstance(x, bool) for x in raw)
+        ):
+            return np.asarray(raw, dtype=np.float64)
         raise EmbeddingError(f"{where} returned item {position} without a numeric 'embedding'")
 
     def close(self) -> None:
@@ -236,4 +289,4 @@ class ServerClient:
 
 def server_config(url: str, model: str = "") -> ServerConfig | None:
     """The server a notebook's ``embed_url`` and ``embed_model`` name, or None for an empty URL."""
-    return ServerConfig(url, model or None) if url else None
+    return ServerConfig(reveal(url), model or None) if url else None

@@ -27,6 +27,7 @@ from typing import Any
 
 from memlab.core.errors import InputError, MissingFileError
 from memlab.core.files import write_folder_atomically
+from memlab.core.textfiles import load_json, surrogate_problem
 from memlab.datasets.timeparse import parse_time
 
 
@@ -89,10 +90,11 @@ def read_json_file(path: str | Path, what: str) -> Any:
     path = Path(path)
     if not path.is_file():
         raise MissingFileError(f"no {what} file {path}")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise InputError(f"{path}:{e.lineno}: invalid JSON: {e.msg}") from None
+    data = load_json(path)  # not UTF-8, nested too deep, an integer of 5000 digits: one line each
+    problem = surrogate_problem(data)
+    if problem is not None:
+        raise InputError(f"{path}: {problem}")
+    return data
 
 
 def file_digest(path: str | Path) -> str:
@@ -144,8 +146,22 @@ def time_labels(text: str, asked: datetime, evidence: Sequence[Evidence]) -> dic
     }
 
 
-def question_row(qid: str, text: str, asked: datetime, labels: dict[str, Any], note: str) -> dict[str, Any]:
+def question_row(
+    qid: str,
+    text: str,
+    asked: datetime,
+    labels: dict[str, Any],
+    note: str,
+    category: str = "",
+    haystack: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """A question as ``questions.jsonl`` holds it: its labels, the benchmark's ``category`` and the
+    memory groups it searches (``haystack``: its conversation, or its sessions)."""
     row: dict[str, Any] = {"id": qid, "text": text, "kind": labels["kind"], "date": iso(asked)}
+    if category:
+        row["category"] = category
+    if haystack is not None:
+        row["haystack"] = list(haystack)
     if labels["relevant"]:
         row["relevant"] = labels["relevant"]
     if labels["current"] is not None:

@@ -9,7 +9,11 @@ lists and ``session_<N>_date_time``, ``observation``, ``qa``). memlab never down
   Sessions are the ``session_<N>`` keys holding a list (conv-26 has dates for sessions without
   turns: they are ignored). Ids: ``conv-26:D1:3`` (turn) or ``conv-26:D1:o2`` (the session's
   second observation).
-- Questions (``conv-26:qa37`` is ``qa[37]``) are asked at the conversation's last session.
+- Each memory's ``group`` is its conversation (``sample_id``) and each question's ``haystack`` is
+  that conversation alone: a question searches its own conversation, as the benchmark asks.
+- Questions (``conv-26:qa37`` is ``qa[37]``) are asked at the conversation's last session; each
+  keeps its reference answer (``answer``, for the token F1 of ``memlab answer``), and its
+  ``category`` is the category's name.
   Categories (from the repository's evaluation code and the paper's table 5): 1 multi-hop,
   2 temporal, 3 open-domain, 4 single-hop, 5 adversarial. 1, 3, 4: hit questions with the
   memories of their evidence; 2: a time question where the evidence dates it (see
@@ -175,7 +179,14 @@ def _import_sample(sample, position, granularity, log, memories, questions) -> N
         for mid, text, dia_ids in rows:
             order[mid] = (len(memories), when)
             memories.append(
-                {"id": mid, "date": iso(when), "text": text, "provenance": "imported", "_when": when}
+                {
+                    "id": mid,
+                    "date": iso(when),
+                    "text": text,
+                    "provenance": "imported",
+                    "group": sid,
+                    "_when": when,
+                }
             )
             for d in dia_ids:
                 cites.setdefault(d, []).append(mid)
@@ -213,7 +224,13 @@ def _import_sample(sample, position, granularity, log, memories, questions) -> N
             evidence = [Evidence(m, order[m][1], order[m][0]) for m in held]
             labels = time_labels(text, asked, evidence) if cat_id == 2 else hit_labels(evidence)
         log.kept(category, labels["kind"])
-        questions.append({**question_row(qid, text.strip(), asked, labels, note), "_when": asked})
+        # the reference answer, for the token F1 of ``memlab answer`` (adversarial ones have none)
+        reference = item.get("answer")
+        answer = (
+            {"answer": str(reference).strip()} if reference is not None and str(reference).strip() else {}
+        )
+        row = question_row(qid, text.strip(), asked, labels, note, category, [sid])
+        questions.append({**row, **answer, "_when": asked})
 
 
 def _turn_memories(sid: str, turns: list, log: ImportLog):

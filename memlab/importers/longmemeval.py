@@ -14,8 +14,13 @@ The file is a list of questions, each with its own haystack: ``haystack_session_
   ``--granularity session`` (default) keeps a session's user turns joined by spaces, id the
   session id; ``turn`` keeps each user turn, id ``<session id>_<position from 1>``. Dates are
   read as UTC.
-- Evidence: the sessions in ``answer_session_ids`` (session granularity), or their user turns
-  marked ``has_answer`` (turn granularity). Evidence dated after the question is dropped (logged).
+- Evidence, as the benchmark's own evaluation counts it: the sessions in ``answer_session_ids``
+  with a user turn marked ``has_answer`` (session granularity), or those user turns (turn
+  granularity); a question without one is rejected (the official scripts skip it). Evidence dated
+  after the question is dropped (logged).
+- Haystacks: each memory's ``group`` is its session (the variant id), each question's
+  ``haystack`` the sessions of its own haystack, so it searches those alone, as the benchmark
+  does; its ``category`` is its ``question_type``, or ``abstention``.
 - Kinds: an id containing ``_abs`` (the official scripts' test) is a no-hit question;
   ``knowledge-update`` a contradiction (``memlab.importers.benchmark_io.update_labels``);
   ``temporal-reasoning`` a time question where it names a time and one evidence memory lies in it
@@ -101,10 +106,12 @@ class _Store:
         seen.append(key)
         return (sid if len(seen) == 1 else f"{sid}~{len(seen)}"), True
 
-    def add(self, mid: str, when: datetime, text: str) -> None:
+    def add(self, mid: str, when: datetime, text: str, group: str) -> None:
         self.index[mid] = len(self.rows)
         self.when[mid] = when
-        self.rows.append({"id": mid, "date": iso(when), "text": text, "provenance": "imported"})
+        self.rows.append(
+            {"id": mid, "date": iso(when), "text": text, "provenance": "imported", "group": group}
+        )
 
 
 def import_longmemeval(file: str | Path, out: str | Path, *, granularity: str = "session") -> ImportResult:
@@ -176,8 +183,11 @@ def import_longmemeval(file: str | Path, out: str | Path, *, granularity: str = 
             for pos, body, has_answer in kept:
                 mid = base if granularity == "session" else f"{base}_{pos}"
                 if new:
-                    store.add(mid, when, body)
-                if sid in answer_sids and (granularity == "session" or has_answer):
+                    store.add(mid, when, body, base)
+                # LongMemEval's own evaluation: an evidence session (a turn) counts when a user
+                # turn of it is marked has_answer (a session answered on the assistant side is
+                # renamed "noans", and a question with none is skipped)
+                if sid in answer_sids and has_answer:
                     evidence.append(mid)
         for sid in answer_sids:
             if sid not in local:
@@ -191,9 +201,9 @@ def import_longmemeval(file: str | Path, out: str | Path, *, granularity: str = 
             evidence = [m for m in dict.fromkeys(evidence) if store.when[m] <= asked]
             if not evidence:
                 reason = (
-                    "no user turn of its evidence sessions is marked has_answer"
-                    if granularity == "turn"
-                    else "no evidence session in its haystack"
+                    "no evidence session in its haystack"
+                    if not any(sid in local for sid in answer_sids)
+                    else "no user turn of its evidence sessions is marked has_answer"
                 )
                 log.reject(category, where, reason)
                 continue
@@ -207,7 +217,8 @@ def import_longmemeval(file: str | Path, out: str | Path, *, granularity: str = 
         seen_ids.add(qid)
         note = f"LongMemEval {qtype}{' (abstention)' if abstention else ''}; answer: {item.get('answer')}"
         log.kept(category, labels["kind"])
-        questions.append(question_row(qid, text.strip(), asked, labels, note))
+        haystack_groups = list(dict.fromkeys(local.values()))
+        questions.append(question_row(qid, text.strip(), asked, labels, note, category, haystack_groups))
         asked_dates.append(asked)
     path = Path(file)
     latest = max(list(store.when.values()) + asked_dates) if store.rows else None

@@ -25,6 +25,9 @@ import numpy as np
 from memlab.core.errors import InputError, MissingFileError
 from memlab.core.files import write_folder_atomically
 from memlab.core.registry import lookup
+from memlab.core.urls import redact
+from memlab.core.vectors import raw_vector_problem
+from memlab.datasets.records import unicode_problem
 from memlab.datasets.schema import DatasetError, parse_datetime
 from memlab.qdrant.client import open_client
 
@@ -84,6 +87,9 @@ def import_qdrant(
     language: str = "en",
     progress: bool = False,
 ) -> Path:
+    """Write the dataset folder ``out`` from the collection (see the module's docstring); the
+    questions file may hold a text per language (``text``, ``text_ja``...): each ``text_<lang>``
+    is a language of the dataset, asked of the memories' one text."""
     if bool(path) == bool(url):
         raise InputError("give exactly one of --path (local Qdrant folder) or --url (Qdrant server)")
     lookup(DATE_FORMATS, date_format, "date format")
@@ -165,6 +171,10 @@ def import_qdrant(
         if not all(math.isfinite(x) for x in vector):
             problems.append(f"{where}: point {pid}: vector: contains NaN or infinity")
             continue
+        untrusted = raw_vector_problem(np.asarray(vector, dtype=np.float64)) or unicode_problem(pid, text)
+        if untrusted is not None:  # a zero vector has no cosine; a lone surrogate no UTF-8
+            problems.append(f"{where}: point {pid}: {untrusted}")
+            continue
         rows.append(
             {
                 "id": pid,
@@ -203,8 +213,11 @@ def import_qdrant(
         "name": collection,
         "reference_date": reference_date or latest.isoformat().replace("+00:00", "Z"),
         "language": language,
+        # the questions' own languages (text_<lang>): asked of the memories' one text
+        **({"languages": langs} if len(langs := question_languages(questions, language)) > 1 else {}),
         "description": f"imported from Qdrant collection {collection!r} ({len(rows)} memories)",
-        "provenance": f"{'path ' + str(path) if path else 'url ' + str(url)}; date field {date_field!r}, "
+        "provenance": f"{'path ' + str(path) if path else 'url ' + redact(str(url))}; "
+        f"date field {date_field!r}, "
         f"text field {text_field!r}" + (f", vector {vector_name!r}" if vector_name else ""),
         "date_prefix": False,
         "vectors": {"file": "vectors.npy", "dim": dim, "model": model, "order": "memories.jsonl"},
@@ -241,6 +254,23 @@ def import_qdrant(
 
     write_folder_atomically(out, files, check=check if questions is not None else None)
     return out
+
+
+def question_languages(questions: str | Path | None, language: str) -> list[str]:
+    """The memories' language, then every other language the questions file writes a text in
+    (``text_<lang>``, the dataset format's field for a second language), in first-seen order.
+    Lines that do not parse are left to the dataset check, which names them."""
+    found = [language]
+    if questions is None:
+        return found
+    for line in Path(questions).read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            found += [k[5:] for k in obj if k.startswith("text_") and len(k) > 5 and k[5:] not in found]
+    return found
 
 
 def _scroll_all(client, collection: str, vector_name: str | None, progress: bool) -> list:

@@ -1,7 +1,10 @@
 """What a notebook writes: tables and figures under its output folder, listed in report.json.
 
 A notebook makes one ``Report(out_dir, fig_formats)``, calls ``table`` and ``figure`` for each
-result, and ``finish`` at the end. ``memlab run`` reads ``report.json`` to build its index page.
+result, and ``finish`` at the end (or ``skip`` when it has nothing to do). ``memlab run`` reads
+``report.json`` to build its index page. The file is rewritten after every entry, so a notebook
+that fails half-way still lists what it wrote (``"finished": false``), and the page shows it under
+the failure.
 
 Under ``memlab run`` (``MEMLAB_DEFER_STATIC=1`` in the kernel's environment) PNG and SVG are
 left to the runner, which makes them for the whole batch with one kaleido browser.
@@ -39,6 +42,7 @@ class Report:
         check_names(dict.fromkeys(TABLE_FORMATS), table_formats, "table format")
         self.table_formats = table_formats
         self.entries: list[dict[str, Any]] = []
+        self.skipped: str | None = None
         self.deferred = os.environ.get("MEMLAB_DEFER_STATIC") == "1"
         (self.out_dir / "figures").mkdir(parents=True, exist_ok=True)
         (self.out_dir / "tables").mkdir(parents=True, exist_ok=True)
@@ -64,6 +68,7 @@ class Report:
         self.entries.append(
             {"type": "table", "name": name, "caption": caption, "files": files, "rows": len(df)}
         )
+        self._save()
         return df
 
     def figure(self, name: str, fig: go.Figure, caption: str = "") -> go.Figure:
@@ -81,16 +86,28 @@ class Report:
                 "static": [f for f in self.fig_formats if f in STATIC_FORMATS],
             }
         )
+        self._save()
         return fig
 
     def value(self, name: str, value: Any, caption: str = "") -> Any:
         """A single named result (a chosen configuration, a headroom...)."""
         self.entries.append({"type": "value", "name": name, "caption": caption, "value": value})
+        self._save()
         return value
+
+    def skip(self, reason: str, parameters: dict[str, Any] | None = None) -> Path:
+        """The notebook has nothing to do (``reason`` says why): the page gives it one line."""
+        self.skipped = reason
+        return self.finish(parameters)
 
     def finish(self, parameters: dict[str, Any] | None = None) -> Path:
         """Write report.json listing everything this notebook wrote."""
-        doc = {"parameters": parameters or {}, "entries": self.entries}
+        return self._save(parameters or {}, finished=True)
+
+    def _save(self, parameters: dict[str, Any] | None = None, finished: bool = False) -> Path:
+        doc: dict[str, Any] = {"parameters": parameters or {}, "entries": self.entries, "finished": finished}
+        if self.skipped is not None:
+            doc["skipped"] = self.skipped
         return atomic_write_text(
             self.out_dir / "report.json",
             json.dumps(json_ready(doc), indent=2, ensure_ascii=False) + "\n",
@@ -102,10 +119,11 @@ def safe_name(text: str) -> str:
     return re.sub(r"[^\w.-]+", "_", text).strip("._") or "_"
 
 
-def check_name(name: str) -> None:
+def check_name(name: str, where: Path | None = None) -> None:
     """Tables and figures are files directly under tables/ and figures/: no paths."""
-    if safe_name(name) != name:
-        raise InputError(f"report entry name {name!r} is not a plain file name; use safe_name()")
+    if not isinstance(name, str) or safe_name(name) != name:
+        at = f"{where}: " if where is not None else ""
+        raise InputError(f"{at}report entry name {name!r} is not a plain file name; use safe_name()")
 
 
 def export_deferred(out_dirs: list[Path]) -> list[Path]:
@@ -117,6 +135,7 @@ def export_deferred(out_dirs: list[Path]) -> list[Path]:
             continue
         for e in json.loads(report.read_text(encoding="utf-8"))["entries"]:
             if e["type"] == "figure" and e.get("static"):
+                check_name(e["name"], report)  # a report.json written by hand: still inside figures/
                 jobs.setdefault(tuple(e["static"]), []).append(d / "figures" / f"{e['name']}.json")
     written: list[Path] = []
     with static_export():  # one browser for every group

@@ -29,7 +29,7 @@ def rerun_table(ev: Evaluation, dataset: Dataset, question_id: str) -> pd.DataFr
         rows.append(
             {
                 "memory": c.memory_id,
-                "date": f"{m.date:%Y-%m-%d}",
+                "date": m.date.date().isoformat(),
                 "text": m.text(ev.lang),
                 "raw": c.raw,
                 "bonus": c.bonus,

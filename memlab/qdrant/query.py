@@ -37,8 +37,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import quote
 
 from memlab.core.errors import InputError
+from memlab.core.memory_text import CONTINUATION, DELIMITER, REPLACEMENT
 from memlab.core.registry import lookup
 from memlab.core.spec import COMBINES, DECAYS, MIDPOINT, SECONDS_PER_DAY, RetrievalSpec
 
@@ -57,7 +59,8 @@ DATE_FORMATS = {
 def rfc3339(when: datetime) -> str:
     """The instant in UTC; a naive datetime is taken as UTC, as everywhere in memlab."""
     when = when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+    # isoformat pads the year to four digits (strftime's %Y does not, before 1000)
+    return when.replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 @dataclass(frozen=True)
@@ -257,12 +260,21 @@ def python_snippet(
     frozen = (
         "" if at is None else f"\n    # frozen by --at: the query time is {rfc3339(at)}, whatever `now` is"
     )
-    return f'''from datetime import datetime, timezone
+    return f'''import re
+from datetime import datetime, timezone
 
 import numpy as np
 from qdrant_client import QdrantClient, models
 
 THRESHOLD = {spec.threshold!r}
+# memlab's escape (memlab.core.memory_text): put a memory's text into a <retrieved_memory> prompt
+# block only through escape_memory, so that no memory can close the block or start its own line
+DELIMITER = re.compile({DELIMITER.pattern!r}, re.IGNORECASE)
+
+
+def escape_memory(text: str) -> str:
+    text = DELIMITER.sub({REPLACEMENT!r}, text)
+    return text.replace("\\r\\n", "\\n").replace("\\r", "\\n").replace("\\n", {CONTINUATION!r})
 
 
 def recall(client: QdrantClient, collection: str, vector, now: datetime | None = None):
@@ -270,7 +282,7 @@ def recall(client: QdrantClient, collection: str, vector, now: datetime | None =
     combine={spec.combine}, bonus={spec.bonus:g}, tau={spec.tau_days:g} days).
     ``now``: the query time (default: now, UTC)."""
     now = (now or datetime.now(timezone.utc)).astimezone(timezone.utc).replace(microsecond=0)
-    at = now.strftime("%Y-%m-%dT%H:%M:%SZ")  # the decay's target{cutoff}{frozen}
+    at = now.isoformat().replace("+00:00", "Z")  # RFC 3339 in any year; the decay's target{cutoff}{frozen}
     vector = [float(v) for v in vector]
     request = models.QueryRequest.model_validate(
 {_indent(body, 8)}
@@ -310,7 +322,7 @@ def setup_text(schema: CollectionSchema, collection: str = "NAME") -> str:
             "(older servers ignore it)",
             "# a range index on the date: order_by needs it (the rrf-time retriever); filters and the",
             "# formula read it faster",
-            f"PUT /collections/{collection}/index",
+            f"PUT /collections/{quote(collection, safe='')}/index",  # a name as a path segment
             json.dumps(index),
             "",
             "# the same with qdrant-client:",

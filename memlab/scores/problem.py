@@ -34,7 +34,7 @@ from memlab.scores.sources import (
 )
 
 if TYPE_CHECKING:
-    from memlab.embedding.embedder import Embedder
+    from memlab.embedding.embedder import Embedder, ModelIdentity
 
 SPEC_FIELDS = ("candidates", "inject", "threshold", "bonus", "tau_days", "decay", "combine")
 
@@ -112,6 +112,14 @@ class RetrievalProblem:
                 )
             self._computed["embedder"] = dataset_embedder(self.dataset, self.options)
         return self._computed["embedder"]
+
+    @property
+    def model(self) -> ModelIdentity | None:
+        """The identity of the model the scores come from (``problem.scores.model``), read from the
+        embedder when one makes them, so knowing it embeds nothing."""
+        if "scores" in self._computed or self.options.source not in EMBEDDING_SOURCES:
+            return self.scores.model
+        return self.embedder.model
 
     @property
     def model_id(self) -> str:

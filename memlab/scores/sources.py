@@ -11,7 +11,6 @@ scores: the seed's for published ones, the model card's or the distribution's fo
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -21,6 +20,7 @@ import numpy as np
 
 from memlab.core.errors import InputError, MissingFileError
 from memlab.core.registry import lookup
+from memlab.core.textfiles import load_json
 from memlab.datasets.schema import Dataset, DatasetError, JsonRecord, read_jsonl
 from memlab.embedding.embedder import ModelIdentity
 
@@ -89,10 +89,10 @@ def load_published(dataset: Dataset) -> list[PublishedScore]:
         r = JsonRecord("published_scores.jsonl", lineno, obj, problems)
         r.unknown_fields(_PUBLISHED_FIELDS)
         q, m = r.text("question"), r.text("memory")
-        if q is not None and q not in dataset.question_ids:
+        if q is not None and q not in dataset.question_index:
             r.problem("question", f"unknown question id {q!r}")
             q = None
-        if m is not None and m not in dataset.memory_ids:
+        if m is not None and m not in dataset.memory_index:
             r.problem("memory", f"unknown memory id {m!r}")
             m = None
         raw = obj.get("raw")
@@ -133,10 +133,22 @@ def published_scores(dataset: Dataset, options: ScoreOptions | None = None, embe
     """The seed's published raw scores as a sparse table: unknown pairs are NaN."""
     rows = load_published(dataset)
     raw = np.full((len(dataset.questions), len(dataset.memories)), np.nan)
+    qi, mi = dataset.question_index, dataset.memory_index
     for s in rows:
-        raw[dataset.question_ids.index(s.question), dataset.memory_ids.index(s.memory)] = s.raw
-    meta = json.loads((Path(dataset.path or ".") / "published.json").read_text(encoding="utf-8"))
-    model = str(meta.get("model", ""))
+        raw[qi[s.question], mi[s.memory]] = s.raw
+    meta_path = Path(dataset.path or ".") / "published.json"
+    try:
+        meta = load_json(meta_path)  # not UTF-8, invalid or nested JSON: one line
+    except FileNotFoundError:
+        raise MissingFileError(
+            f"{meta_path}: missing: published scores need it to say which model made them"
+        ) from None
+    model = meta.get("model") if isinstance(meta, dict) else None
+    if not isinstance(model, str) or not model.strip():
+        raise InputError(
+            f"{meta_path}: expected a JSON object whose 'model' names the model that made the scores, "
+            f"got {'model ' + repr(model) if isinstance(meta, dict) else type(meta).__name__}"
+        )
     return ScoreTable(
         dataset.question_ids,
         dataset.memory_ids,
@@ -238,11 +250,18 @@ def embedded_scores(dataset: Dataset, options: ScoreOptions, embedder=None) -> S
     else:
         mem_vecs = embedder.encode_documents([m.text(lang) for m in dataset.memories])
         q_vecs = embedder.encode_queries([q.text(lang) for q in dataset.questions])
-    if dataset.questions:
+    if dataset.questions and (options.qdrant_path or options.qdrant_url):
+        # the user's store: a scratch collection of memlab's own, removed afterwards; nothing of
+        # what the store already holds is read, replaced or deleted
         store = MemoryStore.from_dataset(
-            dataset, mem_vecs, lang=lang, path=options.qdrant_path, url=options.qdrant_url
+            dataset, mem_vecs, lang=lang, path=options.qdrant_path, url=options.qdrant_url, scratch=True
         )
-        raw = store.score_table(q_vecs)
+        try:
+            raw = store.score_table(q_vecs)
+        finally:
+            store.drop()
+    elif dataset.questions:
+        raw = MemoryStore.from_dataset(dataset, mem_vecs, lang=lang).score_table(q_vecs)
     else:
         raw = np.zeros((0, len(dataset.memories)))
     return ScoreTable(

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memlab.core.errors import InputError
-from memlab.core.numbers import check_number
+from memlab.core.numbers import check_fits, check_number
 from memlab.core.ranking import merge_top_k, resort_order
 from memlab.core.spec import RetrievalSpec, age_days
 from memlab.studies.scale import MaxLaw, block_outcomes, distractor_pool
@@ -178,6 +178,9 @@ def calibrate(
     check_number(n_boot, "n_boot", integer=True, minimum=1)
     check_number(seed, "seed", integer=True, minimum=0)
     dataset, spec, lang, model = problem.dataset, problem.spec, problem.lang, problem.model_id
+    n_probes = len(probe_vectors) if probe_vectors is not None else len(probe_set.texts(lang))
+    # the resamples are drawn at once (indices, scores, their sort): checked before any embedding
+    check_fits(n_boot, "n_boot", 24 * max(n_probes, 1), f"bootstrap resamples of {n_probes:,} probes")
     memory_vectors = problem.memory_vectors()
     if probe_vectors is None:
         probe_vectors = problem.embed_queries(probe_set.texts(lang))

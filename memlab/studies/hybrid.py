@@ -16,9 +16,9 @@ import numpy as np
 
 from memlab.core.errors import InputError
 from memlab.core.grid import Grid
-from memlab.core.labels import Labels
-from memlab.core.numbers import check_number
+from memlab.core.numbers import check_fits, check_number, check_work
 from memlab.core.registry import check_names
+from memlab.core.selection import select, utility
 from memlab.core.spec import COMBINES, DECAYS, SPEC_BOUNDS, RetrievalSpec
 from memlab.core.sweep import sweep
 from memlab.retrieval.gate import time_gate
@@ -28,6 +28,15 @@ from memlab.scores.sources import ScoreOptions
 
 if TYPE_CHECKING:
     import pandas as pd
+
+# The comparison judges each retriever by what it reports (current memories injected, stale
+# injections, no-hit injections), so its utility counts no wrong injections: the sweep's utility
+# (memlab.core.selection.utility) with wrong_weight 0. Its measured tables (docs/hybrid.md) rest
+# on this; with wrong_weight 1, seed16-time's choices move (daily-lunch's do not).
+WRONG_WEIGHT = 0.0
+
+
+MAX_AXIS = 10_000  # values of one axis of a comparison
 
 
 @dataclass(frozen=True)
@@ -51,6 +60,8 @@ class RetrieverGrid:
                 raise InputError(f"retriever grid axis {name!r} is empty")
         bounds = {"alphas": {"minimum": 0, "maximum": 1}, "rrf_ks": {"above": 0}, **SPEC_BOUNDS}
         for name in ("alphas", "rrf_ks", "bonus", "tau_days"):  # each value checked like the spec's
+            # counted before any value is generated: a range of 10^9 values is refused, not built
+            check_work(len(getattr(self, name)), name, MAX_AXIS, "values", "each multiplies the table")
             values = tuple(check_number(v, name, **bounds[name]) for v in getattr(self, name))
             object.__setattr__(self, name, values)
         for name, registry in (("decay", DECAYS), ("combine", COMBINES)):
@@ -74,10 +85,52 @@ def calibrated_thresholds(scores: np.ndarray, max_bonus: float, steps: int) -> t
     return tuple(np.round(np.append(values, hi + max(1e-3, 0.01 * (hi - lo))), 9).tolist())
 
 
+def settings_per_threshold(retriever: Retriever, grid: RetrieverGrid) -> int:
+    """How many rows of a retriever's table share one threshold: its fusion settings times, for a
+    decay retriever, the bonus, tau and family values."""
+    fusion = {"none": 1, "weighted": len(grid.alphas) * len(grid.norms)}.get(
+        retriever.fusion, len(grid.rrf_ks)
+    )
+    families = len(grid.decay) * len(grid.combine) if retriever.decay else 1
+    return fusion * (len(grid.bonus) * len(grid.tau_days) * families if retriever.decay else 1)
+
+
+def check_table(retriever: Retriever, inputs: RetrievalInputs, grid: RetrieverGrid) -> None:
+    """A retriever's whole table (every configuration, one row each) is held in memory at once:
+    refuse a grid whose table would not fit the memory budget, before anything is swept, saying
+    how many threshold steps would. A row's bytes are measured on a one-row sweep."""
+    per_step = settings_per_threshold(retriever, grid)
+    one = sweep(
+        inputs.vector,
+        inputs.ages,
+        inputs.labels,
+        Grid(
+            bonus=(0.0,),
+            tau_days=(1.0,),
+            threshold=(0.5,),
+            candidates=(grid.candidates,),
+            inject=(grid.inject,),
+        ),
+        inputs.criteria,
+    )
+    row_bytes = int(one.memory_usage(index=True, deep=True).sum()) + 64 * 4  # + retriever, norm, alpha, rrf_k
+    check_fits(
+        grid.threshold_steps,
+        "threshold_steps",
+        per_step * row_bytes,
+        f"threshold steps of retriever {retriever.name!r} (each one table row for every one of its "
+        f"{per_step:,} other settings)",
+    )
+
+
 def sweep_retriever(
-    retriever: Retriever, inputs: RetrievalInputs, grid: RetrieverGrid = RetrieverGrid()
+    retriever: Retriever,
+    inputs: RetrievalInputs,
+    grid: RetrieverGrid = RetrieverGrid(),
+    metrics: Sequence[str] | None = None,
 ) -> pd.DataFrame:
-    """Every configuration of a retriever: its fusion axes x bonus x tau x calibrated thresholds."""
+    """Every configuration of a retriever: its fusion axes x bonus x tau x calibrated thresholds;
+    ``metrics``: the sweep's metric groups to compute (None: all)."""
     import pandas as pd
 
     settings = retriever_scores(
@@ -91,10 +144,13 @@ def sweep_retriever(
     bonus = grid.bonus if retriever.decay else (0.0,)
     taus = grid.tau_days if retriever.decay else (1.0,)
     n_mem = inputs.vector.shape[1]
+    check_table(retriever, inputs, grid)
     frames = []
     for s in settings:
-        # fused retrievers have already chosen their candidates (the routes' union): keep them all
-        k = grid.candidates if retriever.fusion == "none" else n_mem
+        # fused retrievers have already chosen their candidates (the routes' union, NaN elsewhere):
+        # keep them all; no question has more than the widest row's known scores
+        known = int(np.isfinite(s.scores).sum(axis=-1).max(initial=0)) if s.scores.size else 0
+        k = grid.candidates if retriever.fusion == "none" else max(1, min(n_mem, known))
         g = Grid(
             bonus=bonus,
             tau_days=taus,
@@ -104,40 +160,13 @@ def sweep_retriever(
             decay=grid.decay if retriever.decay else (RetrievalSpec.decay,),
             combine=grid.combine if retriever.decay else (RetrievalSpec.combine,),
         )
-        frame = sweep(s.scores, inputs.ages, inputs.labels, g, inputs.criteria)
+        frame = sweep(s.scores, inputs.ages, inputs.labels, g, inputs.criteria, metrics=metrics)
         # one concat instead of column inserts: the sweep's frame has many column blocks
         extra = pd.DataFrame({"retriever": retriever.name, **s.params}, index=frame.index)
         frames.append(pd.concat([frame, extra], axis=1))
     out = pd.concat(frames, ignore_index=True)
     missing = [c for c in ("norm", "alpha", "rrf_k") if c not in out]
     return out.reindex(columns=[*out.columns, *missing]) if missing else out
-
-
-def utility(table: pd.DataFrame, labels: Labels) -> np.ndarray:
-    """Per configuration: current memories injected, minus memories injected on no-hit
-    questions, minus stale memories injected (each right memory in the prompt +1, each wrong -1)."""
-    with_current = [q for q, c in zip(labels.question_ids, labels.current, strict=True) if c >= 0]
-    hits = table[[f"injected_{q}" for q in with_current]].to_numpy(dtype=np.int64).sum(axis=1)
-    return (
-        hits
-        - table["injected_nohit"].to_numpy(dtype=np.int64)
-        - table["stale_injected"].to_numpy(dtype=np.int64)
-    )
-
-
-def choose(table: pd.DataFrame, value: np.ndarray) -> int:
-    """The configuration a comparison reports: the highest ``value`` (the table's ``utility``),
-    then feasible before not, then the largest smallest criterion margin, then smaller bonus,
-    then smaller tau, then table order. Every retriever is judged by the same rule, at its best."""
-    keys = (
-        np.arange(len(table)),
-        table["tau_days"].to_numpy(dtype=float),
-        table["bonus"].to_numpy(dtype=float),
-        -np.nan_to_num(table["min_margin"].to_numpy(dtype=float), nan=-np.inf),
-        ~table["feasible"].to_numpy(dtype=bool),
-        -value,
-    )
-    return int(np.lexsort(keys)[0])
 
 
 def per_question(
@@ -153,9 +182,11 @@ def per_question(
         norms=(params.get("norm", "min-max"),),
         rrf_ks=(params.get("rrf_k", 60),),
     )
+    # a fused retriever keeps every candidate of its routes (as sweep_retriever does)
+    known = int(np.isfinite(setting.scores).sum(axis=-1).max(initial=0)) if setting.scores.size else 0
     g = Grid.of(
         RetrievalSpec(
-            candidates=int(row["candidates"]),
+            candidates=int(row["candidates"]) if retriever.fusion == "none" else max(1, known),
             inject=int(row["inject"]),
             threshold=float(row["threshold"]),
             bonus=float(row["bonus"]),
@@ -250,12 +281,15 @@ def compare(
         from tqdm import tqdm
 
         bar = tqdm(total=len(chosen_policies), unit="retriever", disable=None)
+    for retriever in sorted(chosen_policies, key=lambda r: -settings_per_threshold(r, grid)):  # largest first
+        check_table(retriever, inputs, grid)
     for retriever in chosen_policies:
         table = sweep_retriever(retriever, inputs, grid)
         configs += len(table)
-        u = utility(table, inputs.labels)
+        u = utility(table, wrong_weight=WRONG_WEIGHT)
         landscape += fusion_landscape_rows(retriever, table, u)
-        row = table.iloc[choose(table, u)]
+        # the sweep's own rule and utility: the highest utility, then feasible, then min_margin
+        row = table.iloc[select(table, "max-utility", wrong_weight=WRONG_WEIGHT)]
         long = per_question(retriever, inputs, row, grid).assign(
             names_time=gate.gated, has_current=inputs.labels.current >= 0
         )

@@ -23,7 +23,7 @@ from memlab.core.errors import InputError
 from memlab.core.feasible import feasible_bonus
 from memlab.core.grid import Grid
 from memlab.core.labels import Labels
-from memlab.core.numbers import check_number
+from memlab.core.numbers import check_number, check_work
 from memlab.core.spec import RetrievalSpec
 from memlab.core.sweep import sweep
 
@@ -89,11 +89,15 @@ def _measure(raw, ages, labels, criteria, spec: RetrievalSpec) -> dict[str, floa
     }
 
 
+MAX_BOOT = 100_000  # resamples of each kind that finish in about 20 minutes on seed16
+
+
 def robustness(
     problem: RetrievalProblem,
     criteria: tuple[crit.Criterion, ...] | None = None,
     n_boot: int = 200,
     seed: int = 0,
+    progress: bool = False,
 ) -> pd.DataFrame:
     """One row per resample of the problem's dataset, under its whole spec: kind, index, what was
     left out, feasible, lo, hi, headroom, min_margin."""
@@ -106,6 +110,14 @@ def robustness(
             "leaving one out would leave nothing to measure"
         )
     check_number(n_boot, "n_boot", integer=True, minimum=1)  # bootstrap resamples of each kind
+    check_work(
+        n_boot,
+        "n_boot",
+        MAX_BOOT,
+        "bootstrap resamples of each kind",
+        f"each is a whole feasible-region computation, about 5 ms on seed16: {MAX_BOOT:,} of each "
+        "kind take about 20 minutes",
+    )
     check_number(seed, "seed", integer=True, minimum=0)
     criteria = crit.dataset_criteria(dataset) if criteria is None else criteria
     raw = np.where(dataset.visible(), raw, np.nan)
@@ -122,16 +134,22 @@ def robustness(
         )
     rng = np.random.default_rng(seed)
     named = {m for i in all_q for m in (*labels.stale[i], labels.current[i]) if m >= 0}
-    named |= {dataset.memory_ids.index(m) for q in dataset.questions for m in q.relevant}
+    named |= {dataset.memory_index[m] for q in dataset.questions for m in q.relevant}
     free = np.array([m for m in all_m if m not in named])
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=2 * n_boot, desc="resamples", unit="resample", disable=not progress or n_boot < 1000)
     for b in range(n_boot):
+        bar.update(1)
         q_idx = np.sort(rng.integers(0, n_q, n_q))
         sub = _subset(raw, ages, labels, criteria, q_idx, all_m)
         rows.append({"kind": "questions", "index": b, "left_out": "", **_measure(*sub, spec)})
     for b in range(n_boot if len(free) else 0):
+        bar.update(1)
         m_idx = np.concatenate([np.array(sorted(named), dtype=int), np.sort(rng.choice(free, len(free)))])
         sub = _subset(raw, ages, labels, criteria, all_q, m_idx)
         rows.append({"kind": "memories", "index": b, "left_out": "", **_measure(*sub, spec)})
+    bar.close()
     return pd.DataFrame(rows)
 
 

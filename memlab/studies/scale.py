@@ -2,7 +2,10 @@
 
 What the figures rest on:
 - distractors are synthetic dated memories from templates over everyday topics (seeded,
-  deterministic), dated uniformly over the year before the reference date;
+  deterministic), dated uniformly over the year before each question's own date (its ``date``,
+  else the reference date): N counts memories a question can see, so a question asked at an
+  early session of a long conversation faces as many distractors as the last one (their texts
+  carry dates counted back from the reference date; the age the bonus reads is from the question);
 - a pool of them (thousands to tens of thousands) is embedded for real, once, through the cache;
 - beyond the pool, vectors come from a multivariate Gaussian fitted to the pool's unit vectors
   (mean and full covariance), each sample L2-normalised: ``GaussianVectors``. At sizes where
@@ -26,9 +29,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memlab.core.errors import InputError
-from memlab.core.numbers import check_number
+from memlab.core.numbers import check_number, check_work
 from memlab.core.ranking import merge_top_k
-from memlab.core.spec import RetrievalSpec, age_days, best_final
+from memlab.core.spec import RetrievalSpec, best_final
 from memlab.studies.distractor_templates import distractor_templates
 
 if TYPE_CHECKING:
@@ -77,10 +80,67 @@ def sample_from_dataset(
     return [dataset.memories[i].text(lang) for i in idx], ages[idx]
 
 
+MIN_POOL = 100  # ten blocks of at least ten pool memories: what the extreme-value fit needs
+MAX_SIZES = 10_000  # sizes of one curve (each one row of the study)
+MAX_POOL = 200_000  # real distractors embedded: about 10 minutes with the default model here
+SCALE_WORK = 4 * 10**12  # multiply-adds of the distractors' scoring: about 12 minutes at 5e9/s
+
+
+def scale_sizes(dataset, n_range, pool: int | None = None, name: str = "n_range") -> list[int]:
+    """The sizes N to measure, sorted, checked against the dataset before anything is embedded
+    (a pool takes minutes): at most ``MAX_SIZES`` of them (counted before any is generated),
+    every N counting the dataset's own memories, so none below their number; ``pool`` (the real
+    distractors) must hold ``MIN_POOL`` for the prediction. ``n_range``: text
+    (``start:stop:step`` or a comma list), a ``memlab.core.grid.Axis`` or numbers."""
+    from memlab.core.grid import Axis, parse_axis
+
+    axis = (
+        parse_axis(n_range, name, integer=True)
+        if isinstance(n_range, str)
+        else Axis.of(n_range, integer=True)
+    )
+    axis.check(name.lstrip("-"), minimum=1)
+    check_work(
+        len(axis), name.lstrip("-"), MAX_SIZES, "sizes", "each size is one row of the curve, measured in turn"
+    )
+    sizes = sorted({int(n) for n in axis})
+    n0 = len(dataset.memories)
+    if sizes and sizes[0] < n0:
+        raise InputError(
+            f"{name}: {sizes[0]:,} is below the {n0:,} memories of dataset {dataset.name!r} (every N "
+            f"counts them): start {name} at {n0:,} or above"
+        )
+    if pool is not None:
+        check_number(pool, "pool", integer=True, minimum=MIN_POOL)
+    return sizes
+
+
+def check_scale_work(problem: RetrievalProblem, largest: int) -> None:
+    """The largest N finishes: scoring ``largest`` distractors against every question costs
+    ``largest * questions * dim`` multiply-adds, at most ``SCALE_WORK`` (7 s measured for 10^6
+    distractors x 100 questions x 384 dimensions: about 5e9 a second). Checked before anything is
+    embedded."""
+    per = max(1, len(problem.dataset.questions)) * int(problem.question_vectors().shape[1])
+    check_work(
+        largest,
+        "n",
+        SCALE_WORK // per,
+        "distractors",
+        f"each is scored against {len(problem.dataset.questions)} questions at "
+        f"{problem.question_vectors().shape[1]} dimensions, {largest * per:.2g} multiply-adds in all; "
+        "the budget "
+        f"is {SCALE_WORK:.0e}, about 12 minutes at the measured 5e9 a second; the extreme-value "
+        "prediction reaches any N without measuring it",
+    )
+
+
 def distractor_pool(problem: RetrievalProblem, size: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """(vectors, ages in days): ``size`` template distractors in the problem's language, dated
     before its reference date and embedded (cached) with the model its scores come from."""
     check_number(size, "pool", integer=True, minimum=1)  # real distractors
+    check_work(
+        size, "pool", MAX_POOL, "real distractors", "each is embedded with the problem's model, then cached"
+    )
     check_number(seed, "seed", integer=True, minimum=0)
     texts, ages = distractor_texts(size, problem.dataset.reference_date, seed=seed, lang=problem.lang)
     return problem.embed_documents(texts), ages
@@ -107,16 +167,13 @@ class GaussianVectors:
 
 class TopK:
     """Running exact top-k by raw score per question over a stream of memory chunks, with the
-    candidate rule's ties (``memlab.core.ranking.merge_top_k``: the earlier memory first)."""
+    candidate rule's ties (``memlab.core.ranking.merge_top_k``: the earlier memory first). The
+    streamed memories' ages count from each question's own date (distractors are dated before
+    it); the dataset's own memories (``start``) come with their ages per question."""
 
-    def __init__(self, queries: np.ndarray, k: int, asked_days_before: np.ndarray | None = None):
+    def __init__(self, queries: np.ndarray, k: int):
         self.q = np.asarray(queries, dtype=np.float32)
         self.k = k
-        # days before the reference date that each question is asked: a memory aged less than
-        # that did not exist yet for it
-        self.before = (
-            np.zeros(len(self.q)) if asked_days_before is None else np.asarray(asked_days_before, float)
-        )
         n_q = len(self.q)
         self.raw = np.full((n_q, 0), -np.inf, dtype=np.float32)
         self.age = np.zeros((n_q, 0), dtype=np.float64)
@@ -132,8 +189,7 @@ class TopK:
 
     def add(self, vectors: np.ndarray, ages: np.ndarray) -> None:
         scores = self.q @ np.asarray(vectors, dtype=np.float32).T  # (Q, n): one BLAS call
-        own_age = np.asarray(ages, dtype=np.float64)[None, :] - self.before[:, None]
-        scores = np.where(own_age >= 0, scores, -np.inf)  # written after the question
+        own_age = np.asarray(ages, dtype=np.float64)[None, :]
         first = getattr(self, "_base", 0) + self.seen
         keep, self.pos = merge_top_k(
             self.raw, self.pos, scores, np.arange(first, first + scores.shape[1]), self.k
@@ -180,13 +236,13 @@ def curve(
     chunks: Iterator[tuple[np.ndarray, np.ndarray]],
     spec: RetrievalSpec,
     base_raw: tuple[np.ndarray, np.ndarray] | None = None,
-    asked_days_before: np.ndarray | None = None,
+    progress: bool = False,
 ) -> list[np.ndarray]:
     """Best post-bonus candidate score per question at each total size in ``sizes``.
 
     ``base_raw`` = (raw, ages) of the dataset's own memories for these queries, counted first.
     """
-    top = TopK(queries, max(spec.candidates, 1), asked_days_before)
+    top = TopK(queries, max(spec.candidates, 1))
     n0 = 0
     if base_raw is not None:
         raw, ages = base_raw
@@ -197,6 +253,12 @@ def curve(
     for n in pending:
         if n < n0:
             raise InputError(f"--n: {n} is smaller than the dataset's own {n0} memories")
+    from tqdm.auto import tqdm
+
+    total = max(pending, default=n0) - n0
+    bar = tqdm(
+        total=total, desc="distractors", unit="memory", unit_scale=True, disable=not progress or total < 10**6
+    )
     buffer: tuple[np.ndarray, np.ndarray] | None = None
     for n in pending:
         need = n - n0 - top.seen
@@ -206,9 +268,11 @@ def curve(
             vecs, ages = buffer
             take = min(need, len(vecs))
             top.add(vecs[:take], ages[:take])
+            bar.update(take)
             buffer = None if take == len(vecs) else (vecs[take:], ages[take:])
             need -= take
         out.append(top.best_final(spec))
+    bar.close()
     return out
 
 
@@ -261,7 +325,8 @@ class MaxLaw:
         from scipy import stats
 
         loc, scale = self.at(n)
-        return stats.genextreme.cdf(x, self.c, loc, scale)
+        with np.errstate(over="ignore"):  # far in the tails the cdf is 0 or 1: exp overflows there
+            return stats.genextreme.cdf(x, self.c, loc, scale)
 
 
 def max_quantile(laws: Sequence[MaxLaw], n: float, q: float, floor: float = -np.inf) -> float:
@@ -305,19 +370,18 @@ def block_outcomes(
     pool_ages: np.ndarray,
     spec: RetrievalSpec,
     block: int,
-    asked_days_before: np.ndarray | None = None,
 ) -> np.ndarray:
     """(Q, blocks): what the spec sees in each block of ``block`` pool memories on its own, the
-    best post-bonus score among the block's top ``candidates`` by raw score."""
+    best post-bonus score among the block's top ``candidates`` by raw score; the pool's ages count
+    from each question's own date, so every block is whole for every question (finite)."""
     raw = (np.asarray(queries, np.float32) @ np.asarray(pool, np.float32).T).astype(np.float64)
     n_blocks = raw.shape[1] // block
     if n_blocks < 10:
         raise InputError(
             f"need at least {10 * block} pool memories for blocks of {block}, got {raw.shape[1]}"
         )
-    before = np.zeros(len(raw)) if asked_days_before is None else np.asarray(asked_days_before, float)
-    ages = np.asarray(pool_ages, dtype=np.float64)[None, :] - before[:, None]  # from when each is asked
-    raw = np.where(ages >= 0, raw, -np.inf)[:, : n_blocks * block].reshape(len(raw), n_blocks, block)
+    ages = np.broadcast_to(np.asarray(pool_ages, dtype=np.float64)[None, :], raw.shape)
+    raw = raw[:, : n_blocks * block].reshape(len(raw), n_blocks, block)
     ages = ages[:, : n_blocks * block].reshape(len(raw), n_blocks, block)
     return best_final(raw, ages, spec)
 
@@ -355,6 +419,7 @@ def scale_study(
     seed: int = 0,
     block: int | None = None,
     chunk: int = 50_000,
+    progress: bool = False,
 ) -> ScaleStudy:
     """The no-hit maximum and each hit question's best distractor against N, measured and
     predicted, under the problem's whole spec. ``pool`` = (vectors, ages in days) of the real
@@ -374,16 +439,13 @@ def scale_study(
     base = (raw, ages)
     sizes = sorted(sizes)
     within_pool = [n for n in sizes if n - n0 <= len(pool)]
-    # days before the reference each question is asked
-    before = age_days(dataset.question_references(), dataset.reference_date)
-    real = curve(
-        queries, within_pool, stream((pool, pool_ages), None, len(pool), seed, chunk), spec, base, before
-    )
-    synth = curve(queries, sizes, stream(None, model, max(sizes) - n0, seed + 1, chunk), spec, base, before)
+    # distractors: dated before each question's own date (their ages count from it)
+    real = curve(queries, within_pool, stream((pool, pool_ages), None, len(pool), seed, chunk), spec, base)
+    synth = curve(queries, sizes, stream(None, model, max(sizes) - n0, seed + 1, chunk), spec, base, progress)
 
     # predicted: extreme-value laws of the spec's outcome on blocks of the real pool, per question
     block = block or max(10, len(pool) // 50)
-    outcomes = block_outcomes(queries, pool, pool_ages, spec, block, before)
+    outcomes = block_outcomes(queries, pool, pool_ages, spec, block)
     laws = [MaxLaw.from_maxima(outcomes[i], block) for i in range(len(queries))]
     own_best = np.array([own_best_final(raw[i], ages[i], spec) for i in range(len(queries))])
     nohit_laws = [laws[i] for i in np.flatnonzero(nohit)]
@@ -412,7 +474,7 @@ def scale_study(
     for i, q in enumerate(dataset.questions):
         if not q.current:
             continue
-        c = dataset.memory_ids.index(q.current)
+        c = dataset.memory_index[q.current]
         if not np.isfinite(raw[i, c]):
             continue
         current_final = float(spec.final(raw[i, c], ages[i, c]))

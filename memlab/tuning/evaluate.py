@@ -234,7 +234,7 @@ def evaluate(
     )
     nohit = np.array([k == "nohit" for k in kinds])
     room = float(crit.headroom(summary.best_final, nohit, spec.threshold))
-    details = {**scores.details, "dates": [f"{m.date:%Y-%m-%d}" for m in dataset.memories]}
+    details = {**scores.details, "dates": [m.date.date().isoformat() for m in dataset.memories]}
     return Evaluation(spec, scores.source, lang, results, checked, _finite_or_none(room), details)
 
 

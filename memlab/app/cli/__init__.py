@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import re
 import signal
 import sys
 import threading
 import warnings
 from collections.abc import Sequence
 
-from memlab.app.cli import calibrate, data, run, studies, tuning
+from memlab.app.cli import answers, benchmark, calibrate, data, run, studies, sweep, tuning
 from memlab.core.errors import MemlabError, MemlabWarning
 from memlab.core.files import discard_pending
 from memlab.datasets.schema import DatasetError
 
-GROUPS = (tuning, studies, calibrate, data, run)
+GROUPS = (tuning, sweep, benchmark, studies, calibrate, data, answers, run)
+NEGATIVE_VALUE = re.compile(r"^-\.?\d")
 
 
 def package_version() -> str:
@@ -37,6 +39,10 @@ def build_parser() -> argparse.ArgumentParser:
             p = sub.add_parser(command.name, help=command.help, description=command.help)
             command.add_arguments(p)
             p.set_defaults(handler=command.run)
+            # a value that starts with a minus and a digit is a value, not an option: argparse
+            # itself takes only -5 and -0.1 so, and reads --bonus -0.1:0:0.05 or --threshold
+            # -1,0.5 as a missing value; memlab has no option that looks like a number
+            p._negative_number_matcher = NEGATIVE_VALUE
     return parser
 
 
@@ -77,6 +83,10 @@ def _main(argv: Sequence[str] | None) -> int:
     previous = signal.signal(signal.SIGTERM, _terminate) if catch else None
     shown, warnings.showwarning = warnings.showwarning, _show_warning
     try:
+        if getattr(args, "spec_file", None):
+            from memlab.app.cli.options import apply_spec_file
+
+            apply_spec_file(args)
         return args.handler(args)
     except KeyboardInterrupt as e:
         if not catch:

@@ -10,9 +10,11 @@ from pathlib import Path
 
 from memlab.app.cli.options import (
     Command,
+    Given,
     add_family_options,
     add_output_options,
     add_spec_options,
+    check_spec_file,
     emit,
     fmt,
     spec_fields,
@@ -88,6 +90,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             dataset = load_dataset(args.dataset)
         # the store's memory vectors (stored, or embedded), the model that made them, the whole spec
         problem = build_problem(dataset, options, **spec_fields(args))
+        check_spec_file(args, problem)
         problem.memory_vectors()  # read (or embed) them now: the collection's copy is temporary
     basis = None
     if len(dataset.memories) < MIN_STORE_BASIS:
@@ -109,7 +112,7 @@ def calibration_table(result, show: int) -> str:
         f"dataset {s['dataset']} ({s['memories']} memories), model {s['model']}, "
         f"probes {s['probe_set']} {s['probe_set_version']} ({s['probes_scored']}, {s['lang']})",
         f"spec: candidates={spec.candidates} bonus={spec.bonus:g} tau_days={spec.tau_days:g}, "
-        f"probes asked at {spec.reference_date:%Y-%m-%d}",
+        f"probes asked at {spec.reference_date.date().isoformat()}",
         "best post-bonus score per probe: "
         + ", ".join(
             f"{k} {d[k]:.3f}" for k in ("min", "p5", "p25", "p50", "p75", "p90", "p95", "p99", "max")
@@ -183,7 +186,12 @@ def _short(text: str, width: int) -> str:
 
 def add_calibrate_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("store (a dataset, or a Qdrant collection read without re-embedding)")
-    g.add_argument("--dataset", default=DEFAULT_DATASET, help="dataset name or folder (default: %(default)s)")
+    g.add_argument(
+        "--dataset",
+        default=DEFAULT_DATASET,
+        action=Given,
+        help="dataset name or folder (default: %(default)s)",
+    )
     g.add_argument("--qdrant-path", default=None, help="local Qdrant folder holding --collection")
     g.add_argument("--qdrant-url", default=None, help="Qdrant server holding --collection")
     g.add_argument("--collection", default=None, help="the Qdrant collection holding the memories")
@@ -193,12 +201,13 @@ def add_calibrate_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--model",
         default=None,
+        action=Given,
         help="embedding model: the one the stored vectors were made with (a dataset's recorded model "
         "by default), else what embeds the memories and the probes (default: multilingual-e5-small)",
     )
     g.add_argument("--truncate-dim", type=int, default=None, help="truncate embeddings (then L2-normalise)")
     g.add_argument("--cache-dir", default=None, help="embedding cache (default: $MEMLAB_CACHE_DIR)")
-    g.add_argument("--lang", default="en", help="probe language: en or ja (default: en)")
+    g.add_argument("--lang", default="en", action=Given, help="probe language: en or ja (default: en)")
     add_spec_options(p)
     add_family_options(p)
     c = p.add_argument_group("calibration")

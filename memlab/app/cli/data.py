@@ -1,16 +1,19 @@
-"""Commands about datasets: validate, import-qdrant, import-longmemeval, import-locomo, generate,
-timeparse."""
+"""Commands about datasets: datasets, init, validate, import-qdrant, import-longmemeval,
+import-locomo, generate, timeparse."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
 from memlab.app.cli.options import Command, add_output_options, emit
 from memlab.core.errors import InputError
 from memlab.core.labels import QUESTION_KINDS
+from memlab.core.memory_text import delimiter_at
+from memlab.core.paths import plain_name
 from memlab.datasets.schema import DEFAULT_DATASET, DatasetError, load_dataset
 
 
@@ -21,8 +24,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
     print(
         f"{dataset.path}: ok: {len(dataset.memories)} memories, {len(dataset.questions)} questions "
         f"({', '.join(f'{kinds.count(k)} {k}' for k in QUESTION_KINDS)}; {dated} dated), "
-        f"languages {', '.join(dataset.languages)}, reference date {dataset.reference_date:%Y-%m-%d}"
+        f"languages {', '.join(dataset.languages)}, "
+        f"reference date {dataset.reference_date.date().isoformat()}"
     )
+    for m in dataset.memories:  # escaped in every prompt, and said: the user should know
+        for lang, text in m.texts.items():
+            at = delimiter_at(text)
+            if at is not None:
+                tag = text[at : text.index(">", at) + 1 if ">" in text[at:] else at + 20]
+                print(
+                    f"warning: memory {m.id!r} ({lang}) holds the prompt block's tag {tag!r} at character "
+                    f"{at + 1}: memlab escapes it in every prompt (its '<' becomes '&lt;'), so it cannot "
+                    "close the <retrieved_memory> block"
+                )
     uncurrent = [q.id for q in dataset.questions if q.kind == "hit" and q.current is None]
     if uncurrent:  # accepted (a benchmark hit with several evidence memories has none), and said
         print(
@@ -34,6 +48,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    from memlab.datasets.template import write_template
+
+    out = write_template(args.folder)
+    print(
+        f"wrote {out}: dataset.json, memories.jsonl and questions.jsonl with example lines to replace, "
+        f"and README.md saying what each field means; then: memlab validate {args.folder}"
+    )
+    return 0
+
+
 def cmd_import_qdrant(args: argparse.Namespace) -> int:
     from memlab.importers.qdrant import import_qdrant
 
@@ -41,7 +66,7 @@ def cmd_import_qdrant(args: argparse.Namespace) -> int:
         collection=args.collection,
         date_field=args.date_field,
         text_field=args.text_field,
-        out=args.output or Path("data") / args.collection,
+        out=args.output or default_out(args.collection, "--collection"),
         path=args.path,
         url=args.url,
         vector_name=args.vector_name,
@@ -50,17 +75,42 @@ def cmd_import_qdrant(args: argparse.Namespace) -> int:
         model=args.model,
         questions=args.questions,
         reference_date=args.reference_date,
-        language=args.language,
+        language=args.language or "en",
         progress=sys.stderr.isatty(),
     )
     n = len((out / "memories.jsonl").read_text(encoding="utf-8").splitlines())
-    print(f"wrote {out}: {n} memories with their stored vectors")
+    meta = json.loads((out / "dataset.json").read_text(encoding="utf-8"))
+    if args.language is None:  # each default said once, on stderr
+        print("note: --language not given: the stored texts are taken as en", file=sys.stderr)
+    if args.reference_date is None:
+        print(
+            f"note: --reference-date not given: the newest memory's time, {meta['reference_date']}, "
+            "is the reference date (ages count from it)",
+            file=sys.stderr,
+        )
+    langs = meta.get("languages", [meta["language"]])
+    print(
+        f"wrote {out}: {n} memories with their stored vectors"
+        + (f"; questions in {', '.join(langs)}" if len(langs) > 1 else "")
+    )
     if args.questions is None:
         print(
             f"next: write your questions into {out / 'questions.jsonl'} (see the README), then "
-            f"memlab validate {out}"
+            f"memlab validate {shlex.quote(str(out))}"
         )
     return 0
+
+
+def default_out(name: str, where: str) -> Path:
+    """An import's default folder, ``data/NAME``: NAME (a collection, a file's stem, a
+    conversation's id) must be a plain name, so the folder stays inside data/."""
+    try:
+        plain_name(name, where)
+    except InputError as e:
+        raise InputError(
+            f"{e}: the default output folder data/{name} would not be one folder inside data/; pass -o DIR"
+        ) from None
+    return Path("data") / name
 
 
 def import_summary(result) -> str:
@@ -85,7 +135,7 @@ def import_summary(result) -> str:
 def cmd_import_longmemeval(args: argparse.Namespace) -> int:
     from memlab.importers.longmemeval import import_longmemeval
 
-    out = args.output or Path("data") / Path(args.file).stem
+    out = args.output or default_out(Path(args.file).stem, "the file's name")
     print(import_summary(import_longmemeval(args.file, out, granularity=args.granularity)))
     return 0
 
@@ -94,7 +144,7 @@ def cmd_import_locomo(args: argparse.Namespace) -> int:
     from memlab.importers.locomo import import_locomo
 
     stem = Path(args.file).stem + (f"-{args.conversation}" if args.conversation else "")
-    out = args.output or Path("data") / stem
+    out = args.output or default_out(stem, "--conversation" if args.conversation else "the file's name")
     result = import_locomo(args.file, out, conversation=args.conversation, granularity=args.granularity)
     print(import_summary(result))
     return 0
@@ -126,28 +176,38 @@ def cmd_timeparse(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_datasets(args: argparse.Namespace) -> int:
-    from memlab.datasets.schema import packaged_datasets, user_datasets
+def dataset_names() -> list[tuple[str, str]]:
+    """(where, name) for every dataset ``--dataset`` finds: a packaged one by its name, one under
+    a data folder by its folder's name, or by its path where a packaged dataset (or an earlier
+    data folder) already holds that name. Each name opens the dataset it is listed for."""
+    from memlab.datasets.schema import dataset_dir, packaged_datasets, user_datasets
 
-    rows = [("packaged", name) for name in packaged_datasets()] + [("data/", str(d)) for d in user_datasets()]
+    rows = [("packaged", name) for name in packaged_datasets()]
+    for d in user_datasets():
+        rows.append(("data/", d.name if dataset_dir(d.name).resolve() == d.resolve() else str(d)))
+    return rows
+
+
+def cmd_datasets(args: argparse.Namespace) -> int:
     out = []
-    for where, ref in rows:
+    for where, ref in dataset_names():
         try:
             ds = load_dataset(ref)
         except DatasetError as e:
-            out.append({"name": Path(ref).name, "where": where, "path": ref, "problems": len(e.problems)})
+            out.append({"name": ref, "where": where, "path": ref, "problems": len(e.problems)})
             continue
         kinds = [q.kind for q in ds.questions]
         out.append(
             {
-                "name": ds.name,
+                "name": ref,  # what --dataset accepts
+                "title": ds.name,  # what dataset.json calls it (an imported store: its collection)
                 "where": where,
                 "path": str(ds.path),
                 "memories": len(ds.memories),
                 "questions": len(ds.questions),
                 "kinds": {k: kinds.count(k) for k in QUESTION_KINDS if k in kinds},
                 "languages": list(ds.languages),
-                "reference_date": f"{ds.reference_date:%Y-%m-%d}",
+                "reference_date": ds.reference_date.date().isoformat(),
             }
         )
     if args.format == "json":
@@ -156,7 +216,7 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     lines = [f"{'name':<20} {'where':<9} {'memories':>8} {'questions':>9}  languages  kinds"]
     for r in out:
         if "problems" in r:
-            problems = f"invalid: {r['problems']} problems (memlab validate {r['path']})"
+            problems = f"invalid: {r['problems']} problems (memlab validate {shlex.quote(str(r['path']))})"
             lines.append(f"{r['name']:<20} {r['where']:<9} {problems}")
             continue
         kinds = ", ".join(f"{n} {k}" for k, n in r["kinds"].items())
@@ -173,6 +233,10 @@ def cmd_datasets(args: argparse.Namespace) -> int:
 
 def add_validate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", help="dataset folder (or a packaged dataset name)")
+
+
+def add_init_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("folder", help="the new dataset folder (must not exist, or be empty)")
 
 
 def add_import_qdrant_arguments(p: argparse.ArgumentParser) -> None:
@@ -196,9 +260,14 @@ def add_import_qdrant_arguments(p: argparse.ArgumentParser) -> None:
         "--model", default=None, help="the model that made the vectors (questions are embedded with it)"
     )
     p.add_argument("--questions", default=None, help="questions.jsonl to include")
-    p.add_argument("--reference-date", default=None, help="default: the newest memory's date")
     p.add_argument(
-        "--language", default="en", help="language of the stored texts, e.g. en or ja (default: %(default)s)"
+        "--reference-date", default=None, help="default: the newest memory's time (said on stderr)"
+    )
+    p.add_argument(
+        "--language",
+        default=None,
+        help="language of the stored texts, e.g. en or ja (default: en, said on stderr); the questions' "
+        "text_<lang> fields add their languages",
     )
     p.add_argument(
         "-o",
@@ -260,9 +329,15 @@ def add_datasets_arguments(p: argparse.ArgumentParser) -> None:
 COMMANDS = (
     Command(
         "datasets",
-        "the datasets --dataset can name: packaged, and under data/",
+        "the datasets --dataset can name (packaged, and under data/), by the name it accepts",
         add_datasets_arguments,
         cmd_datasets,
+    ),
+    Command(
+        "init",
+        "write a dataset folder to fill in: example lines (valid as written) and a README of the fields",
+        add_init_arguments,
+        cmd_init,
     ),
     Command(
         "validate",

@@ -5,15 +5,89 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from memlab.app.parameters import add_group
+from memlab.app.parameters import GROUPS, TYPES, parameter
+from memlab.core.errors import InputError
 from memlab.core.files import atomic_write_text
 from memlab.core.spec import COMBINES, DECAYS, RetrievalSpec
 from memlab.datasets.schema import load_dataset
 
 DEFAULTS = RetrievalSpec()
+
+
+class Given(argparse.Action):
+    """Store the value and record that the option was given (``given``): a value given beside a
+    tuned-spec file overrides the file's, a default does not."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        given_set = getattr(namespace, "given_options", None)
+        if given_set is None:
+            given_set = set()
+            namespace.given_options = given_set
+        given_set.add(self.dest)
+
+
+def given(args: argparse.Namespace) -> set[str]:
+    """The options given on the command line (those added through ``add_parameters``)."""
+    return set(getattr(args, "given_options", None) or ())
+
+
+def add_parameters(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    names: Iterable[str],
+    *,
+    defaults: Mapping[str, Any] | None = None,
+    lists: Iterable[str] = (),
+    help_extra: Mapping[str, str] | None = None,
+    empty: Mapping[str, str] | None = None,
+) -> None:
+    """Add the declared parameters ``names`` as options: the flag, the type, the choices (unless
+    the parameter is in ``lists``: a comma list, checked by whoever reads it), the default
+    (``defaults`` overrides the declared one for this command, and the help shows it; an empty
+    string is None) and the help, with the default that applies (``empty``: what an empty value
+    means for this command, instead of the declared meaning)."""
+    defaults = defaults or {}
+    lists, extra, empties = set(lists), help_extra or {}, empty or {}
+    for name in names:
+        p = parameter(name)
+        if p.flag is None:
+            raise InputError(f"parameter {name!r} has no command-line flag")
+        default = defaults.get(name, p.default)
+        default = None if default == "" else default
+        meaning = empties.get(name, p.empty)
+        text = p.help + (f"; {extra[name]}" if name in extra else "")
+        if default is None and meaning:
+            text += f" (default: {meaning})"
+        if p.type == "bool":  # a --no-X flag that turns a default-on setting off
+            parser.add_argument(p.flag, dest=name, action="store_false", help=text)
+            continue
+        choices = None if p.choices is None or name in lists else list(p.choices())
+        kind = str if name in lists else TYPES.get(p.type, str)
+        shown = f" (default: {default})" if default is not None else ""
+        if name in lists and p.choices is not None:
+            text = f"comma list of: {', '.join(p.choices())}; {text}"
+        parser.add_argument(
+            p.flag,
+            dest=name,
+            type=kind,
+            default=default,
+            choices=choices,
+            action=Given,
+            help=(text + shown).replace("%", "%%"),
+        )
+
+
+def add_group(
+    parser: argparse.ArgumentParser, group: str, *, omit: Iterable[str] = (), **options: Any
+) -> None:
+    """One declared group of options, under its title (``omit`` leaves some out)."""
+    title, names = GROUPS[group]
+    g = parser.add_argument_group(title)
+    add_parameters(g, [n for n in names if n not in set(omit)], **options)
 
 
 @dataclass(frozen=True)
@@ -26,9 +100,9 @@ class Command:
     run: Callable[[argparse.Namespace], int]
 
 
-def add_source_options(p: argparse.ArgumentParser, default_source: str = "embedded") -> None:
+def add_source_options(p: argparse.ArgumentParser) -> None:
     """The score options (``memlab.app.parameters`` group ``scores``) and the embedding server's."""
-    add_group(p, "scores", defaults={"source": default_source})
+    add_group(p, "scores")
     add_server_options(p)
 
 
@@ -55,10 +129,11 @@ def server_from(args: argparse.Namespace):
     )
 
 
-def add_spec_options(p: argparse.ArgumentParser) -> None:
-    """``--bonus --tau --threshold --candidates --inject``; ``--threshold`` defaults to the one that
-    follows the scores (the model's)."""
-    add_group(p, "spec", defaults={"threshold": None})
+def add_spec_options(p: argparse.ArgumentParser, spec_file: bool = True) -> None:
+    """``--spec FILE --bonus --tau --threshold --candidates --inject`` (``spec_file``: with
+    ``--spec``, a tuned-spec file); ``--threshold`` defaults to the one that follows the scores
+    (the model's)."""
+    add_group(p, "spec", omit=() if spec_file else ("spec_file",))
 
 
 def add_family_options(p: argparse.ArgumentParser, many: bool = False) -> None:
@@ -78,9 +153,28 @@ def family_values(args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[str,
     return decays, combines
 
 
-def options_from(args: argparse.Namespace):
-    """The ``ScoreOptions`` the score and server options describe."""
-    from memlab.scores.sources import ScoreOptions
+EMBEDDING_OPTIONS = ("model", "truncate_dim", "qdrant_path", "qdrant_url", "cache_dir", "embed_url")
+
+
+def options_from(args: argparse.Namespace, used_elsewhere: tuple[str, ...] = ()):
+    """The ``ScoreOptions`` the score and server options describe. An embedding option given
+    with a source that embeds nothing (``--source published``) is refused, not ignored, unless the
+    command uses it for something else too (``used_elsewhere``: ``memlab answer``'s reply cache
+    lives in ``--cache-dir``)."""
+    from memlab.scores.sources import EMBEDDING_SOURCES, ScoreOptions
+
+    source = getattr(args, "source", "embedded")
+    unused = [
+        f"--{n.replace('_', '-')}"
+        for n in EMBEDDING_OPTIONS
+        if n not in used_elsewhere and getattr(args, n, None) is not None
+    ]
+    if source not in EMBEDDING_SOURCES and unused:
+        raise InputError(
+            f"{', '.join(unused)}: --source {source} reads stored scores and embeds nothing, so "
+            f"{'it' if len(unused) == 1 else 'they'} would be ignored: drop "
+            f"{'it' if len(unused) == 1 else 'them'}, or use --source embedded"
+        )
 
     return ScoreOptions(
         source=getattr(args, "source", "embedded"),
@@ -103,13 +197,66 @@ def spec_fields(args: argparse.Namespace) -> dict[str, object]:
     return {name: getattr(args, name) for name in SPEC_FIELDS if hasattr(args, name)}
 
 
-def problem_from(args: argparse.Namespace, dataset=None, **fields):
+def problem_from(args: argparse.Namespace, dataset=None, used_elsewhere: tuple[str, ...] = (), **fields):
     """The retrieval problem the options describe: the dataset, its scores and the whole spec,
-    built once (``memlab.scores.problem.build_problem``)."""
+    built once (``memlab.scores.problem.build_problem``), and held to the ``--spec`` file's model
+    and dataset (``memlab.tuning.tuned.check_tuned``)."""
     from memlab.scores.problem import build_problem
 
     dataset = load_dataset(args.dataset) if dataset is None else dataset
-    return build_problem(dataset, options_from(args), **{**spec_fields(args), **fields})
+    problem = build_problem(dataset, options_from(args, used_elsewhere), **{**spec_fields(args), **fields})
+    check_spec_file(args, problem)
+    return problem
+
+
+def apply_spec_file(args: argparse.Namespace) -> None:
+    """``--spec FILE``: where the command line gives no value, the file's spec fields, and the
+    score source, dataset, language and model it was tuned with; each value given beside it
+    overrides the file's, and stderr says which. Run once, before the command reads its options."""
+    from memlab.scores.problem import SPEC_FIELDS
+    from memlab.tuning.tuned import load_tuned, merge_spec
+
+    tuned = load_tuned(args.spec_file)
+    args.tuned = tuned
+    told = given(args)
+    reference = tuned.dataset.get("reference") or tuned.dataset["name"]
+    scored = {"dataset": reference, "source": tuned.source, "lang": tuned.languages[0]}
+    model = tuned.model or {}
+    if tuned.source == "embedded" and model.get("identity", {}).get("engine") != "openai-compatible":
+        scored["model"] = model.get("name") or None
+    for name, value in scored.items():
+        if hasattr(args, name) and name not in told:
+            setattr(args, name, value)
+    fields, notes = merge_spec(
+        tuned, {n: getattr(args, n) for n in SPEC_FIELDS if n in told and hasattr(args, n)}
+    )
+    for name, value in fields.items():
+        if hasattr(args, name):
+            setattr(args, name, value)
+    joint = (
+        f"; tuned jointly on {', '.join(tuned.languages)}, using {args.lang}"
+        if len(tuned.languages) > 1
+        else ""
+    )
+    rule = tuned.selection.get("rule")
+    print(
+        f"spec: from {tuned.label} (tuned on {tuned.dataset['name']}"
+        + (f" by {rule}" if rule else "")
+        + (f", {tuned.tuned_at}" if tuned.tuned_at else "")
+        + f"){joint}"
+        + (f"; given beside it, overriding the file: {', '.join(notes)}" if notes else ""),
+        file=sys.stderr,
+    )
+
+
+def check_spec_file(args: argparse.Namespace, problem) -> None:
+    """The ``--spec`` file (if any) against the problem: another model refused, another dataset
+    a warning."""
+    tuned = getattr(args, "tuned", None)
+    if tuned is not None:
+        from memlab.tuning.tuned import check_tuned
+
+        check_tuned(tuned, problem)
 
 
 def add_output_options(p: argparse.ArgumentParser, formats: Sequence[str]) -> None:
@@ -135,7 +282,7 @@ def fmt(x: float | None, signed: bool = False) -> str:
 
 
 def spec_line(spec: RetrievalSpec) -> str:
-    ref = f"{spec.reference_date:%Y-%m-%d}" if spec.reference_date else "dataset"
+    ref = spec.reference_date.date().isoformat() if spec.reference_date else "dataset"
     return (
         f"candidates={spec.candidates} inject={spec.inject} threshold={spec.threshold:g} "
         f"bonus={spec.bonus:g} tau_days={spec.tau_days:g} reference={ref}"
@@ -145,6 +292,18 @@ def spec_line(spec: RetrievalSpec) -> str:
             else f" decay={spec.decay} combine={spec.combine}"
         )
     )
+
+
+CRITERIA_HELP = (
+    "YAML file declaring criteria (default: the dataset's own criteria: those its dataset.json "
+    "declares, else the generic set: nothing reaches the threshold on a no-hit question, every "
+    "current memory does, and where questions label stale memories none is injected or ranked "
+    "before the current one)"
+)
+
+
+def add_criteria_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--criteria", default=None, help=CRITERIA_HELP)
 
 
 def criteria_from(args: argparse.Namespace, dataset):

@@ -8,8 +8,10 @@ import sys
 
 from memlab.app.cli.options import (
     Command,
+    add_criteria_option,
     add_family_options,
     add_output_options,
+    add_parameters,
     add_server_options,
     add_source_options,
     add_spec_options,
@@ -21,7 +23,6 @@ from memlab.app.cli.options import (
     server_from,
     spec_line,
 )
-from memlab.app.parameters import add_parameters
 from memlab.core.errors import InputError
 from memlab.core.registry import check_names
 from memlab.drift.arrays import DRIFT_MODEL
@@ -101,7 +102,9 @@ def drift_table(result) -> str:
     return "\n".join(lines)
 
 
-def retriever_grid_from(args: argparse.Namespace):
+def retriever_grid_from(args: argparse.Namespace, bonus: str | None = None, tau: str | None = None):
+    """The hybrid grid of ``args``; ``bonus`` and ``tau`` in place of the hybrid command's own
+    ranges (tune-benchmark names them as the sweep does)."""
     from memlab.core.grid import parse_axis
     from memlab.retrieval.fusion import NORMALIZATIONS
     from memlab.studies.hybrid import RetrieverGrid
@@ -113,8 +116,8 @@ def retriever_grid_from(args: argparse.Namespace):
         alphas=parse_axis(args.alpha_range, "alpha"),
         norms=norms,
         rrf_ks=parse_axis(args.rrf_k_range, "rrf-k"),
-        bonus=parse_axis(args.bonus_range, "bonus"),
-        tau_days=parse_axis(args.tau_range, "tau"),
+        bonus=parse_axis(args.hybrid_bonus_range if bonus is None else bonus, "bonus"),
+        tau_days=parse_axis(args.hybrid_tau_range if tau is None else tau, "tau"),
         decay=decays,
         combine=combines,
         threshold_steps=args.threshold_steps,
@@ -125,9 +128,9 @@ def retriever_grid_from(args: argparse.Namespace):
 
 def cmd_scale(args: argparse.Namespace) -> int:
     from memlab.core.grid import parse_axis
-    from memlab.studies.scale import distractor_pool, scale_study
+    from memlab.studies.scale import check_scale_work, distractor_pool, scale_sizes, scale_study
 
-    sizes = sorted({int(n) for n in parse_axis(args.n_range, "n", integer=True)})
+    parse_axis(args.n_range, "n", integer=True)  # the syntax first, as every axis
     if args.source != "embedded":
         raise InputError(
             "the scale study needs vectors: distractors are embedded, so use --source embedded "
@@ -135,8 +138,10 @@ def cmd_scale(args: argparse.Namespace) -> int:
         )
     problem = problem_from(args)
     spec = problem.spec
+    sizes = scale_sizes(problem.dataset, args.n_range, args.pool, name="--n")  # before any embedding
+    check_scale_work(problem, sizes[-1])  # before the pool is embedded
     pool = distractor_pool(problem, args.pool, seed=args.seed)  # embedded with the problem's model
-    result = scale_study(problem, sizes, pool, seed=args.seed)
+    result = scale_study(problem, sizes, pool, seed=args.seed, progress=sys.stderr.isatty())
     if args.format == "json":
         rows = [{**r, "n_zero_headroom": result.n_zero_headroom} for r in result.rows]
         emit(json.dumps(json_ready(rows), indent=2), args.output)
@@ -177,7 +182,13 @@ def cmd_robustness(args: argparse.Namespace) -> int:
 
     problem = problem_from(args)
     spec = problem.spec
-    df = robustness(problem, criteria_from(args, problem.dataset), n_boot=args.boot, seed=args.seed)
+    df = robustness(
+        problem,
+        criteria_from(args, problem.dataset),
+        n_boot=args.boot,
+        seed=args.seed,
+        progress=sys.stderr.isatty(),
+    )
     summary = robustness_summary(df)
     if args.format == "json":
         doc = {
@@ -324,9 +335,7 @@ def add_robustness_arguments(p: argparse.ArgumentParser) -> None:
     add_spec_options(p)
     add_family_options(p)
     add_parameters(p, ["boot", "seed"])
-    p.add_argument(
-        "--criteria", default=None, help="YAML file declaring criteria (default: the dataset's own)"
-    )
+    add_criteria_option(p)
     add_output_options(p, ["table", "json"])
 
 
@@ -358,12 +367,7 @@ def add_compare_arguments(p: argparse.ArgumentParser) -> None:
         "--norm", default="min-max,z-score,none", help="weighted fusion normalisations (comma list)"
     )
     add_parameters(g, ["rrf_k_range"])
-    add_parameters(
-        g,
-        ["bonus_range", "tau_range"],
-        defaults={"bonus_range": "0:0.3:0.01", "tau_range": "1,3,7,14,30,60"},
-        help_extra={"bonus_range": "decay retrievers", "tau_range": "decay retrievers"},
-    )
+    add_parameters(g, ["hybrid_bonus_range", "hybrid_tau_range"])
     g.add_argument(
         "--threshold-steps",
         type=int,

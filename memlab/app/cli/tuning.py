@@ -1,4 +1,4 @@
-"""Commands that score one spec or a grid: evaluate, table, prompt, spec, sweep, feasible."""
+"""Commands that score one spec: evaluate, table, prompt, spec (the grid's: ``memlab.app.cli.sweep``)."""
 
 from __future__ import annotations
 
@@ -6,64 +6,22 @@ import argparse
 import json
 import sys
 import warnings
-from itertools import product
-from typing import Any
 
 from memlab.app.cli.options import (
-    DEFAULTS,
     Command,
     add_family_options,
     add_output_options,
+    add_parameters,
     add_source_options,
     add_spec_options,
-    criteria_from,
     emit,
-    family_values,
     fmt,
     problem_from,
     spec_line,
 )
-from memlab.app.parameters import add_parameters
 from memlab.core.errors import InputError, MemlabWarning
-from memlab.core.spec import RetrievalSpec
 from memlab.datasets.schema import load_dataset
 from memlab.output.io import json_ready
-
-
-def grid_from(args: argparse.Namespace, problem=None):
-    """The sweep's grid from its options; the threshold range, when not given, follows the
-    problem's scores (the model's range)."""
-    from memlab.core.grid import Grid, parse_axis
-    from memlab.scores.sources import SEED_DEFAULTS
-
-    decays, combines = family_values(args)
-    thresholds = args.threshold_range
-    if thresholds is None:  # the range that follows the model
-        thresholds = (problem.defaults if problem is not None else SEED_DEFAULTS).threshold_range
-    return Grid(
-        decay=decays,
-        combine=combines,
-        bonus=parse_axis(args.bonus_range, "bonus"),
-        tau_days=parse_axis(args.tau_range, "tau"),
-        threshold=parse_axis(thresholds, "threshold"),
-        candidates=parse_axis(args.candidates_range, "candidates", integer=True),
-        inject=parse_axis(args.inject_range, "inject", integer=True),
-    )
-
-
-def describe_row(row: dict[str, Any], criteria) -> str:
-    parts = [
-        *([f"decay={row['decay']}", f"combine={row['combine']}"] if "decay" in row else []),
-        f"bonus={row['bonus']:g}",
-        f"tau_days={row['tau_days']:g}",
-        f"threshold={row['threshold']:g}",
-        f"candidates={int(row['candidates'])}",
-        f"inject={int(row['inject'])}",
-        f"headroom={fmt(row['headroom'])}",
-        f"min_margin={fmt(row['min_margin'])}",
-    ]
-    parts += [f"{c.name}={fmt(row[f'{c.name}_value'])}" for c in criteria]
-    return " ".join(parts)
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -191,21 +149,23 @@ def cmd_table(args: argparse.Namespace) -> int:
 
 
 def cmd_prompt(args: argparse.Namespace) -> int:
-    from memlab.output.prompt import b_format
+    from memlab.output.prompt import chat_messages, memory_block
     from memlab.tuning.evaluate import evaluate
 
     dataset = load_dataset(args.dataset)
     question = dataset.question(args.question)
     ev = evaluate(problem_from(args, dataset))
-    injected = ev.result(question.id).injected
-    block = b_format(
-        [dataset.memory(c.memory_id).text(args.lang) for c in injected], ev.spec.reference_date, args.lang
-    )
+    injected = [c.memory_id for c in ev.result(question.id).injected]
+    block = memory_block(args.block, dataset, injected, ev.spec.reference_date, args.lang)
     if not block:
         print(
             f"nothing injected for {question.id}: no candidate reaches the threshold {ev.spec.threshold:g}",
             file=sys.stderr,
         )
+    if args.format == "messages":
+        messages = chat_messages(block, question.text(args.lang))
+        emit(json.dumps(messages, indent=2, ensure_ascii=False), args.output)
+        return 0
     emit(block, args.output)
     return 0
 
@@ -266,156 +226,6 @@ def cmd_spec(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_sweep(args: argparse.Namespace) -> int:
-    import time
-
-    from memlab.core.selection import select_streaming
-    from memlab.core.sweep import sweep_chunks
-    from memlab.output.io import TableWriter
-
-    dataset = load_dataset(args.dataset)
-    criteria = criteria_from(args, dataset)
-    problem = problem_from(args, dataset, decay=None, combine=None)  # the family is a grid axis here
-    grid = grid_from(args, problem)
-    ages, raw, labels = problem.ages(), problem.raw, problem.labels()
-    progress = grid.size >= 1_000_000 and sys.stderr.isatty()
-    t0 = time.perf_counter()
-    metrics = args.metrics.split(",") if args.metrics else None
-    wide = sweep_chunks(raw, ages, labels, grid, criteria, progress=progress, metrics=metrics)
-    if args.output and not args.long:
-        with TableWriter(args.output, args.format) as out:
-
-            def written():
-                for frame in wide:
-                    out.write(frame)
-                    yield frame
-
-            chosen, n_feasible, total = select_streaming(written(), args.select)
-    else:
-        chosen, n_feasible, total = select_streaming(wide, args.select)
-    if args.output and args.long:
-        with TableWriter(args.output, args.format) as out:
-            for frame in sweep_chunks(raw, ages, labels, grid, criteria, long=True, progress=progress):
-                out.write(frame)
-    elapsed = time.perf_counter() - t0
-    say = sys.stderr if args.output == "-" else sys.stdout  # -o -: the table owns stdout
-    axes = " x ".join(
-        f"{n} {a}"
-        for a, n in zip(
-            ("decay", "combine", "bonus", "tau", "threshold", "candidates", "inject"), grid.shape, strict=True
-        )
-        if a not in ("decay", "combine") or n > 1
-    )
-    print(
-        f"grid: {axes} = {total:,} configurations, {len(dataset.questions)} questions, "
-        f"swept in {elapsed:.2f} s",
-        file=say,
-    )
-    if args.output:
-        print(f"wrote {args.output} ({args.format}{', long form' if args.long else ''})", file=say)
-    share = f" ({n_feasible / total:.1%})" if total else ""
-    print(f"feasible: {n_feasible:,} of {total:,}{share}", file=say)
-    if chosen.empty:
-        print(
-            f"chosen ({args.select}): none: no configuration satisfies {', '.join(c.name for c in criteria)}",
-            file=say,
-        )
-        return 0
-    row = chosen.iloc[0].to_dict()
-    print(f"chosen ({args.select}): {describe_row(row, criteria)}", file=say)
-    print(
-        f"injections at the choice: stale {int(row.get('stale_injected', 0))}, "
-        f"wrong {int(row.get('wrong_injected', 0))}, on no-hit questions {int(row.get('injected_nohit', 0))}",
-        file=say,
-    )
-    if args.print_choice != "line":
-        from memlab.app.panel import batch_yaml, cli_flags, dataset_reference
-
-        spec = RetrievalSpec(
-            candidates=int(row["candidates"]),
-            inject=int(row["inject"]),
-            threshold=float(row["threshold"]),
-            bonus=float(row["bonus"]),
-            tau_days=float(row["tau_days"]),
-            decay=str(row.get("decay", "exp")),
-            combine=str(row.get("combine", "add")),
-        )
-        make = batch_yaml if args.print_choice == "yaml" else cli_flags
-        print(make(dataset_reference(dataset), args.source, args.lang, spec).rstrip("\n"))
-    flag = {"bonus": "--bonus", "tau_days": "--tau", "threshold": "--threshold"}
-    for axis, side, value in grid.edges(row):
-        print(
-            f"warning: the choice sits at the {side} value of {flag.get(axis, '--' + axis)} ({value:g}): "
-            "the best configuration may lie outside the grid; widen that axis",
-            file=sys.stderr,
-        )
-    return 0
-
-
-def cmd_feasible(args: argparse.Namespace) -> int:
-    from memlab.core.feasible import feasible_bonus, intervals_json, intervals_text
-    from memlab.core.grid import Grid, parse_axis
-
-    taus = parse_axis(args.tau_range, "tau")
-    decays, combines = family_values(args)
-    # the grid checks every value, as for a sweep (bonus is what feasible solves for): here, and
-    # again below with the thresholds, whose default follows the scores
-    Grid(tau_days=taus, candidates=(args.candidates,), inject=(args.inject,), decay=decays, combine=combines)
-    dataset = load_dataset(args.dataset)
-    criteria = criteria_from(args, dataset)
-    problem = problem_from(args, dataset, decay=None, combine=None)  # the family is an axis here
-    thresholds = parse_axis(args.threshold_range or str(problem.spec.threshold), "threshold")
-    ages, raw, labels = problem.ages(), problem.raw, problem.labels()
-    rows = []
-    grid = Grid(
-        tau_days=taus,
-        threshold=thresholds,
-        candidates=(args.candidates,),
-        inject=(args.inject,),
-        decay=decays,
-        combine=combines,
-    )
-    for decay, combine, tau, thr in product(grid.decay, grid.combine, grid.tau_days, grid.threshold):
-        region = feasible_bonus(
-            raw,
-            ages,
-            labels,
-            criteria,
-            tau_days=tau,
-            threshold=thr,
-            candidates=args.candidates,
-            inject=args.inject,
-            decay=decay,
-            combine=combine,
-        )
-        rows.append(
-            {
-                "decay": decay,
-                "combine": combine,
-                "tau_days": tau,
-                "threshold": thr,
-                "candidates": args.candidates,
-                "inject": args.inject,
-                **intervals_json(region),
-                "text": intervals_text(region),
-            }
-        )
-    if args.format == "json":
-        emit(json.dumps(rows, indent=2), args.output)
-        return 0
-    lines = [
-        f"source: {args.source}; candidates={args.candidates} inject={args.inject}; "
-        f"criteria: {', '.join(c.name for c in criteria)}; bonus values where all hold "
-        "([ ] closed, ( ) open)",
-        f"{'decay':<6}{'combine':<8}{'tau_days':>8} {'threshold':>9}  bonus",
-    ]
-    lines += [
-        f"{r['decay']:<6}{r['combine']:<8}{r['tau_days']:>8g} {r['threshold']:>9g}  {r['text']}" for r in rows
-    ]
-    emit("\n".join(lines), args.output)
-    return 0
-
-
 # arguments: each command declares its own
 
 
@@ -428,7 +238,8 @@ def add_evaluate_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_table_arguments(p: argparse.ArgumentParser) -> None:
     add_source_options(p)
-    add_spec_options(p)
+    add_spec_options(p, spec_file=False)  # it compares (bonus, tau) pairs, not one tuned spec
+    # the seed's rule: its table adopts the smallest bonus that satisfies every criterion
     add_parameters(p, ["select"], defaults={"select": "smallest-bonus"})
     p.add_argument(
         "--pairs",
@@ -440,11 +251,20 @@ def add_table_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_prompt_arguments(p: argparse.ArgumentParser) -> None:
+    from memlab.output.prompt import BLOCKS
+
     p.add_argument("--question", required=True, help="question id, e.g. C1")
+    p.add_argument(
+        "--block",
+        choices=list(BLOCKS),
+        default="b",
+        help="b: the B-format <retrieved_memory> block with its instructions; raw: the write-up's A "
+        "format, the same memories without instructions (default: %(default)s)",
+    )
     add_source_options(p)
     add_spec_options(p)
     add_family_options(p)
-    add_output_options(p, ["text"])
+    add_output_options(p, ["text", "messages"])
 
 
 def add_spec_arguments(p: argparse.ArgumentParser) -> None:
@@ -478,65 +298,6 @@ def add_spec_arguments(p: argparse.ArgumentParser) -> None:
     add_output_options(p, ["qdrant-json", "python", "setup", "json", "table"])
 
 
-GRID_TITLE = "grid (start:stop:step with stop included, a comma list, or one value)"
-
-
-def add_sweep_arguments(p: argparse.ArgumentParser) -> None:
-    add_source_options(p)
-    g = p.add_argument_group(GRID_TITLE)
-    # the sweep's own resolution (finer than the notebooks')
-    add_parameters(
-        g,
-        ["bonus_range", "tau_range", "threshold_range"],
-        defaults={"bonus_range": "0:0.1:0.0005", "tau_range": "1:60:0.5", "threshold_range": None},
-    )
-    g.add_argument(
-        "--candidates", dest="candidates_range", default=str(DEFAULTS.candidates), help="default: %(default)s"
-    )
-    g.add_argument("--inject", dest="inject_range", default=str(DEFAULTS.inject), help="default: %(default)s")
-    add_family_options(p, many=True)
-    p.add_argument(
-        "--criteria", default=None, help="YAML file declaring criteria (default: the dataset's own)"
-    )
-    add_parameters(p, ["select"], defaults={"select": "smallest-bonus"})
-    p.add_argument(
-        "--print-choice",
-        choices=["line", "yaml", "flags"],
-        default="line",
-        help="print the chosen configuration as a line, as batch YAML or as CLI flags, ready to paste "
-        "(default: %(default)s)",
-    )
-    p.add_argument("--long", action="store_true", help="write one row per configuration and question")
-    p.add_argument(
-        "--metrics",
-        default=None,
-        help="comma list of metric groups to write (default: all): headroom, current, injected, stale",
-    )
-    p.add_argument(
-        "--format",
-        choices=["csv", "parquet", "json"],
-        default="csv",
-        help="format of the -o file (default: %(default)s)",
-    )
-    p.add_argument("-o", "--output", default=None, help="write the table here (else only the summary)")
-
-
-def add_feasible_arguments(p: argparse.ArgumentParser) -> None:
-    add_source_options(p)
-    add_parameters(
-        p,
-        ["tau_range", "threshold_range"],
-        defaults={"threshold_range": None},
-        help_extra={"threshold_range": "empty: the model's threshold, as evaluate uses it"},
-    )
-    add_parameters(p, ["candidates", "inject"])
-    add_family_options(p, many=True)
-    p.add_argument(
-        "--criteria", default=None, help="YAML file declaring criteria (default: the dataset's own)"
-    )
-    add_output_options(p, ["table", "json"])
-
-
 COMMANDS = (
     Command(
         "evaluate",
@@ -558,17 +319,5 @@ COMMANDS = (
     ),
     Command(
         "spec", "print the spec, or the whole spec as one Qdrant REST query", add_spec_arguments, cmd_spec
-    ),
-    Command(
-        "sweep",
-        "evaluate a whole grid of configurations and pick one by a rule",
-        add_sweep_arguments,
-        cmd_sweep,
-    ),
-    Command(
-        "feasible",
-        "the exact bonus intervals where every criterion holds, per tau",
-        add_feasible_arguments,
-        cmd_feasible,
     ),
 )

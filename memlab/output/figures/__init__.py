@@ -4,6 +4,7 @@ Builders take tidy DataFrames (or an Evaluation) and return a ``plotly.graph_obj
 they never show it.
 """
 
+from memlab.output.figures.answers import rate_bars, replies_table, turn_time_bars
 from memlab.output.figures.drift import DRIFT_METRICS, SYSTEM_SYMBOLS, budget_curves, difference_curves
 from memlab.output.figures.export import (
     export_figure,
@@ -36,7 +37,9 @@ from memlab.output.figures.style import (
     marked_line,
     short_text,
     style,
+    text_width,
     threshold_line,
+    wrap_label,
 )
 from memlab.output.figures.tuning import (
     bonus_curve,
@@ -78,14 +81,19 @@ __all__ = [
     "question_bars",
     "question_frame",
     "question_labels",
+    "rate_bars",
+    "replies_table",
     "retriever_bars",
     "robustness_ends",
     "scale_curve",
     "short_text",
     "static_export",
     "style",
+    "text_width",
     "threshold_bonus_plane",
     "threshold_line",
+    "turn_time_bars",
+    "wrap_label",
     "write_html",
     "write_static",
 ]

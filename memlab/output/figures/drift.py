@@ -23,7 +23,42 @@ DRIFT_METRICS = {
         "staleness (share of contexts with a superseded value)",
     ),
 }
-SYSTEM_SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "star", "cross", "triangle-down")
+SYSTEM_SYMBOLS = (
+    "circle",
+    "square",
+    "diamond",
+    "triangle-up",
+    "x",
+    "star",
+    "cross",
+    "triangle-down",
+    "pentagon",
+    "hexagon",
+    "star-triangle-up",
+    "hourglass",
+)
+# yellow is faint on white: the other seven Okabe-Ito colours and grey
+SYSTEM_COLOURS = tuple(c for name, c in OKABE_ITO.items() if name != "yellow")
+
+
+def system_styles(systems: list[str], oracles: set[str] = frozenset()) -> dict[str, dict[str, str]]:
+    """One look per system, told apart without colour: its own marker (12 before any repeats, so
+    no two systems of the study share one), a colour from the colour-blind-safe palette (the
+    memory systems in palette order, the oracle lines, dashed, from its other end, so a memory
+    system and an oracle line drawn alike in colour differ in marker and dash)."""
+    regular = [s for s in systems if s not in oracles]
+    ceiling = [s for s in systems if s in oracles]
+    n = len(SYSTEM_COLOURS)
+    colour = {s: SYSTEM_COLOURS[k % n] for k, s in enumerate(regular)}
+    colour |= {s: SYSTEM_COLOURS[n - 1 - k % n] for k, s in enumerate(ceiling)}
+    return {
+        system: {
+            "color": colour[system],
+            "symbol": SYSTEM_SYMBOLS[k % len(SYSTEM_SYMBOLS)],
+            "dash": "dash" if system in oracles else "solid",
+        }
+        for k, system in enumerate(systems)
+    }
 
 
 def budget_curves(table: pd.DataFrame, metric: str, tokenizer: str = "") -> go.Figure:
@@ -69,10 +104,11 @@ def _curves(
 
     writes = list(dict.fromkeys(table["write_policy"]))
     systems = list(dict.fromkeys(table["system"]))
-    colours = [c for name, c in OKABE_ITO.items() if name != "yellow"]  # yellow is faint on white
+    oracles = set(table.loc[table["oracle"].astype(bool), "system"]) if "oracle" in table else set()
+    looks = system_styles(systems, oracles)
     fig = make_subplots(rows=1, cols=len(writes), shared_yaxes=True, subplot_titles=writes)
     for col, write in enumerate(writes, start=1):
-        for k, system in enumerate(systems):
+        for system in systems:
             rows = table[(table["write_policy"] == write) & (table["system"] == system)].sort_values("budget")
             if rows.empty:  # the oracle line runs under one write policy only
                 continue
@@ -92,8 +128,8 @@ def _curves(
                     name=system,
                     legendgroup=system,
                     showlegend=col == 1,
-                    line={"color": colours[k % len(colours)], "width": 2.5},
-                    marker={"symbol": SYSTEM_SYMBOLS[k % len(SYSTEM_SYMBOLS)], "size": 8},
+                    line={"color": looks[system]["color"], "width": 2.5, "dash": looks[system]["dash"]},
+                    marker={"symbol": looks[system]["symbol"], "size": 8},
                     hovertemplate=f"{system} / {write}<br>budget %{{x}} tokens<br>{metric} %{{y:.3f}}"
                     "<extra></extra>",
                 ),
@@ -108,7 +144,7 @@ def _curves(
     fig.update_layout(
         width=max(900, 420 * len(writes)),
         height=620,
-        margin={"b": 170, "t": 90},
+        margin={"b": 195, "t": 90},
         legend={"orientation": "h", "x": 0.5, "xanchor": "center", "y": -0.22, "yanchor": "top"},
     )
     fig.add_annotation(
@@ -126,7 +162,7 @@ def _curves(
             xref="paper",
             yref="paper",
             x=0,
-            y=-0.42,
+            y=-0.48,  # under a legend of two rows
             xanchor="left",
             showarrow=False,
             font={"size": 12, "color": "#555"},

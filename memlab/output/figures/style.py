@@ -28,8 +28,12 @@ KIND_COLOURS = {
     "nohit": OKABE_ITO["grey"],
     "time": OKABE_ITO["green"],
 }
-# IPAGothic / Noto Sans CJK: Japanese labels (Arial has no CJK glyphs)
-FONT = {"family": 'Arial, Helvetica, IPAGothic, "Noto Sans CJK JP", sans-serif', "size": 15}
+# A sans-serif first wherever Arial is missing (Liberation Sans is metric-compatible, DejaVu Sans
+# is on nearly every Linux), then IPAGothic / Noto Sans CJK for Japanese (Arial has no CJK glyphs)
+FONT = {
+    "family": 'Arial, "Liberation Sans", "DejaVu Sans", Helvetica, IPAGothic, "Noto Sans CJK JP", sans-serif',
+    "size": 15,
+}
 # Sequential and diverging scales that stay readable with colour-vision deficiencies.
 SEQUENTIAL = "Cividis"
 DIVERGING = "PuOr"
@@ -90,6 +94,41 @@ def short_text(text: str, width: int = 26) -> str:
         half = max(4, width // 2)
         return text if len(text) <= half else text[: half - 1] + "…"
     return textwrap.shorten(text, width, placeholder="…")
+
+
+def text_width(text: str) -> int:
+    """How wide ``text`` is in Latin characters: a CJK (wide or full-width) character counts two."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def wrap_label(text: str, width: int = 12, lines: int = 3) -> str:
+    """``text`` on at most ``lines`` lines of about ``width`` Latin characters each, joined by
+    ``<br>``, the last one ending in an ellipsis when the text goes on: English is wrapped at
+    spaces, CJK text (no spaces; each character about twice as wide) between characters. A bar
+    chart's category labels then stay horizontal instead of being turned on their side."""
+    import textwrap
+
+    text = " ".join(text.split())
+    if text_width(text) == len(text):  # no wide characters: wrap at word boundaries
+        return "<br>".join(textwrap.wrap(text, width, max_lines=lines, placeholder="…"))
+    out, line = [], ""
+    for i, ch in enumerate(text):
+        if text_width(line + ch) > width:
+            out.append(line)
+            line = ""
+            if len(out) == lines:
+                break
+        line += "" if not line and ch == " " else ch
+        if i == len(text) - 1:
+            out.append(line)
+    if len(out) == lines and "".join(out).replace(" ", "") != text.replace(" ", ""):
+        last = out[-1]
+        while last and text_width(last + "…") > width:
+            last = last[:-1]
+        out[-1] = last + "…"
+    return "<br>".join(x for x in out if x)
 
 
 def html_text(text: str) -> str:

@@ -23,9 +23,9 @@ from memlab.output.figures.style import (
     OKABE_ITO,
     days,
     html_text,
-    short_text,
     style,
     threshold_line,
+    wrap_label,
 )
 
 
@@ -99,10 +99,16 @@ def question_frame(ev: Evaluation, dataset: Dataset) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def question_labels(frame: pd.DataFrame, width: int = 26) -> list[str]:
-    """Each question by its words (shortened), its id under them: what a reader recognises."""
+def question_labels(frame: pd.DataFrame, width: int = 12, lines: int = 3) -> list[str]:
+    """Each question by its words (shortened and wrapped, English and Japanese alike), its id
+    under them: what a reader recognises, written horizontally."""
     texts = frame["text"] if "text" in frame else frame["question"]
-    return [f"{short_text(str(t), width)}<br>({q})" for t, q in zip(texts, frame["question"], strict=True)]
+    return [
+        f"{wrap_label(str(t), width, lines)}<br>({q})" for t, q in zip(texts, frame["question"], strict=True)
+    ]
+
+
+LABEL_PX = 80  # the width each question's label gets on a bar chart: 12 Latin or 6 CJK characters
 
 
 def question_bars(
@@ -110,10 +116,16 @@ def question_bars(
     threshold: float,
     title: str | None = None,
     y_range: tuple[float, float] | None = None,
+    width: int | None = None,
 ) -> go.Figure:
     """Raw versus post-bonus score per question, with the threshold line. ``y_range`` fixes the
-    axis (the live panel keeps it still while the sliders move)."""
-    label = question_labels(frame)
+    axis (the live panel keeps it still while the sliders move). The question labels stay
+    horizontal: about ``LABEL_PX`` each, the figure growing with the questions unless ``width``
+    fixes it (the panel's), when the labels wrap narrower."""
+    width = width or max(900, 100 + LABEL_PX * len(frame))
+    per = (width - 100) / max(1, len(frame))
+    chars = max(5, int(per / 6.5))
+    label = question_labels(frame, chars, 3 if chars >= 10 else 4)
     memory = frame["memory_text"] if "memory_text" in frame else frame["memory"]
     hover = [
         f"{html_text(q)}<br>{role}: {html_text(m) if isinstance(m, str) else '-'}"
@@ -153,6 +165,9 @@ def question_bars(
         "question (the current memory, else the best candidate)",
         "cosine score",
     )
+    # labels stay horizontal (wrapped above); a chart with many questions grows wider instead
+    fig.update_layout(width=width)
+    fig.update_xaxes(tickangle=0, tickfont={"size": 12}, automargin=True)
     fig.update_yaxes(range=list(y_range))
     return threshold_line(fig, threshold)
 

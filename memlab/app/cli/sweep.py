@@ -1,0 +1,468 @@
+"""Commands over a whole grid: sweep (every configuration, one chosen by a rule, saved as a tuned
+spec) and feasible (the exact bonus intervals, and which criteria conflict where there are none)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from itertools import product
+from typing import Any
+
+import numpy as np
+
+from memlab.app.cli.options import (
+    DEFAULTS,
+    Command,
+    add_criteria_option,
+    add_family_options,
+    add_output_options,
+    add_parameters,
+    add_source_options,
+    criteria_from,
+    emit,
+    family_values,
+    fmt,
+    options_from,
+    spec_fields,
+)
+from memlab.core.errors import InputError
+from memlab.core.numbers import check_work
+from memlab.core.spec import RetrievalSpec
+from memlab.datasets.schema import load_dataset
+
+MAX_REGIONS = 1_000_000  # feasible regions one `memlab feasible` computes
+
+
+def grid_from(args: argparse.Namespace, problem=None):
+    """The sweep's grid from its options; the threshold and bonus ranges, when not given, follow
+    the problem's scores (the model's ranges)."""
+    from memlab.core.grid import Grid, parse_axis
+    from memlab.scores.sources import SEED_DEFAULTS
+
+    decays, combines = family_values(args)
+    defaults = problem.defaults if problem is not None else SEED_DEFAULTS
+    return Grid(
+        decay=decays,
+        combine=combines,
+        bonus=parse_axis(args.bonus_range or defaults.bonus_range, "bonus"),
+        tau_days=parse_axis(args.tau_range, "tau"),
+        threshold=parse_axis(args.threshold_range or defaults.threshold_range, "threshold"),
+        candidates=parse_axis(args.candidates_range, "candidates", integer=True),
+        inject=parse_axis(args.inject_range, "inject", integer=True),
+    )
+
+
+SHOWN_CRITERIA = 24  # criterion values the choice line prints one by one (beyond: a count)
+
+
+def describe_row(row: dict[str, Any], criteria, prefixes: Sequence[str] = ("",)) -> str:
+    parts = [
+        *([f"decay={row['decay']}", f"combine={row['combine']}"] if "decay" in row else []),
+        f"bonus={row['bonus']:g}",
+        f"tau_days={row['tau_days']:g}",
+        f"threshold={row['threshold']:g}",
+        f"candidates={int(row['candidates'])}",
+        f"inject={int(row['inject'])}",
+        f"headroom={fmt(row['headroom'])}",
+        f"min_margin={fmt(row['min_margin'])}",
+    ]
+    if "utility" in row:
+        parts.append(f"utility={row['utility']:g}")
+    if len(criteria) * len(prefixes) <= SHOWN_CRITERIA:
+        parts += [f"{p}{c.name}={fmt(row[f'{p}{c.name}_value'])}" for p in prefixes for c in criteria]
+    else:  # too many to read one by one: how many hold, and the first that fail
+        names = [f"{p}{c.name}" for p in prefixes for c in criteria]
+        failing = [n for n in names if not row[f"{n}_pass"]]
+        more = f" and {len(failing) - 8} more" if len(failing) > 8 else ""
+        parts.append(
+            f"criteria: {len(names) - len(failing)} of {len(names)} hold"
+            + (f" (failing: {', '.join(failing[:8])}{more})" if failing else "")
+        )
+    return " ".join(parts)
+
+
+def languages_of(args: argparse.Namespace, dataset) -> tuple[str, ...]:
+    """``--lang en`` or a comma list ``--lang en,ja`` (a joint sweep), each one the dataset has."""
+    langs = tuple(dict.fromkeys(x.strip() for x in str(args.lang).split(",") if x.strip()))
+    missing = [x for x in langs if x not in dataset.languages]
+    if not langs or missing:
+        raise InputError(
+            f"--lang {args.lang}: {dataset.name!r} has languages {', '.join(dataset.languages)}"
+            + (f", not {', '.join(missing)}" if missing else "")
+        )
+    return langs
+
+
+JOINT_SUMS = ("current_injected", "stale_injected", "wrong_injected", "injected_nohit")
+
+
+def joint_frames(streams: Sequence[Iterator], langs: Sequence[str], axes: Sequence[str]) -> Iterator:
+    """One sweep over several languages: the per-language chunks (same grid, same row order) side
+    by side, every column but the axes prefixed ``<lang>:``, with the joint columns the selection
+    rules read: feasible in every language, the smallest min_margin and headroom, and the
+    utility's counts summed over languages (so the utility is the sum of the languages')."""
+    import pandas as pd
+
+    for frames in zip(*streams, strict=True):
+        first = frames[0]
+        cols: dict[str, Any] = {a: first[a].to_numpy() for a in axes}
+        cols["feasible"] = np.logical_and.reduce([f["feasible"].to_numpy(dtype=bool) for f in frames])
+        cols["min_margin"] = np.minimum.reduce([f["min_margin"].to_numpy(dtype=float) for f in frames])
+        if all("headroom" in f for f in frames):
+            cols["headroom"] = np.minimum.reduce([f["headroom"].to_numpy(dtype=float) for f in frames])
+        for name in JOINT_SUMS:
+            if all(name in f for f in frames):
+                cols[name] = sum(f[name].to_numpy() for f in frames)
+        parts = [pd.DataFrame(cols, index=first.index)]
+        for lang, frame in zip(langs, frames, strict=True):
+            rest = frame.drop(columns=list(axes))
+            parts.append(rest.rename(columns=lambda c, lang=lang: f"{lang}:{c}"))
+        out = pd.concat(parts, axis=1)
+        out.attrs.update(first.attrs)
+        yield out
+
+
+def spec_of(row: dict[str, Any]) -> RetrievalSpec:
+    return RetrievalSpec(
+        candidates=int(row["candidates"]),
+        inject=int(row["inject"]),
+        threshold=float(row["threshold"]),
+        bonus=float(row["bonus"]),
+        tau_days=float(row["tau_days"]),
+        decay=str(row.get("decay", "exp")),
+        combine=str(row.get("combine", "add")),
+    )
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from memlab.app.panel import batch_yaml, cli_flags
+    from memlab.core.decisions import decision_margin
+    from memlab.core.grid import AXES
+    from memlab.core.selection import FALLBACK, UTILITY_FORMULA, choose_streaming, rule_metrics, utility
+    from memlab.core.sweep import check_metrics, sweep_chunks
+    from memlab.output.io import TableWriter
+    from memlab.scores.problem import build_problem
+    from memlab.tuning.tuned import dataset_reference, save_tuned, tuned_spec
+
+    dataset = load_dataset(args.dataset)
+    criteria = criteria_from(args, dataset)
+    langs = languages_of(args, dataset)
+    options = options_from(args)
+    fields = {**spec_fields(args), "decay": None, "combine": None}  # the family is a grid axis here
+    problems = [build_problem(dataset, replace(options, lang=lang), **fields) for lang in langs]
+    grid = grid_from(args, problems[0])
+    progress = grid.size >= 1_000_000 and sys.stderr.isatty()
+    asked = check_metrics(args.metrics.split(",")) if args.metrics else None
+    metrics = None if asked is None else (*asked, *rule_metrics(args.select, FALLBACK))
+    t0 = time.perf_counter()
+
+    def stream(problem, long: bool = False):
+        ages, raw, labels = problem.ages(), problem.raw, problem.labels()
+        return sweep_chunks(
+            raw, ages, labels, grid, criteria, long=long, progress=progress, metrics=None if long else metrics
+        )
+
+    joint = len(langs) > 1
+    wide = joint_frames([stream(p) for p in problems], langs, AXES) if joint else stream(problems[0])
+    names = [f"{lang}:{c.name}" for lang in langs for c in criteria] if joint else [c.name for c in criteria]
+    choose = {"fallback": FALLBACK, "nohit_weight": args.nohit_weight, "criteria": names}
+    if args.output and not args.long:
+        with TableWriter(args.output, args.format) as out:
+
+            def written():
+                for frame in wide:
+                    out.write(frame)
+                    yield frame
+
+            choice = choose_streaming(written(), args.select, **choose)
+    else:
+        choice = choose_streaming(wide, args.select, **choose)
+    if args.output and args.long:
+        if joint:
+            raise InputError("--long writes one language's table: give one --lang with it")
+        with TableWriter(args.output, args.format) as out:
+            for frame in stream(problems[0], long=True):
+                out.write(frame)
+    elapsed = time.perf_counter() - t0
+    say = sys.stderr if args.output == "-" else sys.stdout  # -o -: the table owns stdout
+    shown_axes = " x ".join(
+        f"{n} {a}"
+        for a, n in zip(
+            ("decay", "combine", "bonus", "tau", "threshold", "candidates", "inject"), grid.shape, strict=True
+        )
+        if a not in ("decay", "combine") or n > 1
+    )
+    total = choice.total
+    print(
+        f"grid: {shown_axes} = {total:,} configurations, {len(dataset.questions)} questions"
+        + (f", languages {', '.join(langs)} (jointly)" if joint else "")
+        + f", swept in {elapsed:.2f} s",
+        file=say,
+    )
+    if args.output:
+        print(f"wrote {args.output} ({args.format}{', long form' if args.long else ''})", file=say)
+    share = f" ({choice.feasible / total:.1%})" if total else ""
+    print(
+        f"feasible{' in every language' if joint else ''}: {choice.feasible:,} of {total:,}{share}", file=say
+    )
+    if choice.conflicts is not None and not choice.conflicts.satisfiable:
+        print(f"conflicting criteria: {choice.conflicts.text()}", file=say)
+    if choice.fell_back:
+        print(
+            f"nothing is feasible: {args.select} has nothing to choose from, so the choice falls back to "
+            f"{choice.rule} (utility = {UTILITY_FORMULA}, nohit_weight {args.nohit_weight:g})",
+            file=say,
+        )
+    if choice.row.empty:
+        print(f"chosen ({choice.rule}): none: the grid is empty", file=say)
+        return 0
+    row = choice.row.iloc[0].to_dict()
+    row["utility"] = float(utility(choice.row, args.nohit_weight)[0])
+    prefixes = [f"{lang}:" for lang in langs] if joint else [""]
+    print(f"chosen ({choice.rule}): {describe_row(row, criteria, prefixes)}", file=say)
+    print(
+        f"injections at the choice{' (summed over languages)' if joint else ''}: current "
+        f"{int(row['current_injected'])}, stale {int(row['stale_injected'])}, "
+        f"wrong {int(row['wrong_injected'])}, on no-hit questions {int(row['injected_nohit'])}",
+        file=say,
+    )
+    spec = spec_of(row)
+    decisions = [
+        decision_margin(p.raw, p.ages(), dataset.memory_ids, spec, dataset.question_ids) for p in problems
+    ]
+    closest = min(range(len(langs)), key=lambda i: decisions[i].margin)
+    print(
+        f"{decisions[closest].text()}{f' ({langs[closest]})' if joint else ''}: no final score can move "
+        "by less than this and change an injection",
+        file=say,
+    )
+    if args.save:
+        selection = {
+            "rule": choice.rule,
+            "asked": choice.asked,
+            "nohit_weight": float(args.nohit_weight),
+            "feasible": bool(row["feasible"]),
+            "utility": row["utility"],
+            "min_margin": float(row["min_margin"]),
+            "decision_margin": float(decisions[closest].margin),
+            "configurations": int(total),
+            "feasible_configurations": int(choice.feasible),
+        }
+        path = save_tuned(args.save, tuned_spec(problems[0], spec, languages=langs, selection=selection))
+        print(f"wrote {path} (the tuned spec: read it with --spec {path})", file=say)
+    if args.print_choice != "line":
+        make = batch_yaml if args.print_choice == "yaml" else cli_flags
+        for lang in langs:
+            print(make(dataset_reference(dataset), args.source, lang, spec).rstrip("\n"))
+    flag = {"bonus": "--bonus", "tau_days": "--tau", "threshold": "--threshold"}
+    for axis, side, value in grid.edges(row):
+        print(
+            f"warning: the choice sits at the {side} value of {flag.get(axis, '--' + axis)} ({value:g}): "
+            "the best configuration may lie outside the grid; widen that axis",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def cmd_feasible(args: argparse.Namespace) -> int:
+    from memlab.core.conflicts import conflicts_of
+    from memlab.core.feasible import (
+        criterion_regions,
+        intersect,
+        intervals_json,
+        intervals_text,
+        region_patterns,
+    )
+    from memlab.core.grid import Grid, parse_axis
+    from memlab.scores.problem import build_problem
+
+    taus = parse_axis(args.tau_range, "tau")
+    decays, combines = family_values(args)
+    # the grid checks every value, as for a sweep (bonus is what feasible solves for): here, and
+    # again below with the thresholds, whose default follows the scores
+    Grid(tau_days=taus, candidates=(args.candidates,), inject=(args.inject,), decay=decays, combine=combines)
+    dataset = load_dataset(args.dataset)
+    criteria = criteria_from(args, dataset)
+    fields = {**spec_fields(args), "decay": None, "combine": None}  # the family is an axis here
+    problem = build_problem(dataset, options_from(args), **fields)
+    thresholds = parse_axis(args.threshold_range or str(problem.spec.threshold), "threshold")
+    ages, raw, labels = problem.ages(), problem.raw, problem.labels()
+    rows = []
+    grid = Grid(
+        tau_days=taus,
+        threshold=thresholds,
+        candidates=(args.candidates,),
+        inject=(args.inject,),
+        decay=decays,
+        combine=combines,
+    )
+    check_work(
+        len(grid.decay) * len(grid.combine) * len(grid.tau_days) * len(grid.threshold),
+        "tau x threshold",
+        MAX_REGIONS,
+        "feasible regions",
+        "each is one closed-form region, about 0.5 ms on seed16: 1,000,000 take about 10 minutes",
+    )
+    for decay, combine, tau, thr in product(grid.decay, grid.combine, grid.tau_days, grid.threshold):
+        regions = criterion_regions(
+            raw,
+            ages,
+            labels,
+            criteria,
+            tau_days=tau,
+            threshold=thr,
+            candidates=args.candidates,
+            inject=args.inject,
+            decay=decay,
+            combine=combine,
+        )
+        region = intersect(regions)
+        conflicts = None if not region.empty else conflicts_of(list(regions), region_patterns(regions))
+        rows.append(
+            {
+                "decay": decay,
+                "combine": combine,
+                "tau_days": tau,
+                "threshold": thr,
+                "candidates": args.candidates,
+                "inject": args.inject,
+                **intervals_json(region),
+                "text": intervals_text(region),
+                "conflicts": None if conflicts is None else conflicts.as_dict(),
+                "conflict_text": None if conflicts is None else conflicts.text(),
+            }
+        )
+    if args.format == "json":
+        emit(
+            json.dumps([{k: v for k, v in r.items() if k != "conflict_text"} for r in rows], indent=2),
+            args.output,
+        )
+        return 0
+    lines = [
+        f"source: {problem.source}; candidates={args.candidates} inject={args.inject}; "
+        f"criteria: {', '.join(c.name for c in criteria)}; bonus values where all hold "
+        "([ ] closed, ( ) open)",
+    ]
+    if rows and all(r["conflicts"] is not None for r in rows):
+        lines.append(
+            "no bonus satisfies every criterion at any tau and threshold; the criteria that conflict:"
+        )
+        lines += grouped_conflicts(rows)
+    else:
+        lines.append(f"{'decay':<6}{'combine':<8}{'tau_days':>8} {'threshold':>9}  bonus")
+        lines += [
+            f"{r['decay']:<6}{r['combine']:<8}{r['tau_days']:>8g} {r['threshold']:>9g}  {r['text']}"
+            for r in rows
+        ]
+    emit("\n".join(lines), args.output)
+    return 0
+
+
+def grouped_conflicts(rows: list[dict[str, Any]]) -> list[str]:
+    """Consecutive taus with the same conflict at the same family and threshold, as one line."""
+    out, run = [], []
+
+    def flush():
+        if run:
+            r0, r1 = run[0], run[-1]
+            taus = (
+                f"tau {r0['tau_days']:g}" if len(run) == 1 else f"tau {r0['tau_days']:g}-{r1['tau_days']:g}"
+            )
+            family = (
+                "" if (r0["decay"], r0["combine"]) == ("exp", "add") else f"{r0['decay']}/{r0['combine']} "
+            )
+            out.append(f"  {family}{taus}, threshold {r0['threshold']:g}: {r0['conflict_text']}")
+
+    ordered = sorted(rows, key=lambda r: (r["decay"], r["combine"], r["threshold"], r["tau_days"]))
+    for r in ordered:
+        key = (r["decay"], r["combine"], r["threshold"], r["conflict_text"])
+        if run and key != (
+            run[-1]["decay"],
+            run[-1]["combine"],
+            run[-1]["threshold"],
+            run[-1]["conflict_text"],
+        ):
+            flush()
+            run = []
+        run.append(r)
+    flush()
+    return out
+
+
+GRID_TITLE = "grid (start:stop:step with stop included, a comma list, or one value)"
+
+
+def add_sweep_arguments(p: argparse.ArgumentParser) -> None:
+    from memlab.core.sweep import METRICS
+
+    add_source_options(p)
+    g = p.add_argument_group(GRID_TITLE)
+    add_parameters(g, ["bonus_range", "tau_range", "threshold_range"])
+    g.add_argument(
+        "--candidates", dest="candidates_range", default=str(DEFAULTS.candidates), help="default: %(default)s"
+    )
+    g.add_argument("--inject", dest="inject_range", default=str(DEFAULTS.inject), help="default: %(default)s")
+    add_family_options(p, many=True)
+    add_criteria_option(p)
+    add_parameters(p, ["select", "nohit_weight"])
+    p.add_argument(
+        "--save",
+        default=None,
+        metavar="FILE",
+        help="write the chosen configuration as a tuned spec (YAML: the spec, the model, the dataset, the "
+        "languages, the rule and the date), read back by --spec FILE",
+    )
+    p.add_argument(
+        "--print-choice",
+        choices=["line", "yaml", "flags"],
+        default="line",
+        help="print the chosen configuration as a line, as batch YAML or as flags that memlab evaluate, "
+        "prompt and spec accept, ready to paste (default: %(default)s)",
+    )
+    p.add_argument("--long", action="store_true", help="write one row per configuration and question")
+    p.add_argument(
+        "--metrics",
+        default=None,
+        help=f"comma list of metric groups to write (default: all): {', '.join(METRICS)}; the groups the "
+        "selection rules read are always written",
+    )
+    p.add_argument(
+        "--format",
+        choices=["csv", "parquet", "json"],
+        default="csv",
+        help="format of the -o file (default: %(default)s)",
+    )
+    p.add_argument("-o", "--output", default=None, help="write the table here (else only the summary)")
+
+
+def add_feasible_arguments(p: argparse.ArgumentParser) -> None:
+    add_source_options(p)
+    add_parameters(
+        p,
+        ["tau_range", "threshold_range"],
+        empty={"threshold_range": "the model's threshold, as evaluate uses it"},
+    )
+    add_parameters(p, ["candidates", "inject"])
+    add_family_options(p, many=True)
+    add_criteria_option(p)
+    add_output_options(p, ["table", "json"])
+
+
+COMMANDS = (
+    Command(
+        "sweep",
+        "evaluate a whole grid of configurations, pick one by a rule and save it as a tuned spec",
+        add_sweep_arguments,
+        cmd_sweep,
+    ),
+    Command(
+        "feasible",
+        "the exact bonus intervals where every criterion holds, per tau, and which criteria conflict",
+        add_feasible_arguments,
+        cmd_feasible,
+    ),
+)

@@ -1,0 +1,46 @@
+"""Names and paths that come from a file (a batch file, a dataset, an imported sample) or from a
+run, checked so that what memlab executes, writes or removes stays inside the folder it belongs
+to.
+
+- ``plain_name``: one file-name part, never a path (no ``/`` or ``\\``, not ``.`` or ``..``, no
+  control character): a notebook's or a run's name, an imported conversation's id in a folder name;
+- ``inside``: ``folder / name`` with every symbolic link resolved, refused unless it lies in
+  ``folder`` (also resolved).
+
+Each refusal is one ``InputError`` naming where the name came from.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from memlab.core.errors import InputError
+
+
+def plain_name(name: object, where: str) -> str:
+    """``name`` when it is one plain file-name part, else one line saying why not."""
+    if not isinstance(name, str) or not name:
+        raise InputError(f"{where}: expected a name, got {name!r}")
+    if "/" in name or "\\" in name or name in (".", "..") or any(ord(c) < 32 or c == "\x7f" for c in name):
+        raise InputError(
+            f"{where}: {name!r} is not a plain name (no '/', '\\', '.' or '..', no control characters)"
+        )
+    return name
+
+
+def within(folder: str | Path, name: str | Path) -> bool:
+    """``folder / name``, every link resolved, lies inside ``folder``."""
+    base = Path(os.path.realpath(folder))
+    path = Path(os.path.realpath(base / name))
+    return path == base or base in path.parents
+
+
+def inside(folder: str | Path, name: str | Path, where: str) -> Path:
+    """``folder / name``, resolved (symbolic links included), when it lies inside ``folder``;
+    otherwise one line naming both."""
+    base = Path(os.path.realpath(folder))
+    path = Path(os.path.realpath(base / name))
+    if path != base and base not in path.parents:
+        raise InputError(f"{where}: {str(name)!r} resolves to {path}, outside {base}: refused")
+    return path

@@ -1,0 +1,299 @@
+"""One tuned spec as one small YAML file: what ``memlab sweep --save`` writes and ``--spec`` reads.
+
+The file holds the whole spec (candidates, inject, threshold, bonus, tau_days, decay, combine),
+the identity of the model that made the scores it was tuned on (``ModelIdentity``: name,
+model_id, identity), the score source, the dataset (its name, how ``--dataset`` names it, a
+SHA-256 of its memories.jsonl and questions.jsonl), the language(s), the selection rule and what
+it measured at the choice, and the date. Commands, notebooks (``spec_file``) and the panel read it
+through ``load_tuned``; values given beside it override the file's field by field
+(``merge_spec``), and ``check_tuned`` holds it to the problem it is applied to: another model is
+refused with one line naming both, another dataset is a warning naming both (tuning on one
+dataset and evaluating on another is legitimate).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memlab.core.errors import InputError, MemlabWarning
+from memlab.core.files import atomic_write_text
+from memlab.core.spec import RetrievalSpec
+from memlab.datasets.schema import Dataset, packaged_datasets
+
+if TYPE_CHECKING:
+    from memlab.embedding.embedder import ModelIdentity
+    from memlab.scores.problem import RetrievalProblem
+
+FORMAT = 1  # the file's format version (key ``memlab_tuned_spec``)
+SPEC_KEYS = ("candidates", "inject", "threshold", "bonus", "tau_days", "decay", "combine")
+TOP_KEYS = ("memlab_tuned_spec", "spec", "model", "source", "dataset", "languages", "selection", "tuned_at")
+HASHED = ("memories.jsonl", "questions.jsonl")
+HEADER = (
+    "# A tuned retrieval spec, written by `memlab sweep --save`. Read by --spec FILE (evaluate, prompt,\n"
+    "# spec, scale, robustness, calibrate), the notebooks' spec_file parameter and the tuning panel.\n"
+)
+
+
+def dataset_reference(dataset: Dataset) -> str:
+    """How a batch file or ``--dataset`` names it: a packaged dataset by name, else its folder."""
+    packaged = dataset.path is not None and dataset.path.parent.name == "packaged"
+    if dataset.path is None or (packaged and dataset.path.name in packaged_datasets()):
+        return dataset.name
+    return str(dataset.path)
+
+
+def dataset_hashes(dataset: Dataset) -> dict[str, str] | None:
+    """SHA-256 of the dataset's memories.jsonl and questions.jsonl (None: not read from a folder)."""
+    if dataset.path is None:
+        return None
+    out = {}
+    for name in HASHED:
+        path = Path(dataset.path) / name
+        if not path.is_file():
+            return None
+        out[name] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+@dataclass(frozen=True)
+class TunedSpec:
+    """What a tuned-spec file holds."""
+
+    spec: RetrievalSpec
+    model: dict[str, Any] | None  # ModelIdentity as name, model_id, identity (None: not recorded)
+    source: str
+    dataset: dict[str, Any]  # name, reference (what --dataset accepts), sha256 per file (or None)
+    languages: tuple[str, ...]
+    selection: dict[str, Any] = field(default_factory=dict)  # rule, asked, measured values
+    tuned_at: str = ""
+    path: Path | None = None  # where it was read from
+
+    @property
+    def label(self) -> str:
+        return str(self.path) if self.path is not None else "the tuned spec"
+
+    def spec_fields(self) -> dict[str, Any]:
+        return {k: getattr(self.spec, k) for k in SPEC_KEYS}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "memlab_tuned_spec": FORMAT,
+            "spec": self.spec_fields(),
+            "model": self.model,
+            "source": self.source,
+            "dataset": self.dataset,
+            "languages": list(self.languages),
+            "selection": self.selection,
+            "tuned_at": self.tuned_at,
+        }
+
+
+def identity_dict(model: ModelIdentity | None) -> dict[str, Any] | None:
+    if model is None:
+        return None
+    return {"name": model.name, "model_id": model.model_id, "identity": dict(model.identity)}
+
+
+def tuned_spec(
+    problem: RetrievalProblem,
+    spec: RetrievalSpec,
+    *,
+    languages: Sequence[str] | None = None,
+    selection: Mapping[str, Any] | None = None,
+    now: datetime | None = None,
+) -> TunedSpec:
+    """The record of ``spec`` tuned on ``problem`` (its dataset, scores and model)."""
+    dataset = problem.dataset
+    return TunedSpec(
+        spec,
+        identity_dict(problem.model),
+        problem.source,
+        {"name": dataset.name, "reference": dataset_reference(dataset), "sha256": dataset_hashes(dataset)},
+        tuple(languages or (problem.lang,)),
+        dict(selection or {}),
+        (now or datetime.now(UTC)).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+    )
+
+
+def save_tuned(path: str | Path, tuned: TunedSpec) -> Path:
+    """Write the file atomically (YAML; floats written so they read back exactly)."""
+    import yaml
+
+    text = HEADER + yaml.safe_dump(tuned.as_dict(), sort_keys=False, allow_unicode=True)
+    return atomic_write_text(path, text)
+
+
+def _lines(node, prefix: str = "") -> dict[str, int]:
+    """Each key's line (1-based) in a composed YAML mapping, by dotted path."""
+    import yaml
+
+    out: dict[str, int] = {}
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            if isinstance(k, yaml.ScalarNode):
+                key = f"{prefix}{k.value}"
+                out[key] = k.start_mark.line + 1
+                out.update(_lines(v, key + "."))
+    return out
+
+
+def load_tuned(path: str | Path) -> TunedSpec:
+    """Read a tuned-spec file; a problem is one line ``file:line: field: problem``."""
+    import yaml
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"{path}: cannot read the tuned spec: {e.strerror or e}") from None
+    try:
+        node = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise InputError(f"{path}{line}: invalid YAML: {getattr(e, 'problem', e)}") from None
+    lines = _lines(node)
+
+    def fail(key: str, problem: str) -> InputError:
+        where = f"{path}:{lines[key]}" if key in lines else str(path)
+        return InputError(f"{where}: {key}: {problem}")
+
+    if not isinstance(data, dict) or "memlab_tuned_spec" not in data:
+        raise InputError(
+            f"{path}: not a tuned spec (no memlab_tuned_spec key; write one with memlab sweep --save)"
+        )
+    if data["memlab_tuned_spec"] != FORMAT:
+        raise fail("memlab_tuned_spec", f"format {data['memlab_tuned_spec']!r}, this memlab reads {FORMAT}")
+    for key in sorted(set(data) - set(TOP_KEYS)):
+        raise fail(key, f"unknown field (allowed: {', '.join(TOP_KEYS)})")
+    spec = data.get("spec")
+    if not isinstance(spec, dict):
+        raise fail("spec", f"expected a mapping of {', '.join(SPEC_KEYS)}")
+    for key in SPEC_KEYS:
+        if key not in spec:
+            raise fail("spec", f"{key} missing")
+    for key in sorted(set(spec) - set(SPEC_KEYS)):
+        raise fail(f"spec.{key}", f"unknown field (allowed: {', '.join(SPEC_KEYS)})")
+    values = {}
+    for key in SPEC_KEYS:
+        value = spec[key]
+        if key in ("decay", "combine"):
+            if not isinstance(value, str):
+                raise fail(f"spec.{key}", f"expected a name, got {value!r}")
+        elif isinstance(value, bool) or not isinstance(value, int | float):
+            raise fail(f"spec.{key}", f"expected a number, got {value!r}")
+        values[key] = value
+    try:
+        checked = RetrievalSpec(**values)
+    except InputError as e:  # "<field>: expected ..." (memlab.core.numbers) or an unknown name
+        name = next((k for k in SPEC_KEYS if str(e).startswith(f"{k}:") or f"unknown {k}" in str(e)), None)
+        problem = str(e).split(": ", 1)[1] if name and str(e).startswith(f"{name}:") else str(e)
+        raise fail(f"spec.{name}" if name else "spec", problem) from None
+    model = data.get("model")
+    if model is not None and not (isinstance(model, dict) and isinstance(model.get("identity"), dict)):
+        raise fail("model", "expected name, model_id and identity (a mapping)")
+    dataset = data.get("dataset") or {}
+    if not isinstance(dataset, dict) or not dataset.get("name"):
+        raise fail("dataset", "expected a mapping with the dataset's name")
+    languages = data.get("languages") or []
+    if not isinstance(languages, list) or not languages or not all(isinstance(x, str) for x in languages):
+        raise fail("languages", f"expected a list of languages, got {languages!r}")
+    source = data.get("source")
+    if not isinstance(source, str) or not source:
+        raise fail("source", f"expected a score source, got {source!r}")
+    return TunedSpec(
+        checked,
+        model,
+        source,
+        dataset,
+        tuple(languages),
+        dict(data.get("selection") or {}),
+        str(data.get("tuned_at") or ""),
+        path,
+    )
+
+
+def merge_spec(tuned: TunedSpec, given: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The spec fields: the file's, each one ``given`` (not None) overriding it; and one note per
+    override (``threshold 0.9 (the file's 0.845)``)."""
+    fields = tuned.spec_fields()
+    notes = []
+    for key in SPEC_KEYS:
+        value = given.get(key)
+        if value is not None and value != fields[key]:
+            notes.append(f"{key} {value} (the file's {fields[key]})")
+            fields[key] = value
+    return fields, notes
+
+
+def off_default(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The spec fields given and not at the spec's default (``RetrievalSpec()``, the declared
+    default): what a notebook's parameters override a tuned spec with, since a notebook cannot
+    tell a value left at its default from one given equal to it."""
+    default = RetrievalSpec()
+    return {k: v for k, v in fields.items() if v is not None and v != getattr(default, k, None)}
+
+
+def check_tuned(tuned: TunedSpec, problem: RetrievalProblem) -> None:
+    """Refuse a tuned spec made with another model than the problem's scores (one line naming
+    both); warn when it was tuned on another dataset (naming both)."""
+    from memlab.embedding.embedder import ModelIdentity
+
+    made = tuned.model
+    now = problem.model
+    if made is not None and now is not None:
+        then = ModelIdentity(made.get("name", ""), made.get("model_id", ""), made.get("identity", {}))
+        if not then.same_as(now):
+            how = f"--source {tuned.source}" + (f" --model {then.name}" if tuned.source == "embedded" else "")
+            raise InputError(
+                f"{tuned.label} was tuned on {tuned.source} scores from {then.model_id}, these are "
+                f"{problem.source} scores from {now.model_id}: its threshold and bonus are on another "
+                f"model's scale (score with {how}, or tune again with memlab sweep --save)"
+            )
+    dataset = problem.dataset
+    hashes = dataset_hashes(dataset)
+    recorded = tuned.dataset.get("sha256")
+    same_name = tuned.dataset.get("name") == dataset.name
+    if not same_name or (hashes is not None and recorded is not None and hashes != recorded):
+        change = "" if not same_name else " (its memories or questions have changed since)"
+        warnings.warn(
+            f"{tuned.label} was tuned on dataset {tuned.dataset.get('name')!r}{change}, applied here to "
+            f"{dataset.name!r}",
+            MemlabWarning,
+            stacklevel=2,
+        )
+
+
+def tuned_problem(
+    spec_file: str | Path | None,
+    dataset: Dataset | str,
+    options=None,
+    **fields: Any,
+) -> RetrievalProblem:
+    """``build_problem`` with a tuned-spec file (none: ``build_problem`` itself), as a notebook's
+    ``spec_file`` parameter reads it: a spec field None or at the spec's default
+    (``RetrievalSpec()``, the declared default) takes the file's value, one that differs overrides
+    it (stderr says which); the file's model and dataset are checked (``check_tuned``)."""
+    import sys
+
+    from memlab.scores.problem import build_problem
+
+    if not spec_file:
+        return build_problem(dataset, options, **fields)
+    tuned = load_tuned(spec_file)
+    merged, notes = merge_spec(tuned, off_default(fields))
+    print(
+        f"spec: from {tuned.label}"
+        + (f"; given beside it, overriding the file: {', '.join(notes)}" if notes else ""),
+        file=sys.stderr,
+    )
+    problem = build_problem(dataset, options, **merged)
+    check_tuned(tuned, problem)
+    return problem

@@ -1,0 +1,83 @@
+"""A tiny OpenAI-compatible chat server on 127.0.0.1 (stdlib http.server in a thread), whose
+replies the test decides: streamed as server-sent events, or as one JSON body, or an error status."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def echo_block(body: dict) -> str:
+    """The reply the tests can check on paper: the system block (the memories) when there is
+    one, else a fixed sentence."""
+    system = [m["content"] for m in body["messages"] if m["role"] == "system"]
+    return system[0] if system else "I do not know."
+
+
+class FakeChat:
+    """``reply(body) -> str | (status, text)``; ``stream``: send server-sent events."""
+
+    def __init__(
+        self, reply: Callable[[dict], object] = echo_block, stream: bool = True, model: str = "fake-1"
+    ):
+        self.reply, self.stream, self.model = reply, stream, model
+        self.bodies: list[dict] = []
+        self.headers: list[dict] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                self._send(200, json.dumps({"data": [{"id": fake.model}]}), "application/json")
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                fake.bodies.append(body)
+                fake.headers.append(dict(self.headers))
+                out = fake.reply(body)
+                if isinstance(out, tuple):
+                    self._send(out[0], out[1], "text/plain")
+                    return
+                if fake.stream and body.get("stream"):
+                    events = [
+                        {"model": fake.model, "choices": [{"delta": {"content": w}}]} for w in _pieces(out)
+                    ]
+                    events.append({"model": fake.model, "choices": [{"delta": {}, "finish_reason": "stop"}]})
+                    text = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+                    self._send(200, text, "text/event-stream")
+                    return
+                reply = {
+                    "model": fake.model,
+                    "choices": [{"message": {"role": "assistant", "content": out}, "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": 7, "completion_tokens": 3},
+                }
+                self._send(200, json.dumps(reply), "application/json")
+
+            def _send(self, status, text, kind):
+                data = text.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _pieces(text: str) -> list[str]:
+    words = text.split(" ")
+    return [w + (" " if i < len(words) - 1 else "") for i, w in enumerate(words)]
