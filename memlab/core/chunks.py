@@ -58,8 +58,8 @@ def column_bytes(
 ) -> int:
     """Bytes of one configuration's output row: the axes (two family codes, three floats, two
     integers), per criterion a value, a flag and a margin, per current memory a margin and a flag,
-    the injected counts (per kind, current), the answered counts and the last columns; in the long form, one row per question with its
-    facts and the injected slots."""
+    the injected counts (per kind, current), the answered counts and the last columns; in the
+    long form, one row per question with its facts and the injected slots."""
     wide = 42 + 17 * n_criteria + 9 * n_current + 8 * n_kinds + 8 * 8 + 9
     return wide if not long else n_questions * (wide + 160)
 
