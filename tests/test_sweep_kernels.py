@@ -198,3 +198,20 @@ def test_a_sweep_through_the_compiled_kernels_equals_one_through_numpys(monkeypa
 def test_the_compiled_kernels_are_only_for_large_sweeps():
     assert F.kernels(F.COMPILED_CONFIGS - 1) is F.NumpyKernels
     assert F.kernels(F.COMPILED_CONFIGS) is F.CompiledKernels
+
+
+def test_reaching_counts_equal_one_comparison_per_threshold():
+    """The answered metric's histogram count, against comparing every value with every threshold,
+    for thresholds in ascending, descending and mixed order, with NaN and -inf values."""
+    from memlab.core.sweep_facts import Thresholds
+    from memlab.core.sweep_metrics import reaching
+
+    rng = np.random.default_rng(0)
+    for trial in range(60):
+        g, n, k, i, h = (int(x) for x in rng.integers(1, 5, 5))
+        values = rng.choice([0.1, 0.2, 0.25, 0.3, np.nan, -np.inf], size=(g, n, k, i))
+        thr = rng.choice([0.1, 0.15, 0.2, 0.25, 0.3], size=h)
+        thr = np.sort(thr) if trial % 3 == 0 else (np.sort(thr)[::-1] if trial % 3 == 1 else thr)
+        with np.errstate(invalid="ignore"):
+            want = (values[:, :, None] >= thr[None, None, :, None, None]).sum(axis=0)
+        np.testing.assert_array_equal(reaching(values, Thresholds.of(thr)), want)

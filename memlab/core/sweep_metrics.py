@@ -11,9 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from memlab.core.labels import QUESTION_KINDS, Labels
-from memlab.core.ranking import injected
 from memlab.core.registry import check_names
-from memlab.core.sweep_facts import SweepSummary
+from memlab.core.sweep_facts import SweepSummary, Thresholds
 
 WRONG_KINDS = ("hit", "contradiction")  # the kinds whose injections outside the labels are wrong
 
@@ -112,30 +111,49 @@ def _wrong(f: ChunkFacts) -> dict[str, np.ndarray]:
 def _answered(f: ChunkFacts) -> dict[str, np.ndarray]:
     """Questions with a relevant memory injected (any, all of them), over the questions that have
     relevant memories; no-hit questions with any memory injected (inject >= 1, so: their best
-    final reaches the threshold)."""
+    final reaches the threshold). A memory is injected when its final reaches the threshold and
+    its place is below inject (``memlab.core.ranking.injected``), so per (pair, candidates,
+    inject) a question's relevant memories reduce to one value each for "any" (their best
+    injectable final) and "all" (their worst), counted against every threshold at once
+    (``reaching``)."""
     facts, summary = f.counts.facts, f.summary
-    thr, inj = summary.threshold, summary.inject[None, None, None, :]  # (1, H, 1, 1), (1, 1, 1, I)
-    shape = (facts.t_final.shape[0], thr.shape[1], facts.t_final.shape[1], inj.shape[-1])  # (n, H, K, I)
+    n, n_k, _ = facts.t_final.shape
+    n_i = len(summary.inject)
     groups = [ls for ls in f.counts.prep.relevant_of if ls]
-    any_count = np.zeros(shape, dtype=np.int64)
-    all_count = np.zeros(shape, dtype=np.int64)
+    shape = (n, len(summary.thresholds.values), n_k, n_i)
+    any_count = all_count = np.zeros(shape, dtype=np.int64)
     if groups:
         flat = np.concatenate([np.asarray(g, dtype=np.intp) for g in groups])
         starts = np.cumsum([0, *[len(g) for g in groups[:-1]]])
-        fin = facts.t_final[:, :, flat].transpose(2, 0, 1)[:, :, None, :, None]  # (R, n, 1, K, 1)
-        rank = facts.t_rank[:, :, flat].transpose(2, 0, 1)[:, :, None, :, None]
-        hit = injected(fin, rank, thr[None], inj[None]).astype(np.uint8)  # (R, n, H, K, I)
-        any_count = np.maximum.reduceat(hit, starts, axis=0).sum(axis=0, dtype=np.int64)
-        all_count = np.minimum.reduceat(hit, starts, axis=0).sum(axis=0, dtype=np.int64)
+        fin = facts.t_final[:, :, flat].transpose(2, 0, 1)[..., None]  # (R, n, K, 1)
+        rank = facts.t_rank[:, :, flat].transpose(2, 0, 1)[..., None]
+        placed = rank < summary.inject  # (R, n, K, I)
+        value = np.where(placed & ~np.isnan(fin), fin, -np.inf)
+        any_count = reaching(np.maximum.reduceat(value, starts, axis=0), summary.thresholds)
+        all_count = reaching(np.minimum.reduceat(value, starts, axis=0), summary.thresholds)
     nohit = np.array([k == "nohit" for k in f.labels.kinds], dtype=bool)
-    best = summary.best_final[nohit]  # (Q_nohit, n, 1, K, 1), NaN without a candidate
-    with np.errstate(invalid="ignore"):
-        reached = (best >= thr[None]).sum(axis=0)  # NaN never reaches
+    best = summary.best_final[nohit][:, :, 0, :, 0, None]  # (Q_nohit, n, K, 1), NaN without a candidate
+    reached = reaching(best, summary.thresholds)  # (n, H, K, 1)
     return {
         "answered_any": any_count.ravel(),
         "answered_all": all_count.ravel(),
         "nohit_injected_questions": np.broadcast_to(reached, shape).ravel(),
     }
+
+
+def reaching(values: np.ndarray, thresholds: Thresholds) -> np.ndarray:
+    """How many of ``values`` (G, n, K, I) reach each threshold: (n, H, K, I), in the grid's
+    threshold order; NaN and -inf reach none. One histogram of each value's sorted place
+    (``Thresholds.start``) and a cumulative sum, not a comparison per threshold."""
+    _, n, n_k, n_i = values.shape
+    n_h = len(thresholds.values)
+    start = thresholds.start(values)  # (G, n, K, I): v >= threshold from this sorted place on
+    cell = (
+        np.arange(n)[:, None, None] * (n_h + 1) * n_k * n_i + np.arange(n_k)[:, None] * n_i + np.arange(n_i)
+    )
+    key = cell + start * (n_k * n_i)
+    hist = np.bincount(key.ravel(), minlength=n * (n_h + 1) * n_k * n_i).reshape(n, n_h + 1, n_k, n_i)
+    return thresholds.accumulate(np.add, hist)
 
 
 METRICS: dict[str, Metric] = {
