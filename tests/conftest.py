@@ -55,6 +55,13 @@ def markers_say_the_truth(request, monkeypatch):
         monkeypatch.setattr(local_server.LocalServer, "start", no_server)
 
 
+@pytest.fixture(autouse=True)
+def own_rerun_cache(tmp_path_factory, monkeypatch):
+    """Every test its own rerun cache (``memlab.app.reuse``): a batch a test runs twice executes
+    twice unless the test asks for reuse, and nothing lands in the user's cache."""
+    monkeypatch.setenv("MEMLAB_RUNS_DIR", str(tmp_path_factory.mktemp("runs")))
+
+
 @pytest.fixture(scope="session")
 def seed():
     return load_dataset("seed16")

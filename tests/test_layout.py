@@ -75,8 +75,9 @@ def test_imports_point_down_the_layers(path):
 
 def test_core_needs_numpy_only():
     # every formula is numpy; pandas lays the sweep's results out as a tidy frame, portion holds
-    # the feasible bonus intervals, tqdm shows the progress of a long sweep
-    allowed = set(sys.stdlib_module_names) | {"numpy", "pandas", "portion", "tqdm", "memlab"}
+    # the feasible bonus intervals, tqdm shows the progress of a long sweep, numba compiles the
+    # sweep's chunk kernels (core/sweep_kernels.py, each held equal to its numpy form)
+    allowed = set(sys.stdlib_module_names) | {"numpy", "pandas", "portion", "tqdm", "numba", "memlab"}
     for path in (ROOT / "core").glob("*.py"):
         for module, _, line in imports(path):
             assert module.split(".")[0] in allowed, f"core/{path.name}:{line}: imports {module}"

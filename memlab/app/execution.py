@@ -30,7 +30,9 @@ from pathlib import Path
 from typing import Any
 
 import memlab.output  # noqa: F401  (imported before papermill: spares jsonschema's 1 s IRI grammar)
+from memlab.app.exporter import Exporter
 from memlab.app.notebooks import figure_notes
+from memlab.app.reuse import Reuse, keep_fresh, reuse_earlier
 from memlab.app.runner import Batch, Result, git_commit, kernel_name, now, versions
 from memlab.core.errors import InputError, MissingFileError
 from memlab.core.files import atomic_write_text
@@ -271,14 +273,15 @@ def run_batch(
     notebooks_dir: Path | None = None,
     log=print,
     jobs: int | None = None,
+    force: bool = False,
 ) -> tuple[list[Result], Path]:
     """Execute every (run, notebook) with ``jobs`` kernels at a time; results in batch order.
-    Returns the results and the path of index.html."""
+    A notebook whose inputs are those of an earlier success is reused instead
+    (``memlab.app.reuse``), unless ``force``. Returns the results and the path of index.html."""
     from memlab.app.parameters import defaults
     from memlab.app.runner import absolute_datasets, check_taken, find_notebooks_dir, notebook_params
     from memlab.output.figures.export import SHARED_PLOTLY_JS
     from memlab.output.index_page import render_index
-    from memlab.output.report import export_deferred
 
     notebooks_dir = find_notebooks_dir(notebooks_dir)
     check_taken(batch, overrides or {})
@@ -296,6 +299,7 @@ def run_batch(
     lock = acquire(out, log)
     staging = out.parent / f".{out.name}.staging-{os.getpid()}"
     pool: cf.ProcessPoolExecutor | None = None
+    exporter = Exporter()
 
     def stop(signum, frame):
         raise KeyboardInterrupt
@@ -329,18 +333,28 @@ def run_batch(
                     "env": {**env, SECRETS_ENV: json.dumps(secrets)},
                 }
             )
-        log(f"{len(tasks)} notebooks, {min(jobs, len(tasks))} at a time, into {out}")
+        reuse = Reuse(batch=batch.path)
+        keys, fresh = reuse_earlier(reuse, tasks, results, force, Path(env[SHARED_PLOTLY_JS]), log)
+        log(
+            f"{len(fresh)} of {len(tasks)} notebooks to execute, {min(jobs, len(fresh))} at a time, "
+            f"into {out}"
+            + (
+                f" ({len(tasks) - len(fresh)} reused; --force executes every one)"
+                if len(fresh) < len(tasks)
+                else ""
+            )
+        )
         # spawn, not fork: a forked copy of a process with threads (grpc, jupyter channels, torch)
         # can crash in its first garbage collection
         import multiprocessing
 
         pool = cf.ProcessPoolExecutor(
-            max_workers=min(jobs, len(tasks)),
+            max_workers=max(1, min(jobs, len(fresh))),
             initializer=_die_with_parent,
             initargs=(str(staging / "kernels.log"),),
             mp_context=multiprocessing.get_context("spawn"),
         )
-        futures = {pool.submit(execute, t): i for i, t in enumerate(tasks)}
+        futures = {pool.submit(execute, tasks[i]): i for i in fresh}
         for done, future in enumerate(cf.as_completed(futures), start=1):
             i = futures[future]
             res = results[i]
@@ -355,13 +369,14 @@ def run_batch(
             report = Path(res.out_dir) / "report.json"
             if report.is_file():  # a failed notebook's lists what it wrote before it failed
                 res.report = json.loads(report.read_text(encoding="utf-8"))
-            queued = len(tasks) - done - len(running)
+            exporter.submit(Path(res.out_dir))  # its PNGs while the others run (a failed one's too)
+            queued = len(fresh) - done - len(running)
             left = (f"; running {', '.join(running)}" if running else "") + (
                 f"; {queued} queued" if queued else ""
             )
             note = " (its kernel died while starting: retried once)" if res.retried else ""
             log(
-                f"[{done}/{len(tasks)}] {res.run}/{res.notebook} {res.status} in {res.duration_s:.1f} s"
+                f"[{done}/{len(fresh)}] {res.run}/{res.notebook} {res.status} in {res.duration_s:.1f} s"
                 + note
                 + (f": {res.error}" if res.error else "")
                 + left
@@ -369,9 +384,13 @@ def run_batch(
         pool.shutdown()
         pool = None
         static_t = time.perf_counter()
-        written = export_deferred([Path(r.out_dir) for r in results])
+        written, busy = exporter.finish()
         if written:
-            log(f"exported {len(written)} PNG/SVG files in {time.perf_counter() - static_t:.1f} s")
+            log(
+                f"exported {len(written)} PNG/SVG files in {busy:.1f} s beside the notebooks "
+                f"({time.perf_counter() - static_t:.1f} s after the last one)"
+            )
+        keep_fresh(reuse, keys, results, fresh)  # whole and exported: kept for the next run
         final = [relocated(r, staging, out) for r in results]  # where each lives after the swap
         manifest = {
             "memlab": versions()["memlab"],
@@ -417,6 +436,7 @@ def run_batch(
             for proc in list(getattr(pool, "_processes", {}).values()):
                 kill_tree(proc.pid)
             pool.shutdown(wait=False, cancel_futures=True)
+        exporter.stop()  # a run stopped or failed exports nothing more
         shutil.rmtree(staging, ignore_errors=True)
         lock.unlink(missing_ok=True)
         for s, handler in previous.items():

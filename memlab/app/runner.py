@@ -76,6 +76,8 @@ class Result:
     end: str | None = None
     duration_s: float | None = None
     retried: bool = False  # its kernel died while starting and was started once more
+    # reused from an earlier run (memlab.app.reuse): the key and when and how long it ran then
+    reused: dict[str, Any] | None = None
     report: dict[str, Any] = field(default_factory=dict)
 
 

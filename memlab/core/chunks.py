@@ -53,19 +53,37 @@ def first_row(grid: Grid, chunk: Chunk) -> int:
 CHUNK_BYTES = 256 << 20  # the working memory a chunk of the sweep may take, about
 
 
-def row_bytes(n_questions: int, n_tracked: int, n_columns: int, long: bool = False) -> int:
-    """Working bytes per configuration of a chunk, about: the arrays shaped (configuration,
-    question) (floats, flags and counts, several at a time while the criteria are checked),
-    the tracked memories' injections, and the output columns (twice: the columns, then the
-    DataFrame). Measured with tracemalloc (bench/bench_sweep_memory.py) and rounded up."""
-    per_q = 64 * n_questions if not long else 256 * n_questions
-    return per_q + 8 * n_tracked + 16 * n_columns
+def column_bytes(
+    n_criteria: int, n_current: int, n_kinds: int, long: bool = False, n_questions: int = 1
+) -> int:
+    """Bytes of one configuration's output row: the axes (two family codes, three floats, two
+    integers), per criterion a value, a flag and a margin, per current memory a margin and a flag,
+    the injected counts (per kind, current), the answered counts and the last columns; in the
+    long form, one row per question with its facts and the injected slots."""
+    wide = 42 + 17 * n_criteria + 9 * n_current + 8 * n_kinds + 8 * 8 + 9
+    return wide if not long else n_questions * (wide + 160)
 
 
-def pair_bytes(n_questions: int, n_positions: int, n_candidates: int, n_inject: int) -> int:
+WORK_BYTES = 48  # temporaries per configuration while a chunk is computed (tracemalloc, rounded up)
+
+
+def row_bytes(out_bytes: int, keep: int, long: bool = False, n_questions: int = 1) -> int:
+    """Working bytes per configuration of a chunk: ``keep`` copies of its output row (a streamed
+    chunk's columns and the frame the caller still holds while the next chunk is computed), and
+    the temporaries (the criteria's margins, the counting histograms; per question in the long
+    form). Measured with tracemalloc (bench/bench_sweep_memory.py) and rounded up."""
+    return keep * out_bytes + WORK_BYTES * (n_questions if long else 1)
+
+
+def pair_bytes(
+    n_questions: int, n_positions: int, n_candidates: int, n_inject: int, n_tracked: int = 0
+) -> int:
     """Working bytes per (bonus, tau) pair, whatever the thresholds: the final scores at every
-    candidate position for every candidates value, and the top-inject scores."""
-    return 8 * n_questions * (n_positions * (n_candidates + 2) + n_inject * n_candidates)
+    candidate position (and the weights and sums they come from), and per candidates value each
+    question's top-inject finals, the tracked memories' finals and places, and the per-question
+    facts the criteria read. Measured with tracemalloc (bench/bench_sweep_memory.py), rounded up."""
+    per_k = n_questions * (2 * n_inject + 8) + 3 * n_tracked
+    return 8 * (3 * n_questions * n_positions + n_candidates * per_k)
 
 
 class ChunkPlan(Sequence):

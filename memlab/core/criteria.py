@@ -27,7 +27,10 @@ class QuestionSummary(NamedTuple):
     """Per-question facts a criterion can look at; arrays shaped (..., questions).
 
     The stale fields are None when the caller has no stale labels to offer; the stale kinds then
-    see no stale memory at all.
+    see no stale memory at all. Kernels read the facts through ``question``, ``max``, ``min`` and
+    ``any`` (a reduction over the questions a criterion looks at), so the sweep can hand them a
+    summary that computes each reduction without laying out one value per configuration and
+    question (``memlab.core.sweep_facts.SweepSummary``; the tests hold the two equal).
     """
 
     best_final: np.ndarray  # best post-bonus score among the candidates (NaN: no candidate)
@@ -42,6 +45,23 @@ class QuestionSummary(NamedTuple):
     # current final minus the best injected stale final; +inf when no stale memory is injected,
     # -inf when one is and the current memory is not
     stale_gap: np.ndarray | None = None
+
+    def question(self, field: str, q: int) -> np.ndarray:
+        """One question's values of ``field``."""
+        return np.asarray(getattr(self, field))[..., q]
+
+    def max(self, field: str, cols: np.ndarray) -> np.ndarray:
+        """The largest value of ``field`` over the questions in ``cols``, NaN ignored; -inf when
+        there is none."""
+        return masked_max(getattr(self, field), cols)
+
+    def min(self, field: str, cols: np.ndarray) -> np.ndarray:
+        """The smallest value of ``field`` over the questions in ``cols``; +inf when there is none."""
+        return np.where(cols, getattr(self, field), np.inf).min(axis=-1, initial=np.inf)
+
+    def any(self, field: str, cols: np.ndarray) -> np.ndarray:
+        """Whether ``field`` holds for some question in ``cols``."""
+        return np.any(np.asarray(getattr(self, field)) & cols, axis=-1)
 
 
 # a criterion writes <name>_value, <name>_pass and <name>_margin; these names would collide with
@@ -73,10 +93,15 @@ class Criterion:
             raise InputError(f"criterion {self.name!r} of kind {self.kind!r} needs a question")
 
 
+def masked_max(values: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """The largest value over the questions (last axis) in ``cols``, NaN ignored; -inf when none."""
+    values = np.asarray(values)
+    return np.where(cols & ~np.isnan(values), values, -np.inf).max(axis=-1, initial=-np.inf)
+
+
 def nohit_max(best_final: np.ndarray, nohit: np.ndarray) -> np.ndarray:
     """Best post-bonus score over the no-hit questions; -inf when none has a candidate."""
-    masked = np.where(nohit & ~np.isnan(best_final), best_final, -np.inf)
-    return masked.max(axis=-1)
+    return masked_max(best_final, nohit)
 
 
 def headroom(best_final: np.ndarray, nohit: np.ndarray, threshold: np.ndarray | float) -> np.ndarray:
@@ -85,18 +110,18 @@ def headroom(best_final: np.ndarray, nohit: np.ndarray, threshold: np.ndarray | 
 
 
 def _nohit_below(s: QuestionSummary, cols: np.ndarray, threshold) -> tuple[np.ndarray, np.ndarray]:
-    value = nohit_max(s.best_final, cols)
+    value = s.max("best_final", cols)
     return value, value < threshold
 
 
 def _current_reaches(s: QuestionSummary, cols: np.ndarray, threshold) -> tuple[np.ndarray, np.ndarray]:
-    value = s.current_final[..., cols.argmax()]
+    value = s.question("current_final", int(cols.argmax()))
     return value, np.nan_to_num(value, nan=-np.inf) >= threshold
 
 
 def _current_injected(s: QuestionSummary, cols: np.ndarray, threshold) -> tuple[np.ndarray, np.ndarray]:
-    q = cols.argmax()
-    return s.current_final[..., q], s.current_injected[..., q]
+    q = int(cols.argmax())
+    return s.question("current_final", q), s.question("current_injected", q)
 
 
 def _stale_columns(s: QuestionSummary, cols: np.ndarray) -> np.ndarray:
@@ -110,10 +135,8 @@ def _no_stale_injected(s: QuestionSummary, cols: np.ndarray, threshold) -> tuple
     memory is injected."""
     cols = _stale_columns(s, cols)
     if not cols.any():
-        shape = np.shape(s.best_final)[:-1]
-        return np.full(shape, -np.inf), np.ones(shape, dtype=bool)
-    value = np.where(cols & ~np.isnan(s.stale_final), s.stale_final, -np.inf).max(axis=-1)
-    return value, ~np.any(np.asarray(s.stale_injected) & cols, axis=-1)
+        return np.float64(-np.inf), np.True_
+    return s.max("stale_final", cols), ~s.any("stale_injected", cols)
 
 
 def _current_above_stale(s: QuestionSummary, cols: np.ndarray, threshold) -> tuple[np.ndarray, np.ndarray]:
@@ -122,10 +145,8 @@ def _current_above_stale(s: QuestionSummary, cols: np.ndarray, threshold) -> tup
     stale memory."""
     cols = _stale_columns(s, cols)
     if not cols.any():
-        shape = np.shape(s.best_final)[:-1]
-        return np.full(shape, np.inf), np.ones(shape, dtype=bool)
-    value = np.where(cols, s.stale_gap, np.inf).min(axis=-1)
-    return value, ~np.any(np.asarray(s.stale_over_current) & cols, axis=-1)
+        return np.float64(np.inf), np.True_
+    return s.min("stale_gap", cols), ~s.any("stale_over_current", cols)
 
 
 def _stale_margin(value: np.ndarray, passed: np.ndarray, threshold) -> np.ndarray:
@@ -143,6 +164,13 @@ def _gap_margin(value: np.ndarray, passed: np.ndarray, threshold) -> np.ndarray:
 def _below_margin(value: np.ndarray, passed: np.ndarray, threshold) -> np.ndarray:
     """How far the value stays under the threshold (+inf when nothing was retrieved)."""
     return threshold - value
+
+
+def _reach_margin(value: np.ndarray, passed: np.ndarray, threshold) -> np.ndarray:
+    """How far the value clears the threshold (-inf when the memory is not a candidate): the check
+    passes exactly when this is >= 0, so it is already signed the right way (``_above_margin``
+    without its clamp)."""
+    return np.nan_to_num(value, nan=-np.inf) - threshold
 
 
 def _above_margin(value: np.ndarray, passed: np.ndarray, threshold) -> np.ndarray:
@@ -177,6 +205,7 @@ CRITERION_KINDS: dict[str, CriterionKind] = {
         True,
         None,
         "the question's current memory reaches the threshold",
+        _reach_margin,
         label="current",
     ),
     "current_injected": CriterionKind(

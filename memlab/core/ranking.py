@@ -40,6 +40,14 @@ def resort_order(raw: np.ndarray, final: np.ndarray) -> np.ndarray:
     return np.lexsort((-raw, -final), axis=-1)
 
 
+def placed_before(final_a, pos_a, final_b, pos_b):
+    """The re-sort's order between two candidates of one question, given their final scores and
+    their places in candidate order (raw descending, then dataset order): ``a`` comes first when
+    its final is higher, or equal with ``a`` the earlier candidate. The rule of ``resort_order``
+    for code that walks the candidates one by one (the sweep's kernels); arrays broadcast."""
+    return (final_a > final_b) | ((final_a == final_b) & (pos_a < pos_b))
+
+
 def rank_of(order: np.ndarray) -> np.ndarray:
     """Each element's place in ``order`` (the inverse permutation along the last axis)."""
     ranks = np.empty_like(order)

@@ -8,7 +8,10 @@ the structure of the spec instead:
 - a candidate's final score depends only on (decay, combine, bonus, tau):
   ``rescore(raw, weight(age, tau, decay), bonus, combine)``, the functions the one-config
   reference calls;
-- threshold and inject only enter through comparisons, broadcast last.
+- threshold and inject only enter through comparisons: a chunk keeps, per (pair, candidates),
+  each question's top finals and its tracked memories' finals and places, and the columns are
+  counted from those against the thresholds (``memlab.core.sweep_facts``; numba kernels for large
+  sweeps, ``memlab.core.sweep_kernels``).
 
 Configurations are laid out in C order over ``AXES`` (decay slowest, inject fastest); row ``i``
 of the result is configuration ``i`` of ``Grid.values``. The order is recorded in
@@ -27,14 +30,24 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from memlab.core import criteria as crit
-from memlab.core.chunks import CHUNK_BYTES, Chunk, first_row, pair_bytes, plan_chunks, row_bytes
+from memlab.core.chunks import (
+    CHUNK_BYTES,
+    Chunk,
+    ChunkPlan,
+    column_bytes,
+    first_row,
+    pair_bytes,
+    plan_chunks,
+    row_bytes,
+)
 from memlab.core.errors import InputError
 from memlab.core.grid import AXES, Grid
 from memlab.core.labels import QUESTION_KINDS, Labels
 from memlab.core.numbers import check_work
-from memlab.core.ranking import select_candidates
-from memlab.core.registry import check_names
+from memlab.core.ranking import injected, select_candidates
 from memlab.core.spec import recency_weight, rescore
+from memlab.core.sweep_facts import SweepSummary, Thresholds, kernels, summary_of
+from memlab.core.sweep_metrics import METRICS, ChunkFacts, Counts, check_metrics
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -61,6 +74,7 @@ class Prepared:
     stale_l: np.ndarray  # (S,) indices into tracked of the stale memories
     stale_of: tuple[tuple[int, ...], ...]  # per question, indices into tracked of its stale memories
     labelled_of: tuple[tuple[int, ...], ...]  # per question, indices into tracked of every labelled memory
+    stale_pad: np.ndarray  # (Q, S) stale_of as an array, padded with -1
     # per question, indices into tracked of its relevant memories (``relevant`` and ``current``)
     relevant_of: tuple[tuple[int, ...], ...] = ()
 
@@ -130,58 +144,29 @@ def prepare_candidates(raw: np.ndarray, ages: np.ndarray, labels: Labels, grid: 
         np.array(stale_l, dtype=int),
         tuple(tuple(s) for s in stale_of),
         tuple(tuple(s) for s in labelled_of),
+        _padded(stale_of),
         relevant_of,
     )
 
 
-WRONG_KINDS = ("hit", "contradiction")  # the kinds whose injections outside the labels are wrong
+def _padded(rows: list[list[int]]) -> np.ndarray:
+    out = np.full((len(rows), max(1, *(len(r) for r in rows))), -1, dtype=np.int64)
+    for q, r in enumerate(rows):
+        out[q, : len(r)] = r
+    return out
 
 
-def stale_summary(
-    prep: Prepared,
-    t_final: np.ndarray,
-    t_injected: np.ndarray,
-    rank: np.ndarray,
-    current_final: np.ndarray,
-    current_inj: np.ndarray,
-    labels: Labels,
-) -> tuple[np.ndarray, ...]:
-    """The stale fields of ``QuestionSummary``, shaped (n, H|1, K, I|1, Q) like the others.
-
-    ``t_final`` (L, n, K) is each tracked memory's final score (NaN: no candidate),
-    ``t_injected`` (L, n, H, K, I) whether it is injected, ``rank`` (L, n, K) its place after the
-    re-sort. An injected stale memory is over the current one when the current one is not
-    injected, or is ranked after it.
-    """
-    n, n_h, n_k, n_i = t_injected.shape[1:]
-    n_q = len(labels.question_ids)
-    has_stale = np.array([bool(s) for s in prep.stale_of])
-    stale_final = np.full((n, 1, n_k, 1, n_q), np.nan)
-    stale_inj = np.zeros((n, n_h, n_k, n_i, n_q), dtype=bool)
-    over = np.zeros_like(stale_inj)
-    gap = np.full((n, n_h, n_k, n_i, n_q), np.inf)
-    for q, ls in enumerate(prep.stale_of):
-        if not ls:
-            continue
-        finals = t_final[list(ls)]  # (S, n, K)
-        with np.errstate(invalid="ignore"):
-            known = ~np.isnan(finals).all(axis=0)
-            stale_final[:, 0, :, 0, q] = np.where(
-                known, np.nanmax(np.where(np.isnan(finals), -np.inf, finals), axis=0), np.nan
-            )
-        c = prep.current_l[q]
-        inj = t_injected[list(ls)]  # (S, n, H, K, I)
-        stale_inj[..., q] = inj.any(axis=0)
-        if c >= 0:
-            before = rank[list(ls)] < rank[c]  # (S, n, K)
-            over[..., q] = (inj & (before[:, :, None, :, None] | ~current_inj[None, ..., q])).any(axis=0)
-        else:
-            over[..., q] = stale_inj[..., q]
-        best_inj = np.where(inj, finals[:, :, None, :, None], -np.inf).max(axis=0)  # (n, H, K, I)
-        cur = np.where(current_inj[..., q], np.broadcast_to(current_final[..., q], best_inj.shape), -np.inf)
-        with np.errstate(invalid="ignore"):  # -inf - -inf where nothing stale is injected: masked
-            gap[..., q] = np.where(stale_inj[..., q], cur - best_inj, np.inf)
-    return has_stale, stale_final, stale_inj, over, gap
+def _finals(prep: Prepared, grid: Grid, chunk: Chunk) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The chunk's bonus and tau values and every candidate's final score (P, Q, n), through the
+    reference's own formula; ``n`` runs over (bonus, tau) pairs, tau fastest."""
+    bonus = grid.bonus.array(chunk.b0, chunk.b1).astype(np.float64)
+    taus = grid.tau_days.array(chunk.t0, chunk.t1).astype(np.float64)
+    n_p, n_q = prep.raw.shape
+    weight = recency_weight(prep.age[:, :, None], taus[None, None, :], chunk.decay)  # (P, Q, T)
+    final = rescore(
+        prep.raw[:, :, None, None], weight[:, :, None, :], bonus[None, None, :, None], chunk.combine
+    ).reshape(n_p, n_q, len(bonus) * len(taus))
+    return bonus, taus, final
 
 
 def _evaluate_chunk(
@@ -198,101 +183,34 @@ def _evaluate_chunk(
     Array axes: P candidate positions, n = (bonus, tau) pairs of the chunk, H thresholds,
     K candidates values, I inject values, Q questions, L tracked memories.
     """
-    bonus = grid.bonus.array(chunk.b0, chunk.b1).astype(np.float64)
-    taus = grid.tau_days.array(chunk.t0, chunk.t1).astype(np.float64)
+    bonus, taus, final = _finals(prep, grid, chunk)
     thr = grid.threshold.array(chunk.h0, chunk.h1).astype(np.float64)
     k_vals = np.asarray(grid.candidates)
     i_vals = np.asarray(grid.inject)
     n_b, n_t = len(bonus), len(taus)
     n, n_h, n_k, n_i = n_b * n_t, len(thr), len(k_vals), len(i_vals)
-    n_p, n_q = prep.raw.shape
-
-    # (P, Q, n): every candidate's final score, through the reference's own formula.
-    # Questions come before configurations so that each question's slices are contiguous.
-    weight = recency_weight(prep.age[:, :, None], taus[None, None, :], chunk.decay)  # (P, Q, T of the chunk)
-    final = rescore(
-        prep.raw[:, :, None, None],
-        weight[:, :, None, :],
-        bonus[None, None, :, None],
-        chunk.combine,
-    ).reshape(n_p, n_q, n)
-    pos = np.arange(n_p)
-    valid = prep.known[:, :, None] & (pos[:, None, None] < k_vals[None, None, :])  # (P, Q, K)
-    masked = np.where(valid[:, :, None, :], final[..., None], -np.inf)  # (P, Q, n, K)
-
-    # the top max(inject) finals of each question, best first, by insertion over positions
-    i_max = int(min(i_vals.max(), n_p))
-    tops = [np.full((n_q, n, n_k), -np.inf) for _ in range(i_max)]
-    for p in range(n_p):
-        x = masked[p]
-        for j in range(i_max):
-            higher = np.maximum(tops[j], x)
-            x = np.minimum(tops[j], x)
-            tops[j] = higher
-    best = tops[0].copy()  # (Q, n, K)
-    best[np.isneginf(best)] = np.nan  # no candidate at all
-
-    # tracked memories (current and stale): final score, whether a candidate, and rank after
-    # the re-sort (final desc; ties by raw desc, then fixture order = candidate-position order)
-    tq, tpos = prep.tracked_q, prep.tracked_pos
-    present = tpos >= 0
-    f_t = np.where(present[:, None], final[np.maximum(tpos, 0), tq], np.nan)[:, :, None]  # (L, n, 1)
-    in_cand = present[:, None] & (tpos[:, None] < k_vals[None, :])  # (L, K)
-    rank = np.zeros((len(tq), n, n_k), dtype=np.int64)
-    for p in range(n_p):
-        fp = masked[p][tq]  # (L, n, K)
-        rank += (fp > f_t) | ((fp == f_t) & (p < tpos)[:, None, None])
-    t_final = np.where(in_cand[:, None, :], f_t, np.nan)  # (L, n, K)
-    t_reach = t_final[:, :, None, :] >= thr[None, None, :, None]  # (L, n, H, K)
-    t_injected = t_reach[..., None] & (rank[:, :, None, :, None] < i_vals)  # (L, n, H, K, I)
-
-    # how many memories each question injects: min(inject, candidates at or above threshold);
-    # only the top max(inject) finals can matter
-    kind_of = np.array([QUESTION_KINDS.index(k) for k in labels.kinds])
-    injected_by_kind = np.zeros((len(QUESTION_KINDS), n, n_h, n_k, n_i), dtype=np.int64)
-    # injected memories labelled neither relevant, current nor stale, on hit and contradiction
-    # questions (a no-hit question's injections are false ones; time questions label by day)
-    wrong = np.zeros((n, n_h, n_k, n_i), dtype=np.int64)
-    n_injected = np.empty((n_q, n, n_h, n_k, n_i), dtype=np.int64) if long else None
-    for q in range(n_q):
-        count = np.zeros((n, n_h, n_k), dtype=np.int64)
-        for j in range(i_max):
-            count += tops[j][q][:, None, :] >= thr[None, :, None]
-        per_inject = np.minimum(count[..., None], i_vals)  # (n, H, K, I)
-        injected_by_kind[kind_of[q]] += per_inject
-        if labels.kinds[q] in WRONG_KINDS:
-            wrong += per_inject - sum((t_injected[i] for i in prep.labelled_of[q]), np.zeros((), np.int64))
-        if n_injected is not None:
-            n_injected[q] = per_inject
-
-    # per-question summary for the criteria kernels, shaped (n, H|1, K, I|1, Q)
-    has_current = prep.current_l >= 0
-    cl = np.maximum(prep.current_l, 0)
-    current_final = np.where(has_current, np.moveaxis(t_final[cl], 0, -1), np.nan)[:, None, :, None, :]
-    current_inj = np.where(has_current, np.moveaxis(t_injected[cl], 0, -1), False)  # (n, H, K, I, Q)
-    stale = stale_summary(prep, t_final, t_injected, rank, current_final, current_inj, labels)
-    summary = crit.QuestionSummary(
-        np.moveaxis(best, 0, -1)[:, None, :, None, :], current_final, current_inj, *stale
-    )
-    thr_b = thr[None, :, None, None]
-    verdicts = crit.check(criteria, summary, labels.question_ids, labels.kinds, thr_b)
-    nohit = np.array([k == "nohit" for k in labels.kinds])
-    room = crit.headroom(summary.best_final, nohit, thr_b)
-
+    n_top = int(min(i_vals.max(), final.shape[0]))
     shape = (n, n_h, n_k, n_i)
+    rows = n * n_h * n_k * n_i
+    run = kernels(grid.size)
+    facts = run.pair_facts(final, prep.known, k_vals, n_top, prep.tracked_q, prep.tracked_pos)
+    thresholds = Thresholds.of(thr)
+    summary = summary_of(facts, prep, thresholds, i_vals, run)
+    thr_b = summary.threshold
 
     def flat(a: np.ndarray) -> np.ndarray:
         return np.broadcast_to(a, shape).ravel()
 
     cols: dict[str, np.ndarray] = {
-        "decay": np.full(n * n_h * n_k * n_i, chunk.decay, dtype=object),
-        "combine": np.full(n * n_h * n_k * n_i, chunk.combine, dtype=object),
+        "decay": np.full(rows, grid.decay.index(chunk.decay), dtype=np.int8),
+        "combine": np.full(rows, grid.combine.index(chunk.combine), dtype=np.int8),
         "bonus": flat(np.repeat(bonus, n_t)[:, None, None, None]),
         "tau_days": flat(np.tile(taus, n_b)[:, None, None, None]),
         "threshold": flat(thr[None, :, None, None]),
         "candidates": flat(k_vals[None, None, :, None]),
         "inject": flat(i_vals[None, None, None, :]),
     }
+    verdicts = crit.check(criteria, summary, labels.question_ids, labels.kinds, thr_b)
     margins = []
     for c in criteria:
         value, passed, margin = verdicts[c.name]
@@ -300,217 +218,92 @@ def _evaluate_chunk(
         cols[f"{c.name}_pass"] = flat(passed)
         cols[f"{c.name}_margin"] = flat(margin)
         margins.append(cols[f"{c.name}_margin"])
-    facts = ChunkFacts(
+    chunk_facts = ChunkFacts(
         flat=flat,
-        room=room,
+        summary=summary,
         labels=labels,
-        has_current=has_current,
+        counts=Counts(prep, labels, facts, thresholds, i_vals, run, metrics),
         threshold=thr_b,
-        current_final=current_final,
-        current_injected=current_inj,
-        injected_by_kind=injected_by_kind,
-        tracked_injected=t_injected,
-        stale_tracked=prep.stale_l,
-        wrong_injected=wrong,
-        shape=shape,
-        relevant_of=prep.relevant_of,
-        best_final=summary.best_final,
     )
     for name in metrics:
-        cols.update(METRICS[name].columns(facts))
-    rows = n * n_h * n_k * n_i
-    cols["min_margin"] = reduce(np.minimum, margins) if margins else np.full(rows, np.inf)
+        cols.update(METRICS[name].columns(chunk_facts))
+    if margins:
+        cols["min_margin"] = margins[0].copy()
+        for m in margins[1:]:
+            np.minimum(cols["min_margin"], m, out=cols["min_margin"])
+    else:
+        cols["min_margin"] = np.full(rows, np.inf)
     # no criteria at all: nothing to fail
     cols["feasible"] = reduce(np.logical_and, [cols[f"{c.name}_pass"] for c in criteria], np.ones(rows, bool))
-
     if long:
         cols = _long_columns(
             cols,
             prep,
             labels,
-            masked,
-            i_max,
-            n_injected,
+            final,
+            k_vals,
+            n_top,
             summary,
-            current_final,
-            current_inj,
-            t_injected,
-            thr_b,
+            chunk_facts.counts,
             shape,
             first_row(grid, chunk),
         )
     return cols
 
 
-@dataclass(frozen=True)
-class ChunkFacts:
-    """What the metric groups read about one chunk of configurations; arrays are shaped
-    (bonus x tau pairs, threshold, candidates, inject[, question])."""
-
-    flat: Callable[[np.ndarray], np.ndarray]  # a chunk array as one value per configuration row
-    room: np.ndarray  # headroom per configuration
-    labels: Labels
-    has_current: np.ndarray  # (Q,) the question has a current memory
-    threshold: np.ndarray  # the threshold, broadcast to the configuration axes
-    current_final: np.ndarray  # post-bonus score of each question's current memory (NaN: no candidate)
-    current_injected: np.ndarray  # each question's current memory is injected
-    injected_by_kind: np.ndarray  # (kinds, ...) memories injected over the questions of each kind
-    tracked_injected: np.ndarray  # (L, ...) each tracked memory (currents, then stale) is injected
-    stale_tracked: np.ndarray  # (S,) indices into the tracked memories of the stale ones
-    wrong_injected: np.ndarray  # injected memories outside each hit/contradiction question's labels
-    shape: tuple[int, ...]  # the configuration axes of the chunk
-    relevant_of: tuple[tuple[int, ...], ...] = ()  # per question, tracked indices of its relevant memories
-    best_final: np.ndarray | None = None  # (n, 1, K, 1, Q) each question's best final (NaN: no candidate)
-
-
-@dataclass(frozen=True)
-class Metric:
-    """A group of output columns, computed from the chunk's per-question facts."""
-
-    name: str
-    meaning: str
-    columns: Callable[[ChunkFacts], dict[str, np.ndarray]]
-
-
-def _headroom(f: ChunkFacts) -> dict[str, np.ndarray]:
-    return {"headroom": f.flat(f.room)}
-
-
-def _current(f: ChunkFacts) -> dict[str, np.ndarray]:
-    out = {}
-    for q in np.flatnonzero(f.has_current):
-        qid = f.labels.question_ids[q]
-        out[f"margin_{qid}"] = f.flat(f.current_final[..., q] - f.threshold)
-        out[f"injected_{qid}"] = f.flat(f.current_injected[..., q])
-    return out
-
-
-def _injected(f: ChunkFacts) -> dict[str, np.ndarray]:
-    out = {f"injected_{kind}": f.injected_by_kind[k].ravel() for k, kind in enumerate(QUESTION_KINDS)}
-    out["current_injected"] = f.current_injected.sum(axis=-1).ravel()  # False without a current memory
-    return out
-
-
-def _stale(f: ChunkFacts) -> dict[str, np.ndarray]:
-    count = np.zeros(f.shape, dtype=np.int64)
-    for l_idx in f.stale_tracked:
-        count += f.tracked_injected[l_idx]
-    return {"stale_injected": count.ravel()}
-
-
-def _wrong(f: ChunkFacts) -> dict[str, np.ndarray]:
-    return {"wrong_injected": f.wrong_injected.ravel()}
-
-
-def _answered(f: ChunkFacts) -> dict[str, np.ndarray]:
-    """Questions with a relevant memory injected (any, all of them), over the questions that have
-    relevant memories; no-hit questions with any memory injected (inject >= 1, so: their best
-    final reaches the threshold)."""
-    groups = [ls for ls in f.relevant_of if ls]
-    any_count = np.zeros(f.shape, dtype=np.int64)
-    all_count = np.zeros(f.shape, dtype=np.int64)
-    if groups:
-        flat = np.concatenate([np.asarray(g, dtype=np.intp) for g in groups])
-        starts = np.cumsum([0, *[len(g) for g in groups[:-1]]])
-        inj = f.tracked_injected[flat].astype(np.uint8)  # (R, n, H, K, I)
-        any_count = np.maximum.reduceat(inj, starts, axis=0).sum(axis=0, dtype=np.int64)
-        all_count = np.minimum.reduceat(inj, starts, axis=0).sum(axis=0, dtype=np.int64)
-    nohit = np.array([k == "nohit" for k in f.labels.kinds])
-    best = f.best_final[..., nohit]  # (n, 1, K, 1, Q_nohit)
-    with np.errstate(invalid="ignore"):
-        reached = (best >= f.threshold[..., None]).sum(axis=-1)  # NaN (no candidate) never reaches
-    return {
-        "answered_any": any_count.ravel(),
-        "answered_all": all_count.ravel(),
-        "nohit_injected_questions": np.broadcast_to(reached, f.shape).ravel(),
-    }
-
-
-METRICS: dict[str, Metric] = {
-    m.name: m
-    for m in (
-        Metric("headroom", "threshold minus the best post-bonus score over the no-hit questions", _headroom),
-        Metric(
-            "current",
-            "per question with a current memory: margin_<id> (final minus threshold, NaN "
-            "when not a candidate) and injected_<id>",
-            _current,
-        ),
-        Metric(
-            "injected",
-            "memories injected over the questions of each kind: injected_<kind>; questions whose "
-            "current memory is injected: current_injected",
-            _injected,
-        ),
-        Metric("stale", "stale memories injected: stale_injected", _stale),
-        Metric(
-            "wrong",
-            "memories injected on hit and contradiction questions that are labelled neither relevant, "
-            "current nor stale: wrong_injected",
-            _wrong,
-        ),
-        Metric(
-            "answered",
-            "questions with a relevant (or current) memory injected: answered_any, answered_all (every "
-            "one of them); no-hit questions with any memory injected: nohit_injected_questions",
-            _answered,
-        ),
-    )
-}
-
-
-def check_metrics(names: Sequence[str] | None) -> tuple[str, ...]:
-    """The metric groups to compute (all when None), in registry order; unknown names are an error."""
-    if names is None:
-        return tuple(METRICS)
-    check_names(METRICS, names, "metric")
-    return tuple(m for m in METRICS if m in names)
-
-
 def _long_columns(
-    cols,
-    prep,
-    labels,
-    masked,
-    i_max,
-    n_injected,
-    summary,
-    current_final,
-    current_inj,
-    t_injected,
-    thr_b,
-    shape,
-    first_row,
+    cols: dict[str, np.ndarray],
+    prep: Prepared,
+    labels: Labels,
+    final: np.ndarray,
+    k_vals: np.ndarray,
+    n_top: int,
+    summary: SweepSummary,
+    counts: Counts,
+    shape: tuple[int, ...],
+    first_row: int,
 ) -> dict[str, np.ndarray]:
     """One row per configuration and question, with the injected memories slot by slot."""
     n_q = len(labels.question_ids)
     full = (*shape, n_q)
+    thr = summary.threshold[..., None]
+    inj = summary.inject[None, None, None, :, None]
+    # each question injects its top finals that reach the threshold, at most inject of them
+    tops = counts.facts.tops[:, None, :, None]  # (n, 1, K, 1, Q, J)
+    n_injected = np.minimum((tops >= thr[..., None]).sum(axis=-1), inj)  # (n, H, K, I, Q)
+    t = counts.facts
     stale_per_q = np.zeros(full, dtype=np.int64)
     for l_idx in prep.stale_l:
-        stale_per_q[..., prep.tracked_q[l_idx]] += t_injected[l_idx]
+        q = prep.tracked_q[l_idx]
+        stale_per_q[..., q] += injected(
+            t.t_final[:, None, :, None, l_idx], t.t_rank[:, None, :, None, l_idx], thr[..., 0], inj[..., 0]
+        )
     rows = int(np.prod(shape))
     config = np.arange(first_row, first_row + rows)
+    current_final = summary.full("current_final")  # (n, 1, K, 1, Q)
     out = {
         "config": np.repeat(config, n_q),
         "question": np.tile(np.asarray(labels.question_ids, dtype=object), rows),
         "kind": np.tile(np.asarray(labels.kinds, dtype=object), rows),
         **{a: np.repeat(cols[a], n_q) for a in AXES},
-        "best_final": np.broadcast_to(summary.best_final, full).ravel(),
+        "best_final": np.broadcast_to(summary.full("best_final"), full).ravel(),
         "current_final": np.broadcast_to(current_final, full).ravel(),
-        "current_margin": np.broadcast_to(current_final - thr_b[..., None], full).ravel(),
-        "current_injected": np.broadcast_to(current_inj, full).ravel(),
-        "injected": np.moveaxis(n_injected, 0, -1).ravel(),
+        "current_margin": np.broadcast_to(current_final - thr, full).ravel(),
+        "current_injected": np.broadcast_to(summary.full("current_injected"), full).ravel(),
+        "injected": n_injected.ravel(),
         "stale_injected": stale_per_q.ravel(),
     }
     # which memories, slot by slot (memory index in dataset order, -1 when empty): a stable sort
     # on -final keeps candidate order among equal finals, the reference's tie rule
+    pos = np.arange(final.shape[0])
+    valid = prep.known[:, :, None] & (pos[:, None, None] < k_vals[None, None, :])  # (P, Q, K)
+    masked = np.where(valid[:, :, None, :], final[..., None], -np.inf)  # (P, Q, n, K)
     by_pos = masked.transpose(2, 3, 1, 0)  # (n, K, Q, P)
-    order = np.argsort(-by_pos, axis=-1, kind="stable")[..., :i_max]
+    order = np.argsort(-by_pos, axis=-1, kind="stable")[..., :n_top]
     top = np.take_along_axis(by_pos, order, axis=-1)
-    top_mem = prep.cand[np.arange(n_q)[None, None, :, None], order]  # (n, K, Q, i_max)
-    n_inj = np.moveaxis(n_injected, 0, -1)  # (n, H, K, I, Q)
-    for j in range(i_max):
-        filled = j < n_inj
+    top_mem = prep.cand[np.arange(n_q)[None, None, :, None], order]  # (n, K, Q, n_top)
+    for j in range(n_top):
+        filled = j < n_injected
         out[f"slot_{j + 1}"] = np.where(filled, top_mem[:, None, :, None, :, j], -1).ravel()
         out[f"slot_{j + 1}_final"] = np.where(filled, top[:, None, :, None, :, j], np.nan).ravel()
     return out
@@ -519,6 +312,12 @@ def _long_columns(
 def _frame(cols: dict[str, np.ndarray], grid: Grid, index_start: int, long: bool) -> pd.DataFrame:
     import pandas as pd
 
+    # the family columns hold codes into the grid's axes until here: categoricals cost a byte a row
+    cols = {
+        **cols,
+        "decay": pd.Categorical.from_codes(cols["decay"], categories=list(grid.decay)),
+        "combine": pd.Categorical.from_codes(cols["combine"], categories=list(grid.combine)),
+    }
     df = pd.DataFrame(cols, copy=False)
     if not long:
         df.index = pd.RangeIndex(index_start, index_start + len(df), name="config")
@@ -526,22 +325,21 @@ def _frame(cols: dict[str, np.ndarray], grid: Grid, index_start: int, long: bool
     return df
 
 
-def sweep_chunks(
+def _column_chunks(
     raw: np.ndarray,
     ages: np.ndarray,
     labels: Labels,
     grid: Grid,
-    criteria: tuple[crit.Criterion, ...] | None = None,
-    *,
-    long: bool = False,
-    chunk_rows: int | None = None,
-    progress: bool = False,
-    metrics: Sequence[str] | None = None,
-    chunk_bytes: int = CHUNK_BYTES,
-) -> Iterator[pd.DataFrame]:
-    """The sweep as consecutive DataFrames, each computed within about ``chunk_bytes`` of
-    working memory (questions x candidates x configurations decide how many configurations
-    that is), and at most ``chunk_rows`` configurations when given."""
+    criteria: tuple[crit.Criterion, ...] | None,
+    long: bool,
+    chunk_rows: int | None,
+    metrics: Sequence[str] | None,
+    chunk_bytes: int,
+    keep: int,
+) -> tuple[ChunkPlan, Callable[[Chunk], dict[str, np.ndarray]]]:
+    """The chunk plan and the function that computes one chunk's columns; ``keep`` is how many
+    copies of a chunk's columns are alive while the next one is computed (the caller's frame and
+    the chunk's own: 2 when streaming, 0 when they are copied into the whole result)."""
     n_mem = np.shape(ages)[-1]
     if raw.ndim != 2 or raw.shape != (len(labels.question_ids), n_mem):
         raise InputError(f"score table has shape {raw.shape}, expected ({len(labels.question_ids)}, {n_mem})")
@@ -558,15 +356,41 @@ def sweep_chunks(
     )
     prep = prepare_candidates(raw, ages, labels, grid)
     n_q, n_p = len(labels.question_ids), prep.cand.shape[1]
-    n_columns = (
-        len(AXES) + 3 * len(criteria) + 2 * int((prep.current_l >= 0).sum()) + len(QUESTION_KINDS) + 10
-    )
-    chunks = plan_chunks(
+    n_current = int((prep.current_l >= 0).sum())
+    out = column_bytes(len(criteria), n_current if "current" in chosen else 0, len(QUESTION_KINDS), long, n_q)
+    plan = plan_chunks(
         grid,
         chunk_rows,
-        row_cost=row_bytes(n_q, len(prep.tracked_q), n_columns, long),
-        pair_cost=pair_bytes(n_q, n_p, len(grid.candidates), len(grid.inject)),
-        budget=chunk_bytes,
+        row_cost=row_bytes(out, keep, long, n_q),
+        pair_cost=pair_bytes(n_q, n_p, len(grid.candidates), len(grid.inject), len(prep.tracked_q)),
+        # a whole table held in memory is the result: its chunks may work in as many bytes
+        budget=chunk_bytes if keep else max(chunk_bytes, grid.size * out),
+    )
+
+    def columns(chunk: Chunk) -> dict[str, np.ndarray]:
+        return _evaluate_chunk(prep, labels, grid, criteria, chunk, long, chosen)
+
+    return plan, columns
+
+
+def sweep_chunks(
+    raw: np.ndarray,
+    ages: np.ndarray,
+    labels: Labels,
+    grid: Grid,
+    criteria: tuple[crit.Criterion, ...] | None = None,
+    *,
+    long: bool = False,
+    chunk_rows: int | None = None,
+    progress: bool = False,
+    metrics: Sequence[str] | None = None,
+    chunk_bytes: int = CHUNK_BYTES,
+) -> Iterator[pd.DataFrame]:
+    """The sweep as consecutive DataFrames, each computed within about ``chunk_bytes`` of
+    working memory (its columns, which questions and criteria decide, times the
+    configurations), and at most ``chunk_rows`` configurations when given."""
+    chunks, columns = _column_chunks(
+        raw, ages, labels, grid, criteria, long, chunk_rows, metrics, chunk_bytes, keep=2
     )
     bar = None
     if progress and len(chunks) > 1:
@@ -576,8 +400,7 @@ def sweep_chunks(
         bar = tqdm(total=grid.size, unit="config", unit_scale=True, disable=None)
     try:
         for chunk in chunks:
-            cols = _evaluate_chunk(prep, labels, grid, criteria, chunk, long, chosen)
-            yield _frame(cols, grid, first_row(grid, chunk), long)
+            yield _frame(columns(chunk), grid, first_row(grid, chunk), long)
             if bar is not None:
                 bar.update(chunk.rows(grid))
     finally:
@@ -604,14 +427,25 @@ def sweep(
     injected over the questions of each kind); ``current_injected`` (questions whose current memory
     is injected); ``stale_injected``; ``wrong_injected``; ``min_margin`` (the smallest criterion
     margin); ``feasible``.
-    """
-    import pandas as pd
 
-    frames = list(
-        sweep_chunks(raw, ages, labels, grid, criteria, long=long, chunk_rows=chunk_rows, metrics=metrics)
+    The whole table is the result, so a chunk may work in as many bytes as the table takes (or the
+    sweep's budget, when more): a grid is one chunk unless its working memory is larger than its
+    table, and then its chunks are copied into columns allocated once.
+    """
+    chunks, columns = _column_chunks(
+        raw, ages, labels, grid, criteria, long, chunk_rows, metrics, CHUNK_BYTES, keep=0
     )
-    if len(frames) == 1:
-        return frames[0]
-    out = pd.concat(frames, ignore_index=long)
-    out.attrs.update(frames[0].attrs)
-    return out
+    if len(chunks) == 1:
+        return _frame(columns(chunks[0]), grid, 0, long)
+    whole: dict[str, np.ndarray] = {}
+    at = 0
+    per_row = len(labels.question_ids) if long else 1
+    for chunk in chunks:
+        cols = columns(chunk)
+        if not whole:
+            whole = {k: np.empty(grid.size * per_row, dtype=v.dtype) for k, v in cols.items()}
+        end = at + len(cols["bonus"])
+        for k, v in cols.items():
+            whole[k][at:end] = v
+        at = end
+    return _frame(whole, grid, 0, long)

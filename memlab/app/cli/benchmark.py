@@ -190,7 +190,7 @@ def cmd_tune_benchmark(args: argparse.Namespace) -> int:
 
         values = parse_axis(problem.defaults.bonus_range, "bonus")
         args.bonus_range = ",".join(f"{v:g}" for v in np.round(np.linspace(min(values), max(values), 11), 6))
-    grid = retriever_grid_from(args)
+    grid = retriever_grid_from(args, bonus=args.bonus_range, tau=args.tau_range)
     t0 = time.perf_counter()
     hybrids = (
         HYBRIDS if args.hybrids is None else tuple(h.strip() for h in args.hybrids.split(",") if h.strip())

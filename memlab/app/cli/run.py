@@ -24,7 +24,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     def log(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    results, index = run_batch(batch, out, overrides, args.notebooks, log=log, jobs=args.jobs)
+    results, index = run_batch(
+        batch, out, overrides, args.notebooks, log=log, jobs=args.jobs, force=args.force
+    )
     if not args.out:  # results/latest points at the newest default run
         latest = out.parent / "latest"
         if latest.is_symlink() or not latest.exists():
@@ -60,6 +62,12 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         help="notebooks run at once, one kernel each (default: the number of cores)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="execute every notebook, even those whose earlier result would be reused (nothing "
+        "they depend on changed: notebook, parameters, input files, memlab, models)",
     )
 
 

@@ -102,7 +102,9 @@ def drift_table(result) -> str:
     return "\n".join(lines)
 
 
-def retriever_grid_from(args: argparse.Namespace):
+def retriever_grid_from(args: argparse.Namespace, bonus: str | None = None, tau: str | None = None):
+    """The hybrid grid of ``args``; ``bonus`` and ``tau`` in place of the hybrid command's own
+    ranges (tune-benchmark names them as the sweep does)."""
     from memlab.core.grid import parse_axis
     from memlab.retrieval.fusion import NORMALIZATIONS
     from memlab.studies.hybrid import RetrieverGrid
@@ -114,8 +116,8 @@ def retriever_grid_from(args: argparse.Namespace):
         alphas=parse_axis(args.alpha_range, "alpha"),
         norms=norms,
         rrf_ks=parse_axis(args.rrf_k_range, "rrf-k"),
-        bonus=parse_axis(args.hybrid_bonus_range, "bonus"),
-        tau_days=parse_axis(args.hybrid_tau_range, "tau"),
+        bonus=parse_axis(args.hybrid_bonus_range if bonus is None else bonus, "bonus"),
+        tau_days=parse_axis(args.hybrid_tau_range if tau is None else tau, "tau"),
         decay=decays,
         combine=combines,
         threshold_steps=args.threshold_steps,

@@ -1,0 +1,53 @@
+"""Where the sweep's time goes: cProfile of one in-memory 10^6 sweep (``memory``) or one chunked
+10^7 run into the streaming selection (``chunked``) on seed16's published scores, for the memlab
+first on PYTHONPATH (an earlier revision exported with ``git archive`` too, from 1adc626 on: the
+editable install is set aside).
+
+Usage: PYTHONPATH=TREE python bench/profile_sweep.py memory|chunked
+"""
+
+from __future__ import annotations
+
+import cProfile
+import io
+import pstats
+import sys
+import time
+from pathlib import Path
+
+
+def main() -> None:
+    editable = [f for f in sys.meta_path if getattr(f, "__module__", "").startswith("__editable__")]
+    sys.meta_path[:] = [f for f in sys.meta_path if f not in editable]
+    sys.path.insert(1, str(Path(__file__).resolve().parent))
+    import bench_sweep as bench
+    import numpy as np
+
+    import memlab
+    from memlab.scores.problem import ScoreOptions, build_problem
+
+    mode = sys.argv[1] if len(sys.argv) > 1 else "memory"
+    m = bench.api()
+    dataset = m.load_dataset("seed16")
+    criteria = m.dataset_criteria(dataset)
+    problem = build_problem("seed16", ScoreOptions(source="published"))
+    raw, ages = np.asarray(problem.raw), np.asarray(problem.ages())
+    labels = m.Labels.from_dataset(dataset)
+    grid = bench.grid_of(m, 10**6 if mode == "memory" else 10**7, "exp")
+    m.sweep(raw, ages, labels, bench.grid_of(m, 10**6, "exp"), criteria)  # numba's cache, the imports
+    profile = cProfile.Profile()
+    t0 = time.perf_counter()
+    profile.enable()
+    if mode == "memory":
+        m.sweep(raw, ages, labels, grid, criteria)
+    else:
+        m.select_streaming(m.sweep_chunks(raw, ages, labels, grid, criteria), "max-margin")
+    profile.disable()
+    print(f"{memlab.__file__}: {mode}, {time.perf_counter() - t0:.2f} s")
+    out = io.StringIO()
+    pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(14)
+    print("\n".join(line for line in out.getvalue().splitlines() if line.strip()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,196 @@
+"""The sweep's chunk kernels compiled with numba: the same facts and counts as the numpy forms in
+``memlab.core.sweep_facts`` (the tests hold them equal, value for value), in one pass per
+(bonus, tau) pair and candidates value instead of one numpy pass per position, question or group.
+
+They compare and count only: every final score comes in computed by numpy through the reference's
+own formula (``memlab.core.spec.rescore``), so nothing here can round differently. Compiled once
+and cached beside this file (numba's ``cache=True``); the sweep calls them only for sweeps of
+``memlab.core.sweep_facts.COMPILED_CONFIGS`` configurations or more.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from memlab.core.ranking import placed_before
+from memlab.core.sweep_facts import NOT_CANDIDATE
+
+jit = numba.njit(cache=True, nogil=True)
+_placed_before = jit(placed_before)  # the re-sort's rule, compiled from memlab.core.ranking
+
+
+@jit
+def _above(descending: np.ndarray, v: float) -> int:
+    """How many of the thresholds (highest first) lie above ``v``; all of them for NaN. ``v``
+    reaches exactly the thresholds from this sorted place on."""
+    n = descending.shape[0]
+    if v != v or v < descending[n - 1]:
+        return n
+    if v >= descending[0]:  # most values sit above or below every threshold
+        return 0
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if descending[mid] > v:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@jit
+def pair_facts(final, known, k_vals, n_top, tq, tpos):
+    """(tops (n, K, Q, J), t_final (n, K, L + 1), t_rank (n, K, L + 1)) from the finals (P, Q, n): per
+    question and pair, the known positions in re-sort order (``memlab.core.ranking.placed_before``)
+    by insertion, then the first ``n_top`` of them below each candidates value; a tracked memory's
+    place is how many candidates come before it in that order."""
+    n_p, n_q, n = final.shape
+    n_k, n_l = k_vals.shape[0], tq.shape[0]
+    tops = np.full((n, n_k, n_q, n_top), -np.inf)
+    t_final = np.full((n, n_k, n_l + 1), np.nan)  # the last one: the empty memory
+    t_rank = np.full((n, n_k, n_l + 1), NOT_CANDIDATE, dtype=np.int64)
+    order = np.empty(n_p, dtype=np.int64)
+    for pair in range(n):
+        for q in range(n_q):
+            m = 0
+            for p in range(n_p):
+                if not known[p, q]:
+                    continue
+                f = final[p, q, pair]
+                j = m
+                while j > 0 and _placed_before(f, p, final[order[j - 1], q, pair], order[j - 1]):
+                    order[j] = order[j - 1]
+                    j -= 1
+                order[j] = p
+                m += 1
+            for ki in range(n_k):
+                k, j = k_vals[ki], 0
+                for r in range(m):
+                    if j >= n_top:
+                        break
+                    if order[r] < k:
+                        tops[pair, ki, q, j] = final[order[r], q, pair]
+                        j += 1
+    for pair in range(n):
+        for li in range(n_l):
+            q, p0 = tq[li], tpos[li]
+            if p0 < 0 or not known[p0, q]:
+                continue
+            f0 = final[p0, q, pair]
+            for ki in range(n_k):
+                k = k_vals[ki]
+                if p0 >= k:
+                    continue
+                ahead = 0
+                for p in range(min(k, n_p)):
+                    if known[p, q] and _placed_before(final[p, q, pair], p, f0, p0):
+                        ahead += 1
+                t_final[pair, ki, li] = f0
+                t_rank[pair, ki, li] = ahead
+    return tops, t_final, t_rank
+
+
+@jit
+def count(
+    tops,
+    q_start,
+    q_group,
+    q_weight,
+    t_final,
+    t_rank,
+    l_start,
+    l_group,
+    l_weight,
+    descending,
+    order,
+    inject,
+    n_g,
+):
+    """Per group g, configuration (n, H, K, I): the memories each question injects (its top
+    finals that reach the threshold, at most inject) times its weight in g, plus each tracked
+    memory's injection times its weight; injected as ``memlab.core.ranking.injected`` says: at or
+    above the threshold, placed below inject. Weights come as sparse rows: question q's groups are
+    ``q_group[q_start[q]:q_start[q + 1]]`` with ``q_weight`` (likewise the tracked memories'). Each
+    value enters a histogram over the sorted thresholds at the first one it reaches; a running sum
+    writes the counts in grid order."""
+    n, n_k, n_q, n_j = tops.shape
+    n_l = t_final.shape[2]
+    n_h, n_i = descending.shape[0], inject.shape[0]
+    out = np.empty((n_g, n, n_h, n_k, n_i), dtype=np.int64)
+    hist = np.zeros((n_g, n_h + 1, n_i), dtype=np.int64)
+    for pair in range(n):
+        for ki in range(n_k):
+            hist[:] = 0
+            for q in range(n_q):
+                if q_start[q] == q_start[q + 1]:
+                    continue
+                for j in range(n_j):
+                    b = _above(descending, tops[pair, ki, q, j])  # -inf: no candidate, below all
+                    if b == n_h:
+                        break  # the tops are best first: the rest reach no threshold either
+                    for e in range(q_start[q], q_start[q + 1]):
+                        g, w = q_group[e], q_weight[e]
+                        for ii in range(n_i):
+                            if j < inject[ii]:
+                                hist[g, b, ii] += w
+            for li in range(n_l):
+                if l_start[li] == l_start[li + 1]:
+                    continue
+                b = _above(descending, t_final[pair, ki, li])
+                if b == n_h:
+                    continue
+                r = t_rank[pair, ki, li]
+                for e in range(l_start[li], l_start[li + 1]):
+                    g, w = l_group[e], l_weight[e]
+                    for ii in range(n_i):
+                        if r < inject[ii]:
+                            hist[g, b, ii] += w
+            for g in range(n_g):
+                for ii in range(n_i):
+                    acc = 0
+                    for hs in range(n_h):
+                        acc += hist[g, hs, ii]
+                        out[g, pair, order[hs], ki, ii] = acc
+    return out
+
+
+@jit
+def min_gap(sf, rs, cf, rc, descending, order, inject):
+    """The smallest stale gap over S questions per configuration (n, H, K, I), from each
+    question's best stale (``sf``, ``rs``) and current (``cf``, ``rc``) final and place, (n, K, S):
+    over the thresholds highest first, +1/-1 at the ends of each run where a stale memory is
+    injected and the current one is not (-inf), and each finite gap (current minus stale) at the
+    first threshold it holds for, carried on by a running minimum."""
+    n, n_k, n_s = sf.shape
+    n_h, n_i = descending.shape[0], inject.shape[0]
+    out = np.empty((n, n_h, n_k, n_i))
+    ends = np.zeros(n_h + 1, dtype=np.int64)
+    best = np.empty(n_h + 1)
+    for pair in range(n):
+        for ki in range(n_k):
+            for ii in range(n_i):
+                iv = inject[ii]
+                ends[:] = 0
+                best[:] = np.inf
+                for s in range(n_s):
+                    if rs[pair, ki, s] >= iv:
+                        continue
+                    first = _above(descending, sf[pair, ki, s])
+                    if first == n_h:
+                        continue
+                    c = cf[pair, ki, s]
+                    until = n_h if rc[pair, ki, s] >= iv else _above(descending, c)
+                    if first < until:
+                        ends[first] += 1
+                        ends[until] -= 1
+                    gap = -np.inf if c != c else c - sf[pair, ki, s]
+                    if gap < best[first]:
+                        best[first] = gap
+                lost, low = 0, np.inf
+                for hs in range(n_h):
+                    lost += ends[hs]
+                    if best[hs] < low:
+                        low = best[hs]
+                    out[pair, order[hs], ki, ii] = -np.inf if lost > 0 else low
+    return out
