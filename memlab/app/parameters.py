@@ -336,6 +336,26 @@ PARAMETERS: tuple[Parameter, ...] = (
         group="spec",
         empty="no file: the spec values and their defaults",
     ),
+    # explain: a query log replayed
+    Parameter(
+        "log",
+        "str",
+        "",
+        "explain: the query log to replay (JSON lines: each query's text or vector, its time, optionally "
+        "its id and the memory ids production injected; docs/explain.md)",
+        "--log",
+        group="explain",
+        empty="the dataset's own questions, asked at their dates, as the log",
+    ),
+    Parameter(
+        "against",
+        "list",
+        [],
+        "explain: candidate specs to compare with the current one, each a tuned-spec file (memlab sweep "
+        "--save) or changes to the current spec as FIELD=VALUE,... (threshold=0.86,tau_days=30)",
+        "--against",
+        group="explain",
+    ),
     # studies
     Parameter(
         "n_range",
