@@ -146,3 +146,16 @@ def load_log(path: str | Path, time_format: str = "auto") -> QueryLog:
     if not queries:
         raise InputError(f"{path.name}: no queries (one JSON object per line)")
     return QueryLog(path, tuple(queries))
+
+
+def questions_log(dataset, lang: str) -> QueryLog:
+    """A dataset's own questions as a log: each asked at its date (else the dataset's reference
+    date), by its text in ``lang``, with production's injections unknown. (A log has no haystack:
+    the replay searches every memory of the store.)"""
+    queries = tuple(
+        LoggedQuery(q.id, i + 1, q.date or dataset.reference_date, q.text(lang), None)
+        for i, q in enumerate(dataset.questions)
+    )
+    if not queries:
+        raise InputError(f"dataset {dataset.name!r} has no questions to replay: give --log")
+    return QueryLog(Path(dataset.path or dataset.name) / "questions.jsonl", queries)
