@@ -368,6 +368,7 @@ def replay(
         raise UnknownNameError(f"--memory {unknown[0]}: no such memory in the store {store.name!r}")
     runs_specs = [("current", problem.spec), *specs]
     mem = store_vectors(problem) if memory_vectors is None else np.asarray(memory_vectors, dtype=np.float32)
+    mem = mem / np.linalg.norm(mem, axis=1, keepdims=True)  # the cosine: unit vectors (as Qdrant keeps them)
     vecs, embedded = query_vectors(problem, log, mem.shape[1])
     dates = store.memory_dates()
     times = np.array([naive_utc(q.time) for q in log.queries], dtype="datetime64[s]")
