@@ -198,7 +198,8 @@ def test_json_shape(hand, capsys):
     )
     assert code == 0
     doc = json.loads(capsys.readouterr().out)
-    assert set(doc) == {"store", "log", "specs", "steps", "margins", "summary", "queries"}
+    assert set(doc) == {"store", "log", "specs", "steps", "margins", "scope", "summary", "queries"}
+    assert doc["scope"] == "one shard, no filter"
     assert [s["label"] for s in doc["specs"]] == ["current", "threshold=0.86"]
     assert doc["log"] == {"path": str(tmp / "log.jsonl"), "queries": 2, "embedded": 0, "logged_injections": 1}
     a = doc["queries"][0]
@@ -221,6 +222,7 @@ def test_json_shape(hand, capsys):
     assert cur["injected"] == ["m0"]
     assert cur["steps"] == {
         "not_written": 1,
+        "filtered_out": 0,
         "not_candidate": 1,
         "below_threshold": 1,
         "past_limit": 1,
@@ -313,15 +315,28 @@ def test_epoch_milliseconds_with_the_flag(tmp_path):
     assert log.queries[0].time == REF
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_injected_sets_equal_evaluate(seed):
+@pytest.mark.parametrize(
+    ("seed", "shards", "tenant"),
+    [(0, 1, None), (1, 1, None), (2, 2, None), (3, 4, None), (4, 1, "a"), (5, 4, "b")],
+)
+def test_injected_sets_equal_evaluate(seed, shards, tenant):
     """Questions turned into a log: every candidate list (order included) and injected set equals
-    evaluate's, whose raw scores come back from Qdrant (local mode), not from explain's numpy."""
+    evaluate's, whose raw scores come back from Qdrant (local mode), not from explain's numpy; on
+    one shard and on several (Qdrant's hashing of the point ids), with and without a tenant
+    filter (issue 27b's pool, which both paths narrow through)."""
+    from memlab.qdrant.sharding import Scope
+
     rng = np.random.default_rng(seed)
     n_mem, n_q, dim = 40, 12, 8
     memories = tuple(
         Memory(
-            f"m{i}", REF - timedelta(seconds=int(rng.integers(0, 60 * 86400))), {"en": f"m{i}"}, "", "user"
+            f"m{i}",
+            REF - timedelta(seconds=int(rng.integers(0, 60 * 86400))),
+            {"en": f"m{i}"},
+            "",
+            "user",
+            payload={"user_id": "ab"[i % 2]},
+            point_id=i,
         )
         for i in range(n_mem)
     )
@@ -358,7 +373,8 @@ def test_injected_sets_equal_evaluate(seed):
         )
         for _ in range(3)
     ]
-    problem = RetrievalProblem.of(dataset, scores, specs[0])
+    scope = Scope(filters=(("user_id", tenant),) if tenant else (), shards=shards)
+    problem = RetrievalProblem.of(dataset, scores, specs[0], scope=scope)
     rep = replay(problem, log, [(f"s{i}", s) for i, s in enumerate(specs)], memory_vectors=mem)
     for i, spec in enumerate(specs):
         ev = evaluate(problem.with_spec(spec))
@@ -366,6 +382,8 @@ def test_injected_sets_equal_evaluate(seed):
             e = rep.explain(j, f"s{i}")
             assert [c.memory_id for c in e.candidates] == [c.memory_id for c in r.candidates]
             assert e.injected == tuple(c.memory_id for c in r.injected)
+            if tenant:
+                assert all(int(c.memory_id[1:]) % 2 == "ab".index(tenant) for c in e.candidates)
             assert [c.raw for c in e.candidates] == pytest.approx([c.raw for c in r.candidates], abs=1e-6)
 
 
@@ -386,3 +404,31 @@ def test_explain_reads_the_dataset_questions_as_evaluate_does(capsys):
     evaluated = json.loads(capsys.readouterr().out)
     want = {q["id"]: [c["memory"] for c in q["candidates"] if c["injected"]] for q in evaluated["questions"]}
     assert {q["id"]: q["specs"]["current"]["injected"] for q in explained["queries"]} == want
+
+
+def test_shard_counts_in_the_summary(hand, capsys):
+    """``--shards 1,2,4``: the first count is the collection's, each other one replayed and
+    compared with it; the counts agree with replays built directly."""
+    problem, log, tmp = hand
+    args = ["explain", "--dataset", str(tmp / "store"), "--log", str(tmp / "log.jsonl"), "--candidates", "1"]
+    assert main([*args, "--inject", "1", "--threshold", "0.75", "--shards", "1,2,4", "--format", "json"]) == 0
+    shards = json.loads(capsys.readouterr().out)["summary"]["shards"]
+    assert [x["shards"] for x in shards] == [1, 2, 4]
+    from memlab.qdrant.sharding import Scope
+
+    one = replay(replace(problem, spec=replace(SPEC, candidates=1)), log)
+    for x in shards[1:]:
+        other = replay(one.problem.with_scope(Scope(shards=x["shards"])), log)
+        changed = sum(
+            a != b for a, b in zip(one.runs[0].injected_sets(), other.runs[0].injected_sets(), strict=True)
+        )
+        assert x["changed"] == changed
+
+
+def test_shards_list_is_checked(hand, capsys):
+    _, _, tmp = hand
+    args = ["explain", "--dataset", str(tmp / "store"), "--log", str(tmp / "log.jsonl"), "--shards", "1,x"]
+    assert main(args) == 2
+    assert capsys.readouterr().err.strip() == (
+        "memlab: error: --shards: expected shard counts separated by commas, got 'x' in '1,x'"
+    )

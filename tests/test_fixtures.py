@@ -95,7 +95,7 @@ BAD = [
         "memories.jsonl",
         6,
         {"colour": "red"},
-        "memories.jsonl:6: colour: unknown field (allowed: date, group, id, note, pinned, provenance, supersedes, text, text_ja, topic, type)",
+        "memories.jsonl:6: colour: unknown field (allowed: date, group, id, note, payload, pinned, point_id, provenance, supersedes, text, text_ja, topic, type)",
     ),
     ("memories.jsonl", 6, {"pinned": "yes"}, "memories.jsonl:6: pinned: expected true or false, got 'yes'"),
     (

@@ -287,6 +287,35 @@ PARAMETERS: tuple[Parameter, ...] = (
         choices=lambda: list(COMBINES),
         group="family",
     ),
+    # the collection: tenant filter and shards (memlab.qdrant.sharding.Scope)
+    Parameter(
+        "filters",
+        "list",
+        [],
+        "tenant filter: key=value on a memory's payload (repeatable: all must hold); in the exported "
+        "query a must condition beside the date cut-off",
+        "--filter",
+        group="collection",
+    ),
+    Parameter(
+        "shards",
+        "int",
+        1,
+        "shards the collection has, points placed by Qdrant's hash of the point id: each shard's top "
+        "candidates make the pool",
+        "--shards",
+        bounds={"minimum": 1, "maximum": 1024},
+        group="collection",
+    ),
+    Parameter(
+        "shard_key",
+        "str",
+        "",
+        "custom sharding: the payload field naming each memory's shard key",
+        "--shard-key",
+        group="collection",
+        empty="Qdrant's default sharding (--shards)",
+    ),
     # the sweep's grid
     Parameter(
         "bonus_range",
@@ -525,6 +554,7 @@ GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "spec": ("retrieval spec", ("spec_file", "bonus", "tau_days", "threshold", "candidates", "inject")),
     "family": ("decay family", ("decay", "combine")),
+    "collection": ("collection: tenant filter and shards", ("filters", "shards", "shard_key")),
 }
 
 

@@ -28,8 +28,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from memlab.core.numbers import check_number
-from memlab.core.ranking import injected, rerank, select_candidates, top_k
+from memlab.core.ranking import injected, rerank, top_k
 from memlab.core.registry import lookup
+from memlab.core.shards import Pool, pool_candidates
 
 SECONDS_PER_DAY = 86_400.0
 
@@ -222,12 +223,17 @@ class Candidate(NamedTuple):
 
 
 def retrieve(
-    raw: np.ndarray, ages: np.ndarray, memory_ids: tuple[str, ...], spec: RetrievalSpec
+    raw: np.ndarray,
+    ages: np.ndarray,
+    memory_ids: tuple[str, ...],
+    spec: RetrievalSpec,
+    pool: Pool | None = None,
 ) -> list[Candidate]:
     """The one-config reference: one question's raw scores (NaN = unknown) -> its candidates, in
-    re-sort order, through ``memlab.core.ranking``."""
+    re-sort order, through ``memlab.core.ranking``. ``pool``: the tenant filter and the shards
+    (``memlab.core.shards``; None: every memory, one shard)."""
     raw = np.asarray(raw, dtype=np.float64)
-    idx = select_candidates(raw, spec.candidates)
+    idx = pool_candidates(raw, spec.candidates, pool)
     weight = spec.weight(ages)
     final = rescore(raw, weight, spec.bonus, spec.combine)
     # what the recency term added: the same product rescore adds, or (mult) the difference it made

@@ -41,6 +41,7 @@ from memlab.datasets.declared import (
     declared_tables,
     declared_vectors,
 )
+from memlab.datasets.payload import PayloadValue, collection_problems, read_collection_fields
 from memlab.datasets.records import JsonRecord, jsonl_format_problem, parse_datetime, read_jsonl
 from memlab.datasets.reply_checks import ReplyChecks, allowed_fields, read_reply_checks
 
@@ -72,6 +73,9 @@ class Memory:
     type: str = ""
     pinned: bool = False
     group: str = ""  # the conversation or session it belongs to ("" : every question sees it)
+    # keyword payload fields (user_id, agent_id...) and the Qdrant point id (memlab.datasets.payload)
+    payload: Mapping[str, PayloadValue] = field(default_factory=dict)
+    point_id: int | str | None = None
 
     def text(self, lang: str) -> str:
         try:
@@ -301,6 +305,8 @@ _MEMORY_FIELDS = {
     "provenance",
     "note",
     "group",
+    "payload",
+    "point_id",
 }
 _QUESTION_FIELDS = {
     "id",
@@ -453,8 +459,13 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
             supersedes_refs.append((r, sup))
         note = r.text("note", required=False) or ""
         group = r.text("group", required=False) or ""
+        payload, point_id = read_collection_fields(r)
         if mid is not None and when is not None and len(texts) == len(languages) and provenance:
-            memories.append(Memory(mid, when, texts, topic, provenance, sup, note, mtype, pinned, group))
+            memories.append(
+                Memory(
+                    mid, when, texts, topic, provenance, sup, note, mtype, pinned, group, payload, point_id
+                )
+            )
             memory_groups.setdefault(group, mid)
     # lines that are no JSON object declare ids no one can know: no "unknown id" cascade after them
     unreadable = any(
@@ -471,6 +482,7 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         if sup not in memory_lines and not unreadable:
             r.problem("supersedes", f"unknown memory id {sup!r}")
     supersession_cycles(supersedes_refs, memory_lines)
+    problems.extend(collection_problems(memories, memory_lines))
     if undated and len(undated) == len(memory_dates) * len(fields):
         example = f"{next(iter(memory_dates.values())).date().isoformat()}: ..."
         problems.append(

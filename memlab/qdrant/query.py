@@ -210,9 +210,12 @@ def spec_query_json(
     schema: CollectionSchema = DEFAULT_SCHEMA,
     at: datetime | None = None,
     exact: bool = False,
+    conditions: Sequence[dict[str, Any]] = (),
 ) -> str:
-    """The REST body for ``POST /collections/{name}/points/query``, as printed."""
-    return json.dumps(spec_body(spec, schema, vector, at, exact=exact), indent=2, ensure_ascii=False)
+    """The REST body for ``POST /collections/{name}/points/query``, as printed; ``conditions``:
+    the tenant filter's (``memlab.qdrant.sharding.Scope.conditions``), beside the date cut-off."""
+    body = spec_body(spec, schema, vector, at, extra_conditions=conditions, exact=exact)
+    return json.dumps(body, indent=2, ensure_ascii=False)
 
 
 class _Name:
@@ -244,12 +247,12 @@ def python_snippet(
     schema: CollectionSchema = DEFAULT_SCHEMA,
     at: datetime | None = None,
     exact: bool = False,
+    conditions: Sequence[dict[str, Any]] = (),
 ) -> str:
     """A ready qdrant-client function: the query vector and the query time in, the memories to
-    inject out (best first)."""
-    body = pprint.pformat(
-        _as_python(spec_body(spec, schema, None, at, exact=exact), schema), width=96, sort_dicts=False
-    )
+    inject out (best first); ``conditions`` as in ``spec_query_json``."""
+    body = spec_body(spec, schema, None, at, extra_conditions=conditions, exact=exact)
+    body = pprint.pformat(_as_python(body, schema), width=96, sort_dicts=False)
     units = int(DATE_FORMATS[schema.date_format][0])
     cutoff = (
         f"\n    cutoff = int(now.timestamp()){' * 1000' if units != 1 else ''}  # the filter's cut-off, "
@@ -305,8 +308,19 @@ def _indent(text: str, n: int) -> str:
     return "\n".join(" " * n + line for line in text.splitlines())
 
 
-def setup_text(schema: CollectionSchema, collection: str = "NAME") -> str:
-    """The collection setup the query relies on: the payload index on the date, of its type."""
+def filter_index(field: str, kind: str) -> dict[str, Any]:
+    """The payload index a tenant filter's field needs: ``keyword`` (marked ``is_tenant``, so
+    Qdrant stores each tenant's points together) or ``integer``."""
+    if kind == "keyword":
+        return {"field_name": field, "field_schema": {"type": "keyword", "is_tenant": True}}
+    return {"field_name": field, "field_schema": kind}
+
+
+def setup_text(
+    schema: CollectionSchema, collection: str = "NAME", filters: dict[str, str] | None = None
+) -> str:
+    """The collection setup the query relies on: the payload index on the date, of its type, and
+    one on each tenant filter's field (``filters``: field -> ``keyword`` or ``integer``)."""
     index = {"field_name": schema.date_field, "field_schema": schema.index_type}
     kind = schema.index_type.upper()
     vector = (
@@ -324,9 +338,33 @@ def setup_text(schema: CollectionSchema, collection: str = "NAME") -> str:
             "# formula read it faster",
             f"PUT /collections/{quote(collection, safe='')}/index",  # a name as a path segment
             json.dumps(index),
+            *_filter_setup(collection, filters or {}, "rest"),
             "",
             "# the same with qdrant-client:",
             f"client.create_payload_index({collection!r}, {schema.date_field!r}, "
             f"field_schema=models.PayloadSchemaType.{kind})",
+            *_filter_setup(collection, filters or {}, "python"),
         ]
     )
+
+
+def _filter_setup(collection: str, filters: dict[str, str], form: str) -> list[str]:
+    lines = []
+    for field, kind in filters.items():
+        if form == "rest":
+            lines += [
+                f"# the tenant filter matches {field!r} exactly: a {kind} index on it",
+                f"PUT /collections/{quote(collection, safe='')}/index",
+                json.dumps(filter_index(field, kind)),
+            ]
+        elif kind == "keyword":
+            lines.append(
+                f"client.create_payload_index({collection!r}, {field!r}, field_schema="
+                "models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True))"
+            )
+        else:
+            lines.append(
+                f"client.create_payload_index({collection!r}, {field!r}, "
+                "field_schema=models.PayloadSchemaType.INTEGER)"
+            )
+    return lines

@@ -19,8 +19,10 @@ import numpy as np
 from memlab.core.errors import InputError
 from memlab.core.labels import Labels
 from memlab.core.registry import lookup
+from memlab.core.shards import Pool, narrow
 from memlab.core.spec import RetrievalSpec
 from memlab.datasets.schema import Dataset, load_dataset
+from memlab.qdrant.sharding import Scope
 from memlab.scores.sources import (
     EMBEDDING_SOURCES,
     SOURCES,
@@ -51,16 +53,24 @@ class RetrievalProblem:
     options: ScoreOptions = field(default_factory=ScoreOptions)
     # whether the threshold was given, or is the default that follows the scores
     threshold_given: bool = True
+    # the tenant filter and the shards the collection runs the query on (one shard, no filter)
+    scope: Scope = field(default_factory=Scope)
     # what is computed once, on first use, and shared with the same problem under another spec:
     # the embedder (its model settled by memlab.scores.sources.dataset_model) and the scores
     _computed: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(
-        cls, dataset: Dataset, scores: ScoreTable, spec: RetrievalSpec, options: ScoreOptions | None = None
+        cls,
+        dataset: Dataset,
+        scores: ScoreTable,
+        spec: RetrievalSpec,
+        options: ScoreOptions | None = None,
+        scope: Scope | None = None,
     ) -> RetrievalProblem:
         """A problem over scores computed elsewhere (tests, a custom source)."""
-        problem = cls(dataset, spec.with_reference(dataset.reference_date), options or ScoreOptions())
+        spec = spec.with_reference(dataset.reference_date)
+        problem = cls(dataset, spec, options or ScoreOptions(), True, scope or Scope())
         problem._computed["scores"] = scores
         return problem
 
@@ -92,8 +102,16 @@ class RetrievalProblem:
 
     @property
     def raw(self) -> np.ndarray:
-        """Raw scores, NaN where a memory did not exist yet when the question was asked."""
-        return self.scores.retrievable(self.dataset)
+        """Raw scores, NaN where a memory did not exist yet when the question was asked or the
+        tenant filter leaves it out."""
+        return narrow(self.scores.retrievable(self.dataset), self.pool)
+
+    @property
+    def pool(self) -> Pool:
+        """The candidate pool of the scope: the filter's memories, split into the shards."""
+        if "pool" not in self._computed:
+            self._computed["pool"] = self.scope.pool(self.dataset.memories)
+        return self._computed["pool"]
 
     def ages(self) -> np.ndarray:
         return self.dataset.ages()
@@ -153,8 +171,15 @@ class RetrievalProblem:
             spec.with_reference(self.dataset.reference_date),
             self.options,
             given,
+            self.scope,
         )
-        out._computed.update(self._computed)  # the same embedder and scores
+        out._computed.update(self._computed)  # the same embedder, scores and pool
+        return out
+
+    def with_scope(self, scope: Scope) -> RetrievalProblem:
+        """The same dataset, scores and spec on another filter or shard count."""
+        out = RetrievalProblem(self.dataset, self.spec, self.options, self.threshold_given, scope)
+        out._computed.update({k: v for k, v in self._computed.items() if k != "pool"})
         return out
 
 
@@ -176,15 +201,18 @@ def build_problem(
     dataset: Dataset | str,
     options: ScoreOptions | None = None,
     spec: RetrievalSpec | None = None,
+    scope: Scope | None = None,
     **fields: Any,
 ) -> RetrievalProblem:
     """Load the dataset (a name or folder) and settle the model and the whole spec, once.
 
     ``options`` says where scores come from and which model embeds (``ScoreOptions``); ``spec``
     is a whole spec, or ``fields`` are spec fields (``bonus=0.04, tau_days=30, decay="gauss"``),
-    None meaning the default. A threshold not given follows the scores: the seed's 0.45 for
-    published scores, the model card's for the language, else the scores' own distribution (the
-    one case that scores the dataset here rather than on first use).
+    None meaning the default; ``scope`` the tenant filter and the shards
+    (``memlab.qdrant.sharding.Scope``; None: every memory, one shard).
+    A threshold not given follows the scores: the seed's 0.45 for published scores, the model
+    card's for the language, else the scores' own distribution (the one case that scores the
+    dataset here rather than on first use).
     """
     options = options or ScoreOptions()
     if isinstance(dataset, str):
@@ -195,7 +223,8 @@ def build_problem(
     lookup(SOURCES, options.source, "score source")
     given = {k: v for k, v in fields.items() if v is not None}
     threshold_given = "threshold" in given or spec is not None
-    problem = RetrievalProblem(dataset, spec or RetrievalSpec(), options, threshold_given)
+    problem = RetrievalProblem(dataset, spec or RetrievalSpec(), options, threshold_given, scope or Scope())
+    _ = problem.pool  # a filter naming no field fails here, before anything is scored
     if not threshold_given:
         known = known_defaults(dataset, options)
         given["threshold"] = (known or score_defaults(problem.scores, dataset)).threshold

@@ -17,6 +17,7 @@ import numpy as np
 from memlab.core import criteria as crit
 from memlab.core.errors import InputError, UnknownNameError
 from memlab.core.selection import select
+from memlab.core.shards import Pool, narrow
 from memlab.core.spec import Candidate, RetrievalSpec, retrieve
 from memlab.datasets.schema import Dataset
 from memlab.scores.problem import RetrievalProblem
@@ -190,13 +191,14 @@ def evaluate(
     spec: RetrievalSpec | None = None,
     criteria: tuple[crit.Criterion, ...] | None = None,
     lang: str = "en",
+    pool: Pool | None = None,
 ) -> Evaluation:
     """Run the reference retrieval for every question and check the criteria: of a retrieval
-    problem (``evaluate(problem)``: its dataset, scores, spec and language), or of a dataset's
-    scores under a spec."""
+    problem (``evaluate(problem)``: its dataset, scores, spec, language and candidate pool), or
+    of a dataset's scores under a spec (``pool``: the tenant filter and the shards)."""
     if isinstance(dataset, RetrievalProblem):
         problem = dataset
-        dataset, scores, lang = problem.dataset, problem.scores, problem.lang
+        dataset, scores, lang, pool = problem.dataset, problem.scores, problem.lang, problem.pool
         spec = spec or problem.spec
     if scores is None:
         raise InputError("evaluate: give a retrieval problem, or a dataset and its score table")
@@ -205,13 +207,13 @@ def evaluate(
     if scores.memory_ids != dataset.memory_ids or scores.question_ids != dataset.question_ids:
         raise InputError("score table and dataset disagree on question or memory ids")
     ages = dataset.ages(spec.reference_date)  # per question: its own date, else the spec's
-    raw = scores.retrievable(dataset, spec.reference_date)
+    raw = narrow(scores.retrievable(dataset, spec.reference_date), pool)
     results = tuple(
         QuestionResult(
             q.id,
             q.kind,
             q.text(lang),
-            tuple(retrieve(raw[i], ages[i], dataset.memory_ids, spec)),
+            tuple(retrieve(raw[i], ages[i], dataset.memory_ids, spec, pool)),
             tuple(q.stale),
             tuple(dict.fromkeys((*((q.current,) if q.current else ()), *q.stale, *q.relevant))),
         )
@@ -246,6 +248,7 @@ def candidate_table(
     criteria: tuple[crit.Criterion, ...] | None = None,
     rule: str = "smallest-bonus",
     lang: str = "en",
+    pool: Pool | None = None,
 ) -> pd.DataFrame:
     """Evaluate each (bonus, tau_days) pair and mark the one the selection rule picks.
 
@@ -258,7 +261,7 @@ def candidate_table(
     criteria = crit.dataset_criteria(dataset) if criteria is None else criteria
     rows = []
     for bonus, tau in pairs:
-        ev = evaluate(dataset, scores, replace(base, bonus=bonus, tau_days=tau), criteria, lang)
+        ev = evaluate(dataset, scores, replace(base, bonus=bonus, tau_days=tau), criteria, lang, pool)
         row: dict[str, Any] = {
             "bonus": bonus,
             "tau_days": tau,

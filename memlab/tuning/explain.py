@@ -29,7 +29,8 @@ import numpy as np
 
 from memlab.core.decisions import question_decisions
 from memlab.core.errors import InputError, UnknownNameError
-from memlab.core.ranking import injected, resort_order, top_k
+from memlab.core.ranking import candidate_order, injected, resort_order, top_k
+from memlab.core.shards import Pool, narrow, pool_mask
 from memlab.core.spec import RetrievalSpec, age_days
 from memlab.datasets.querylog import LoggedQuery, QueryLog
 from memlab.datasets.schema import Dataset, naive_utc
@@ -37,14 +38,16 @@ from memlab.scores.problem import RetrievalProblem
 
 STEPS = {
     "not_written": "written after the query",
+    "filtered_out": "left out by the tenant filter",
     "not_candidate": "not among the candidates",
     "below_threshold": "below the threshold",
     "past_limit": "past the inject limit",
     "injected": "injected",
 }
+CANDIDATE_STEPS = ("below_threshold", "past_limit", "injected")
 # which difference each margin is (a memory's own score first)
 MARGINS = {
-    "cut": "raw - the last candidate's raw",
+    "cut": "raw - the last candidate's raw (in its shard)",
     "threshold": "final - threshold",
     "last_injected": "final - the last injected memory's final",
     "passed_over": "final - the first passed-over candidate's final",
@@ -100,6 +103,7 @@ class QueryExplanation:
     not_candidate: int  # memories written by then, outside the candidates
     decision_margin: float  # inf: nothing decided (no candidate)
     decides: str  # what the closest decision is
+    filtered_out: int = 0  # memories written by then that the tenant filter leaves out
 
     @property
     def injected(self) -> tuple[str, ...]:
@@ -128,8 +132,9 @@ class QueryExplanation:
             "memories": [w.to_dict() for w in self.watched],
             "steps": {
                 "not_written": self.not_written,
+                "filtered_out": self.filtered_out,
                 "not_candidate": self.not_candidate,
-                **{s: sum(c.step == s for c in self.candidates) for s in list(STEPS)[2:]},
+                **{s: sum(c.step == s for c in self.candidates) for s in CANDIDATE_STEPS},
             },
         }
 
@@ -147,8 +152,8 @@ class SpecRun:
     final: np.ndarray
     valid: np.ndarray
     injected: np.ndarray
-    last_raw: np.ndarray  # (queries,) the last candidate's raw in candidate order (NaN: none)
-    next_raw: np.ndarray  # (queries,) the first non-candidate's raw (NaN: none)
+    last_raw: np.ndarray  # (queries, shards) each shard's last candidate's raw (NaN: none)
+    next_raw: np.ndarray  # (queries, shards) each shard's first non-candidate's raw (NaN: none)
 
     def injected_sets(self) -> list[frozenset[int]]:
         return [frozenset(self.index[q][self.injected[q]].tolist()) for q in range(len(self.index))]
@@ -162,9 +167,11 @@ class Replay:
     log: QueryLog
     runs: tuple[SpecRun, ...]
     visible: np.ndarray  # (queries,) memories written by each query's time
+    filtered: np.ndarray  # (queries,) of those, how many the tenant filter leaves out
     watched: tuple[dict[int, float], ...]  # per query: memory position -> raw, for the memories watched
     watch: tuple[int, ...]  # the memories asked about for every query (positions)
     embedded: int = 0  # how many query texts were embedded
+    pool: Pool = field(default_factory=Pool)  # the tenant filter and the shards (the problem's)
     _successors: dict[int, list[int]] = field(default_factory=dict, repr=False)
 
     @property
@@ -194,6 +201,10 @@ class Replay:
             if q.id == query_id:
                 return i
         raise UnknownNameError(f"no query {query_id!r} in {self.log.path.name}")
+
+    def shard_of(self, position: int) -> int:
+        """The shard holding memory ``position`` (0 on one shard)."""
+        return 0 if self.pool.shard is None else int(self.pool.shard[position])
 
     def stale(self, position: int, q: int) -> tuple[bool | None, str | None]:
         """Whether memory ``position`` is superseded by a memory written by query ``q``'s time."""
@@ -233,10 +244,11 @@ class Replay:
                 step, of, margin = "past_limit", "last_injected", f - float(finals[inject - 1])
             else:
                 step, of, margin = "below_threshold", "threshold", f - threshold
-            nxt = run.next_raw[q]
+            pos = int(run.index[q, j])
+            nxt = run.next_raw[q, self.shard_of(pos)]
             cands.append(
                 self._memory(
-                    int(run.index[q, j]),
+                    pos,
                     q,
                     step=step,
                     margin=margin,
@@ -255,6 +267,8 @@ class Replay:
                 watched.append(in_cands[pos])
             elif np.isnan(self.watched[q][pos]):
                 watched.append(self._memory(pos, q, step="not_written", margin=None, margin_of=""))
+            elif self.pool.allowed is not None and not self.pool.allowed[pos]:
+                watched.append(self._memory(pos, q, step="filtered_out", margin=None, margin_of=""))
             else:
                 raw = self.watched[q][pos]
                 watched.append(
@@ -262,7 +276,7 @@ class Replay:
                         pos,
                         q,
                         step="not_candidate",
-                        margin=raw - float(run.last_raw[q]),
+                        margin=raw - float(run.last_raw[q, self.shard_of(pos)]),
                         margin_of="cut",
                         raw=raw,
                     )
@@ -276,9 +290,10 @@ class Replay:
             tuple(cands),
             tuple(watched),
             len(self.store.memories) - int(self.visible[q]),
-            int(self.visible[q]) - n_cands,
+            int(self.visible[q]) - int(self.filtered[q]) - n_cands,
             margin,
             decides,
+            int(self.filtered[q]),
         )
 
 
@@ -339,6 +354,41 @@ def _along(a: np.ndarray, order: np.ndarray) -> np.ndarray:
     return np.take_along_axis(a, order, axis=-1)
 
 
+def _candidates(
+    raw: np.ndarray, k: int, pool: Pool, top: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A batch's candidates in candidate order (indices, raw; NaN past the last), and per shard
+    the last candidate's raw and the first non-candidate's (NaN: none). One shard and no filter:
+    the collection's top ``k`` (``top``: ``top_k`` of at least ``k + 1``); else the pool's
+    (``memlab.core.shards.pool_mask``: each shard's top ``k`` of the memories the filter keeps)."""
+    rows = np.arange(len(raw))
+    if top is not None:
+        idx = top[:, :k]
+        craw = raw[rows[:, None], idx]
+        n_valid = np.isfinite(craw).sum(axis=1)
+        last = np.where(n_valid > 0, craw[rows, np.maximum(n_valid - 1, 0)], np.nan)
+        nxt = raw[rows, top[:, k]] if top.shape[1] > k else np.full(len(raw), np.nan)
+        return idx, craw, last[:, None], np.where(np.isfinite(nxt), nxt, np.nan)[:, None]
+    mask = pool_mask(raw, k, pool)
+    order = candidate_order(raw)
+    width = min(k * pool.shards, raw.shape[1])
+    pick = np.argsort(~_along(mask, order), axis=-1, kind="stable")[:, :width]  # candidates first
+    idx = _along(order, pick)
+    craw = np.where(_along(mask, idx), _along(raw, idx), np.nan)
+    shard = np.zeros(raw.shape[1], dtype=np.intp) if pool.shard is None else pool.shard
+    last = np.full((len(raw), pool.shards), np.nan)
+    nxt = np.full((len(raw), pool.shards), np.nan)
+    known = np.isfinite(raw)
+    with np.errstate(invalid="ignore"):
+        for s in range(pool.shards):
+            here = shard == s
+            lo = np.where(mask & here, raw, np.inf).min(axis=1)
+            hi = np.where(~mask & known & here, raw, -np.inf).max(axis=1)
+            last[:, s] = np.where(np.isfinite(lo), lo, np.nan)
+            nxt[:, s] = np.where(np.isfinite(hi), hi, np.nan)
+    return idx, craw, last, nxt
+
+
 FIELDS = ("index", "raw", "bonus", "final", "valid", "injected", "last", "next")
 
 
@@ -374,23 +424,25 @@ def replay(
     times = np.array([naive_utc(q.time) for q in log.queries], dtype="datetime64[s]")
     watch_pos = tuple(dict.fromkeys(index[m] for m in watch))
     n_q, k_max = len(log.queries), max(s.candidates for _, s in runs_specs)
+    pool = problem.pool
     parts: list[dict[str, list[np.ndarray]]] = [{k: [] for k in FIELDS} for _ in runs_specs]
-    visible = np.zeros(n_q, dtype=np.int64)
+    visible, filtered = np.zeros(n_q, dtype=np.int64), np.zeros(n_q, dtype=np.int64)
     watched: list[dict[int, float]] = []
     for start in range(0, n_q, batch):
         stop = min(start + batch, n_q)
         seen = dates[None, :] <= times[start:stop, None]
         raw = np.where(seen, (vecs[start:stop] @ mem.T).astype(np.float64), np.nan)
         visible[start:stop] = seen.sum(axis=1)
+        if pool.allowed is not None:
+            filtered[start:stop] = (seen & ~pool.allowed).sum(axis=1)
         for b, q in enumerate(range(start, stop)):
             logged = log.queries[q].injected or ()
             pos = dict.fromkeys((*watch_pos, *(index[m] for m in logged if m in index)))
             watched.append({p: float(raw[b, p]) for p in pos})
-        top = top_k(raw, k_max + 1)  # candidate order; unknown (not yet written) scores last
-        top_raw = np.take_along_axis(raw, top, axis=-1)
+        raw = narrow(raw, pool)  # the memories the filter leaves out: never ranked
+        top = top_k(raw, k_max + 1) if pool.trivial else None  # candidate order, unknown scores last
         for part, (_, spec) in zip(parts, runs_specs, strict=True):
-            k = spec.candidates
-            idx, craw = top[:, :k], top_raw[:, :k]
+            idx, craw, last, nxt = _candidates(raw, spec.candidates, pool, top)
             valid = np.isfinite(craw)
             ages = np.where(valid, age_days(dates[idx], times[start:stop, None]), np.inf)
             weight = spec.weight(ages)
@@ -398,10 +450,7 @@ def replay(
             bonus = spec.bonus * weight if spec.combine == "add" else final - craw
             order = resort_order(np.where(valid, craw, -np.inf), np.where(valid, final, -np.inf))
             s_final, s_valid = _along(final, order), _along(valid, order)
-            inj = injected(s_final, np.arange(k), spec.threshold, spec.inject) & s_valid
-            n_valid = valid.sum(axis=1)
-            last = np.where(n_valid > 0, craw[np.arange(len(craw)), np.maximum(n_valid - 1, 0)], np.nan)
-            nxt = top_raw[:, k] if top_raw.shape[1] > k else np.full(len(craw), np.nan)
+            inj = injected(s_final, np.arange(idx.shape[1]), spec.threshold, spec.inject) & s_valid
             for key, value in (
                 ("index", _along(idx, order)),
                 ("raw", _along(craw, order)),
@@ -410,15 +459,11 @@ def replay(
                 ("valid", s_valid),
                 ("injected", inj),
                 ("last", last),
-                ("next", np.where(np.isfinite(nxt), nxt, np.nan)),
+                ("next", nxt),
             ):
                 part[key].append(value)
     runs = tuple(
-        SpecRun(
-            label,
-            spec,
-            *(np.concatenate(part[k]) for k in FIELDS),
-        )
+        SpecRun(label, spec, *(np.concatenate(part[k]) for k in FIELDS))
         for part, (label, spec) in zip(parts, runs_specs, strict=True)
     )
-    return Replay(problem, log, runs, visible, tuple(watched), watch_pos, embedded)
+    return Replay(problem, log, runs, visible, filtered, tuple(watched), watch_pos, embedded, pool=pool)

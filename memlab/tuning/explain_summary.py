@@ -123,14 +123,48 @@ def production(replay: Replay, explained: list[QueryExplanation]) -> dict[str, A
     return {"logged": logged, "agree": logged - len(differ), "differ": differ}
 
 
+def shard_changes(replay: Replay, others: dict[int, Replay]) -> list[dict[str, Any]]:
+    """How the current spec's injected sets change with the shard count: per count (``others``:
+    the same log replayed on that many shards), the queries injecting and those whose injected
+    set differs from ``replay``'s (its own count first, changing nothing)."""
+    base = replay.runs[0].injected_sets()
+    ids = replay.store.memory_ids
+    out = [
+        {
+            "shards": replay.pool.shards,
+            "injecting": spec_summary(replay, replay.runs[0])["injecting"],
+            "changed": 0,
+            "queries": [],
+        }
+    ]
+    for n, other in others.items():
+        sets = other.runs[0].injected_sets()
+        moved = [
+            {
+                "query": replay.queries[q].id,
+                "gained": sorted(ids[i] for i in b - a),
+                "lost": sorted(ids[i] for i in a - b),
+            }
+            for q, (a, b) in enumerate(zip(base, sets, strict=True))
+            if a != b
+        ]
+        injecting = spec_summary(other, other.runs[0])["injecting"]
+        out.append({"shards": n, "injecting": injecting, "changed": len(moved), "queries": moved})
+    return out
+
+
 def explain_all(replay: Replay, label: str | None = None) -> list[QueryExplanation]:
     return [replay.explain(q, label) for q in range(len(replay.queries))]
 
 
-def summary(replay: Replay, n_fragile: int = FRAGILE) -> dict[str, Any]:
-    """Every summary of the replay (the module's docstring)."""
+def summary(
+    replay: Replay, n_fragile: int = FRAGILE, shards: dict[int, Replay] | None = None
+) -> dict[str, Any]:
+    """Every summary of the replay (the module's docstring); ``shards``: the log replayed on
+    other shard counts (``shard_changes``)."""
     current = explain_all(replay)
     return {
+        **({"shards": shard_changes(replay, shards)} if shards else {}),
         "specs": {r.label: spec_summary(replay, r) for r in replay.runs},
         "changes": {
             r.label: {"changed": len(c := changes(replay, r.label)), "queries": c} for r in replay.runs[1:]
@@ -141,7 +175,10 @@ def summary(replay: Replay, n_fragile: int = FRAGILE) -> dict[str, Any]:
 
 
 def explain_document(
-    replay: Replay, n_fragile: int = FRAGILE, queries: list[int] | None = None
+    replay: Replay,
+    n_fragile: int = FRAGILE,
+    queries: list[int] | None = None,
+    shards: dict[int, Replay] | None = None,
 ) -> dict[str, Any]:
     """The replay as one JSON-ready dict: the store, the log, the specs, the summaries and every
     query (or those at ``queries``) under every spec."""
@@ -163,7 +200,8 @@ def explain_document(
         "specs": [{"label": r.label, **r.spec.as_dict()} for r in replay.runs],
         "steps": STEPS,
         "margins": MARGINS,
-        "summary": summary(replay, n_fragile),
+        "scope": replay.problem.scope.describe(),
+        "summary": summary(replay, n_fragile, shards),
         "queries": [
             {
                 "id": replay.queries[q].id,

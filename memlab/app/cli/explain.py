@@ -7,12 +7,14 @@ import argparse
 import json
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from memlab.app.cli.options import (
     Command,
     add_family_options,
+    add_group,
     add_output_options,
     add_parameters,
     add_source_options,
@@ -41,8 +43,6 @@ SPEC_TYPES = {
 def against_spec(text: str, current: RetrievalSpec, problem) -> tuple[str, RetrievalSpec]:
     """One ``--against``: a tuned-spec file (held to the problem's model), or FIELD=VALUE changes
     to the current spec; (its label, the spec)."""
-    from dataclasses import replace
-
     from memlab.tuning.tuned import check_tuned, load_tuned
 
     if Path(text).is_file() or text.endswith((".yaml", ".yml")):
@@ -85,6 +85,8 @@ def replay_from(args: argparse.Namespace):
     from memlab.tuning.explain import replay, store_vectors
 
     log = load_log(args.log, args.time_format) if args.log else None  # checked before anything is embedded
+    counts = shard_counts(args.shards)
+    args.shards = counts[0]
     in_qdrant = bool(args.qdrant_path or args.qdrant_url)
     if args.collection and not in_qdrant:
         raise InputError("--collection: name the store holding it with --qdrant-path or --qdrant-url")
@@ -107,15 +109,41 @@ def replay_from(args: argparse.Namespace):
             file=sys.stderr,
         )
     specs = _labels([against_spec(t, problem.spec, problem) for t in args.against or []])
-    return problem, replay(problem, log, specs, watch=args.memory or (), memory_vectors=memories)
+    main = replay(problem, log, specs, watch=args.memory or (), memory_vectors=memories)
+    others = {
+        n: replay(problem.with_scope(replace(problem.scope, shards=n)), log, memory_vectors=memories)
+        for n in counts[1:]
+    }
+    return problem, main, others
+
+
+def shard_counts(text: str | int | None) -> list[int]:
+    """``--shards 1,2,4``: the first is the collection's count, the others are compared with it."""
+    from memlab.core.numbers import check_number
+
+    if text is None:
+        return [1]
+    out = []
+    for item in str(text).split(","):
+        try:
+            n = int(item)
+        except ValueError:
+            raise InputError(
+                f"--shards: expected shard counts separated by commas, got {item!r} in {text!r}"
+            ) from None
+        check_number(n, "shards", integer=True, minimum=1, maximum=1024)
+        out.append(n)
+    if len(set(out)) != len(out):
+        raise InputError(f"--shards {text}: a shard count is listed twice")
+    return out
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
     from memlab.tuning.explain_summary import explain_document
 
-    problem, rep = replay_from(args)
+    problem, rep, others = replay_from(args)
     chosen = [rep.query_index(q) for q in args.query] if args.query else None
-    doc = explain_document(rep, args.fragile, chosen)
+    doc = explain_document(rep, args.fragile, chosen, others)
     if args.format == "json":
         emit(json.dumps(json_ready(doc), indent=2, ensure_ascii=False), args.output)
         return 0
@@ -155,6 +183,8 @@ def explain_text(problem, rep, doc: dict[str, Any], detail: list[int]) -> str:
         lines.append(f"spec {r.label}: {spec_line(r.spec).rsplit(' reference=', 1)[0]}")
     if not problem.threshold_given:
         lines.append(f"threshold: {problem.spec.threshold:g}, the default {problem.defaults.basis}")
+    if not problem.scope.trivial:
+        lines.append(f"collection: {problem.scope.describe()}")
     lines += ["", f"{'summary':<30}" + "".join(f"{label:>18}" for label in labels)]
     n = len(rep.queries)
     rows = [
@@ -178,6 +208,16 @@ def explain_text(problem, rep, doc: dict[str, Any], detail: list[int]) -> str:
         lines.append(
             f"changes from current to {label}: {c['changed']} of {n} queries change their injected set"
             + (f" ({shown}{'; …' if c['changed'] > 10 else ''})" if shown else "")
+        )
+    for x in s.get("shards", [])[1:]:
+        shown = "; ".join(
+            f"{c['query']}" + "".join(f" +{m}" for m in c["gained"]) + "".join(f" -{m}" for m in c["lost"])
+            for c in x["queries"][:10]
+        )
+        lines.append(
+            f"shards {s['shards'][0]['shards']} -> {x['shards']} (current spec): "
+            f"{x['changed']} of {n} queries change their injected set, {x['injecting']} inject"
+            + (f" ({shown}{'; …' if x['changed'] > 10 else ''})" if shown else "")
         )
     lines += ["", "fragile decisions (current spec: each query's closest decision, nearest first)"]
     for f in s["fragile"]:
@@ -243,12 +283,14 @@ def query_block(rep, qi: int) -> list[str]:
         out.append(
             f"    + {st['not_candidate']} not among the candidates, "
             f"{st['not_written']} written after the query"
+            + (f", {st['filtered_out']} left out by the filter" if st["filtered_out"] else "")
         )
     return out
 
 
 STEP_WORDS = {
     "not_written": "written after the query",
+    "filtered_out": "left out by the filter",
     "not_candidate": "not a candidate",
     "below_threshold": "below the threshold",
     "past_limit": "past the inject limit",
@@ -271,6 +313,14 @@ def add_explain_arguments(p: argparse.ArgumentParser) -> None:
     add_source_options(p)
     add_spec_options(p)
     add_family_options(p)
+    add_group(
+        p,
+        "collection",
+        lists=["shards"],
+        help_extra={
+            "shards": "explain: a comma list (1,2,4) shows how the injected sets change with the count"
+        },
+    )
     g = p.add_argument_group(
         "the store in Qdrant (with --qdrant-path or --qdrant-url; read as import-qdrant reads it)"
     )

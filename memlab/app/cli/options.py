@@ -33,8 +33,8 @@ class Given(argparse.Action):
         given_set.add(self.dest)
 
 
-class GivenList(Given):
-    """A repeatable option (a parameter of type list): each value appended, and recorded as given."""
+class GivenEach(Given):
+    """A repeatable option (a ``list`` parameter): each value given is appended."""
 
     def __call__(self, parser, namespace, values, option_string=None):
         super().__call__(parser, namespace, [*(getattr(namespace, self.dest, None) or []), values])
@@ -66,7 +66,7 @@ def add_parameters(
         if p.flag is None:
             raise InputError(f"parameter {name!r} has no command-line flag")
         default = defaults.get(name, p.default)
-        default = None if default == "" else default
+        default = None if default in ("", []) else default
         meaning = empties.get(name, p.empty)
         text = p.help + (f"; {extra[name]}" if name in extra else "")
         if default is None and meaning:
@@ -74,17 +74,8 @@ def add_parameters(
         if p.type == "bool":  # a --no-X flag that turns a default-on setting off
             parser.add_argument(p.flag, dest=name, action="store_false", help=text)
             continue
-        if p.type == "list":  # repeatable: --flag A --flag B
-            parser.add_argument(
-                p.flag,
-                dest=name,
-                default=None,
-                action=GivenList,
-                help=(text + " (repeatable)").replace("%", "%%"),
-            )
-            continue
         choices = None if p.choices is None or name in lists else list(p.choices())
-        kind = str if name in lists else TYPES.get(p.type, str)
+        kind = str if name in lists or p.type == "list" else TYPES.get(p.type, str)
         shown = f" (default: {default})" if default is not None else ""
         if name in lists and p.choices is not None:
             text = f"comma list of: {', '.join(p.choices())}; {text}"
@@ -94,7 +85,7 @@ def add_parameters(
             type=kind,
             default=default,
             choices=choices,
-            action=Given,
+            action=GivenEach if p.type == "list" else Given,
             help=(text + shown).replace("%", "%%"),
         )
 
@@ -152,6 +143,24 @@ def add_spec_options(p: argparse.ArgumentParser, spec_file: bool = True) -> None
     ``--spec``, a tuned-spec file); ``--threshold`` defaults to the one that follows the scores
     (the model's)."""
     add_group(p, "spec", omit=() if spec_file else ("spec_file",))
+
+
+def add_collection_options(p: argparse.ArgumentParser) -> None:
+    """``--filter key=value`` (repeatable), ``--shards N``, ``--shard-key FIELD``: which memories
+    a query sees and how the collection splits them (``memlab.qdrant.sharding.Scope``)."""
+    add_group(p, "collection")
+
+
+def scope_from(args: argparse.Namespace, dataset):
+    """The ``Scope`` the collection options give, the filter's values typed by the dataset."""
+    from memlab.datasets.payload import parse_filters
+    from memlab.qdrant.sharding import Scope
+
+    return Scope(
+        parse_filters(getattr(args, "filters", None) or [], dataset.memories),
+        1 if getattr(args, "shards", None) is None else args.shards,
+        getattr(args, "shard_key", None) or None,
+    )
 
 
 def add_family_options(p: argparse.ArgumentParser, many: bool = False) -> None:
@@ -222,7 +231,12 @@ def problem_from(args: argparse.Namespace, dataset=None, used_elsewhere: tuple[s
     from memlab.scores.problem import build_problem
 
     dataset = load_dataset(args.dataset) if dataset is None else dataset
-    problem = build_problem(dataset, options_from(args, used_elsewhere), **{**spec_fields(args), **fields})
+    problem = build_problem(
+        dataset,
+        options_from(args, used_elsewhere),
+        scope=scope_from(args, dataset),
+        **{**spec_fields(args), **fields},
+    )
     check_spec_file(args, problem)
     return problem
 

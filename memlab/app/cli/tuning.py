@@ -9,6 +9,7 @@ import warnings
 
 from memlab.app.cli.options import (
     Command,
+    add_collection_options,
     add_family_options,
     add_output_options,
     add_parameters,
@@ -17,6 +18,7 @@ from memlab.app.cli.options import (
     emit,
     fmt,
     problem_from,
+    scope_from,
     spec_line,
 )
 from memlab.core.errors import InputError, MemlabWarning
@@ -37,6 +39,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     lines = [
         f"source: {ev.source} ({model}), lang={ev.lang}, dataset={dataset.name}",
         f"spec: {spec_line(ev.spec)}",
+        *([f"collection: {problem.scope.describe()}"] if not problem.scope.trivial else []),
     ]
     if not problem.threshold_given:
         lines.append(f"threshold: {ev.spec.threshold:g}, the default {problem.defaults.basis}")
@@ -114,7 +117,7 @@ def cmd_table(args: argparse.Namespace) -> int:
             MemlabWarning,
             stacklevel=1,
         )
-    table = candidate_table(dataset, scores, pairs, base, rule=args.select, lang=args.lang)
+    table = candidate_table(dataset, scores, pairs, base, rule=args.select, lang=args.lang, pool=problem.pool)
     if args.format == "json":
         rows = [
             {
@@ -187,6 +190,7 @@ def schema_from(args: argparse.Namespace, dataset):
 
 
 def cmd_spec(args: argparse.Namespace) -> int:
+    from memlab.datasets.payload import field_type, filter_text
     from memlab.datasets.schema import parse_datetime
     from memlab.qdrant.query import python_snippet, setup_text, spec_query_json
 
@@ -198,10 +202,12 @@ def cmd_spec(args: argparse.Namespace) -> int:
             at = parse_datetime(args.at)
         except ValueError as e:
             raise InputError(f"--at: {e}") from None
-    schema = schema_from(args, dataset)
+    schema, scope = schema_from(args, dataset), scope_from(args, dataset)
+    conditions = scope.conditions()
     if args.format == "setup":  # the collection's indexes: nothing of the spec
         collection = args.collection or (dataset.qdrant or {}).get("collection") or "NAME"
-        emit(setup_text(schema, collection), args.output)
+        fields = {k: field_type(dataset.memories, k) or "keyword" for k, _ in scope.filters}
+        emit(setup_text(schema, collection, fields), args.output)
         return 0
     # the problem settles the whole spec (a threshold not given follows the scores) and the model:
     # the question is embedded with the model the dataset's vectors came from
@@ -216,13 +222,14 @@ def cmd_spec(args: argparse.Namespace) -> int:
         )
         if holes:
             print(f"placeholders to fill: {'; '.join(holes)}", file=sys.stderr)
-        emit(spec_query_json(spec, vector, schema, at, exact=args.exact), args.output)
+        emit(spec_query_json(spec, vector, schema, at, exact=args.exact, conditions=conditions), args.output)
     elif args.format == "python":
-        emit(python_snippet(spec, schema, at, exact=args.exact), args.output)
+        emit(python_snippet(spec, schema, at, exact=args.exact, conditions=conditions), args.output)
     elif args.format == "json":
-        emit(json.dumps(spec.as_dict(), indent=2), args.output)
+        extra = {"filter": {"must": conditions}} if conditions else {}
+        emit(json.dumps({**spec.as_dict(), **extra}, indent=2), args.output)
     else:
-        emit(spec_line(spec), args.output)
+        emit(spec_line(spec) + (f"; filter {filter_text(scope.filters)}" if conditions else ""), args.output)
     return 0
 
 
@@ -233,12 +240,14 @@ def add_evaluate_arguments(p: argparse.ArgumentParser) -> None:
     add_source_options(p)
     add_spec_options(p)
     add_family_options(p)
+    add_collection_options(p)
     add_output_options(p, ["table", "json"])
 
 
 def add_table_arguments(p: argparse.ArgumentParser) -> None:
     add_source_options(p)
     add_spec_options(p, spec_file=False)  # it compares (bonus, tau) pairs, not one tuned spec
+    add_collection_options(p)
     # the seed's rule: its table adopts the smallest bonus that satisfies every criterion
     add_parameters(p, ["select"], defaults={"select": "smallest-bonus"})
     p.add_argument(
@@ -264,6 +273,7 @@ def add_prompt_arguments(p: argparse.ArgumentParser) -> None:
     add_source_options(p)
     add_spec_options(p)
     add_family_options(p)
+    add_collection_options(p)
     add_output_options(p, ["text", "messages"])
 
 
@@ -273,6 +283,7 @@ def add_spec_arguments(p: argparse.ArgumentParser) -> None:
     add_source_options(p)
     add_spec_options(p)
     add_family_options(p)
+    add_collection_options(p)
     p.add_argument(
         "--question",
         default=None,
