@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memlab.app.answer_parameters import ANSWER_PARAMETERS
+from memlab.app.explain_parameters import EXPLAIN_PARAMETERS
 from memlab.core.errors import InputError
 from memlab.core.spec import COMBINES, DECAYS, SPEC_BOUNDS, RetrievalSpec
 
@@ -365,26 +366,6 @@ PARAMETERS: tuple[Parameter, ...] = (
         group="spec",
         empty="no file: the spec values and their defaults",
     ),
-    # explain: a query log replayed
-    Parameter(
-        "log",
-        "str",
-        "",
-        "explain: the query log to replay (JSON lines: each query's text or vector, its time, optionally "
-        "its id and the memory ids production injected; docs/explain.md)",
-        "--log",
-        group="explain",
-        empty="the dataset's own questions, asked at their dates, as the log",
-    ),
-    Parameter(
-        "against",
-        "list",
-        [],
-        "explain: candidate specs to compare with the current one, each a tuned-spec file (memlab sweep "
-        "--save) or changes to the current spec as FIELD=VALUE,... (threshold=0.86,tau_days=30)",
-        "--against",
-        group="explain",
-    ),
     # studies
     Parameter(
         "n_range",
@@ -515,8 +496,7 @@ PARAMETERS: tuple[Parameter, ...] = (
         "benchmark: observation|turn (LoCoMo) or session|turn; empty: default",
         group="benchmark",
     ),
-    # answers: the chat model, the conditions, the judge (memlab.app.answer_parameters)
-    *(Parameter(**fields) for fields in ANSWER_PARAMETERS),
+    *(Parameter(**fields) for fields in (*ANSWER_PARAMETERS, *EXPLAIN_PARAMETERS)),
     Parameter(
         "out_dir", "str", "results/notebook", "folder for this notebook's tables and figures", group="output"
     ),
