@@ -71,6 +71,7 @@ lint: $(VENV)/.installed-dev  ## ruff check and format check
 
 bench: $(VENV)/.installed  ## run the timing scripts in bench/ (timings printed, not asserted)
 	$(BIN)/python bench/bench_evaluate.py
+	$(BIN)/python bench/bench_explain.py
 	$(BIN)/python bench/bench_sweep.py
 	$(BIN)/python bench/bench_sweep_memory.py
 	$(BIN)/python bench/bench_embed_batching.py

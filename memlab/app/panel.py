@@ -235,6 +235,22 @@ class TuningPanel:
         """The dataset, its scores and the panel's spec, as every command sees them."""
         return RetrievalProblem.of(self.dataset, self.scores(), self.spec, self.options())
 
+    def logged_query(self, log: str, query: str, against: tuple[str, ...] = ()):
+        """One query of a query log (``memlab explain``'s JSONL) replayed on the panel's store
+        under its spec (and ``against``: tuned-spec files): (its explanation, the figure of its
+        candidates with the step that decided each and the threshold)."""
+        from memlab.datasets.querylog import load_log
+        from memlab.output.figures import candidate_bars, candidate_frame
+        from memlab.tuning.explain import replay
+        from memlab.tuning.tuned import load_tuned
+
+        specs = [(name, load_tuned(name).spec) for name in against]
+        rep = replay(self.problem(), load_log(log), specs)
+        e = rep.explain(query)
+        text = e.query.text or "(a logged vector)"
+        title = f"{html.escape(text[:60])} ({e.query.id}) · threshold {self.spec.threshold:g}"
+        return e, candidate_bars(candidate_frame(e, self.dataset, self.lang), self.spec.threshold, title)
+
     def _follow_threshold(self) -> None:
         """A threshold not given is the one that follows these scores (the model's)."""
         if self.threshold_follows:

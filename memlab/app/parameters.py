@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memlab.app.answer_parameters import ANSWER_PARAMETERS
+from memlab.app.explain_parameters import EXPLAIN_PARAMETERS
 from memlab.core.errors import InputError
 from memlab.core.spec import COMBINES, DECAYS, SPEC_BOUNDS, RetrievalSpec
 
@@ -495,8 +496,7 @@ PARAMETERS: tuple[Parameter, ...] = (
         "benchmark: observation|turn (LoCoMo) or session|turn; empty: default",
         group="benchmark",
     ),
-    # answers: the chat model, the conditions, the judge (memlab.app.answer_parameters)
-    *(Parameter(**fields) for fields in ANSWER_PARAMETERS),
+    *(Parameter(**fields) for fields in (*ANSWER_PARAMETERS, *EXPLAIN_PARAMETERS)),
     Parameter(
         "out_dir", "str", "results/notebook", "folder for this notebook's tables and figures", group="output"
     ),

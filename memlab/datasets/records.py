@@ -31,6 +31,32 @@ def parse_datetime(value: Any) -> datetime:
     return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
 
 
+# how an instant is written: iso (RFC 3339 strings), epoch-s or epoch-ms (numbers); "auto": iso for
+# strings, epoch-s for numbers (what import-qdrant reads a collection's dates with, and a query log)
+DATE_FORMATS = {"auto": None, "iso": None, "epoch-s": 1.0, "epoch-ms": 1000.0}
+EPOCH_MS_LIKELY = 1e11  # seconds since 1970 beyond year 5138: surely milliseconds
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def parse_instant(value: Any, date_format: str = "auto", flag: str = "--date-format") -> datetime:
+    """An instant as a collection or a log stores it (``DATE_FORMATS``): an ISO string (read by
+    ``parse_datetime``), or a number of epoch seconds or milliseconds; ``auto`` refuses a number
+    that can only be milliseconds, naming the option (``flag``) that says so."""
+    if date_format == "iso" or (date_format == "auto" and not is_number(value)):
+        return parse_datetime(value)
+    if not is_number(value):
+        raise InputError(f"expected a number ({date_format}), got {value!r}")
+    if date_format == "auto" and abs(value) >= EPOCH_MS_LIKELY:
+        raise InputError(f"{value!r} looks like epoch milliseconds: pass {flag} epoch-ms")
+    try:
+        return datetime.fromtimestamp(float(value) / (DATE_FORMATS[date_format] or 1.0), tz=UTC)
+    except (ValueError, OverflowError, OSError) as e:
+        raise InputError(f"{value!r} is not an instant memlab reads ({e})") from None
+
+
 def jsonl_format_problem(path: Path) -> str | None:
     """One message when a file is not JSON lines at all (a CSV, a JSON array, a missing file with
     a sibling of another format), instead of a cascade of per-line errors."""

@@ -16,9 +16,7 @@ from __future__ import annotations
 import io
 import json
 import math
-from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -28,30 +26,9 @@ from memlab.core.registry import lookup
 from memlab.core.urls import redact
 from memlab.core.vectors import raw_vector_problem
 from memlab.datasets.payload import read_payload
-from memlab.datasets.records import unicode_problem
+from memlab.datasets.records import DATE_FORMATS, is_number, parse_instant, unicode_problem
 from memlab.datasets.schema import DatasetError, parse_datetime
 from memlab.qdrant.client import open_client
-
-# how the date is stored: iso (RFC 3339 strings), epoch-s or epoch-ms (numbers); "auto": iso for
-# strings, epoch-s for numbers
-DATE_FORMATS = {"auto": None, "iso": None, "epoch-s": 1.0, "epoch-ms": 1000.0}
-EPOCH_MS_LIKELY = 1e11  # seconds since 1970 beyond year 5138: surely milliseconds
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _parse_date(value: Any, date_format: str) -> datetime:
-    from datetime import UTC
-
-    if date_format == "iso" or (date_format == "auto" and not _is_number(value)):
-        return parse_datetime(value)
-    if not _is_number(value):
-        raise InputError(f"expected a number ({date_format}), got {value!r}")
-    if date_format == "auto" and abs(value) >= EPOCH_MS_LIKELY:
-        raise InputError(f"{value!r} looks like epoch milliseconds: pass --date-format epoch-ms")
-    return datetime.fromtimestamp(float(value) / (DATE_FORMATS[date_format] or 1.0), tz=UTC)
 
 
 def _local_storage(path: str) -> None:
@@ -148,11 +125,11 @@ def import_qdrant(
             problems.append(f"{where}: point {pid}: {date_field}: missing")
             continue
         try:
-            when = _parse_date(payload[date_field], date_format)
+            when = parse_instant(payload[date_field], date_format)
         except (ValueError, OverflowError, OSError) as e:
             problems.append(f"{where}: point {pid}: {date_field}: {e}")
             continue
-        formats.setdefault("iso" if not _is_number(payload[date_field]) else date_format, []).append(pid)
+        formats.setdefault("iso" if not is_number(payload[date_field]) else date_format, []).append(pid)
         if id_field is not None:
             mid = payload.get(id_field)
             if isinstance(mid, bool) or not isinstance(mid, str | int) or str(mid).strip() == "":

@@ -17,48 +17,13 @@ from memlab.app.cli.options import (
     check_spec_file,
     emit,
     fmt,
+    qdrant_dataset,
     spec_fields,
 )
 from memlab.core.errors import InputError
 from memlab.core.numbers import check_number
-from memlab.datasets.schema import DEFAULT_DATASET, Dataset, Memory, load_dataset, parse_datetime
+from memlab.datasets.schema import DEFAULT_DATASET, load_dataset
 from memlab.output.io import json_ready
-
-
-def qdrant_dataset(args: argparse.Namespace, tmp: Path) -> Dataset:
-    """The collection's stored vectors and payloads (through ``import_qdrant``, nothing re-embedded)
-    as a dataset without questions."""
-    from memlab.importers.qdrant import import_qdrant
-
-    for flag in ("collection", "date_field", "text_field"):
-        if not getattr(args, flag):
-            raise InputError(f"--{flag.replace('_', '-')} is needed with --qdrant-path/--qdrant-url")
-    out = import_qdrant(
-        collection=args.collection,
-        date_field=args.date_field,
-        text_field=args.text_field,
-        out=tmp / "collection",
-        path=args.qdrant_path,
-        url=args.qdrant_url,
-        vector_name=args.vector_name,
-        model=args.model,
-        progress=sys.stderr.isatty(),
-    )
-    meta = json.loads((out / "dataset.json").read_text(encoding="utf-8"))
-    rows = [json.loads(line) for line in (out / "memories.jsonl").read_text(encoding="utf-8").splitlines()]
-    memories = tuple(
-        Memory(r["id"], parse_datetime(r["date"]), {meta["language"]: r["text"]}, "", "imported")
-        for r in rows
-    )
-    return Dataset(
-        meta["name"],
-        parse_datetime(meta["reference_date"]),
-        (meta["language"],),
-        memories,
-        (),
-        path=out,
-        vectors=meta["vectors"],
-    )
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:

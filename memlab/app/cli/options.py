@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from memlab.app.parameters import GROUPS, TYPES, parameter
 from memlab.core.errors import InputError
 from memlab.core.files import atomic_write_text
 from memlab.core.spec import COMBINES, DECAYS, RetrievalSpec
-from memlab.datasets.schema import load_dataset
+from memlab.datasets.schema import Dataset, Memory, load_dataset, parse_datetime
 
 DEFAULTS = RetrievalSpec()
 
@@ -287,6 +289,45 @@ def check_spec_file(args: argparse.Namespace, problem) -> None:
         from memlab.tuning.tuned import check_tuned
 
         check_tuned(tuned, problem)
+
+
+def qdrant_dataset(args: argparse.Namespace, tmp: Path) -> Dataset:
+    """The collection's stored vectors and payloads (through ``import_qdrant``, nothing re-embedded)
+    as a dataset without questions: the store ``memlab calibrate`` and ``memlab explain`` read from
+    ``--qdrant-path``/``--qdrant-url`` with ``--collection`` and the collection's field names."""
+    from memlab.importers.qdrant import import_qdrant
+
+    for flag in ("collection", "date_field", "text_field"):
+        if not getattr(args, flag):
+            raise InputError(f"--{flag.replace('_', '-')} is needed with --qdrant-path/--qdrant-url")
+    out = import_qdrant(
+        collection=args.collection,
+        date_field=args.date_field,
+        text_field=args.text_field,
+        out=tmp / "collection",
+        path=args.qdrant_path,
+        url=args.qdrant_url,
+        vector_name=args.vector_name,
+        id_field=getattr(args, "id_field", None),
+        date_format=getattr(args, "date_format", None) or "auto",
+        model=args.model,
+        progress=sys.stderr.isatty(),
+    )
+    meta = json.loads((out / "dataset.json").read_text(encoding="utf-8"))
+    rows = [json.loads(line) for line in (out / "memories.jsonl").read_text(encoding="utf-8").splitlines()]
+    memories = tuple(
+        Memory(r["id"], parse_datetime(r["date"]), {meta["language"]: r["text"]}, "", "imported")
+        for r in rows
+    )
+    return Dataset(
+        meta["name"],
+        parse_datetime(meta["reference_date"]),
+        (meta["language"],),
+        memories,
+        (),
+        path=out,
+        vectors=meta["vectors"],
+    )
 
 
 def add_output_options(p: argparse.ArgumentParser, formats: Sequence[str]) -> None:

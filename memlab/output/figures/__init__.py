@@ -6,6 +6,7 @@ they never show it.
 
 from memlab.output.figures.answers import rate_bars, replies_table, turn_time_bars
 from memlab.output.figures.drift import DRIFT_METRICS, SYSTEM_SYMBOLS, budget_curves, difference_curves
+from memlab.output.figures.explain import candidate_bars, candidate_frame
 from memlab.output.figures.export import (
     export_figure,
     export_static_batch,
@@ -67,6 +68,8 @@ __all__ = [
     "TEXT_FORMATS",
     "bonus_curve",
     "budget_curves",
+    "candidate_bars",
+    "candidate_frame",
     "days",
     "difference_curves",
     "export_figure",
