@@ -422,3 +422,29 @@ def test_09_answers_without_a_chat_endpoint_says_so_and_stops(tmp_path):
     executed = nbformat.read(tmp_path / "09_answers.ipynb", as_version=4)
     text = "".join(o.get("text", "") for c in executed.cells for o in c.get("outputs", []))
     assert "chat_url is empty: nothing to do" in text
+
+
+@pytest.mark.notebook
+@pytest.mark.model
+def test_10_explain_tables_equal_memlab_explain_on_the_same_log(tmp_path, capsys):
+    """Notebook 10 on seed16 (its questions as the log, two candidate specs) writes the summary,
+    the changed queries and the fragile decisions that `memlab explain --format json` prints."""
+    from memlab.app.cli import main
+
+    against = ["bonus=0", "tau_days=30"]
+    out = execute("10_explain", tmp_path, against=against)
+    assert main(["explain", "--format", "json", *(f"--against={a}" for a in against)]) == 0
+    doc = json.loads(capsys.readouterr().out)["summary"]
+    summary = {r["spec"]: r for r in records(out / "tables" / "explain_summary.json")}
+    assert list(summary) == ["current", *against]
+    for label, want in doc["specs"].items():
+        assert {k: v for k, v in summary[label].items() if k != "spec"} == {
+            k: v for k, v in want.items() if k != "queries"
+        }
+    assert summary["current"]["injecting"] + summary["current"]["empty"] == 10  # seed16's questions
+    changed = records(out / "tables" / "explain_changes.json")
+    assert len(changed) == sum(c["changed"] for c in doc["changes"].values())
+    fragile = records(out / "tables" / "explain_fragile.json")
+    assert [r["query"] for r in fragile] == [f["query"] for f in doc["fragile"]]
+    report = json.loads((out / "report.json").read_text())
+    assert [e["name"] for e in report["entries"]][-1] == "explain_fragile_query"

@@ -13,7 +13,6 @@ EXPLAIN_PARAMETERS = (
         "optionally its id and the memory ids production injected; docs/explain.md)",
         "flag": "--log",
         "group": "explain",
-        "notebook": False,
         "empty": "the dataset's own questions, asked at their dates, as the log",
     },
     {
@@ -21,9 +20,9 @@ EXPLAIN_PARAMETERS = (
         "type": "list",
         "default": [],
         "help": "explain: candidate specs to compare with the current one, each a tuned-spec file (memlab "
-        "sweep --save) or changes to the current spec as FIELD=VALUE,... (threshold=0.86,tau_days=30)",
+        "sweep --save) or changes to the current spec written as in docs/explain.md (a field, an "
+        "equals sign and a value, comma-separated)",
         "flag": "--against",
         "group": "explain",
-        "notebook": False,
     },
 )

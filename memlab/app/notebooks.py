@@ -177,6 +177,15 @@ NOTEBOOKS: dict[str, Notebook] = {
             turn_time="The median time of each step of a turn per condition, whisker to the 95th "
             "percentile, seconds on a log axis.",
         ),
+        _nb(
+            "10_explain",
+            "a query log replayed on the store: injections, empty results, what a new spec changes, the "
+            "fragile decisions",
+            (*SCORES, *SPEC, *FAMILY, *TUNED, "log", "against", *OUTPUT),
+            explain_fragile_query="The most fragile query's candidates: raw cosine with the recency bonus "
+            "stacked, coloured by the step that decided each (injected, past the inject limit, below the "
+            "threshold), stale memories hatched, the threshold dashed.",
+        ),
     )
 }
 NOTEBOOK_NAMES: tuple[str, ...] = tuple(NOTEBOOKS)
