@@ -91,7 +91,12 @@ report.table(
     "explain_changes",
     pd.DataFrame(
         [
-            {"spec": label, "query": c["query"], "gained": ", ".join(c["gained"]), "lost": ", ".join(c["lost"])}
+            {
+                "spec": label,
+                "query": c["query"],
+                "gained": ", ".join(c["gained"]),
+                "lost": ", ".join(c["lost"]),
+            }
             for label, ch in found["changes"].items()
             for c in ch["queries"]
         ],
