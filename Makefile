@@ -52,8 +52,8 @@ lab: $(VENV)/.installed  ## open the notebooks in JupyterLab (saving keeps the t
 test: $(VENV)/.installed-chat  ## install the test and chat extras and run the whole test suite
 	$(BIN)/python -m pytest
 
-test-fast: $(VENV)/.installed-test  ## the suite without model, notebook, browser, ranx and chat tests
-	$(BIN)/python -m pytest -m "not model and not notebook and not browser and not ranx and not chat"
+test-fast: $(VENV)/.installed-test  ## the suite without model, notebook, browser, ranx, chat and slow tests
+	$(BIN)/python -m pytest -m "not model and not notebook and not browser and not ranx and not chat and not slow"
 
 test-hostile: $(VENV)/.installed-test  ## the fault-and-hostile-input tier alone (also part of test and test-fast)
 	$(BIN)/python -m pytest -m "hostile and not notebook and not model"

@@ -111,6 +111,7 @@ def unit_rows(rng: np.random.Generator, n: int, dim: int = 8) -> np.ndarray:
     return x / np.linalg.norm(x, axis=1, keepdims=True)
 
 
+@pytest.mark.slow
 def test_calibrate_on_a_synthetic_store():
     rng = np.random.default_rng(1)
     n = 30

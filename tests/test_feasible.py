@@ -149,6 +149,7 @@ def random_cases(draw):
     return dataset, raw, tau, thr, draw(st.integers(1, n_m)), draw(st.integers(1, 3)), family
 
 
+@pytest.mark.slow
 @settings(max_examples=180, deadline=None, derandomize=True)
 @given(random_cases())
 def test_random_regions_match_dense_grid(case):

@@ -159,6 +159,7 @@ def cases(draw):
     return dataset, score_table(dataset, raw), grid
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(cases())
 def test_sweep_equals_reference_on_random_tables(case):
@@ -187,6 +188,7 @@ def vector_cases(draw):
     return rng.normal(size=(n_m, dim)), rng.normal(size=(n_q, dim)), rng.integers(0, 60 * 86400, n_m), grid
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(vector_cases())
 def test_sweep_reference_and_native_qdrant_agree(case):

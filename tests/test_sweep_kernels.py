@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_sweep import cases
@@ -178,6 +179,7 @@ def test_placed_before_is_the_resort_order(final):
     assert order == resort_order(raw, final).tolist()
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(cases())
 def test_a_sweep_through_the_compiled_kernels_equals_one_through_numpys(monkeypatch, case):

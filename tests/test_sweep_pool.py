@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 from helpers import criteria_for
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -25,6 +26,7 @@ def pooled(dataset, raw, grid, criteria, pool, long=False):
     return pd.concat(list(pooled_sweep_chunks(raw, dataset.ages(), labels, grid, criteria, pool, long=long)))
 
 
+@pytest.mark.slow
 @settings(PROPERTY, max_examples=120)
 @given(cases(), st.integers(0, 2**32 - 1), st.integers(1, 3), st.booleans())
 def test_the_pooled_sweep_equals_the_pooled_reference(case, seed, shards, filtered):
