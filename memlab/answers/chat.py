@@ -22,6 +22,7 @@ from typing import Any
 
 from memlab.core.errors import InputError, MemlabError, UnreachableError
 from memlab.core.numbers import check_number
+from memlab.embedding.server import failure_reason, transient
 
 
 class ChatError(MemlabError, RuntimeError):
@@ -131,29 +132,6 @@ def reply_problem(d: Any) -> str | None:
     return None
 
 
-def _transient(exc: BaseException) -> bool:
-    import httpx
-
-    if isinstance(exc, httpx.TransportError):  # no connection, no answer in time, a broken stream
-        return True
-    return isinstance(exc, httpx.HTTPStatusError) and (
-        exc.response.status_code == 429 or exc.response.status_code >= 500
-    )
-
-
-def _reason(exc: BaseException, timeout: float) -> str:
-    import httpx
-
-    if isinstance(exc, httpx.TimeoutException):
-        return f"no answer within {timeout:g} s"
-    if isinstance(exc, httpx.ConnectError):
-        return f"cannot connect: {exc}"
-    if isinstance(exc, httpx.HTTPStatusError):
-        body = " ".join(exc.response.text.split())[:200]
-        return f"HTTP {exc.response.status_code}" + (f": {body}" if body else "")
-    return f"{type(exc).__name__}: {exc}"
-
-
 class ChatClient:
     """Sends chat requests to one endpoint, with retries; ``complete`` returns a ``Reply``."""
 
@@ -186,14 +164,14 @@ class ChatClient:
         retrying = tenacity.Retrying(
             stop=tenacity.stop_after_attempt(cfg.attempts),
             wait=tenacity.wait_exponential(multiplier=cfg.backoff, max=30),
-            retry=tenacity.retry_if_exception(_transient),
+            retry=tenacity.retry_if_exception(transient),
             reraise=True,
         )
         try:
             return retrying(call, *args)
         except httpx.HTTPError as exc:
             attempts = int(retrying.statistics.get("attempt_number", 1))
-            raise ChatUnavailable(self.endpoint, attempts, _reason(exc, cfg.timeout)) from exc
+            raise ChatUnavailable(self.endpoint, attempts, failure_reason(exc, cfg.timeout)) from exc
 
     @property
     def model(self) -> str:

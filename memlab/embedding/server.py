@@ -95,7 +95,9 @@ class ServerConfig:
         return key
 
 
-def _transient(exc: BaseException) -> bool:
+def transient(exc: BaseException) -> bool:
+    """An HTTP failure worth retrying (no connection, no answer in time, 429, 5xx): the embedding
+    server's and the chat endpoint's retry rule."""
     import httpx
 
     if isinstance(exc, httpx.TransportError):  # no connection, no answer in time, a broken reply
@@ -105,7 +107,8 @@ def _transient(exc: BaseException) -> bool:
     )
 
 
-def _reason(exc: BaseException, timeout: float) -> str:
+def failure_reason(exc: BaseException, timeout: float) -> str:
+    """One line on why a request to a server failed (an HTML page named as such)."""
     import httpx
 
     if isinstance(exc, httpx.TimeoutException):
@@ -206,7 +209,7 @@ class ServerClient:
         retrying = tenacity.Retrying(
             stop=tenacity.stop_after_attempt(cfg.attempts),
             wait=tenacity.wait_exponential(multiplier=cfg.backoff, max=30),
-            retry=tenacity.retry_if_exception(_transient),
+            retry=tenacity.retry_if_exception(transient),
             reraise=True,
         )
         body = self.body(texts, role)
@@ -220,7 +223,8 @@ class ServerClient:
             if not isinstance(exc, httpx.HTTPError):
                 raise
             attempts = int(retrying.statistics.get("attempt_number", 1))
-            raise ServerUnavailable(self.endpoint, attempts, redact(_reason(exc, cfg.timeout))) from exc
+            reason = redact(failure_reason(exc, cfg.timeout))
+            raise ServerUnavailable(self.endpoint, attempts, reason) from exc
         return self.vectors(reply, len(texts), first)
 
     def vectors(self, reply: Any, count: int, first: int = 0) -> np.ndarray:
