@@ -77,6 +77,14 @@ def _json(capsys, *extra) -> str:
             "give --shards (Qdrant's default sharding) or --shard-key (one shard per key value), not both",
         ),
         (["--shard-key", "team"], "--shard-key team: no memory has payload field 'team'"),
+        (
+            ["--filter", "user_id=carol"],
+            "--filter user_id=carol: no memory of the 8 meets it (values held: user_id: alice, bob)",
+        ),
+        (
+            ["--filter", "user_id=alice", "--filter", "user_id=bob"],
+            "--filter user_id=alice and user_id=bob: no memory of the 8 meets it (values held: user_id: alice, bob)",
+        ),
     ],
 )
 def test_bad_collection_options_are_one_line(capsys, extra, message):
@@ -253,3 +261,58 @@ def test_qdrants_hash_ring_as_its_sources_state_it():
     assert set(four[three != four].tolist()) == {3}
     counts = np.bincount(four, minlength=4)
     assert counts.min() > 350  # about a quarter each (100 places per shard)
+
+
+def test_a_tenant_field_named_as_the_date_field_is_refused_at_export(tmp_path, capsys):
+    """A payload field "date" beside the date the cut-off reads: the filter and the setup index
+    would both land on the datetime field, so the export refuses it by name."""
+    shutil.copytree(DATA, tmp_path / "ds")
+    rows = [json.loads(line) for line in (tmp_path / "ds" / "memories.jsonl").read_text().splitlines()]
+    for r in rows:
+        r["payload"]["date"] = "2020-01-01"
+    (tmp_path / "ds" / "memories.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for fmt in ("qdrant-json", "setup"):
+        args = ["spec", "--dataset", str(tmp_path / "ds"), "--filter", "date=2020-01-01", "--format", fmt]
+        assert main(args) == 2
+        assert capsys.readouterr().err.strip() == (
+            "memlab: error: --filter date=2020-01-01: 'date' is the collection's date field (--date-field), "
+            "which the exported query reads as such; store the tenant under another payload field"
+        )
+
+
+def test_the_tuned_spec_file_keeps_the_collection_it_was_tuned_for(tmp_path, capsys, monkeypatch):
+    """sweep --save under a filter and two shards records them; spec --spec applies them (and
+    says so) from another folder, the dataset named by its absolute path."""
+    tuned = tmp_path / "tuned.yaml"
+    sweep = ["sweep", "--dataset", str(DATA), "--source", "published", "--threshold", "0.5:0.7:0.1"]
+    assert (
+        main(
+            [
+                *sweep,
+                "--bonus",
+                "0:0.1:0.05",
+                "--tau",
+                "7,30",
+                "--filter",
+                "user_id=alice",
+                "--shards",
+                "2",
+                "--save",
+                str(tuned),
+            ]
+        )
+        == 0
+    )
+    capsys.readouterr()
+    import yaml
+
+    saved = yaml.safe_load(tuned.read_text())
+    assert saved["collection"] == {"filters": ["user_id=alice"], "shards": 2, "shard_key": None}
+    assert saved["dataset"]["reference"] == str(DATA.resolve())
+    monkeypatch.chdir(tmp_path)
+    assert main(["spec", "--spec", str(tuned), "--format", "qdrant-json"]) == 0
+    out, err = capsys.readouterr()
+    assert err.splitlines()[0].endswith("; tuned for the collection as --filter user_id=alice --shards 2")
+    assert {"key": "user_id", "match": {"value": "alice"}} in json.loads(out[out.index("{") :])["prefetch"][
+        "filter"
+    ]["must"]

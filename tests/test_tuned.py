@@ -123,7 +123,7 @@ def test_another_model_is_refused_another_dataset_warned(tmp_path, capsys):
             lambda d: d.update(extra=1),
             "extra:",
             "extra: unknown field (allowed: memlab_tuned_spec, spec, model, source, dataset, languages, "
-            "selection, tuned_at)",
+            "selection, tuned_at, collection)",
         ),
         (lambda d: d.update(languages=[]), "languages:", "languages: expected a list of languages, got []"),
         (

@@ -118,12 +118,26 @@ def parse_filters(texts: Sequence[str], memories: Sequence[Any]) -> tuple[tuple[
             )
         if kind == "integer":
             try:
-                out.append((key, int(value)))
+                number = int(value)
             except ValueError:
                 raise InputError(f"--filter {text}: {key} holds integers, got {value!r}") from None
+            if not -(2**63) <= number < 2**63:
+                raise InputError(f"--filter {text}: {number} is outside Qdrant's 64-bit integers")
+            out.append((key, number))
         else:
             out.append((key, value))
-    return tuple(dict.fromkeys(out))
+    conditions = tuple(dict.fromkeys(out))
+    kept = filter_mask(memories, conditions)
+    if kept is not None and not kept.any():  # an empty store would measure nothing, silently
+        held = {k: sorted({m.payload[k] for m in memories if k in m.payload}, key=str) for k, _ in conditions}
+        shown = "; ".join(
+            f"{k}: {', '.join(map(str, v[:10]))}{', …' if len(v) > 10 else ''}" for k, v in held.items()
+        )
+        raise InputError(
+            f"--filter {filter_text(conditions)}: no memory of the {len(memories)} meets it "
+            f"(values held: {shown})"
+        )
+    return conditions
 
 
 def filter_mask(memories: Sequence[Any], conditions: Sequence[tuple[str, PayloadValue]]) -> np.ndarray | None:

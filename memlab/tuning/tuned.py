@@ -32,7 +32,17 @@ if TYPE_CHECKING:
 
 FORMAT = 1  # the file's format version (key ``memlab_tuned_spec``)
 SPEC_KEYS = ("candidates", "inject", "threshold", "bonus", "tau_days", "decay", "combine")
-TOP_KEYS = ("memlab_tuned_spec", "spec", "model", "source", "dataset", "languages", "selection", "tuned_at")
+TOP_KEYS = (
+    "memlab_tuned_spec",
+    "spec",
+    "model",
+    "source",
+    "dataset",
+    "languages",
+    "selection",
+    "tuned_at",
+    "collection",
+)
 HASHED = ("memories.jsonl", "questions.jsonl")
 HEADER = (
     "# A tuned retrieval spec, written by `memlab sweep --save`. Read by --spec FILE (evaluate, prompt,\n"
@@ -41,11 +51,12 @@ HEADER = (
 
 
 def dataset_reference(dataset: Dataset) -> str:
-    """How a batch file or ``--dataset`` names it: a packaged dataset by name, else its folder."""
+    """How a batch file or ``--dataset`` names it: a packaged dataset by name, else its folder,
+    absolute (a tuned-spec file is read from wherever the user runs the next command)."""
     packaged = dataset.path is not None and dataset.path.parent.name == "packaged"
     if dataset.path is None or (packaged and dataset.path.name in packaged_datasets()):
         return dataset.name
-    return str(dataset.path)
+    return str(Path(dataset.path).resolve())
 
 
 def dataset_hashes(dataset: Dataset) -> dict[str, str] | None:
@@ -73,6 +84,8 @@ class TunedSpec:
     selection: dict[str, Any] = field(default_factory=dict)  # rule, asked, measured values
     tuned_at: str = ""
     path: Path | None = None  # where it was read from
+    # the collection it was tuned for: tenant filter (key=value texts), shards, shard key
+    collection: dict[str, Any] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -91,6 +104,7 @@ class TunedSpec:
             "languages": list(self.languages),
             "selection": self.selection,
             "tuned_at": self.tuned_at,
+            **({"collection": self.collection} if self.collection else {}),
         }
 
 
@@ -118,7 +132,20 @@ def tuned_spec(
         tuple(languages or (problem.lang,)),
         dict(selection or {}),
         (now or datetime.now(UTC)).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+        collection=collection_record(problem.scope),
     )
+
+
+def collection_record(scope) -> dict[str, Any]:
+    """The scope a spec was tuned under, as the command line gives it (empty: one shard, no
+    filter): the filter as key=value texts, the shard count, the shard key."""
+    if scope.trivial:
+        return {}
+    return {
+        "filters": [f"{k}={v}" for k, v in scope.filters],
+        "shards": scope.shards,
+        "shard_key": scope.shard_key,
+    }
 
 
 def save_tuned(path: str | Path, tuned: TunedSpec) -> Path:
@@ -208,6 +235,17 @@ def load_tuned(path: str | Path) -> TunedSpec:
     source = data.get("source")
     if not isinstance(source, str) or not source:
         raise fail("source", f"expected a score source, got {source!r}")
+    collection = data.get("collection") or {}
+    if not isinstance(collection, dict) or set(collection) - {"filters", "shards", "shard_key"}:
+        raise fail("collection", "expected filters (key=value texts), shards and shard_key")
+    filters = collection.get("filters") or []
+    if not isinstance(filters, list) or not all(isinstance(f, str) and "=" in f for f in filters):
+        raise fail("collection", f"filters: expected key=value texts, got {filters!r}")
+    shards = collection.get("shards", 1)
+    if isinstance(shards, bool) or not isinstance(shards, int) or shards < 1:
+        raise fail("collection", f"shards: expected a whole number >= 1, got {shards!r}")
+    if collection.get("shard_key") is not None and not isinstance(collection["shard_key"], str):
+        raise fail("collection", f"shard_key: expected a payload field name, got {collection['shard_key']!r}")
     return TunedSpec(
         checked,
         model,
@@ -217,6 +255,7 @@ def load_tuned(path: str | Path) -> TunedSpec:
         dict(data.get("selection") or {}),
         str(data.get("tuned_at") or ""),
         path,
+        dict(collection),
     )
 
 

@@ -259,6 +259,11 @@ def apply_spec_file(args: argparse.Namespace) -> None:
     for name, value in scored.items():
         if hasattr(args, name) and name not in told:
             setattr(args, name, value)
+    # the collection it was tuned for (tenant filter, shards), where the command takes them
+    scope = {k: v for k, v in tuned.collection.items() if v not in (None, 1, [])}
+    taken = [k for k in scope if hasattr(args, k) and k not in told]
+    for name in taken:
+        setattr(args, name, scope[name])
     fields, notes = merge_spec(
         tuned, {n: getattr(args, n) for n in SPEC_FIELDS if n in told and hasattr(args, n)}
     )
@@ -276,9 +281,20 @@ def apply_spec_file(args: argparse.Namespace) -> None:
         + (f" by {rule}" if rule else "")
         + (f", {tuned.tuned_at}" if tuned.tuned_at else "")
         + f"){joint}"
+        + (f"; tuned for the collection as {collection_flags({k: scope[k] for k in taken})}" if taken else "")
         + (f"; given beside it, overriding the file: {', '.join(notes)}" if notes else ""),
         file=sys.stderr,
     )
+
+
+def collection_flags(scope: dict) -> str:
+    """The collection options of a tuned-spec file's record, as the command line writes them."""
+    flags = [f"--filter {f}" for f in scope.get("filters") or ()]
+    if scope.get("shards"):
+        flags.append(f"--shards {scope['shards']}")
+    if scope.get("shard_key"):
+        flags.append(f"--shard-key {scope['shard_key']}")
+    return " ".join(flags)
 
 
 def check_spec_file(args: argparse.Namespace, problem) -> None:

@@ -204,6 +204,13 @@ def cmd_spec(args: argparse.Namespace) -> int:
         except ValueError as e:
             raise InputError(f"--at: {e}") from None
     schema, scope = schema_from(args, dataset), scope_from(args, dataset)
+    for key, value in scope.filters:  # one field cannot hold both the date and a tenant's keyword
+        if key in (schema.date_field, schema.id_field):
+            role = "date" if key == schema.date_field else "id"
+            raise InputError(
+                f"--filter {key}={value}: {key!r} is the collection's {role} field (--{role}-field), "
+                "which the exported query reads as such; store the tenant under another payload field"
+            )
     conditions = scope.conditions()
     if args.format == "setup":  # the collection's indexes: nothing of the spec
         collection = args.collection or (dataset.qdrant or {}).get("collection") or "NAME"
