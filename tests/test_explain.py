@@ -432,3 +432,25 @@ def test_shards_list_is_checked(hand, capsys):
     assert capsys.readouterr().err.strip() == (
         "memlab: error: --shards: expected shard counts separated by commas, got 'x' in '1,x'"
     )
+
+
+def test_table_lists_the_queries_asked_and_counts_the_rest_once(hand, capsys):
+    """--query a lists a alone (b is left out of the overview; the summaries stay whole), and
+    the memories watched with --memory are not counted again in the "+" line: at the query m3 is
+    the one memory outside the three candidates and m4 is written the day after."""
+    _, _, tmp = hand
+    args = [
+        "explain",
+        "--dataset",
+        str(tmp / "store"),
+        "--log",
+        str(tmp / "log.jsonl"),
+        "--threshold",
+        "0.75",
+    ]
+    assert main([*args, "--candidates", "3", "--inject", "1", "--query", "a", "--memory", "m3"]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split()[0] for line in out.split("\nquery ", 1)[1].split("\n\n", 1)[0].splitlines()[1:]]
+    assert rows == ["a"]
+    assert "    + 0 more not among the candidates, 1 written after the query\n" in out
+    assert "log: " in out and ": 2 queries (" in out

@@ -71,7 +71,7 @@ def _json(capsys, *extra) -> str:
             "--filter team=red: no memory has payload field 'team'; payload fields: user_id",
         ),
         (["--filter", "user_id"], "--filter 'user_id': expected key=value, e.g. user_id=alice"),
-        (["--shards", "0"], "shards: expected an integer in [1, 1024], got 0"),
+        (["--shards", "0"], "--shards: expected an integer in [1, 1024], got 0"),
         (
             ["--shards", "2", "--shard-key", "user_id"],
             "give --shards (Qdrant's default sharding) or --shard-key (one shard per key value), not both",

@@ -92,7 +92,7 @@ class Scope:
     shard_key: str | None = None
 
     def __post_init__(self) -> None:
-        check_number(self.shards, "shards", integer=True, minimum=1, maximum=MAX_SHARDS)
+        check_number(self.shards, "--shards", integer=True, minimum=1, maximum=MAX_SHARDS)
         if self.shard_key is not None and self.shards != 1:
             raise InputError(
                 "give --shards (Qdrant's default sharding) or --shard-key (one shard per key value), not both"

@@ -131,7 +131,7 @@ def shard_counts(text: str | int | None) -> list[int]:
             raise InputError(
                 f"--shards: expected shard counts separated by commas, got {item!r} in {text!r}"
             ) from None
-        check_number(n, "shards", integer=True, minimum=1, maximum=1024)
+        check_number(n, "--shards", integer=True, minimum=1, maximum=1024)
         out.append(n)
     if len(set(out)) != len(out):
         raise InputError(f"--shards {text}: a shard count is listed twice")
@@ -149,8 +149,13 @@ def cmd_explain(args: argparse.Namespace) -> int:
         return 0
     if chosen is None and len(rep.queries) <= DETAIL_ALL:
         chosen = list(range(len(rep.queries)))
-    emit(explain_text(problem, rep, doc, chosen or []), args.output)
+    listed = chosen if args.query else None  # --query: the queries listed (the summaries stay whole)
+    emit(explain_text(problem, rep, doc, chosen or [], listed), args.output)
     return 0
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
 
 
 def _pct(k: int, n: int) -> str:
@@ -168,16 +173,19 @@ def _margin(w: dict[str, Any]) -> str:
     return "" if w["margin"] is None else f"{w['margin']:+.4f} ({w['margin_of']})"
 
 
-def explain_text(problem, rep, doc: dict[str, Any], detail: list[int]) -> str:
-    """The table: the store, the log, the specs, the summaries, one line per query, and the
-    queries in ``detail`` with their candidates and each memory's step and margin."""
+def explain_text(
+    problem, rep, doc: dict[str, Any], detail: list[int], listed: list[int] | None = None
+) -> str:
+    """The table: the store, the log, the specs, the summaries, one line per query (those in
+    ``listed``; None: all), and the queries in ``detail`` with their candidates and each memory's
+    step and margin."""
     s, labels = doc["summary"], rep.labels
     store, log = doc["store"], doc["log"]
     lines = [
         f"store: {store['name']} ({store['memories']} memories; supersession labels: "
         f"{'yes' if store['supersession'] else 'none'}), model {store['model']}",
-        f"log: {log['path']}: {log['queries']} queries ({log['embedded']} texts embedded), "
-        f"{log['logged_injections']} with production's injections",
+        f"log: {log['path']}: {_count(log['queries'], 'query', 'queries')} "
+        f"({log['embedded']} texts embedded), {log['logged_injections']} with production's injections",
     ]
     for r in rep.runs:
         lines.append(f"spec {r.label}: {spec_line(r.spec).rsplit(' reference=', 1)[0]}")
@@ -241,7 +249,8 @@ def explain_text(problem, rep, doc: dict[str, Any], detail: list[int]) -> str:
         )
     lines += ["", f"{'query':<14}{'time':<22}" + "".join(f"{label[:20]:<22}" for label in labels) + "text"]
     ids = rep.store.memory_ids
-    for qi, q in enumerate(rep.queries):
+    for qi in range(len(rep.queries)) if listed is None else listed:
+        q = rep.queries[qi]
         sets = [",".join(ids[i] for i in r.index[qi][r.injected[qi]]) or "-" for r in rep.runs]
         when = q.time.isoformat().replace("+00:00", "Z")
         lines.append(f"{q.id:<14}{when:<22}" + "".join(f"{x[:20]:<22}" for x in sets) + _short(q.text, 50))
@@ -279,9 +288,12 @@ def query_block(rep, qi: int) -> list[str]:
             out.append(
                 f"    {w['memory']:<12}{w['date']:<12}{nums}  {STEP_WORDS[w['step']]:<24}{_margin(w)}{stale}"
             )
-        st = e["steps"]
+        st = dict(e["steps"])
+        for w in e["memories"]:  # the watched ones listed above are not counted again
+            if w["rank"] is None and w["step"] in st:
+                st[w["step"]] -= 1
         out.append(
-            f"    + {st['not_candidate']} not among the candidates, "
+            f"    + {st['not_candidate']} more not among the candidates, "
             f"{st['not_written']} written after the query"
             + (f", {st['filtered_out']} left out by the filter" if st["filtered_out"] else "")
         )
