@@ -316,3 +316,26 @@ def test_the_tuned_spec_file_keeps_the_collection_it_was_tuned_for(tmp_path, cap
     assert {"key": "user_id", "match": {"value": "alice"}} in json.loads(out[out.index("{") :])["prefetch"][
         "filter"
     ]["must"]
+
+
+def test_a_question_carrying_a_tenant_is_kept_by_its_filter_only(tmp_path, capsys):
+    """qa is alice's and qb bob's (their payload); qn carries none and stays under either filter,
+    and declared criteria about the other tenant's question go with it."""
+    shutil.copytree(DATA, tmp_path / "ds")
+    path = tmp_path / "ds" / "questions.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows[0]["payload"], rows[1]["payload"] = {"user_id": "alice"}, {"user_id": "bob"}
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    base = ["evaluate", "--dataset", str(tmp_path / "ds"), "--source", "published", "--threshold", "0.5"]
+    for user, asked in (("alice", ["qa", "qn"]), ("bob", ["qb", "qn"])):
+        assert main([*base, "--format", "json", "--filter", f"user_id={user}"]) == 0
+        assert [q["id"] for q in json.loads(capsys.readouterr().out)["questions"]] == asked
+    assert main([*base, "--format", "json"]) == 0
+    assert [q["id"] for q in json.loads(capsys.readouterr().out)["questions"]] == ["qa", "qb", "qn"]
+    rows[2]["payload"] = {"user_id": ""}
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(DatasetError) as e:
+        load_dataset(tmp_path / "ds")
+    assert str(e.value) == (
+        f"{path}:3: payload: user_id: expected a non-empty string or an integer (a keyword value), got ''"
+    )

@@ -147,5 +147,11 @@ def filter_mask(memories: Sequence[Any], conditions: Sequence[tuple[str, Payload
     return np.array([all(m.payload.get(k) == v for k, v in conditions) for m in memories], dtype=bool)
 
 
+def asked_by(questions: Sequence[Any], conditions: Sequence[tuple[str, PayloadValue]]) -> tuple[Any, ...]:
+    """The questions a tenant filter keeps: those whose payload meets every condition, a field
+    the question does not carry counting as met (a question of no tenant in particular)."""
+    return tuple(q for q in questions if all(q.payload.get(k, v) == v for k, v in conditions))
+
+
 def filter_text(conditions: Sequence[tuple[str, PayloadValue]]) -> str:
     return " and ".join(f"{k}={v}" for k, v in conditions)

@@ -41,7 +41,7 @@ from memlab.datasets.declared import (
     declared_tables,
     declared_vectors,
 )
-from memlab.datasets.payload import PayloadValue, collection_problems, read_collection_fields
+from memlab.datasets.payload import PayloadValue, collection_problems, read_collection_fields, read_payload
 from memlab.datasets.records import JsonRecord, jsonl_format_problem, parse_datetime, read_jsonl
 from memlab.datasets.reply_checks import ReplyChecks, allowed_fields, read_reply_checks
 
@@ -108,6 +108,9 @@ class Question:
     category: str = ""  # the benchmark's own category of the question (LoCoMo's "multi-hop", ...)
     # what a good reply holds: phrases it contains and does not, the reference answer
     replies: ReplyChecks = field(default_factory=ReplyChecks, compare=False)
+    # keyword payload fields of the tenant who asks it (user_id...): a tenant filter keeps the
+    # questions whose payload meets it, and those without the field
+    payload: Mapping[str, PayloadValue] = field(default_factory=dict, compare=False)
 
     def text(self, lang: str) -> str:
         try:
@@ -132,6 +135,9 @@ class Dataset:
     vectors: dict[str, Any] | None = field(default=None, compare=False)  # stored memory vectors
     criteria: tuple[Any, ...] | None = field(default=None, compare=False)  # declared in dataset.json
     tables: DeclaredTables | None = field(default=None, compare=False)  # declared in dataset.json
+    # the questions a tenant filter left out (memlab.datasets.payload.asked_by): files beside the
+    # dataset may still name them
+    questions_left_out: frozenset[str] = field(default=frozenset(), compare=False)
     # the Qdrant collection it was imported from: date_field, date_format, vector_name, id_field, ...
     qdrant: dict[str, Any] | None = field(default=None, compare=False)
     # the public benchmark it was imported from: {"name": "locomo", "granularity": "turn", ...}
@@ -321,6 +327,7 @@ _QUESTION_FIELDS = {
     "note",
     "haystack",
     "category",
+    "payload",
 }
 LEGACY_FIELDS = frozenset({"source"})  # provenance, as it was called before 0.2
 
@@ -550,6 +557,9 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
             elif outside:
                 r.problem("haystack", f"{outside[0]!r} is labelled for it but outside its haystack")
         replies = read_reply_checks(r, fields)
+        question_payload, bad_payload = read_payload(obj.get("payload"))
+        if bad_payload is not None:
+            r.problem("payload", bad_payload)
         if qid is not None and kind and len(texts) == len(languages) and provenance:
             questions.append(
                 Question(
@@ -566,6 +576,7 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
                     haystack,
                     category,
                     replies=replies,
+                    payload=question_payload,
                 )
             )
 

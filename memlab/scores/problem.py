@@ -223,7 +223,22 @@ def build_problem(
     lookup(SOURCES, options.source, "score source")
     given = {k: v for k, v in fields.items() if v is not None}
     threshold_given = "threshold" in given or spec is not None
-    problem = RetrievalProblem(dataset, spec or RetrievalSpec(), options, threshold_given, scope or Scope())
+    scope = scope or Scope()
+    if scope.filters:  # the tenant's own questions: another tenant's ask about memories it cannot see
+        from memlab.datasets.payload import asked_by, filter_text
+
+        kept = asked_by(dataset.questions, scope.filters)
+        if not kept:
+            raise InputError(
+                f"--filter {filter_text(scope.filters)}: no question of {dataset.name} is asked by it"
+            )
+        if len(kept) < len(dataset.questions):
+            ids = {q.id for q in kept}
+            declared = dataset.criteria  # those about another tenant's question go with it
+            criteria = None if declared is None else tuple(c for c in declared if c.question in (None, *ids))
+            left_out = frozenset(q.id for q in dataset.questions) - ids
+            dataset = replace(dataset, questions=kept, criteria=criteria, questions_left_out=left_out)
+    problem = RetrievalProblem(dataset, spec or RetrievalSpec(), options, threshold_given, scope)
     _ = problem.pool  # a filter naming no field fails here, before anything is scored
     if not threshold_given:
         known = known_defaults(dataset, options)

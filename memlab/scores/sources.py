@@ -89,6 +89,8 @@ def load_published(dataset: Dataset) -> list[PublishedScore]:
         r = JsonRecord("published_scores.jsonl", lineno, obj, problems)
         r.unknown_fields(_PUBLISHED_FIELDS)
         q, m = r.text("question"), r.text("memory")
+        if q in dataset.questions_left_out:  # another tenant's question, left out by the filter
+            continue
         if q is not None and q not in dataset.question_index:
             r.problem("question", f"unknown question id {q!r}")
             q = None
