@@ -94,7 +94,9 @@ valid record (`memlab validate` accepts the folder as written).
 - `id`: unique; `date`: when it was written (YYYY-MM-DD or ISO 8601);
 - `text`: the memory as stored, starting with its date unless `date_prefix` is false;
 - optional: `topic`, `supersedes` (the id of the memory this one replaces: m2 replaces m1
-  above), `type`, `pinned` (true or false), `provenance` (user by default), `note`.
+  above), `type`, `pinned` (true or false), `provenance` (user by default), `note`,
+  `payload` (keyword fields such as `{{"user_id": "alice"}}`, for `--filter user_id=alice`),
+  `point_id` (its id in your Qdrant collection).
 
 ## questions.jsonl: one question a line
 
@@ -106,7 +108,8 @@ valid record (`memlab validate` accepts the folder as written).
   `stale`: older ones that must not be;
 - optional: `date` (when it is asked: ages count from it, and memories written after it cannot
   be retrieved for it), `time_range` (`{{"start": day, "end": day}}`, inclusive: the days a time
-  question asks about, as your application's tool call would pass them), `provenance`, `note`.
+  question asks about, as your application's tool call would pass them), `provenance`, `note`,
+  `payload` (the tenant who asks it: a filter asks only its own questions).
 """
 
 
