@@ -43,7 +43,7 @@ fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg 
 # %%
 from memlab import load_dataset
 from memlab.app.panel import TuningPanel
-from memlab.datasets.schema import packaged_datasets, user_datasets
+from memlab.datasets.locations import packaged_datasets, user_datasets
 from memlab.embedding.server import server_config
 from memlab.output import tables
 from memlab.output.report import Report

@@ -266,7 +266,7 @@ def absolute_datasets(params: dict[str, Any], base: Path | None = None, where: s
     """Dataset folders (and the benchmark file) made absolute (the notebooks run in the notebooks
     folder): a relative one resolves against ``base`` (the batch file's folder, or where memlab
     runs for ``-p``). A bare
-    name is a packaged dataset or one under data/ (``memlab.datasets.schema.dataset_dir``); a path
+    name is a packaged dataset or one under data/ (``memlab.datasets.locations.dataset_dir``); a path
     that is no folder is an error that shows where it was looked for."""
     from memlab.datasets.schema import dataset_dir
 
@@ -293,7 +293,7 @@ def absolute_datasets(params: dict[str, Any], base: Path | None = None, where: s
 
 
 def is_packaged(name: str) -> bool:
-    from memlab.datasets.schema import packaged_datasets
+    from memlab.datasets.locations import packaged_datasets
 
     return name in packaged_datasets()
 

@@ -24,7 +24,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from functools import cached_property
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +40,7 @@ from memlab.datasets.declared import (
     declared_tables,
     declared_vectors,
 )
+from memlab.datasets.locations import DEFAULT_DATASET, dataset_dir
 from memlab.datasets.payload import PayloadValue, collection_problems, read_collection_fields, read_payload
 from memlab.datasets.records import JsonRecord, jsonl_format_problem, parse_datetime, read_jsonl
 from memlab.datasets.reply_checks import ReplyChecks, allowed_fields, read_reply_checks
@@ -48,7 +48,6 @@ from memlab.datasets.reply_checks import ReplyChecks, allowed_fields, read_reply
 # where a memory or question comes from (the field "provenance"; "source", its name before 0.2, is
 # still read)
 PROVENANCES = ("seed", "reconstructed", "imported", "synthetic", "user")
-DEFAULT_DATASET = "seed16"
 
 
 class DatasetError(InputError):
@@ -219,54 +218,6 @@ class Dataset:
 def naive_utc(when: datetime) -> datetime:
     """The same instant as a naive UTC datetime (numpy's datetime64 has no time zones)."""
     return when.astimezone(UTC).replace(tzinfo=None) if when.tzinfo else when
-
-
-def packaged_datasets() -> list[str]:
-    """Names of the datasets shipped inside the package."""
-    root = resources.files("memlab.datasets") / "packaged"
-    return sorted(d.name for d in root.iterdir() if d.is_dir())
-
-
-def user_data_dirs() -> list[Path]:
-    """Where ``--dataset NAME`` looks after the packaged datasets: ``$MEMLAB_DATA_DIR`` if set,
-    else ``./data`` and, for notebooks that run in ``notebooks/``, ``../data``."""
-    import os
-
-    if os.environ.get("MEMLAB_DATA_DIR"):
-        return [Path(os.environ["MEMLAB_DATA_DIR"]).expanduser()]
-    return [Path.cwd() / "data", Path.cwd().parent / "data"]
-
-
-def user_datasets() -> list[Path]:
-    """Dataset folders under the user data folders (any folder holding a dataset.json)."""
-    found: dict[str, Path] = {}
-    for root in user_data_dirs():
-        if root.is_dir():
-            for d in sorted(root.iterdir()):
-                if (d / "dataset.json").is_file() and d.name not in found:
-                    found[d.name] = d.resolve()
-    return list(found.values())
-
-
-def dataset_dir(name_or_path: str | Path = DEFAULT_DATASET) -> Path:
-    """A dataset folder: a packaged dataset by name (``seed16``), else ``data/NAME``, else a path."""
-    text = str(name_or_path)
-    is_name = bool(text) and "/" not in text and "\\" not in text and text not in (".", "..")
-    if is_name:
-        packaged = resources.files("memlab.datasets") / "packaged" / text
-        if packaged.is_dir():
-            return Path(str(packaged))
-        for root in user_data_dirs():
-            if (root / text).is_dir():
-                return (root / text).resolve()
-    p = Path(name_or_path).expanduser()
-    if p.is_dir():
-        return p
-    looked = ", ".join(str(r) for r in user_data_dirs())
-    raise MissingFileError(
-        f"no dataset {text!r}: not a packaged dataset (packaged: {', '.join(packaged_datasets())}), "
-        f"not under {looked}, and not a folder ({p.resolve()})"
-    )
 
 
 def _check_time_question(r, fields, time_range, current_date, current, asked) -> None:

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 from memlab.core.errors import InputError, MemlabWarning
 from memlab.core.files import atomic_write_text
 from memlab.core.spec import RetrievalSpec
-from memlab.datasets.schema import Dataset, packaged_datasets
+from memlab.datasets.locations import packaged_datasets
+from memlab.datasets.schema import Dataset
 
 if TYPE_CHECKING:
     from memlab.embedding.embedder import ModelIdentity

@@ -181,7 +181,7 @@ def dataset_names() -> list[tuple[str, str]]:
     """(where, name) for every dataset ``--dataset`` finds: a packaged one by its name, one under
     a data folder by its folder's name, or by its path where a packaged dataset (or an earlier
     data folder) already holds that name. Each name opens the dataset it is listed for."""
-    from memlab.datasets.schema import dataset_dir, packaged_datasets, user_datasets
+    from memlab.datasets.locations import dataset_dir, packaged_datasets, user_datasets
 
     rows = [("packaged", name) for name in packaged_datasets()]
     for d in user_datasets():
