@@ -454,3 +454,12 @@ def test_table_lists_the_queries_asked_and_counts_the_rest_once(hand, capsys):
     assert rows == ["a"]
     assert "    + 0 more not among the candidates, 1 written after the query\n" in out
     assert "log: " in out and ": 2 queries (" in out
+
+
+def test_an_against_value_the_spec_refuses_names_the_option(hand, capsys):
+    _, _, tmp = hand
+    args = ["explain", "--dataset", str(tmp / "store"), "--log", str(tmp / "log.jsonl"), "--against", "tau=0"]
+    assert main(args) == 2
+    assert capsys.readouterr().err.strip() == (
+        "memlab: error: --against tau=0: tau_days: expected a finite number > 0, got 0"
+    )

@@ -339,3 +339,11 @@ def test_a_question_carrying_a_tenant_is_kept_by_its_filter_only(tmp_path, capsy
     assert str(e.value) == (
         f"{path}:3: payload: user_id: expected a non-empty string or an integer (a keyword value), got ''"
     )
+
+
+def test_spec_on_shards_says_the_limit_is_per_shard(capsys):
+    assert main(["spec", "--dataset", str(DATA), "--shards", "2", "--format", "qdrant-json"]) == 0
+    assert capsys.readouterr().err.splitlines()[0] == (
+        "collection: 2 shards (Qdrant's id hashing): the query is the same on every shard; its prefetch "
+        "limit (candidates) applies per shard, as memlab modelled it"
+    )

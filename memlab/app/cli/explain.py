@@ -65,7 +65,10 @@ def against_spec(text: str, current: RetrievalSpec, problem) -> tuple[str, Retri
             raise InputError(
                 f"--against {text}: {name}: {value.strip()!r} is not a {SPEC_TYPES[name].__name__}"
             ) from None
-    return text, replace(current, **changes)
+    try:
+        return text, replace(current, **changes)
+    except InputError as e:  # a value the spec refuses (tau_days=0): say which --against
+        raise InputError(f"--against {text}: {e}") from None
 
 
 def _labels(specs: list[tuple[str, RetrievalSpec]]) -> list[tuple[str, RetrievalSpec]]:

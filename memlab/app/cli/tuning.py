@@ -212,6 +212,12 @@ def cmd_spec(args: argparse.Namespace) -> int:
                 "which the exported query reads as such; store the tenant under another payload field"
             )
     conditions = scope.conditions()
+    if scope.shards > 1 or scope.shard_key is not None:
+        print(
+            f"collection: {scope.describe()}: the query is the same on every shard; its prefetch "
+            "limit (candidates) applies per shard, as memlab modelled it",
+            file=sys.stderr,
+        )
     if args.format == "setup":  # the collection's indexes: nothing of the spec
         collection = args.collection or (dataset.qdrant or {}).get("collection") or "NAME"
         fields = {k: field_type(dataset.memories, k) or "keyword" for k, _ in scope.filters}
