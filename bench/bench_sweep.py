@@ -1,10 +1,10 @@
 """The vectorised sweep, side by side with earlier revisions of memlab and against the seed's way
 (one Qdrant query and a Python re-rank per configuration and question), all in one run.
 
-Every revision (this tree, and each ``--against REV``: a315239, the code before the sweep's
-memory was made flat, and by default also ``main-before``, this branch's merge base with main)
-sweeps the same score tables in its own subprocess (a revision is exported from git into a
-temporary folder outside the repository, and the script adapts to its module paths). Per case:
+Every revision (this tree, and each ``--against REV``; by default a315239, the code before the
+sweep's memory was made flat, and 6d6a879, main before issue 24's sweep; REVISIONS) sweeps the
+same score tables in its own subprocess (a revision is exported from git into a temporary folder
+outside the repository, and the script adapts to its module paths). Per case:
 
 - a 10^6-configuration grid (bonus 420 x tau 119 x threshold 21) in memory: wall time (median of
   ``--repeat``), configuration-question evaluations per second, and the ratio to the Qdrant loop;
@@ -145,7 +145,7 @@ def worker(job: dict) -> dict:
 
 REVISIONS = {
     "a315239": "before the sweep's memory was made flat (issue 17)",
-    "1adc626": "main before issue 24",
+    "6d6a879": "main before issue 24 (issues 23, 25, 26 and 28 merged)",
 }
 
 
