@@ -144,16 +144,16 @@ def _answered(f: ChunkFacts) -> dict[str, np.ndarray]:
 def reaching(values: np.ndarray, thresholds: Thresholds) -> np.ndarray:
     """How many of ``values`` (G, n, K, I) reach each threshold: (n, H, K, I), in the grid's
     threshold order; NaN and -inf reach none. One histogram of each value's sorted place
-    (``Thresholds.start``) and a cumulative sum, not a comparison per threshold."""
+    (``Thresholds.start``) and a cumulative sum, not a comparison per threshold. The histogram
+    is laid out sorted place first, so the sum runs over whole (n, K, I) slices at once."""
     _, n, n_k, n_i = values.shape
     n_h = len(thresholds.values)
+    cells = n * n_k * n_i
     start = thresholds.start(values)  # (G, n, K, I): v >= threshold from this sorted place on
-    cell = (
-        np.arange(n)[:, None, None] * (n_h + 1) * n_k * n_i + np.arange(n_k)[:, None] * n_i + np.arange(n_i)
-    )
-    key = cell + start * (n_k * n_i)
-    hist = np.bincount(key.ravel(), minlength=n * (n_h + 1) * n_k * n_i).reshape(n, n_h + 1, n_k, n_i)
-    return thresholds.accumulate(np.add, hist)
+    key = start * cells + np.arange(cells).reshape(n, n_k, n_i)
+    hist = np.bincount(key.ravel(), minlength=(n_h + 1) * cells).reshape(n_h + 1, n, n_k, n_i)
+    counts = np.cumsum(hist[:n_h], axis=0)  # (H, ...) by sorted place, highest threshold first
+    return np.moveaxis(counts[thresholds.place], 0, 1)  # each grid threshold's sorted place
 
 
 METRICS: dict[str, Metric] = {
