@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -103,3 +105,41 @@ def dataset_copy(tmp_path):
         return root
 
     return root, edit
+
+
+# -- a stdlib HTTP server on 127.0.0.1, for the embedding-server tests ---------------------------
+
+
+class Recorder(BaseHTTPRequestHandler):
+    """Answers every POST with ``self.server.reply(body)`` -> (status, payload) and keeps the requests."""
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.server.seen.append({"headers": dict(self.headers), "body": body})
+        status, payload = self.server.reply(body)
+        data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def tiny_server():
+    """Start a stdlib HTTP server with a given reply function; returns its base URL and requests."""
+    servers = []
+
+    def start(reply):
+        httpd = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+        httpd.reply, httpd.seen = reply, []
+        threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+        servers.append(httpd)
+        return f"http://127.0.0.1:{httpd.server_address[1]}/v1", httpd.seen
+
+    yield start
+    for httpd in servers:
+        httpd.shutdown()
+        httpd.server_close()

@@ -53,36 +53,25 @@ class FakeModel:
         return np.asarray([unit(t) for t in texts], dtype=np.float32)
 
 
-class Replies(BaseHTTPRequestHandler):
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.server.seen.append(body)
-        payload = self.server.reply(body["input"])
-        data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+class Bodies:
+    """The request bodies a ``tiny_server`` saw, read when iterated (it records headers too)."""
 
-    def log_message(self, *args):
-        pass
+    def __init__(self, seen: list[dict]):
+        self.seen = seen
+
+    def __iter__(self):
+        return (r["body"] for r in self.seen)
 
 
 @pytest.fixture
-def server():
-    started = []
+def server(tiny_server):
+    """test_server's stdlib server, answering each request's ``input`` with ``reply(texts)``."""
 
     def start(reply):
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), Replies)
-        httpd.reply, httpd.seen = reply, []
-        threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-        started.append(httpd)
-        return f"http://127.0.0.1:{httpd.server_address[1]}/v1", httpd.seen
+        url, seen = tiny_server(lambda body: (200, reply(body["input"])))
+        return url, Bodies(seen)
 
-    yield start
-    for httpd in started:
-        httpd.shutdown()
-        httpd.server_close()
+    return start
 
 
 def embeddings(rows) -> dict:

