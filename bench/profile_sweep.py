@@ -3,7 +3,8 @@
 first on PYTHONPATH (an earlier revision exported with ``git archive`` too, from 1adc626 on: the
 editable install is set aside).
 
-Usage: PYTHONPATH=TREE python bench/profile_sweep.py memory|chunked
+Usage: PYTHONPATH=TREE python bench/profile_sweep.py memory|chunked [CASE] (a case of
+bench/bench_sweep.py: seed16, stale, gauss, lin; seed16 by default)
 """
 
 from __future__ import annotations
@@ -27,14 +28,17 @@ def main() -> None:
     from memlab.scores.problem import ScoreOptions, build_problem
 
     mode = sys.argv[1] if len(sys.argv) > 1 else "memory"
+    case = sys.argv[2] if len(sys.argv) > 2 else "seed16"
+    name, decay, _ = bench.CASES[case]
     m = bench.api()
-    dataset = m.load_dataset("seed16")
+    dataset = m.load_dataset(name)
     criteria = m.dataset_criteria(dataset)
-    problem = build_problem("seed16", ScoreOptions(source="published"))
+    source = "published" if name == "seed16" else "embedded"  # only the seed publishes its scores
+    problem = build_problem(name, ScoreOptions(source=source))
     raw, ages = np.asarray(problem.raw), np.asarray(problem.ages())
     labels = m.Labels.from_dataset(dataset)
-    grid = bench.grid_of(m, 10**6 if mode == "memory" else 10**7, "exp")
-    m.sweep(raw, ages, labels, bench.grid_of(m, 10**6, "exp"), criteria)  # numba's cache, the imports
+    grid = bench.grid_of(m, 10**6 if mode == "memory" else 10**7, decay)
+    m.sweep(raw, ages, labels, bench.grid_of(m, 10**6, decay), criteria)  # numba's cache, the imports
     profile = cProfile.Profile()
     t0 = time.perf_counter()
     profile.enable()
@@ -43,9 +47,11 @@ def main() -> None:
     else:
         m.select_streaming(m.sweep_chunks(raw, ages, labels, grid, criteria), "max-margin")
     profile.disable()
-    print(f"{memlab.__file__}: {mode}, {time.perf_counter() - t0:.2f} s")
+    print(f"{memlab.__file__}: {case}, {mode}, {time.perf_counter() - t0:.2f} s")
     out = io.StringIO()
-    pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(14)
+    pstats.Stats(profile, stream=out).sort_stats(sys.argv[3] if len(sys.argv) > 3 else "tottime").print_stats(
+        20
+    )
     print("\n".join(line for line in out.getvalue().splitlines() if line.strip()))
 
 

@@ -263,6 +263,37 @@ def test_chunks_concatenate_to_the_whole(seed, published):
     pd.testing.assert_frame_equal(joined, whole, check_like=False)
 
 
+def test_chunks_computed_by_threads_equal_the_one_thread_sweep(seed, published):
+    """Chunks computed two and three at a time come out in order and equal, column for column,
+    the sweep computed in the caller's thread, streamed and in memory."""
+    import pandas as pd
+
+    grid = Grid(bonus=tuple(np.linspace(0, 0.1, 11)), tau_days=(3.0, 14.0, 30.0), threshold=(0.44, 0.45))
+    ages = age_days(seed.memory_dates(), seed.reference_date)
+    labels = Labels.from_dataset(seed)
+    one_thread = list(sweep_chunks(published.raw, ages, labels, grid, chunk_rows=5, workers=1))
+    for workers in (2, 3):
+        threaded = list(sweep_chunks(published.raw, ages, labels, grid, chunk_rows=5, workers=workers))
+        assert [p.index[0] for p in threaded] == [p.index[0] for p in one_thread]
+        pd.testing.assert_frame_equal(pd.concat(threaded), pd.concat(one_thread))
+        pd.testing.assert_frame_equal(
+            sweep(published.raw, ages, labels, grid, chunk_rows=5, workers=workers),
+            sweep(published.raw, ages, labels, grid, workers=1),
+        )
+        long = sweep(published.raw, ages, labels, grid, chunk_rows=5, long=True, workers=workers)
+        pd.testing.assert_frame_equal(long, sweep(published.raw, ages, labels, grid, long=True, workers=1))
+
+
+def test_workers_default_to_one_for_small_grids_and_are_checked():
+    from memlab.core.chunks import THREADED_CONFIGS, chunk_workers
+
+    assert chunk_workers(THREADED_CONFIGS - 1) == 1
+    assert chunk_workers(THREADED_CONFIGS) >= 1
+    assert chunk_workers(10, workers=3) == 3
+    with pytest.raises(ValueError, match=r"^workers must be at least 1, got 0$"):
+        chunk_workers(10, workers=0)
+
+
 # -- edge cases with results stated up front --------------------------------------------------
 
 LABELS = Labels(("h", "n"), ("hit", "nohit"), np.array([1, -1]), ((0,), ()))

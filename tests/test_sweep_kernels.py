@@ -98,6 +98,63 @@ def test_compiled_counts_equal_numpys_and_the_plain_count(case):
 
 
 @st.composite
+def tracked_groups(draw):
+    """Pair facts with, per question, some of its tracked memories as its relevant ones and as its
+    stale ones (padded with the empty memory), and which questions are no-hit ones."""
+    case = draw(finals())
+    facts = F.NumpyKernels.pair_facts(*case)
+    tq = case[4]
+    n_q, empty = facts.tops.shape[2], facts.t_final.shape[2] - 1
+    mine = [[li for li in range(len(tq)) if tq[li] == q] for q in range(n_q)]
+    relevant = tuple(tuple(draw(st.lists(st.sampled_from(m), unique=True))) if m else () for m in mine)
+    stale_of = [draw(st.lists(st.sampled_from(m), unique=True)) if m else [] for m in mine]
+    width = max(1, *(len(x) for x in stale_of))
+    stale = np.array([x + [empty] * (width - len(x)) for x in stale_of], dtype=np.int64)
+    current = np.array([draw(st.sampled_from(m)) if m and draw(st.booleans()) else empty for m in mine])
+    nohit = np.array(draw(st.lists(st.booleans(), min_size=n_q, max_size=n_q)))
+    thresholds = F.Thresholds.of(np.array(draw(st.lists(LATTICE, min_size=1, max_size=5))))
+    inject = np.array(draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)))
+    return facts, relevant, stale, current, nohit, thresholds, inject
+
+
+@PROPERTY
+@given(tracked_groups())
+def test_compiled_answered_counts_equal_numpys_and_the_plain_count(case):
+    facts, relevant, _, _, nohit, thresholds, inject = case
+    got = F.CompiledKernels.answered(facts, relevant, nohit, thresholds, inject)
+    equal(got, F.NumpyKernels.answered(facts, relevant, nohit, thresholds, inject))
+    # plainly, configuration by configuration: a memory is injected when its final reaches the
+    # threshold and its place is below inject
+    n, n_k, _ = facts.t_final.shape
+    plain = np.zeros_like(got)
+    for pair, h, k, i in np.ndindex(n, len(thresholds.values), n_k, len(inject)):
+        thr, inj = thresholds.values[h], inject[i]
+
+        def injected_(li, pair=pair, k=k, thr=thr, inj=inj):
+            return bool(facts.t_final[pair, k, li] >= thr and facts.t_rank[pair, k, li] < inj)
+
+        flags = [[injected_(li) for li in r] for r in relevant if r]
+        plain[0, pair, h, k, i] = sum(any(f) for f in flags)
+        plain[1, pair, h, k, i] = sum(all(f) for f in flags)
+        tops = facts.tops[pair, k, :, 0] if facts.tops.shape[-1] else np.full(len(nohit), -np.inf)
+        plain[2, pair, h, k, i] = int(np.sum(nohit & (tops >= thr)))
+    equal(got, plain)
+
+
+@PROPERTY
+@given(tracked_groups())
+def test_compiled_question_facts_equal_numpys(case):
+    facts, _, stale, current, _, _, _ = case
+    want = F.NumpyKernels.question_facts(facts, current, stale)
+    got = F.CompiledKernels.question_facts(facts, current, stale)
+    for a, b in zip(want, got, strict=True):
+        equal(a, b)
+    # the best stale memory is the one placed first: no listed stale memory is placed before it
+    rank = facts.t_rank[:, :, stale].transpose(2, 0, 1, 3)  # (Q, n, K, S)
+    assert (got[4][..., None] <= rank).all()
+
+
+@st.composite
 def summaries(draw):
     n, n_k, n_q = draw(st.integers(1, 3)), draw(st.integers(1, 2)), draw(st.integers(1, 4))
     size = n * n_k * n_q
@@ -205,8 +262,7 @@ def test_the_compiled_kernels_are_only_for_large_sweeps():
 def test_reaching_counts_equal_one_comparison_per_threshold():
     """The answered metric's histogram count, against comparing every value with every threshold,
     for thresholds in ascending, descending and mixed order, with NaN and -inf values."""
-    from memlab.core.sweep_facts import Thresholds
-    from memlab.core.sweep_metrics import reaching
+    from memlab.core.sweep_facts import Thresholds, reaching
 
     rng = np.random.default_rng(0)
     for trial in range(60):

@@ -8,9 +8,13 @@ does not grow with the size of its grid.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import os
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from itertools import product
+from itertools import islice, product
+from typing import TypeVar
 
 from memlab.core.grid import Grid
 
@@ -51,6 +55,50 @@ def first_row(grid: Grid, chunk: Chunk) -> int:
 
 
 CHUNK_BYTES = 256 << 20  # the working memory a chunk of the sweep may take, about
+
+# a grid of at least this many configurations is evaluated by several threads, one chunk each at a
+# time (the chunk kernels release the GIL, and so do numpy's array operations); a smaller one in the
+# caller's thread, where a thread's start would cost more than it saves
+THREADED_CONFIGS = 1 << 19
+MAX_WORKERS = 8
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def chunk_workers(configs: int, workers: int | None = None) -> int:
+    """How many threads evaluate the chunks of a sweep of ``configs`` configurations: ``workers``
+    when given, else the cores this process may run on (at most ``MAX_WORKERS``); one below
+    ``THREADED_CONFIGS``. The results do not depend on it: each chunk is computed alone."""
+    if workers is not None:
+        if workers < 1:
+            raise ValueError(f"workers must be at least 1, got {workers}")
+        return workers
+    if configs < THREADED_CONFIGS:
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(cores, MAX_WORKERS))
+
+
+def ordered_map(fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[R]:
+    """``map(fn, items)`` in ``workers`` threads, in the items' order, at most ``workers`` items
+    in flight: while the caller handles one result, the next ones are being computed. Closing the
+    iterator early cancels what has not started."""
+    if workers <= 1:
+        yield from map(fn, items)
+        return
+    it = iter(items)
+    with ThreadPoolExecutor(workers, thread_name_prefix="memlab-chunk") as pool:
+        pending = deque(pool.submit(fn, x) for x in islice(it, workers))
+        try:
+            while pending:
+                result = pending.popleft().result()
+                for x in islice(it, 1):
+                    pending.append(pool.submit(fn, x))
+                yield result
+        finally:
+            for future in pending:
+                future.cancel()
 
 
 def column_bytes(

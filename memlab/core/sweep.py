@@ -22,6 +22,7 @@ bounded whatever the grid size.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import reduce
@@ -34,8 +35,10 @@ from memlab.core.chunks import (
     CHUNK_BYTES,
     Chunk,
     ChunkPlan,
+    chunk_workers,
     column_bytes,
     first_row,
+    ordered_map,
     pair_bytes,
     plan_chunks,
     row_bytes,
@@ -336,10 +339,13 @@ def _column_chunks(
     metrics: Sequence[str] | None,
     chunk_bytes: int,
     keep: int,
+    workers: int,
 ) -> tuple[ChunkPlan, Callable[[Chunk], dict[str, np.ndarray]]]:
     """The chunk plan and the function that computes one chunk's columns; ``keep`` is how many
     copies of a chunk's columns are alive while the next one is computed (the caller's frame and
-    the chunk's own: 2 when streaming, 0 when they are copied into the whole result)."""
+    the chunk's own: 2 when streaming, 0 when they are copied into the whole result). With
+    ``workers`` threads, each chunk has that share of the budget, and a whole table is split into
+    at least one chunk per thread."""
     n_mem = np.shape(ages)[-1]
     if raw.ndim != 2 or raw.shape != (len(labels.question_ids), n_mem):
         raise InputError(f"score table has shape {raw.shape}, expected ({len(labels.question_ids)}, {n_mem})")
@@ -358,14 +364,17 @@ def _column_chunks(
     n_q, n_p = len(labels.question_ids), prep.cand.shape[1]
     n_current = int((prep.current_l >= 0).sum())
     out = column_bytes(len(criteria), n_current if "current" in chosen else 0, len(QUESTION_KINDS), long, n_q)
-    plan = plan_chunks(
-        grid,
-        chunk_rows,
-        row_cost=row_bytes(out, keep, long, n_q),
-        pair_cost=pair_bytes(n_q, n_p, len(grid.candidates), len(grid.inject), len(prep.tracked_q)),
-        # a whole table held in memory is the result: its chunks may work in as many bytes
-        budget=chunk_bytes if keep else max(chunk_bytes, grid.size * out),
-    )
+    costs = {
+        "row_cost": row_bytes(out, keep, long, n_q),
+        "pair_cost": pair_bytes(n_q, n_p, len(grid.candidates), len(grid.inject), len(prep.tracked_q)),
+    }
+    # a whole table held in memory is the result: its chunks may work in as many bytes
+    budget = chunk_bytes if keep else max(chunk_bytes, grid.size * out)
+    plan = plan_chunks(grid, chunk_rows, **costs, budget=budget)
+    # several chunks at once share the budget; a table that fits in one chunk stays one (copying
+    # chunks into the whole table would cost more than a second thread saves)
+    if workers > 1 and (keep or len(plan) > 1):
+        plan = plan_chunks(grid, chunk_rows, **costs, budget=budget // workers)
 
     def columns(chunk: Chunk) -> dict[str, np.ndarray]:
         return _evaluate_chunk(prep, labels, grid, criteria, chunk, long, chosen)
@@ -385,12 +394,16 @@ def sweep_chunks(
     progress: bool = False,
     metrics: Sequence[str] | None = None,
     chunk_bytes: int = CHUNK_BYTES,
+    workers: int | None = None,
 ) -> Iterator[pd.DataFrame]:
-    """The sweep as consecutive DataFrames, each computed within about ``chunk_bytes`` of
-    working memory (its columns, which questions and criteria decide, times the
-    configurations), and at most ``chunk_rows`` configurations when given."""
+    """The sweep as consecutive DataFrames, computed within about ``chunk_bytes`` of working
+    memory (their columns, which questions and criteria decide, times the configurations), at
+    most ``chunk_rows`` configurations each when given. ``workers`` threads compute the next
+    chunks while the caller reads one (``memlab.core.chunks.chunk_workers``: the cores, for large
+    grids); the frames are the same whatever their number."""
+    n_workers = chunk_workers(grid.size, workers)
     chunks, columns = _column_chunks(
-        raw, ages, labels, grid, criteria, long, chunk_rows, metrics, chunk_bytes, keep=2
+        raw, ages, labels, grid, criteria, long, chunk_rows, metrics, chunk_bytes, keep=2, workers=n_workers
     )
     bar = None
     if progress and len(chunks) > 1:
@@ -398,9 +411,13 @@ def sweep_chunks(
 
         # disable=None: tqdm stays quiet when stderr is not a terminal (CI logs, papermill)
         bar = tqdm(total=grid.size, unit="config", unit_scale=True, disable=None)
+
+    def frame(chunk: Chunk) -> tuple[Chunk, pd.DataFrame]:
+        return chunk, _frame(columns(chunk), grid, first_row(grid, chunk), long)
+
     try:
-        for chunk in chunks:
-            yield _frame(columns(chunk), grid, first_row(grid, chunk), long)
+        for chunk, df in ordered_map(frame, chunks, n_workers):
+            yield df
             if bar is not None:
                 bar.update(chunk.rows(grid))
     finally:
@@ -418,6 +435,7 @@ def sweep(
     long: bool = False,
     chunk_rows: int | None = None,
     metrics: Sequence[str] | None = None,
+    workers: int | None = None,
 ) -> pd.DataFrame:
     """Every configuration of the grid: one row each (or one per configuration and question).
 
@@ -430,22 +448,29 @@ def sweep(
 
     The whole table is the result, so a chunk may work in as many bytes as the table takes (or the
     sweep's budget, when more): a grid is one chunk unless its working memory is larger than its
-    table, and then its chunks are copied into columns allocated once.
+    table, and then its chunks are copied into columns allocated once, each by the thread that
+    computed it (``workers`` threads: ``memlab.core.chunks.chunk_workers``, the cores for large
+    grids).
     """
+    n_workers = chunk_workers(grid.size, workers)
     chunks, columns = _column_chunks(
-        raw, ages, labels, grid, criteria, long, chunk_rows, metrics, CHUNK_BYTES, keep=0
+        raw, ages, labels, grid, criteria, long, chunk_rows, metrics, CHUNK_BYTES, keep=0, workers=n_workers
     )
     if len(chunks) == 1:
         return _frame(columns(chunks[0]), grid, 0, long)
     whole: dict[str, np.ndarray] = {}
-    at = 0
+    allocating = threading.Lock()
     per_row = len(labels.question_ids) if long else 1
-    for chunk in chunks:
+
+    def fill(chunk: Chunk) -> None:
         cols = columns(chunk)
-        if not whole:
-            whole = {k: np.empty(grid.size * per_row, dtype=v.dtype) for k, v in cols.items()}
-        end = at + len(cols["bonus"])
+        with allocating:  # every chunk has the same columns: the first one done allocates them
+            if not whole:
+                whole.update({k: np.empty(grid.size * per_row, dtype=v.dtype) for k, v in cols.items()})
+        at = first_row(grid, chunk) * per_row
         for k, v in cols.items():
-            whole[k][at:end] = v
-        at = end
+            whole[k][at : at + len(v)] = v
+
+    for _ in ordered_map(fill, chunks, n_workers):
+        pass
     return _frame(whole, grid, 0, long)

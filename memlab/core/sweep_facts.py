@@ -246,6 +246,14 @@ class NumpyKernels:
     def min_gap(sf, rs, cf, rc, thresholds, inject) -> np.ndarray:
         return min_gap_numpy(sf, rs, cf, rc, thresholds, inject)
 
+    @staticmethod
+    def question_facts(facts, current, stale) -> tuple[np.ndarray, ...]:
+        return question_facts_numpy(facts, current, stale)
+
+    @staticmethod
+    def answered(facts, relevant_of, nohit, thresholds, inject) -> np.ndarray:
+        return answered_numpy(facts, relevant_of, nohit, thresholds, inject)
+
 
 class CompiledKernels:
     """The chunk kernels compiled by numba (``memlab.core.sweep_kernels``): one pass over each
@@ -255,13 +263,22 @@ class CompiledKernels:
     def pair_facts(final, known, k_vals, n_top, tq, tpos) -> PairFacts:
         from memlab.core import sweep_kernels
 
-        return PairFacts(*sweep_kernels.pair_facts(final, known, k_vals, n_top, tq, tpos))
+        n_q, n = final.shape[1:]
+        facts = PairFacts(
+            np.empty((n, len(k_vals), n_q, n_top)),
+            np.empty((n, len(k_vals), len(tq) + 1)),
+            np.empty((n, len(k_vals), len(tq) + 1), dtype=np.int64),
+        )
+        sweep_kernels.pair_facts(final, known, k_vals, tq, tpos, facts.tops, facts.t_final, facts.t_rank)
+        return facts
 
     @staticmethod
     def count(facts, q_weights, l_weights, thresholds, inject) -> np.ndarray:
         from memlab.core import sweep_kernels
 
-        return sweep_kernels.count(
+        n, n_k = facts.tops.shape[:2]
+        out = np.empty((len(q_weights), n, len(thresholds.values), n_k, len(inject)), dtype=np.int64)
+        sweep_kernels.count(
             facts.tops,
             *_sparse(q_weights),
             facts.t_final,
@@ -269,14 +286,52 @@ class CompiledKernels:
             *_sparse(l_weights),
             *thresholds.sorted_args(),
             inject,
-            len(q_weights),
+            out,
         )
+        return out
 
     @staticmethod
     def min_gap(sf, rs, cf, rc, thresholds, inject) -> np.ndarray:
         from memlab.core import sweep_kernels
 
-        return sweep_kernels.min_gap(sf, rs, cf, rc, *thresholds.sorted_args(), inject)
+        n, n_k, _ = sf.shape
+        out = np.empty((n, len(thresholds.values), n_k, len(inject)))
+        sweep_kernels.min_gap(sf, rs, cf, rc, *thresholds.sorted_args(), inject, out)
+        return out
+
+    @staticmethod
+    def question_facts(facts, current, stale) -> tuple[np.ndarray, ...]:
+        from memlab.core import sweep_kernels
+
+        n, n_k, n_q, _ = facts.tops.shape
+        out = tuple(
+            np.empty((n_q, n, n_k), dtype=t) for t in (np.float64, np.float64, np.int64, np.float64, np.int64)
+        )
+        sweep_kernels.question_facts(
+            facts.t_final, facts.t_rank, facts.tops, current.astype(np.int64), stale.astype(np.int64), *out
+        )
+        return out
+
+    @staticmethod
+    def answered(facts, relevant_of, nohit, thresholds, inject) -> np.ndarray:
+        from memlab.core import sweep_kernels
+
+        start = np.cumsum([0, *(len(r) for r in relevant_of)]).astype(np.int64)
+        member = np.array([li for r in relevant_of for li in r], dtype=np.int64)
+        n, n_k = facts.tops.shape[:2]
+        out = np.empty((3, n, len(thresholds.values), n_k, len(inject)), dtype=np.int64)
+        sweep_kernels.answered(
+            facts.t_final,
+            facts.t_rank,
+            facts.tops,
+            start,
+            member,
+            np.asarray(nohit, dtype=np.bool_),
+            *thresholds.sorted_args(),
+            inject,
+            out,
+        )
+        return out
 
 
 def _sparse(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -420,30 +475,91 @@ class SweepSummary:
         )
 
 
-def summary_of(facts: PairFacts, prep, thresholds: Thresholds, inject: np.ndarray, kernels) -> SweepSummary:
-    """The chunk's ``SweepSummary``: each question's best final, current memory and best stale
-    memory (the stale one placed first) from the tracked memories (``prep``:
-    ``memlab.core.sweep.Prepared``)."""
-    n, n_k, n_l = facts.t_final.shape
-    final, rank, empty = facts.t_final, facts.t_rank, n_l - 1
-    current = np.where(prep.current_l >= 0, prep.current_l, empty)
-    stale = np.where(prep.stale_pad >= 0, prep.stale_pad, empty)  # (Q, S)
+def question_facts_numpy(
+    facts: PairFacts, current: np.ndarray, stale: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per question, pair and candidates value (Q, n, K): its best final (NaN without a
+    candidate), its current memory's final and place (tracked ``current[q]``, the empty memory
+    when none) and those of its best stale memory: of the tracked ``stale[q]`` (Q, S), padded
+    with the empty memory, the one placed first (the first of equal places)."""
+    n, n_k, _ = facts.t_final.shape
+    final, rank = facts.t_final, facts.t_rank
     first = np.argmin(rank[:, :, stale], axis=-1)  # (n, K, Q): which stale memory is placed first
     stale_at = stale[np.arange(len(stale)), first]
     pair, k = np.arange(n)[:, None, None], np.arange(n_k)[None, :, None]
 
-    def per_question(a: np.ndarray) -> np.ndarray:  # (n, K, Q) -> (Q, n, 1, K, 1)
-        return np.ascontiguousarray(a.transpose(2, 0, 1))[:, :, None, :, None]
+    def per_question(a: np.ndarray) -> np.ndarray:  # (n, K, Q) -> (Q, n, K)
+        return np.ascontiguousarray(a.transpose(2, 0, 1))
 
     best = facts.tops[..., 0] if facts.tops.shape[-1] else np.full(facts.tops.shape[:-1], -np.inf)
-    return SweepSummary(
+    return (
         per_question(np.where(np.isneginf(best), np.nan, best)),
         per_question(final[:, :, current]),
         per_question(rank[:, :, current]),
-        np.array([bool(s) for s in prep.stale_of]),
         per_question(final[pair, k, stale_at]),
         per_question(rank[pair, k, stale_at]),
-        thresholds,
-        inject,
-        kernels,
+    )
+
+
+def answered_numpy(
+    facts: PairFacts,
+    relevant_of: tuple[tuple[int, ...], ...],
+    nohit: np.ndarray,
+    thresholds: Thresholds,
+    inject: np.ndarray,
+) -> np.ndarray:
+    """Per configuration (3, n, H, K, I): the questions with a relevant memory injected (any),
+    with every one of them injected (all), and the no-hit questions with any memory injected.
+    A memory is injected when its final reaches the threshold and its place is below inject
+    (``memlab.core.ranking.injected``), so per (pair, candidates, inject) a question's relevant
+    memories (``relevant_of[q]``, tracked indices) reduce to one value each for "any" (their best
+    injectable final) and "all" (their worst), counted against every threshold at once
+    (``reaching``); a no-hit question injects a memory exactly when its best final reaches the
+    threshold (inject >= 1)."""
+    n, n_k, _ = facts.t_final.shape
+    shape = (n, len(thresholds.values), n_k, len(inject))
+    out = np.zeros((3, *shape), dtype=np.int64)
+    groups = [ls for ls in relevant_of if ls]
+    if groups:
+        flat = np.concatenate([np.asarray(g, dtype=np.intp) for g in groups])
+        starts = np.cumsum([0, *[len(g) for g in groups[:-1]]])
+        fin = facts.t_final[:, :, flat].transpose(2, 0, 1)[..., None]  # (R, n, K, 1)
+        rank = facts.t_rank[:, :, flat].transpose(2, 0, 1)[..., None]
+        placed = rank < inject  # (R, n, K, I)
+        value = np.where(placed & ~np.isnan(fin), fin, -np.inf)
+        out[0] = reaching(np.maximum.reduceat(value, starts, axis=0), thresholds)
+        out[1] = reaching(np.minimum.reduceat(value, starts, axis=0), thresholds)
+    if facts.tops.shape[-1]:
+        best = facts.tops[:, :, np.asarray(nohit, dtype=bool), 0].transpose(2, 0, 1)[
+            ..., None
+        ]  # (Q, n, K, 1)
+        out[2] = reaching(best, thresholds)  # -inf without a candidate reaches none
+    return out
+
+
+def reaching(values: np.ndarray, thresholds: Thresholds) -> np.ndarray:
+    """How many of ``values`` (G, n, K, I) reach each threshold: (n, H, K, I), in the grid's
+    threshold order; NaN and -inf reach none. One histogram of each value's sorted place
+    (``Thresholds.start``) and a cumulative sum, not a comparison per threshold. The histogram
+    is laid out sorted place first, so the sum runs over whole (n, K, I) slices at once."""
+    _, n, n_k, n_i = values.shape
+    n_h = len(thresholds.values)
+    cells = n * n_k * n_i
+    start = thresholds.start(values)  # (G, n, K, I): v >= threshold from this sorted place on
+    key = start * cells + np.arange(cells).reshape(n, n_k, n_i)
+    hist = np.bincount(key.ravel(), minlength=(n_h + 1) * cells).reshape(n_h + 1, n, n_k, n_i)
+    counts = np.cumsum(hist[:n_h], axis=0)  # (H, ...) by sorted place, highest threshold first
+    return np.moveaxis(counts[thresholds.place], 0, 1)  # each grid threshold's sorted place
+
+
+def summary_of(facts: PairFacts, prep, thresholds: Thresholds, inject: np.ndarray, kernels) -> SweepSummary:
+    """The chunk's ``SweepSummary``: each question's best final, current memory and best stale
+    memory (the stale one placed first) from the tracked memories (``prep``:
+    ``memlab.core.sweep.Prepared``), through the kernels' ``question_facts``."""
+    empty = facts.t_final.shape[2] - 1
+    current = np.where(prep.current_l >= 0, prep.current_l, empty)
+    stale = np.where(prep.stale_pad >= 0, prep.stale_pad, empty)  # (Q, S)
+    best, cf, cr, sf, sr = (a[:, :, None, :, None] for a in kernels.question_facts(facts, current, stale))
+    return SweepSummary(
+        best, cf, cr, np.array([bool(s) for s in prep.stale_of]), sf, sr, thresholds, inject, kernels
     )

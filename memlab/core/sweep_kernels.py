@@ -40,16 +40,18 @@ def _above(descending: np.ndarray, v: float) -> int:
 
 
 @jit
-def pair_facts(final, known, k_vals, n_top, tq, tpos):
-    """(tops (n, K, Q, J), t_final (n, K, L + 1), t_rank (n, K, L + 1)) from the finals (P, Q, n): per
-    question and pair, the known positions in re-sort order (``memlab.core.ranking.placed_before``)
-    by insertion, then the first ``n_top`` of them below each candidates value; a tracked memory's
-    place is how many candidates come before it in that order."""
+def pair_facts(final, known, k_vals, tq, tpos, tops, t_final, t_rank):
+    """Fills tops (n, K, Q, J), t_final (n, K, L + 1) and t_rank (n, K, L + 1) from the finals
+    (P, Q, n): per question and pair, the known positions in re-sort order
+    (``memlab.core.ranking.placed_before``) by insertion, then the first J of them below each
+    candidates value; a tracked memory's place is how many candidates come before it in that
+    order. (The outputs come allocated by numpy, which asks the kernel for huge pages: numba's
+    own allocations fault page by page, a third of a kernel's time at 10^6 configurations.)"""
     n_p, n_q, n = final.shape
-    n_k, n_l = k_vals.shape[0], tq.shape[0]
-    tops = np.full((n, n_k, n_q, n_top), -np.inf)
-    t_final = np.full((n, n_k, n_l + 1), np.nan)  # the last one: the empty memory
-    t_rank = np.full((n, n_k, n_l + 1), NOT_CANDIDATE, dtype=np.int64)
+    n_k, n_l, n_top = k_vals.shape[0], tq.shape[0], tops.shape[3]
+    tops[:] = -np.inf
+    t_final[:] = np.nan  # the last one: the empty memory
+    t_rank[:] = NOT_CANDIDATE
     order = np.empty(n_p, dtype=np.int64)
     for pair in range(n):
         for q in range(n_q):
@@ -88,7 +90,6 @@ def pair_facts(final, known, k_vals, n_top, tq, tpos):
                         ahead += 1
                 t_final[pair, ki, li] = f0
                 t_rank[pair, ki, li] = ahead
-    return tops, t_final, t_rank
 
 
 @jit
@@ -105,10 +106,10 @@ def count(
     descending,
     order,
     inject,
-    n_g,
+    out,
 ):
-    """Per group g, configuration (n, H, K, I): the memories each question injects (its top
-    finals that reach the threshold, at most inject) times its weight in g, plus each tracked
+    """Fills ``out`` (G, n, H, K, I): per group g and configuration, the memories each question
+    injects (its top finals that reach the threshold, at most inject) times its weight in g, plus each tracked
     memory's injection times its weight; injected as ``memlab.core.ranking.injected`` says: at or
     above the threshold, placed below inject. Weights come as sparse rows: question q's groups are
     ``q_group[q_start[q]:q_start[q + 1]]`` with ``q_weight`` (likewise the tracked memories'). Each
@@ -116,8 +117,7 @@ def count(
     writes the counts in grid order."""
     n, n_k, n_q, n_j = tops.shape
     n_l = t_final.shape[2]
-    n_h, n_i = descending.shape[0], inject.shape[0]
-    out = np.empty((n_g, n, n_h, n_k, n_i), dtype=np.int64)
+    n_h, n_i, n_g = descending.shape[0], inject.shape[0], out.shape[0]
     hist = np.zeros((n_g, n_h + 1, n_i), dtype=np.int64)
     for pair in range(n):
         for ki in range(n_k):
@@ -152,19 +152,17 @@ def count(
                     for hs in range(n_h):
                         acc += hist[g, hs, ii]
                         out[g, pair, order[hs], ki, ii] = acc
-    return out
 
 
 @jit
-def min_gap(sf, rs, cf, rc, descending, order, inject):
+def min_gap(sf, rs, cf, rc, descending, order, inject, out):
     """The smallest stale gap over S questions per configuration (n, H, K, I), from each
     question's best stale (``sf``, ``rs``) and current (``cf``, ``rc``) final and place, (n, K, S):
     over the thresholds highest first, +1/-1 at the ends of each run where a stale memory is
     injected and the current one is not (-inf), and each finite gap (current minus stale) at the
-    first threshold it holds for, carried on by a running minimum."""
+    first threshold it holds for, carried on by a running minimum; into ``out``."""
     n, n_k, n_s = sf.shape
     n_h, n_i = descending.shape[0], inject.shape[0]
-    out = np.empty((n, n_h, n_k, n_i))
     ends = np.zeros(n_h + 1, dtype=np.int64)
     best = np.empty(n_h + 1)
     for pair in range(n):
@@ -193,4 +191,67 @@ def min_gap(sf, rs, cf, rc, descending, order, inject):
                     if best[hs] < low:
                         low = best[hs]
                     out[pair, order[hs], ki, ii] = -np.inf if lost > 0 else low
-    return out
+
+
+@jit
+def answered(t_final, t_rank, tops, r_start, r_member, nohit, descending, order, inject, out):
+    """Fills ``out`` (3, n, H, K, I): per configuration, three counts over questions: those with a
+    relevant memory injected (any), with all of them injected, and no-hit questions with any memory injected.
+    Question q's relevant memories are the tracked ``r_member[r_start[q]:r_start[q + 1]]``; per
+    inject value each reduces to its best and its worst injectable final (-inf when placed at or
+    past inject or not a candidate), which enters a histogram over the sorted thresholds at the
+    first one it reaches; a no-hit question's best final (inject >= 1) likewise. A running sum
+    writes the counts in grid order."""
+    n, n_k, n_q, n_j = tops.shape
+    n_h, n_i = descending.shape[0], inject.shape[0]
+    hist = np.zeros((3, n_h + 1, n_i), dtype=np.int64)
+    for pair in range(n):
+        for ki in range(n_k):
+            hist[:] = 0
+            for q in range(n_q):
+                if r_start[q] < r_start[q + 1]:
+                    for ii in range(n_i):
+                        best, worst = -np.inf, np.inf
+                        for e in range(r_start[q], r_start[q + 1]):
+                            li = r_member[e]
+                            f = t_final[pair, ki, li]
+                            v = f if t_rank[pair, ki, li] < inject[ii] and f == f else -np.inf
+                            best = max(best, v)
+                            worst = min(worst, v)
+                        hist[0, _above(descending, best), ii] += 1
+                        hist[1, _above(descending, worst), ii] += 1
+                if nohit[q] and n_j > 0:
+                    b = _above(descending, tops[pair, ki, q, 0])  # -inf: no candidate
+                    for ii in range(n_i):
+                        hist[2, b, ii] += 1
+            for g in range(3):
+                for ii in range(n_i):
+                    acc = 0
+                    for hs in range(n_h):
+                        acc += hist[g, hs, ii]
+                        out[g, pair, order[hs], ki, ii] = acc
+
+
+@jit
+def question_facts(
+    t_final, t_rank, tops, current, stale, best, current_final, current_rank, stale_final, stale_rank
+):
+    """Per question, pair and candidates value (Q, n, K): its best final (NaN without a
+    candidate), its current memory's final and place (``current[q]``: the empty memory when it
+    has none), and those of its best stale memory: of the tracked ``stale[q]`` (padded with the
+    empty memory) the one placed first, the first of equal places; into the last five arrays."""
+    n, n_k, n_q, n_j = tops.shape
+    for q in range(n_q):
+        c = current[q]
+        for pair in range(n):
+            for ki in range(n_k):
+                top = tops[pair, ki, q, 0] if n_j > 0 else -np.inf
+                best[q, pair, ki] = np.nan if top == -np.inf else top
+                current_final[q, pair, ki] = t_final[pair, ki, c]
+                current_rank[q, pair, ki] = t_rank[pair, ki, c]
+                at = stale[q, 0]
+                for e in range(1, stale.shape[1]):
+                    if t_rank[pair, ki, stale[q, e]] < t_rank[pair, ki, at]:
+                        at = stale[q, e]
+                stale_final[q, pair, ki] = t_final[pair, ki, at]
+                stale_rank[q, pair, ki] = t_rank[pair, ki, at]

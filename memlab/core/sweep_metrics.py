@@ -12,7 +12,7 @@ import numpy as np
 
 from memlab.core.labels import QUESTION_KINDS, Labels
 from memlab.core.registry import check_names
-from memlab.core.sweep_facts import SweepSummary, Thresholds
+from memlab.core.sweep_facts import SweepSummary
 
 WRONG_KINDS = ("hit", "contradiction")  # the kinds whose injections outside the labels are wrong
 
@@ -109,51 +109,15 @@ def _wrong(f: ChunkFacts) -> dict[str, np.ndarray]:
 
 
 def _answered(f: ChunkFacts) -> dict[str, np.ndarray]:
-    """Questions with a relevant memory injected (any, all of them), over the questions that have
-    relevant memories; no-hit questions with any memory injected (inject >= 1, so: their best
-    final reaches the threshold). A memory is injected when its final reaches the threshold and
-    its place is below inject (``memlab.core.ranking.injected``), so per (pair, candidates,
-    inject) a question's relevant memories reduce to one value each for "any" (their best
-    injectable final) and "all" (their worst), counted against every threshold at once
-    (``reaching``)."""
-    facts, summary = f.counts.facts, f.summary
-    n, n_k, _ = facts.t_final.shape
-    n_i = len(summary.inject)
-    groups = [ls for ls in f.counts.prep.relevant_of if ls]
-    shape = (n, len(summary.thresholds.values), n_k, n_i)
-    any_count = all_count = np.zeros(shape, dtype=np.int64)
-    if groups:
-        flat = np.concatenate([np.asarray(g, dtype=np.intp) for g in groups])
-        starts = np.cumsum([0, *[len(g) for g in groups[:-1]]])
-        fin = facts.t_final[:, :, flat].transpose(2, 0, 1)[..., None]  # (R, n, K, 1)
-        rank = facts.t_rank[:, :, flat].transpose(2, 0, 1)[..., None]
-        placed = rank < summary.inject  # (R, n, K, I)
-        value = np.where(placed & ~np.isnan(fin), fin, -np.inf)
-        any_count = reaching(np.maximum.reduceat(value, starts, axis=0), summary.thresholds)
-        all_count = reaching(np.minimum.reduceat(value, starts, axis=0), summary.thresholds)
+    """The answered counts, one kernel call (``memlab.core.sweep_facts.answered_numpy`` says how)."""
+    c = f.counts
     nohit = np.array([k == "nohit" for k in f.labels.kinds], dtype=bool)
-    best = summary.best_final[nohit][:, :, 0, :, 0, None]  # (Q_nohit, n, K, 1), NaN without a candidate
-    reached = reaching(best, summary.thresholds)  # (n, H, K, 1)
+    counted = c.kernels.answered(c.facts, c.prep.relevant_of, nohit, c.thresholds, c.inject)
     return {
-        "answered_any": any_count.ravel(),
-        "answered_all": all_count.ravel(),
-        "nohit_injected_questions": np.broadcast_to(reached, shape).ravel(),
+        "answered_any": counted[0].ravel(),
+        "answered_all": counted[1].ravel(),
+        "nohit_injected_questions": counted[2].ravel(),
     }
-
-
-def reaching(values: np.ndarray, thresholds: Thresholds) -> np.ndarray:
-    """How many of ``values`` (G, n, K, I) reach each threshold: (n, H, K, I), in the grid's
-    threshold order; NaN and -inf reach none. One histogram of each value's sorted place
-    (``Thresholds.start``) and a cumulative sum, not a comparison per threshold. The histogram
-    is laid out sorted place first, so the sum runs over whole (n, K, I) slices at once."""
-    _, n, n_k, n_i = values.shape
-    n_h = len(thresholds.values)
-    cells = n * n_k * n_i
-    start = thresholds.start(values)  # (G, n, K, I): v >= threshold from this sorted place on
-    key = start * cells + np.arange(cells).reshape(n, n_k, n_i)
-    hist = np.bincount(key.ravel(), minlength=(n_h + 1) * cells).reshape(n_h + 1, n, n_k, n_i)
-    counts = np.cumsum(hist[:n_h], axis=0)  # (H, ...) by sorted place, highest threshold first
-    return np.moveaxis(counts[thresholds.place], 0, 1)  # each grid threshold's sorted place
 
 
 METRICS: dict[str, Metric] = {
