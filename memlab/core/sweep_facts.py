@@ -30,6 +30,18 @@ from memlab.core.ranking import injected, placed_before
 NOT_CANDIDATE = np.iinfo(np.int64).max // 2  # the place of a memory that is not a candidate
 
 
+def count_dtype(most: int) -> type[np.signedinteger]:
+    """The integer type of a count column whose values lie within +-``most``: int32 when it fits,
+    half the bytes of int64 (ten count columns are about a sixth of a wide table's bytes)."""
+    return np.int32 if most < 2**31 else np.int64
+
+
+def _count_bound(facts: PairFacts) -> int:
+    """The largest count of one group: every question's top finals and every tracked memory."""
+    _, _, n_q, n_j = facts.tops.shape
+    return n_q * n_j + facts.t_final.shape[2]
+
+
 @dataclass(frozen=True)
 class Thresholds:
     """A chunk's thresholds, sorted once (highest first) so that a value is compared with all of
@@ -172,7 +184,8 @@ def count_numpy(
     memory question q injects (its top finals that reach the threshold, at most inject of them)
     times ``q_weights[g, q]``, plus each tracked memory l's injection times ``l_weights[g, l]``."""
     n, n_k, _, n_j = facts.tops.shape
-    out = np.empty((len(q_weights), n, len(thresholds.values), n_k, len(inject)), dtype=np.int64)
+    shape = (len(q_weights), n, len(thresholds.values), n_k, len(inject))
+    out = np.empty(shape, dtype=count_dtype(_count_bound(facts)))
     for g, (wq, wl) in enumerate(zip(q_weights, l_weights, strict=True)):
         qs, ls = np.flatnonzero(wq), np.flatnonzero(wl)
         values = np.concatenate([facts.tops[:, :, qs].reshape(n, n_k, -1), facts.t_final[:, :, ls]], axis=-1)
@@ -277,7 +290,8 @@ class CompiledKernels:
         from memlab.core import sweep_kernels
 
         n, n_k = facts.tops.shape[:2]
-        out = np.empty((len(q_weights), n, len(thresholds.values), n_k, len(inject)), dtype=np.int64)
+        shape = (len(q_weights), n, len(thresholds.values), n_k, len(inject))
+        out = np.empty(shape, dtype=count_dtype(_count_bound(facts)))
         sweep_kernels.count(
             facts.tops,
             *_sparse(q_weights),
@@ -318,8 +332,8 @@ class CompiledKernels:
 
         start = np.cumsum([0, *(len(r) for r in relevant_of)]).astype(np.int64)
         member = np.array([li for r in relevant_of for li in r], dtype=np.int64)
-        n, n_k = facts.tops.shape[:2]
-        out = np.empty((3, n, len(thresholds.values), n_k, len(inject)), dtype=np.int64)
+        n, n_k, n_q = facts.tops.shape[:3]
+        out = np.empty((3, n, len(thresholds.values), n_k, len(inject)), dtype=count_dtype(n_q))
         sweep_kernels.answered(
             facts.t_final,
             facts.t_rank,
@@ -518,7 +532,7 @@ def answered_numpy(
     threshold (inject >= 1)."""
     n, n_k, _ = facts.t_final.shape
     shape = (n, len(thresholds.values), n_k, len(inject))
-    out = np.zeros((3, *shape), dtype=np.int64)
+    out = np.zeros((3, *shape), dtype=count_dtype(facts.tops.shape[2]))
     groups = [ls for ls in relevant_of if ls]
     if groups:
         flat = np.concatenate([np.asarray(g, dtype=np.intp) for g in groups])
