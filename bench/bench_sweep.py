@@ -7,11 +7,13 @@ same score tables in its own subprocess (a revision is exported from git into a 
 outside the repository, and the script adapts to its module paths). Per case:
 
 - a 10^6-configuration grid (bonus 420 x tau 119 x threshold 21) in memory: wall time (median of
-  ``--repeat``), configuration-question evaluations per second, and the ratio to the Qdrant loop;
+  ``--repeat``), configuration-question evaluations per second, the ratio to the Qdrant loop,
+  and the floor: a table of the result's columns written into fresh memory, nothing computed;
 - 10^7 and 10^8 configurations (finer tau and threshold) in chunks into a streaming selection,
   each size in its own process: wall time, the rate, its cost per configuration against the
-  in-memory run's, and the peak resident set size and traced Python peak (flat: bounded by the
-  chunk's bytes, not the grid);
+  in-memory run's, and the peak resident set size (flat: bounded by the chunk's bytes, not the
+  grid), with the traced Python peak from a second, untimed run up to 10^7 (tracing slows the
+  run it traces);
 
 for the cases: the fixture (seed16) with the seed's criteria a, b, c; seed16-time, whose generic
 criteria include the stale ones (no_stale, current_first); and the gauss and lin decay families on
@@ -99,6 +101,8 @@ def grid_of(m: SimpleNamespace, size: int, decay: str):
 def worker(job: dict) -> dict:
     """One measurement in this process, on the memlab first on sys.path."""
     m = api()
+    if job["mode"] == "floor":
+        return table_floor(job["dtypes"], job["rows"])
     dataset_name, decay, _ = CASES[job["case"]]
     if decay != "exp" and not m.families:
         return {"skip": "no decay families at this revision"}
@@ -118,18 +122,23 @@ def worker(job: dict) -> dict:
         t0, c0 = time.perf_counter(), time.process_time()
         table = m.sweep(raw, ages, labels, grid, criteria)
         seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+        dtypes = ["int8" if str(t) == "category" else str(t) for t in table.dtypes]
         del table  # freeing the table is its reader's, after the clock (every revision alike)
-        return {"configs": grid.size, "questions": n_q, "seconds": seconds, "cpu_s": cpu, "first_s": first}
+        return {
+            "configs": grid.size,
+            "questions": n_q,
+            "seconds": seconds,
+            "cpu_s": cpu,
+            "first_s": first,
+            "dtypes": dtypes,
+        }
     t0 = time.perf_counter()  # as above, outside the timing: the same path on 10^6 configurations
     m.select_streaming(m.sweep_chunks(raw, ages, labels, grid_of(m, 10**6, decay), criteria), "max-margin")
     first = time.perf_counter() - t0
-    tracemalloc.start()
     t0, c0 = time.perf_counter(), time.process_time()
     _, feasible, total = m.select_streaming(m.sweep_chunks(raw, ages, labels, grid, criteria), "max-margin")
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
-    traced = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
-    return {
+    out = {
         "configs": int(total),
         "questions": n_q,
         "seconds": seconds,
@@ -137,8 +146,29 @@ def worker(job: dict) -> dict:
         "first_s": first,
         "feasible": int(feasible),
         "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "traced_mb": traced / 2**20,
     }
+    if job.get("traced"):
+        # Python's traced peak in a run of its own: tracing every allocation slows the sweep (and
+        # its threads share tracemalloc's lock), so the timed run above is never traced
+        tracemalloc.start()
+        m.select_streaming(m.sweep_chunks(raw, ages, labels, grid, criteria), "max-margin")
+        out["traced_mb"] = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
+    return out
+
+
+def table_floor(dtypes: list[str], rows: int) -> dict:
+    """What writing the in-memory sweep's result costs by itself: its columns (``dtypes``, ``rows``
+    each) allocated and filled, nothing computed; a first table written and freed, then the timed
+    one, as the timed sweep follows its first call (median of three in this process)."""
+    times = []
+    for _ in range(4):
+        t0 = time.perf_counter()
+        columns = [np.ones(rows, dtype=dtype) for dtype in dtypes]  # all alive, as a table's are
+        times.append(time.perf_counter() - t0)
+        del columns
+    size = sum(np.dtype(t).itemsize for t in dtypes) * rows
+    return {"floor_s": float(np.median(times[1:])), "table_mb": size / 2**20, "columns": len(dtypes)}
 
 
 # -- the parent: revisions side by side ------------------------------------------------------------
@@ -238,7 +268,12 @@ def cell(r: dict | None, what: str) -> str:
     if what == "cpu":
         return f"{r['configs'] * r['questions'] / r['cpu_s']:.3g}"
     if what == "memory":
-        return f"{r['rss_mb']:.0f} MB RSS, {r['traced_mb']:.0f} MB traced"
+        traced = f", {r['traced_mb']:.0f} MB traced" if "traced_mb" in r else ""
+        return f"{r['rss_mb']:.0f} MB RSS{traced}"
+    if what == "floor":
+        if "floor_s" not in r:
+            return "-"
+        return f"{r['floor_s']:.3f} s ({r['floor_s'] / r['seconds']:.0%}), {r['table_mb']:.0f} MB"
     raise ValueError(what)
 
 
@@ -292,6 +327,10 @@ def main() -> None:
                     if ok
                     else runs[-1]
                 )
+                if ok:  # in a process of its own: the floor depends on the columns alone
+                    floor = run(ROOT, {"mode": "floor", "dtypes": ok[0]["dtypes"], "rows": ok[0]["configs"]})
+                    got[side]["memory"].update(floor)
+                    got[side]["memory"].pop("dtypes")
             for size in sizes:
                 key = f"{size:.0e}"
                 for side, tree in trees.items():
@@ -305,7 +344,8 @@ def main() -> None:
                     if estimate > args.max_seconds:
                         got[side][key] = {"skip": f"skipped (about {estimate:.0f} s)"}
                         continue
-                    got[side][key] = run(tree, {**base, "mode": "chunked", "size": size})
+                    traced = size <= 10**7  # a traced run of its own: the largest size shows RSS only
+                    got[side][key] = run(tree, {**base, "mode": "chunked", "size": size, "traced": traced})
             results[case] = got
     per_s = qdrant_loop(args.baseline_configs)
     load = f"load average {load0[0]:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} cores"
@@ -365,6 +405,15 @@ def report(
         )
         ratio = [f"{rate(mem[s]) / per_s:,.0f}x" if measured(mem[s]) else "-" for s in sides]
         print(line(["  ratio to the Qdrant loop", *ratio, *([""] * len(revisions))]))
+        print(
+            line(
+                [
+                    "  the table alone, written fresh",
+                    *(cell(mem[s], "floor") if measured(mem[s]) else "-" for s in sides),
+                    *([""] * len(revisions)),
+                ]
+            )
+        )
         for size in sizes:
             key = f"{size:.0e}"
             runs = {s: by_side[s].get(key) for s in sides}
