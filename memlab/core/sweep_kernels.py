@@ -40,6 +40,19 @@ def _above(descending: np.ndarray, v: float) -> int:
 
 
 @jit
+def _running_sums(hist, order, out, pair, ki):
+    """A histogram over the sorted thresholds (G, H + 1, I) summed cumulatively, written into
+    ``out[:, pair, :, ki]`` in the grid's threshold order (``order``: each sorted place's index)."""
+    n_g, n_h, n_i = hist.shape[0], order.shape[0], hist.shape[2]
+    for g in range(n_g):
+        for ii in range(n_i):
+            acc = 0
+            for hs in range(n_h):
+                acc += hist[g, hs, ii]
+                out[g, pair, order[hs], ki, ii] = acc
+
+
+@jit
 def pair_facts(final, known, k_vals, tq, tpos, tops, t_final, t_rank):
     """Fills tops (n, K, Q, J), t_final (n, K, L + 1) and t_rank (n, K, L + 1) from the finals
     (P, Q, n): per question and pair, the known positions in re-sort order
@@ -146,12 +159,7 @@ def count(
                     for ii in range(n_i):
                         if r < inject[ii]:
                             hist[g, b, ii] += w
-            for g in range(n_g):
-                for ii in range(n_i):
-                    acc = 0
-                    for hs in range(n_h):
-                        acc += hist[g, hs, ii]
-                        out[g, pair, order[hs], ki, ii] = acc
+            _running_sums(hist, order, out, pair, ki)
 
 
 @jit
@@ -224,12 +232,7 @@ def answered(t_final, t_rank, tops, r_start, r_member, nohit, descending, order,
                     b = _above(descending, tops[pair, ki, q, 0])  # -inf: no candidate
                     for ii in range(n_i):
                         hist[2, b, ii] += 1
-            for g in range(3):
-                for ii in range(n_i):
-                    acc = 0
-                    for hs in range(n_h):
-                        acc += hist[g, hs, ii]
-                        out[g, pair, order[hs], ki, ii] = acc
+            _running_sums(hist, order, out, pair, ki)
 
 
 @jit
