@@ -3,8 +3,12 @@
 first on PYTHONPATH (an earlier revision exported with ``git archive`` too, from 1adc626 on: the
 editable install is set aside).
 
-Usage: PYTHONPATH=TREE python bench/profile_sweep.py memory|chunked [CASE] (a case of
-bench/bench_sweep.py: seed16, stale, gauss, lin; seed16 by default)
+Usage: PYTHONPATH=TREE python bench/profile_sweep.py memory|chunked [CASE] [SORT] (a case of
+bench/bench_sweep.py: seed16, stale, gauss, lin; seed16 by default; SORT a pstats key, tottime
+by default)
+
+cProfile sees only the thread it runs in, so a tree that computes chunks in threads is profiled
+with one (``workers=1``).
 """
 
 from __future__ import annotations
@@ -38,14 +42,19 @@ def main() -> None:
     raw, ages = np.asarray(problem.raw), np.asarray(problem.ages())
     labels = m.Labels.from_dataset(dataset)
     grid = bench.grid_of(m, 10**6 if mode == "memory" else 10**7, decay)
-    m.sweep(raw, ages, labels, bench.grid_of(m, 10**6, decay), criteria)  # numba's cache, the imports
+    import inspect
+
+    one = {"workers": 1} if "workers" in inspect.signature(m.sweep).parameters else {}
+    # numba's cache and the imports, in the same thread: memory freed in another thread's arena
+    # would not be reused, and the profile would count fresh pages the timed call never meets
+    m.sweep(raw, ages, labels, bench.grid_of(m, 10**6, decay), criteria, **one)
     profile = cProfile.Profile()
     t0 = time.perf_counter()
     profile.enable()
     if mode == "memory":
-        m.sweep(raw, ages, labels, grid, criteria)
+        m.sweep(raw, ages, labels, grid, criteria, **one)
     else:
-        m.select_streaming(m.sweep_chunks(raw, ages, labels, grid, criteria), "max-margin")
+        m.select_streaming(m.sweep_chunks(raw, ages, labels, grid, criteria, **one), "max-margin")
     profile.disable()
     print(f"{memlab.__file__}: {case}, {mode}, {time.perf_counter() - t0:.2f} s")
     out = io.StringIO()
