@@ -39,7 +39,7 @@ def _above(descending: np.ndarray, v: float) -> int:
     return lo
 
 
-@jit
+@numba.njit(cache=True, nogil=True, inline="always")  # inlined: as a call it cost the count 15%
 def _running_sums(hist, order, out, pair, ki):
     """A histogram over the sorted thresholds (G, H + 1, I) summed cumulatively, written into
     ``out[:, pair, :, ki]`` in the grid's threshold order (``order``: each sorted place's index)."""
