@@ -347,9 +347,9 @@ def _column_chunks(
 ) -> tuple[ChunkPlan, Callable[[Chunk], dict[str, np.ndarray]]]:
     """The chunk plan and the function that computes one chunk's columns; ``keep`` is how many
     copies of a chunk's columns are alive while the next one is computed (the caller's frame and
-    the chunk's own: 2 when streaming, 0 when they are copied into the whole result). With
-    ``workers`` threads, each chunk has that share of the budget, and a whole table is split into
-    at least one chunk per thread."""
+    the chunk's own: 2 when streaming, 0 when they are copied into the whole result). Streamed
+    by ``workers`` threads, the chunks in flight share the budget; a whole table filled by several
+    threads is planned in chunks of ``FILL_CHUNK_BYTES``."""
     n_mem = np.shape(ages)[-1]
     if raw.ndim != 2 or raw.shape != (len(labels.question_ids), n_mem):
         raise InputError(f"score table has shape {raw.shape}, expected ({len(labels.question_ids)}, {n_mem})")
@@ -452,11 +452,11 @@ def sweep(
     is injected); ``stale_injected``; ``wrong_injected``; ``min_margin`` (the smallest criterion
     margin); ``feasible``.
 
-    The whole table is the result, so a chunk may work in as many bytes as the table takes (or the
-    sweep's budget, when more): a grid is one chunk unless its working memory is larger than its
-    table, and then its chunks are copied into columns allocated once, each by the thread that
-    computed it (``workers`` threads: ``memlab.core.chunks.chunk_workers``, the cores for large
-    grids).
+    In one thread the whole table is the result, so a chunk may work in as many bytes as the
+    table takes (or the sweep's budget, when more): a grid is one chunk unless its working memory
+    is larger than its table. ``workers`` threads (``memlab.core.chunks.chunk_workers``: the cores,
+    for large grids) fill it in chunks of ``FILL_CHUNK_BYTES``. Chunks are copied into columns
+    allocated once, each by the thread that computed it; the table is the same either way.
     """
     n_workers = chunk_workers(grid.size, workers)
     chunks, columns = _column_chunks(
