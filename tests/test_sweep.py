@@ -284,6 +284,27 @@ def test_chunks_computed_by_threads_equal_the_one_thread_sweep(seed, published):
         pd.testing.assert_frame_equal(long, sweep(published.raw, ages, labels, grid, long=True, workers=1))
 
 
+def test_every_column_is_its_own_array(seed, published):
+    """Columns start as views broadcast over the chunk; the table the caller gets holds each in
+    memory of its own, in one chunk, in several and streamed (min_margin is a copy of the one
+    criterion's margin, not the same array), and writing to one leaves the others alone."""
+    grid = Grid(bonus=(0.0, 0.05), tau_days=(3.0, 14.0), threshold=(0.44, 0.45))
+    ages = age_days(seed.memory_dates(), seed.reference_date)
+    labels = Labels.from_dataset(seed)
+    one = (SEED_CRITERIA[0],)
+    tables = [
+        sweep(published.raw, ages, labels, grid, one),
+        sweep(published.raw, ages, labels, grid, one, chunk_rows=3, workers=2),
+        *sweep_chunks(published.raw, ages, labels, grid, one, chunk_rows=3),
+    ]
+    for df in tables:
+        columns = [df[c].to_numpy() for c in df.columns if df[c].dtype != "category"]
+        assert not any(np.shares_memory(a, b) for i, a in enumerate(columns) for b in columns[i + 1 :])
+        before = df["a_margin"].copy()
+        df.loc[df.index[0], "min_margin"] = 99.0
+        assert df["a_margin"].equals(before)
+
+
 def test_workers_default_to_one_for_small_grids_and_are_checked():
     from memlab.core.chunks import THREADED_CONFIGS, chunk_workers
 

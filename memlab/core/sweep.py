@@ -199,7 +199,6 @@ def _evaluate_chunk(
     n, n_h, n_k, n_i = n_b * n_t, len(thr), len(k_vals), len(i_vals)
     n_top = int(min(i_vals.max(), final.shape[0]))
     shape = (n, n_h, n_k, n_i)
-    rows = n * n_h * n_k * n_i
     run = kernels(grid.size)
     facts = run.pair_facts(final, prep.known, k_vals, n_top, prep.tracked_q, prep.tracked_pos)
     thresholds = Thresholds.of(thr)
@@ -207,11 +206,11 @@ def _evaluate_chunk(
     thr_b = summary.threshold
 
     def flat(a: np.ndarray) -> np.ndarray:
-        return np.broadcast_to(a, shape).ravel()
+        return np.broadcast_to(a, shape)
 
     cols: dict[str, np.ndarray] = {
-        "decay": np.full(rows, grid.decay.index(chunk.decay), dtype=np.int8),
-        "combine": np.full(rows, grid.combine.index(chunk.combine), dtype=np.int8),
+        "decay": flat(np.int8(grid.decay.index(chunk.decay))),
+        "combine": flat(np.int8(grid.combine.index(chunk.combine))),
         "bonus": flat(np.repeat(bonus, n_t)[:, None, None, None]),
         "tau_days": flat(np.tile(taus, n_b)[:, None, None, None]),
         "threshold": flat(thr[None, :, None, None]),
@@ -236,16 +235,15 @@ def _evaluate_chunk(
     for name in metrics:
         cols.update(METRICS[name].columns(chunk_facts))
     if margins:
-        cols["min_margin"] = margins[0].copy()
-        for m in margins[1:]:
-            np.minimum(cols["min_margin"], m, out=cols["min_margin"])
+        # a copy of one margin: its own column, not a second name for the criterion's
+        cols["min_margin"] = reduce(np.minimum, margins[1:], margins[0]) if margins[1:] else margins[0].copy()
     else:
-        cols["min_margin"] = np.full(rows, np.inf)
+        cols["min_margin"] = flat(np.inf)
     # no criteria at all: nothing to fail
-    cols["feasible"] = reduce(np.logical_and, [cols[f"{c.name}_pass"] for c in criteria], np.ones(rows, bool))
+    cols["feasible"] = reduce(np.logical_and, [cols[f"{c.name}_pass"] for c in criteria], flat(True))
     if long:
         cols = _long_columns(
-            cols,
+            {k: v.ravel() for k, v in cols.items()},
             prep,
             labels,
             final,
@@ -389,6 +387,11 @@ def _column_chunks(
     return plan, columns
 
 
+def _rows(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """A chunk's columns as one value per row (broadcast ones written out)."""
+    return {k: v.reshape(-1) for k, v in cols.items()}
+
+
 def sweep_chunks(
     raw: np.ndarray,
     ages: np.ndarray,
@@ -420,7 +423,7 @@ def sweep_chunks(
         bar = tqdm(total=grid.size, unit="config", unit_scale=True, disable=None)
 
     def frame(chunk: Chunk) -> tuple[Chunk, pd.DataFrame]:
-        return chunk, _frame(columns(chunk), grid, first_row(grid, chunk), long)
+        return chunk, _frame(_rows(columns(chunk)), grid, first_row(grid, chunk), long)
 
     try:
         for chunk, df in ordered_map(frame, chunks, n_workers):
@@ -464,7 +467,7 @@ def sweep(
         raw, ages, labels, grid, criteria, long, chunk_rows, metrics, CHUNK_BYTES, keep=0, workers=n_workers
     )
     if len(chunks) == 1:
-        return _frame(columns(chunks[0]), grid, 0, long)
+        return _frame(_rows(columns(chunks[0])), grid, 0, long)
     whole: dict[str, np.ndarray] = {}
     allocating = threading.Lock()
     per_row = len(labels.question_ids) if long else 1
@@ -476,7 +479,8 @@ def sweep(
                 whole.update({k: np.empty(grid.size * per_row, dtype=v.dtype) for k, v in cols.items()})
         at = first_row(grid, chunk) * per_row
         for k, v in cols.items():
-            whole[k][at : at + len(v)] = v
+            # written once, straight from the chunk's arrays (broadcast ones too) into the table
+            np.copyto(whole[k][at : at + v.size].reshape(v.shape), v)
 
     for _ in ordered_map(fill, chunks, n_workers):
         pass

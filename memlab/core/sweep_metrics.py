@@ -64,7 +64,9 @@ class ChunkFacts:
     """What the metric groups read about one chunk of configurations; arrays are shaped
     (bonus x tau pairs, threshold, candidates, inject)."""
 
-    flat: Callable[[np.ndarray], np.ndarray]  # a chunk array as one value per configuration row
+    # a chunk array broadcast to the configuration axes, a view: the sweep writes every column
+    # once, straight into its table (or the chunk's frame)
+    flat: Callable[[np.ndarray], np.ndarray]
     summary: SweepSummary  # the per-question facts the criteria read
     labels: Labels
     counts: Counts  # injected memories per question kind, stale and wrong ones, counted on demand
@@ -95,17 +97,17 @@ def _current(f: ChunkFacts) -> dict[str, np.ndarray]:
 
 
 def _injected(f: ChunkFacts) -> dict[str, np.ndarray]:
-    out = {f"injected_{kind}": f.counts.get(kind).ravel() for kind in QUESTION_KINDS}
-    out["current_injected"] = f.counts.get("current").ravel()  # questions whose current memory is injected
+    out = {f"injected_{kind}": f.counts.get(kind) for kind in QUESTION_KINDS}
+    out["current_injected"] = f.counts.get("current")  # questions whose current memory is injected
     return out
 
 
 def _stale(f: ChunkFacts) -> dict[str, np.ndarray]:
-    return {"stale_injected": f.counts.get("stale").ravel()}
+    return {"stale_injected": f.counts.get("stale")}
 
 
 def _wrong(f: ChunkFacts) -> dict[str, np.ndarray]:
-    return {"wrong_injected": f.counts.get("wrong").ravel()}
+    return {"wrong_injected": f.counts.get("wrong")}
 
 
 def _answered(f: ChunkFacts) -> dict[str, np.ndarray]:
@@ -114,9 +116,9 @@ def _answered(f: ChunkFacts) -> dict[str, np.ndarray]:
     nohit = np.array([k == "nohit" for k in f.labels.kinds], dtype=bool)
     counted = c.kernels.answered(c.facts, c.prep.relevant_of, nohit, c.thresholds, c.inject)
     return {
-        "answered_any": counted[0].ravel(),
-        "answered_all": counted[1].ravel(),
-        "nohit_injected_questions": counted[2].ravel(),
+        "answered_any": counted[0],
+        "answered_all": counted[1],
+        "nohit_injected_questions": counted[2],
     }
 
 
