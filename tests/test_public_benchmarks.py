@@ -284,3 +284,28 @@ def test_cli_import_then_validate(tmp_path, capsys):
     assert "(2 hit, 1 contradiction, 1 nohit, 0 time; 4 dated)" in capsys.readouterr().out
     assert main(["import-locomo", str(DATA / "locomo_tiny.json"), "-o", str(out)]) == 2
     assert "already exists and is not an empty folder" in capsys.readouterr().err
+
+
+def test_an_import_inside_a_clone_stays_out_of_git(tmp_path):
+    """Each import writes a .gitignore of ``*``: in a git work tree, ``git add -A`` leaves the
+    benchmark's files out while the tree's own file goes in."""
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "clone"
+    (repo / "data").mkdir(parents=True)
+    (repo / "README.md").write_text("mine\n")
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True)
+        return done.stdout
+
+    git("init", "-q")
+    import_locomo(DATA / "locomo_tiny.json", repo / "data" / "locomo_tiny")
+    import_longmemeval(DATA / "longmemeval_tiny.json", repo / "data" / "longmemeval_tiny")
+    assert (repo / "data" / "locomo_tiny" / ".gitignore").read_text().splitlines()[-1] == "*"
+    git("add", "-A")
+    assert git("diff", "--cached", "--name-only").splitlines() == ["README.md"]
+    assert load_dataset(repo / "data" / "locomo_tiny").memory_ids[0] == "conv-901:D1:o1"

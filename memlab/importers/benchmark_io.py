@@ -174,6 +174,12 @@ def question_row(
     return row
 
 
+GITIGNORE = (
+    "# imported from a public benchmark by memlab: its licence is not this repository's, so git\n"
+    "# leaves the whole folder out (delete this file only where the licence allows a copy)\n*\n"
+)
+
+
 def write_benchmark(
     out: str | Path,
     meta: dict[str, Any],
@@ -182,7 +188,9 @@ def write_benchmark(
     log: ImportLog,
 ) -> ImportResult:
     """Write the dataset folder (``import.json`` beside it: the log) so it appears whole or not at
-    all, and only once memlab's loader accepts it."""
+    all, and only once memlab's loader accepts it. Its ``.gitignore`` keeps it out of git: a
+    benchmark's licence is its own, and an import made inside a clone must not be committed with
+    it by a ``git add -A``."""
     from memlab.datasets.schema import load_dataset
 
     if not memories:
@@ -194,6 +202,7 @@ def write_benchmark(
         "memories.jsonl": "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in memories),
         "questions.jsonl": "".join(json.dumps(q, ensure_ascii=False) + "\n" for q in questions),
         "import.json": json.dumps(log.to_dict(), indent=2, ensure_ascii=False) + "\n",
+        ".gitignore": GITIGNORE,
     }
     path = write_folder_atomically(out, files, check=load_dataset)
     return ImportResult(Path(path), len(memories), len(questions), log)
