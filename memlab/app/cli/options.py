@@ -254,7 +254,10 @@ def apply_spec_file(args: argparse.Namespace) -> None:
     reference = tuned.dataset.get("reference") or tuned.dataset["name"]
     scored = {"dataset": reference, "source": tuned.source, "lang": tuned.languages[0]}
     model = tuned.model or {}
-    if tuned.source == "embedded" and model.get("identity", {}).get("engine") != "openai-compatible":
+    # the file's model only where the scores are embedded: with --source published beside a file
+    # tuned on embedded scores, the check of the model (check_tuned) says what is wrong
+    source = args.source if "source" in told else tuned.source
+    if source == "embedded" and model.get("identity", {}).get("engine") != "openai-compatible":
         scored["model"] = model.get("name") or None
     for name, value in scored.items():
         if hasattr(args, name) and name not in told:
