@@ -127,12 +127,23 @@ def test_a_dataset_without_haystacks_is_refused(seed, published):
     with pytest.raises(InputError) as e:
         held_out(RetrievalProblem.of(seed, published, RetrievalSpec()), folds=2)
     assert str(e.value) == (
-        "held-out tuning splits the questions by haystack, and this dataset has none: import a benchmark "
-        "(memlab import-locomo, import-longmemeval), whose questions carry their conversation or sessions"
+        "held-out tuning splits the questions by haystack, and this dataset's questions carry none: import a "
+        "benchmark (memlab import-locomo, import-longmemeval), whose questions carry their conversation or "
+        "sessions"
+    )
+    with pytest.raises(InputError) as e:
+        assign_folds(["conv-26", "conv-26"], 2, 0)
+    assert str(e.value) == (
+        "held-out tuning splits the questions by haystack, and every question of this dataset searches the "
+        "same one (conv-26): it needs two or more (a LoCoMo import of every conversation, not --conversation; "
+        "a LongMemEval file with several questions)"
     )
     with pytest.raises(InputError) as e:
         assign_folds(["a", "b", "a"], 3, 0)
-    assert str(e.value) == "--folds 3: the dataset has only 2 haystacks"
+    assert (
+        str(e.value)
+        == "--folds 3: the dataset has only 2 haystacks; use --folds 2 or fewer (one fold per haystack at most)"
+    )
 
 
 @pytest.mark.model
@@ -151,6 +162,10 @@ def test_tune_benchmark_command_on_a_hand_written_locomo_file(tmp_path, capsys, 
     for system in SYSTEMS:
         assert f" {system} " in out
     assert "fold 0: evaluated on " in out and "recency+calibrated: thresholds " in out
+    # without --folds: five, or one per haystack when there are fewer (four here)
+    small = ["--boot", "20", "--candidates", "4", "--inject", "2", "--hybrids", "", "--format", "json"]
+    assert main(["tune-benchmark", *args, *small]) == 0
+    assert __import__("json").loads(capsys.readouterr().out)["folds"] == 4
     assert main(["metrics", *args, "--by", "haystack", "--format", "json"]) == 0
     doc = __import__("json").loads(capsys.readouterr().out)
     groups = {r["group"] for r in doc["summary"] if r["by"] == "haystack"}

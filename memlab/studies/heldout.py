@@ -102,14 +102,23 @@ def assign_folds(units: Sequence[str], folds: int, seed: int) -> np.ndarray:
     check_number(folds, "folds", integer=True, minimum=2)
     check_number(seed, "seed", integer=True, minimum=0)
     names = list(dict.fromkeys(units))
-    if names == [""] or len(names) < 2:
+    if names == [""]:
         raise InputError(
-            "held-out tuning splits the questions by haystack, and this dataset has "
-            f"{'none' if names == [''] else 'one'}: import a benchmark (memlab import-locomo, "
-            "import-longmemeval), whose questions carry their conversation or sessions"
+            "held-out tuning splits the questions by haystack, and this dataset's questions carry "
+            "none: import a benchmark (memlab import-locomo, import-longmemeval), whose questions "
+            "carry their conversation or sessions"
+        )
+    if len(names) < 2:
+        raise InputError(
+            f"held-out tuning splits the questions by haystack, and every question of this dataset "
+            f"searches the same one ({names[0]}): it needs two or more (a LoCoMo import of every "
+            "conversation, not --conversation; a LongMemEval file with several questions)"
         )
     if folds > len(names):
-        raise InputError(f"--folds {folds}: the dataset has only {len(names)} haystacks")
+        raise InputError(
+            f"--folds {folds}: the dataset has only {len(names)} haystacks; use --folds {len(names)} "
+            "or fewer (one fold per haystack at most)"
+        )
     perm = np.random.default_rng(seed).permutation(len(names))
     fold_of = {names[j]: i % folds for i, j in enumerate(perm)}
     return np.array([fold_of[u] for u in units])
