@@ -219,11 +219,14 @@ class Grid:
     def edges(self, values: dict[str, float]) -> list[tuple[str, str, float]]:
         """Axes (with more than one value) on whose lowest or highest value ``values`` sits:
         (axis, "lowest" | "highest", value). A choice on an edge may be better outside the grid;
-        widen that axis. Bonus 0 is the natural floor, not an edge; a decay family is no edge."""
+        widen that axis. Bonus 0 is the natural floor, not an edge; a decay family is no edge; and
+        with bonus 0, tau is none either (no bonus to decay: every tau gives the same finals)."""
         out = []
         for name in NUMERIC_AXES:
             axis = getattr(self, name)
             if len(axis) < 2 or name not in values:
+                continue
+            if name == "tau_days" and values.get("bonus") == 0:
                 continue
             v = values[name]
             if v == axis.hi:
