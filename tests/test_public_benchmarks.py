@@ -309,3 +309,27 @@ def test_an_import_inside_a_clone_stays_out_of_git(tmp_path):
     git("add", "-A")
     assert git("diff", "--cached", "--name-only").splitlines() == ["README.md"]
     assert load_dataset(repo / "data" / "locomo_tiny").memory_ids[0] == "conv-901:D1:o1"
+
+
+def test_default_folders_name_a_granularity_that_is_not_the_default(tmp_path, monkeypatch, capsys):
+    """Both granularities of one file import side by side under data/ without -o."""
+    monkeypatch.chdir(tmp_path)
+    for argv, folder in (
+        (["import-locomo", str(DATA / "locomo_tiny.json")], "locomo_tiny"),
+        (["import-locomo", str(DATA / "locomo_tiny.json"), "--granularity", "turn"], "locomo_tiny-turn"),
+        (["import-locomo", str(DATA / "locomo_tiny.json"), "--conversation", "1"], "locomo_tiny-1"),
+        (["import-longmemeval", str(DATA / "longmemeval_tiny.json")], "longmemeval_tiny"),
+        (
+            ["import-longmemeval", str(DATA / "longmemeval_tiny.json"), "--granularity", "turn"],
+            "longmemeval_tiny-turn",
+        ),
+    ):
+        assert main(argv) == 0
+        assert capsys.readouterr().out.splitlines()[0].startswith(f"wrote data/{folder}: ")
+    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == [
+        "locomo_tiny",
+        "locomo_tiny-1",
+        "locomo_tiny-turn",
+        "longmemeval_tiny",
+        "longmemeval_tiny-turn",
+    ]

@@ -136,7 +136,9 @@ def import_summary(result) -> str:
 def cmd_import_longmemeval(args: argparse.Namespace) -> int:
     from memlab.importers.longmemeval import import_longmemeval
 
-    out = args.output or default_out(Path(args.file).stem, "the file's name")
+    # the granularity in the name when it is not the default: both imports can live side by side
+    stem = Path(args.file).stem + ("-turn" if args.granularity == "turn" else "")
+    out = args.output or default_out(stem, "the file's name")
     print(import_summary(import_longmemeval(args.file, out, granularity=args.granularity)))
     return 0
 
@@ -144,7 +146,11 @@ def cmd_import_longmemeval(args: argparse.Namespace) -> int:
 def cmd_import_locomo(args: argparse.Namespace) -> int:
     from memlab.importers.locomo import import_locomo
 
-    stem = Path(args.file).stem + (f"-{args.conversation}" if args.conversation else "")
+    stem = (
+        Path(args.file).stem
+        + (f"-{args.conversation}" if args.conversation else "")
+        + ("-turn" if args.granularity == "turn" else "")
+    )
     out = args.output or default_out(stem, "--conversation" if args.conversation else "the file's name")
     result = import_locomo(args.file, out, conversation=args.conversation, granularity=args.granularity)
     print(import_summary(result))
@@ -294,7 +300,12 @@ def add_import_longmemeval_arguments(p: argparse.ArgumentParser) -> None:
         default="session",
         help="one memory per session (its user turns) or per user turn (default: %(default)s)",
     )
-    p.add_argument("-o", "--output", default=None, help="new dataset folder (default: data/FILE-STEM)")
+    p.add_argument(
+        "-o",
+        "--output",
+        default=None,
+        help="new dataset folder (default: data/FILE-STEM, data/FILE-STEM-turn)",
+    )
 
 
 def add_import_locomo_arguments(p: argparse.ArgumentParser) -> None:
@@ -309,7 +320,10 @@ def add_import_locomo_arguments(p: argparse.ArgumentParser) -> None:
         help="one memory per session observation or per dialogue turn (default: %(default)s)",
     )
     p.add_argument(
-        "-o", "--output", default=None, help="new dataset folder (default: data/FILE-STEM[-CONVERSATION])"
+        "-o",
+        "--output",
+        default=None,
+        help="new dataset folder (default: data/FILE-STEM[-CONVERSATION][-turn])",
     )
 
 
