@@ -196,7 +196,9 @@ def explain_text(
         lines.append(f"threshold: {problem.spec.threshold:g}, the default {problem.defaults.basis}")
     if not problem.scope.trivial:
         lines.append(f"collection: {problem.scope.describe()}")
-    lines += ["", f"{'summary':<30}" + "".join(f"{label:>18}" for label in labels)]
+    # each spec's column as wide as its label (a --against of several changes is long), 2 apart
+    width = {label: max(16, len(label)) + 2 for label in labels}
+    lines += ["", f"{'summary':<30}" + "".join(f"{label:>{width[label]}}" for label in labels)]
     n = len(rep.queries)
     rows = [
         ("injecting", lambda x: _pct(x["injecting"], n)),
@@ -210,7 +212,7 @@ def explain_text(
         ),
     ]
     for name, cell in rows:
-        lines.append(f"{name:<30}" + "".join(f"{cell(s['specs'][label]):>18}" for label in labels))
+        lines.append(f"{name:<30}" + "".join(f"{cell(s['specs'][label]):>{width[label]}}" for label in labels))
     for label, c in s["changes"].items():
         shown = "; ".join(
             f"{x['query']}" + "".join(f" +{m}" for m in x["gained"]) + "".join(f" -{m}" for m in x["lost"])

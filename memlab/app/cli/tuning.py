@@ -48,12 +48,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if vectors:
         lines.append("vectors: " + ", ".join(f"{n} from {path}" for path, n in vectors.items() if n))
     lines.append("")
+    # ids as long as an imported benchmark's (answer_tiny0001_2) keep their column
+    width = max([6, *(len(c.memory_id) for r in ev.results for c in r.candidates)]) + 2
     for r in ev.results:
         lines.append(f"{r.question_id} ({r.kind}) {r.text}")
         if not r.candidates:
             lines.append("  no known scores")
         else:
-            lines.append(f"  {'memory':<8}{'date':<12}{'raw':>7}{'bonus':>8}{'final':>7}  injected")
+            lines.append(f"  {'memory':<{width}}{'date':<12}{'raw':>7}{'bonus':>8}{'final':>7}  injected")
             for c in r.candidates:
                 mark = "yes" if c.injected else ("over threshold" if c.reaches else "")
                 if c.injected and c.memory_id in r.stale_injected:
@@ -61,13 +63,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                 elif c.injected and c.memory_id in r.wrong_injected:
                     mark = "yes, not relevant"
                 lines.append(
-                    f"  {c.memory_id:<8}{ev.details['dates'][c.index]:<12}{c.raw:>7.3f}"
+                    f"  {c.memory_id:<{width}}{ev.details['dates'][c.index]:<12}{c.raw:>7.3f}"
                     f"{c.bonus:>+8.3f}{c.final:>7.3f}  {mark}"
                 )
         lines.append("")
     lines.append("criteria")
+    named = max([1, *(len(c.name) for c in ev.criteria)])
     for c in ev.criteria:
-        lines.append(f"  {c.name}  {fmt(c.value):>6}  {'pass' if c.passed else 'FAIL'}  {c.description}")
+        lines.append(f"  {c.name:<{named}}  {fmt(c.value):>6}  {'pass' if c.passed else 'FAIL'}  {c.description}")
     lines.append(
         f"headroom: {fmt(ev.headroom)} (threshold minus the best post-bonus score on no-hit questions)"
     )
