@@ -320,7 +320,11 @@ def test_sweep_prints_its_choice_ready_to_paste(capsys):
         "smallest-bonus",
     ]
     assert main([*argv, "--print-choice", "flags"]) == 0
-    flags = capsys.readouterr().out.splitlines()[-1]
+    out, err = capsys.readouterr()
+    # stdout holds the flags alone (memlab evaluate $(memlab sweep ... --print-choice flags)), the
+    # report goes to stderr
+    assert len(out.splitlines()) == 1 and err.startswith("grid: ")
+    flags = out.splitlines()[-1]
     assert (
         flags
         == "--dataset seed16 --source published --lang en --bonus 0.045 --tau 15 --threshold 0.45 --candidates 8 --inject 3"
@@ -339,10 +343,9 @@ def test_sweep_prints_its_choice_ready_to_paste(capsys):
         "inject": 3,
     }
     assert main([*argv, "--print-choice", "yaml"]) == 0
-    yaml_text = capsys.readouterr().out.split("\n", 4)[-1]
     import yaml
 
-    doc = yaml.safe_load(yaml_text[yaml_text.index("runs:") :])
+    doc = yaml.safe_load(capsys.readouterr().out)  # the whole of stdout is the batch YAML
     assert doc["runs"][0]["parameters"] == {
         "dataset": "seed16",
         "source": "published",

@@ -200,7 +200,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             for frame in stream(problems[0], long=True):
                 out.write(frame)
     elapsed = time.perf_counter() - t0
-    say = sys.stderr if args.output == "-" else sys.stdout  # -o -: the table owns stdout
+    # -o - (the table) and --print-choice yaml|flags (the choice, for $(...) or a paste) own
+    # stdout: the report goes to stderr
+    say = sys.stderr if args.output == "-" or args.print_choice != "line" else sys.stdout
     shown_axes = " x ".join(
         f"{n} {a}"
         for a, n in zip(
