@@ -19,6 +19,7 @@ import errno
 import os
 import secrets
 import shutil
+import sys
 import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -29,6 +30,7 @@ from memlab.core.errors import InputError, MemlabError
 TEMP_SUFFIX = ".tmp"
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # every POSIX system has it
 PENDING: set[Path] = set()  # temporary files and folders of the writes in progress
+INTERRUPTED: list[Path] = []  # writes a signal's exception removed, until discard_pending reads them
 _SWEPT: set[Path] = set()  # folders already cleared of dead processes' temporary files
 
 _KINDS = (
@@ -156,14 +158,19 @@ def discard(tmp: Path) -> None:
     else:
         tmp.unlink(missing_ok=True)
     PENDING.discard(tmp)
+    if isinstance(sys.exc_info()[1], KeyboardInterrupt):  # a signal (SIGINT, memlab's SIGTERM)
+        INTERRUPTED.append(tmp)
 
 
 def discard_pending() -> list[Path]:
-    """Remove every write in progress (after a signal stopped them); returns what was pending."""
+    """Remove every write in progress (after a signal stopped them); returns every write the
+    signal undid: those still pending, and those its exception already removed on its way out."""
     pending = sorted(PENDING)
     for tmp in pending:
         discard(tmp)
-    return pending
+    undone = sorted({*pending, *INTERRUPTED})
+    INTERRUPTED.clear()
+    return undone
 
 
 @contextmanager

@@ -91,11 +91,11 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt as e:
         if not catch:
             raise
-        discard_pending()
+        removed = discard_pending()
         signum = e.signum if isinstance(e, Terminated) else signal.SIGINT
+        undone = "the file being written was removed" if removed else "nothing was being written"
         print(
-            f"memlab: stopped by {signal.Signals(signum).name}; "
-            "the file being written was removed, earlier files are as they were",
+            f"memlab: stopped by {signal.Signals(signum).name}; {undone}, earlier files are as they were",
             file=sys.stderr,
         )
         return 128 + signum
