@@ -212,7 +212,8 @@ def explain_text(
         ),
     ]
     for name, cell in rows:
-        lines.append(f"{name:<30}" + "".join(f"{cell(s['specs'][label]):>{width[label]}}" for label in labels))
+        cells = "".join(f"{cell(s['specs'][label]):>{width[label]}}" for label in labels)
+        lines.append(f"{name:<30}{cells}")
     for label, c in s["changes"].items():
         shown = "; ".join(
             f"{x['query']}" + "".join(f" +{m}" for m in x["gained"]) + "".join(f" -{m}" for m in x["lost"])

@@ -70,7 +70,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     lines.append("criteria")
     named = max([1, *(len(c.name) for c in ev.criteria)])
     for c in ev.criteria:
-        lines.append(f"  {c.name:<{named}}  {fmt(c.value):>6}  {'pass' if c.passed else 'FAIL'}  {c.description}")
+        verdict = "pass" if c.passed else "FAIL"
+        lines.append(f"  {c.name:<{named}}  {fmt(c.value):>6}  {verdict}  {c.description}")
     lines.append(
         f"headroom: {fmt(ev.headroom)} (threshold minus the best post-bonus score on no-hit questions)"
     )
