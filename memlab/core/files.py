@@ -19,8 +19,8 @@ import errno
 import os
 import secrets
 import shutil
-import sys
 import stat
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
