@@ -155,6 +155,15 @@ def test_a_missing_dataset_folder_fails_before_anything_runs(tmp_path, capsys):
         f"memlab: error: {batch}: runs[1] (mine): dataset: no dataset folder {tmp_path / 'my-device'}\n"
     )
     assert not (tmp_path / "out").exists()
+    # the benchmark file alike: relative to the batch file, checked before anything runs
+    batch.write_text(
+        "notebooks: [08_benchmark]\nruns:\n  - {name: lc, parameters: {benchmark_file: data/locomo10.json}}\n"
+    )
+    assert main(["run", "--config", str(batch), "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err == (
+        f"memlab: error: {batch}: runs[1] (lc): benchmark_file: no file {tmp_path / 'data' / 'locomo10.json'}\n"
+    )
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.notebook

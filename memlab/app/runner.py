@@ -265,9 +265,9 @@ FILE_PARAMETERS = ("benchmark_file",)  # a file path
 def absolute_datasets(params: dict[str, Any], base: Path | None = None, where: str = "") -> dict[str, Any]:
     """Dataset folders (and the benchmark file) made absolute (the notebooks run in the notebooks
     folder): a relative one resolves against ``base`` (the batch file's folder, or where memlab
-    runs for ``-p``). A bare
-    name is a packaged dataset or one under data/ (``memlab.datasets.locations.dataset_dir``); a path
-    that is no folder is an error that shows where it was looked for."""
+    runs for ``-p``). A bare name is a packaged dataset or one under data/
+    (``memlab.datasets.locations.dataset_dir``); a path that is no folder (for the benchmark file:
+    no file) is an error that shows where it was looked for."""
     from memlab.datasets.schema import dataset_dir
 
     base = base or Path.cwd()
@@ -287,8 +287,12 @@ def absolute_datasets(params: dict[str, Any], base: Path | None = None, where: s
         out[key] = ",".join(resolved)
     for key in FILE_PARAMETERS:
         value = out.get(key)
-        if isinstance(value, str) and value and (base / Path(value).expanduser()).is_file():
-            out[key] = str((base / Path(value).expanduser()).resolve())
+        if not isinstance(value, str) or not value:
+            continue
+        path = (base / Path(value).expanduser()).resolve()
+        if not path.is_file():  # said now, with the path it was looked for at, not by a notebook later
+            raise MissingFileError(f"{where}{key}: no file {path}")
+        out[key] = str(path)
     return out
 
 
