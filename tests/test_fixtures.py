@@ -320,13 +320,22 @@ def test_time_question_labels_are_checked_against_the_time_named(dataset_copy):
         load_dataset(root)
     assert e.value.problems == [
         f"{root}/questions.jsonl:1: current: 'm12' is dated 2026-08-10, outside time_range 2026-08-01..2026-08-05",
-        f"{root}/questions.jsonl:3: text: a time question must name a time memlab.datasets.timeparse reads, or give a time_range",
-        f"{root}/questions.jsonl:3: text_ja: a time question must name a time memlab.datasets.timeparse reads, or give a time_range",
+        f"{root}/questions.jsonl:3: text: a time question must name a time memlab reads (`memlab timeparse TEXT` shows what it reads), or give a time_range",
+        f"{root}/questions.jsonl:3: text_ja: a time question must name a time memlab reads (`memlab timeparse TEXT` shows what it reads), or give a time_range",
         f"{root}/questions.jsonl:4: current: 'm06' is dated 2026-09-03, outside the time its en text names "
         "(2026-09-09..2026-09-09, 'yesterday')",
         # its Japanese text still names no time
-        f"{root}/questions.jsonl:4: text_ja: a time question must name a time memlab.datasets.timeparse reads, or give a time_range",
+        f"{root}/questions.jsonl:4: text_ja: a time question must name a time memlab reads (`memlab timeparse TEXT` shows what it reads), or give a time_range",
     ]
+    # a time_range refused (its start after its end) is the one problem: the text is not blamed too
+    edit("questions.jsonl", 1, kind="time", time_range={"start": "2026-08-15", "end": "2026-08-05"})
+    with pytest.raises(DatasetError) as e:
+        load_dataset(root)
+    assert (
+        e.value.problems[0]
+        == f"{root}/questions.jsonl:1: time_range: start 2026-08-15 is after end 2026-08-05"
+    )
+    assert not any(p.startswith(f"{root}/questions.jsonl:1: text") for p in e.value.problems)
 
 
 @pytest.mark.parametrize(

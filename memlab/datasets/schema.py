@@ -241,7 +241,8 @@ def _check_time_question(r, fields, time_range, current_date, current, asked) ->
         if named is None:
             r.problem(
                 fname,
-                "a time question must name a time memlab.datasets.timeparse reads, or give a time_range",
+                "a time question must name a time memlab reads (`memlab timeparse TEXT` shows what it "
+                "reads), or give a time_range",
             )
         elif not named.start - timedelta(days=1) <= day <= named.end + timedelta(days=1):
             r.problem(
@@ -488,7 +489,14 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
             r.problem("kind", "a contradiction question needs a current and a stale memory")
         if kind == "time" and current is None:
             r.problem("kind", "a time question needs a current memory (the one from the time it names)")
-        if kind == "time" and current in memory_dates and (asked or reference) is not None:
+        # a time_range given but refused has its own problem: the text is not checked in its place
+        refused_range = time_range is None and r.obj.get("time_range") is not None
+        if (
+            kind == "time"
+            and current in memory_dates
+            and (asked or reference) is not None
+            and not refused_range
+        ):
             _check_time_question(r, fields, time_range, memory_dates[current], current, asked or reference)
         if current is not None and current in stale:
             r.problem("current", f"{current!r} is also listed as stale")
