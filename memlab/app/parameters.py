@@ -246,8 +246,8 @@ PARAMETERS: tuple[Parameter, ...] = (
         "embed_fallback",
         "bool",
         True,
-        "fall back to the local model when the server fails, if it is the same model "
-        "(--no-embed-fallback: stop instead)",
+        "stop when the embedding server fails (by default memlab falls back to the local model, "
+        "when it is the same model)",
         "--no-embed-fallback",
         notebook=False,
         group="server",

@@ -320,7 +320,7 @@ class ScoreDefaults:
 
 
 SEED_DEFAULTS = ScoreDefaults(
-    0.45, "0.40:0.50:0.005", "0:0.1:0.001", "the seed's Qwen3-Embedding calibration"
+    0.45, "0.40:0.50:0.005", "0:0.1:0.001", "from the seed's Qwen3-Embedding calibration"
 )
 
 
@@ -340,7 +340,7 @@ def distribution_defaults(raw: np.ndarray) -> ScoreDefaults:
         round(round(p98 / 0.005) * 0.005, 4),
         f"{lo:g}:{hi:g}:{max(0.0005, round((hi - lo) / 20, 4)):g}",
         f"0:{spread:g}:{max(0.00001, round(spread / 100, 5)):g}",
-        "the distribution of this table's raw cosines (98th percentile)",
+        "from the distribution of this table's raw cosines (98th percentile)",
     )
 
 

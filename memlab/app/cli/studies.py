@@ -286,7 +286,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     lines = [
         f"dataset {dataset.name} ({args.lang}, {len(dataset.questions)} questions, {gated} naming a time), "
         f"scores: {scores.source} {scores.details.get('model', '')}".rstrip(),
-        f"{result.configs} configurations; each retriever at its best: current memories injected minus "
+        f"{result.configs:,} configurations; each retriever at its best: current memories injected minus "
         "wrong ones (no-hit, stale), then feasible, then margin; thresholds calibrated per retriever",
         f"{'retriever':>18} {'setting':<34} {'threshold':>9} {'feasible':>8} {'hit@inject':>10} "
         f"{'false inj.':>10} {'stale inj.':>10} {'headroom':>9}",
