@@ -188,7 +188,8 @@ def explain_text(
         f"store: {store['name']} ({store['memories']} memories; supersession labels: "
         f"{'yes' if store['supersession'] else 'none'}), model {store['model']}",
         f"log: {log['path']}: {_count(log['queries'], 'query', 'queries')} "
-        f"({_count(log['embedded'], 'text', 'texts')} embedded), {log['logged_injections']} with production's injections",
+        f"({_count(log['embedded'], 'text', 'texts')} embedded), "
+        f"{log['logged_injections']} with production's injections",
     ]
     for r in rep.runs:
         lines.append(f"spec {r.label}: {spec_line(r.spec).rsplit(' reference=', 1)[0]}")
