@@ -96,8 +96,8 @@ def cmd_import_qdrant(args: argparse.Namespace) -> int:
     )
     if args.questions is None:
         print(
-            f"next: write your questions into {out / 'questions.jsonl'} (docs/datasets.md#the-folder-format), then "
-            f"memlab validate {shlex.quote(str(out))}"
+            f"next: write your questions into {out / 'questions.jsonl'} "
+            f"(docs/datasets.md#the-folder-format), then memlab validate {shlex.quote(str(out))}"
         )
     return 0
 
