@@ -25,7 +25,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import reduce
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -234,13 +233,13 @@ def _evaluate_chunk(
     )
     for name in metrics:
         cols.update(METRICS[name].columns(chunk_facts))
-    if margins:
-        # a copy of one margin: its own column, not a second name for the criterion's
-        cols["min_margin"] = reduce(np.minimum, margins[1:], margins[0]) if margins[1:] else margins[0].copy()
-    else:
-        cols["min_margin"] = flat(np.inf)
+    # one array each, reduced in place (a criterion per current memory makes a dozen of them);
     # no criteria at all: nothing to fail
-    cols["feasible"] = reduce(np.logical_and, [cols[f"{c.name}_pass"] for c in criteria], flat(True))
+    low, feasible = np.full(shape, np.inf), np.ones(shape, dtype=bool)
+    for c, m in zip(criteria, margins, strict=True):
+        np.minimum(low, m, out=low)
+        np.logical_and(feasible, cols[f"{c.name}_pass"], out=feasible)
+    cols["min_margin"], cols["feasible"] = low, feasible
     if long:
         cols = _long_columns(
             {k: v.ravel() for k, v in cols.items()},
