@@ -144,25 +144,30 @@ def test_dataset_folders_are_made_absolute_before_the_notebooks_run(tmp_path):
     assert absolute_datasets({"benchmark_file": ""}, tmp_path) == {"benchmark_file": ""}
 
 
-def test_a_missing_dataset_folder_fails_before_anything_runs(tmp_path, capsys):
+@pytest.mark.parametrize(
+    ("notebook", "run", "message"),
+    [
+        # relative to the batch file, and shown resolved
+        (
+            "01_reproduce",
+            "{name: mine, parameters: {dataset: ./my-device}}",
+            "runs[1] (mine): dataset: no dataset folder {}/my-device",
+        ),
+        # the benchmark file alike
+        (
+            "08_benchmark",
+            "{name: lc, parameters: {benchmark_file: data/locomo10.json}}",
+            "runs[1] (lc): benchmark_file: no file {}/data/locomo10.json",
+        ),
+    ],
+)
+def test_a_missing_dataset_folder_or_file_fails_before_anything_runs(
+    tmp_path, capsys, notebook, run, message
+):
     batch = tmp_path / "batch.yaml"
-    batch.write_text(
-        "notebooks: [01_reproduce]\nruns:\n  - {name: mine, parameters: {dataset: ./my-device}}\n"
-    )
+    batch.write_text(f"notebooks: [{notebook}]\nruns:\n  - {run}\n")
     assert main(["run", "--config", str(batch), "--out", str(tmp_path / "out")]) == 2
-    # relative to the batch file, and shown resolved
-    assert capsys.readouterr().err == (
-        f"memlab: error: {batch}: runs[1] (mine): dataset: no dataset folder {tmp_path / 'my-device'}\n"
-    )
-    assert not (tmp_path / "out").exists()
-    # the benchmark file alike: relative to the batch file, checked before anything runs
-    batch.write_text(
-        "notebooks: [08_benchmark]\nruns:\n  - {name: lc, parameters: {benchmark_file: data/locomo10.json}}\n"
-    )
-    assert main(["run", "--config", str(batch), "--out", str(tmp_path / "out")]) == 2
-    assert capsys.readouterr().err == (
-        f"memlab: error: {batch}: runs[1] (lc): benchmark_file: no file {tmp_path / 'data' / 'locomo10.json'}\n"
-    )
+    assert capsys.readouterr().err == f"memlab: error: {batch}: {message.format(tmp_path)}\n"
     assert not (tmp_path / "out").exists()
 
 
