@@ -441,9 +441,19 @@ def add_sweep_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group(GRID_TITLE)
     add_parameters(g, ["bonus_range", "tau_range", "threshold_range"])
     g.add_argument(
-        "--candidates", dest="candidates_range", default=str(DEFAULTS.candidates), help="default: %(default)s"
+        "--candidates",
+        dest="candidates_range",
+        default=str(DEFAULTS.candidates),
+        help="raw nearest neighbours fetched before the re-sort: a value or an axis, 4:16:4 or 4,8 "
+        "(default: %(default)s)",
     )
-    g.add_argument("--inject", dest="inject_range", default=str(DEFAULTS.inject), help="default: %(default)s")
+    g.add_argument(
+        "--inject",
+        dest="inject_range",
+        default=str(DEFAULTS.inject),
+        help="most memories injected into the prompt: a value or an axis, 1:5:1 or 2,3 "
+        "(default: %(default)s)",
+    )
     add_family_options(p, many=True)
     add_criteria_option(p)
     add_collection_options(p)
