@@ -391,5 +391,10 @@ def test_init_writes_a_folder_that_validates_as_written_and_refuses_a_used_one(t
     # a folder that holds anything is refused, and left as it was
     code, _, err = run(capsys, "init", str(folder))
     assert code == 2 and err == f"memlab: error: {folder} already exists and is not an empty folder\n"
+    code, _, err = run(capsys, "init", str(folder / "memories.jsonl"))  # a file, not a folder
+    assert code == 2 and err == (
+        f"memlab: error: {folder / 'memories.jsonl'} already exists and is a file, not a folder: give a new "
+        "folder's name\n"
+    )
     (tmp_path / "empty").mkdir()
     assert run(capsys, "init", str(tmp_path / "empty"))[0] == 0  # an empty one is filled

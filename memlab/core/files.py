@@ -241,7 +241,9 @@ def write_folder_atomically(
     an empty folder, so nothing a user made is overwritten.
     """
     out = Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"{out} already exists and is a file, not a folder: give a new folder's name")
+    if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} already exists and is not an empty folder")
     out.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(out.parent)
