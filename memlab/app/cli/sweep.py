@@ -435,25 +435,19 @@ def shard_summary(problem, spec) -> str:
 
 
 def add_sweep_arguments(p: argparse.ArgumentParser) -> None:
+    from memlab.app.parameters import parameter
     from memlab.core.sweep import METRICS
 
     add_source_options(p)
     g = p.add_argument_group(GRID_TITLE)
     add_parameters(g, ["bonus_range", "tau_range", "threshold_range"])
-    g.add_argument(
-        "--candidates",
-        dest="candidates_range",
-        default=str(DEFAULTS.candidates),
-        help="raw nearest neighbours fetched before the re-sort: a value or an axis, 4:16:4 or 4,8 "
-        "(default: %(default)s)",
-    )
-    g.add_argument(
-        "--inject",
-        dest="inject_range",
-        default=str(DEFAULTS.inject),
-        help="most memories injected into the prompt: a value or an axis, 1:5:1 or 2,3 "
-        "(default: %(default)s)",
-    )
+    for axis, example in (("candidates", "4:16:4 or 4,8"), ("inject", "1:5:1 or 2,3")):
+        g.add_argument(
+            f"--{axis}",
+            dest=f"{axis}_range",
+            default=str(getattr(DEFAULTS, axis)),
+            help=f"{parameter(axis).help}: a value or an axis, {example} (default: %(default)s)",
+        )
     add_family_options(p, many=True)
     add_criteria_option(p)
     add_collection_options(p)
