@@ -248,6 +248,17 @@ def test_console_script_evaluates_embedded(tmp_path, cache_dir, embedded):
     assert raws == [round(embedded.row("C1")[int(m[1:]) - 1], 6) for m in ids]
 
 
+def test_an_unknown_option_is_told_with_the_commands_own_usage(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["timeparse", "what did I eat yesterday?", "--at", "2026-09-10"])
+    err = capsys.readouterr().err.splitlines()
+    assert e.value.code == 2
+    assert err == [
+        "usage: memlab timeparse [-h] [--ref REF] text",
+        "memlab timeparse: error: unrecognized arguments: --at 2026-09-10",
+    ]
+
+
 def test_version_and_the_datasets_command(capsys):
     with pytest.raises(SystemExit) as e:
         main(["--version"])

@@ -77,7 +77,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the command's own parser: its usage, not the list of every command
+        commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+        commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     # `memlab run` owns its signals (its kernels); every other command stops cleanly on SIGTERM
     catch = args.command != "run" and threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminate) if catch else None
