@@ -162,7 +162,14 @@ def test_tune_benchmark_command_on_a_hand_written_locomo_file(tmp_path, capsys, 
     for system in SYSTEMS:
         assert f" {system} " in out
     assert "fold 0: evaluated on " in out and "recency+calibrated: thresholds " in out
-    # without --folds: five, or one per haystack when there are fewer (four here)
+    # without --folds: five, or one per haystack when there are fewer (four here); the help says
+    # the study's own default
+    from memlab.app.cli import build_parser
+    from memlab.studies.heldout import DEFAULT_FOLDS
+
+    assert f"(default: {DEFAULT_FOLDS}, or one" in build_parser()._subparsers._group_actions[0].choices[
+        "tune-benchmark"
+    ].format_help().replace("\n", " ").replace("  ", " ")
     small = ["--boot", "20", "--candidates", "4", "--inject", "2", "--hybrids", "", "--format", "json"]
     assert main(["tune-benchmark", *args, *small]) == 0
     assert __import__("json").loads(capsys.readouterr().out)["folds"] == 4

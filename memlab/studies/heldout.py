@@ -91,6 +91,9 @@ SYSTEMS: dict[str, System] = {
 }
 
 
+DEFAULT_FOLDS = 5  # folds by haystack when the caller names none (fewer haystacks: one each)
+
+
 def haystack_units(problem: RetrievalProblem) -> list[str]:
     """Each question's haystack as one label (its conversation; ``+``-joined sessions)."""
     return ["+".join(q.haystack) if q.haystack else "" for q in problem.dataset.questions]
@@ -206,7 +209,7 @@ class HeldOut:
 def held_out(
     problem: RetrievalProblem,
     *,
-    folds: int = 5,
+    folds: int | None = None,
     seed: int = 0,
     grid: RetrieverGrid | None = None,
     n_boot: int = 1000,
@@ -215,7 +218,8 @@ def held_out(
     probe_vectors: np.ndarray | None = None,
     hybrids: Sequence[str] = HYBRIDS,
 ) -> HeldOut:
-    """Tune every system on the other folds and evaluate it on each fold (see the module)."""
+    """Tune every system on the other folds and evaluate it on each fold (see the module);
+    ``folds`` None: ``DEFAULT_FOLDS``, or one per haystack when there are fewer."""
     import pandas as pd
 
     check_number(false_rate, "false_rate", minimum=0, below=1)
@@ -223,6 +227,8 @@ def held_out(
     grid = grid or RetrieverGrid()
     dataset = problem.dataset
     units = haystack_units(problem)
+    if folds is None:  # at least 2: with one haystack, assign_folds says what is missing
+        folds = max(2, min(DEFAULT_FOLDS, len(set(units))))
     fold = assign_folds(units, folds, seed)
     inputs = build_inputs(dataset, problem.scores.raw, lang=problem.lang, keyword=True)
     # BM25 as the vector route's table; a memory sharing no term with the question (BM25 0) is

@@ -31,8 +31,6 @@ LIST_TITLES = {
     "{candidates} reads all of them)",
 }
 
-DEFAULT_FOLDS = 5
-
 
 def cell(x, width: int) -> str:
     return f"{'-':>{width}}" if x != x else f"{x:>{width}.3f}"
@@ -197,10 +195,6 @@ def cmd_tune_benchmark(args: argparse.Namespace) -> int:
     hybrids = (
         HYBRIDS if args.hybrids is None else tuple(h.strip() for h in args.hybrids.split(",") if h.strip())
     )
-    if args.folds is None:  # 5, or one per haystack when the dataset has fewer
-        from memlab.studies.heldout import haystack_units
-
-        args.folds = max(2, min(DEFAULT_FOLDS, len(set(haystack_units(problem)))))
     result = held_out(
         problem,
         folds=args.folds,
@@ -249,7 +243,8 @@ def add_tune_benchmark_arguments(p: argparse.ArgumentParser) -> None:
         "--folds",
         type=int,
         default=None,
-        help=f"folds by haystack (conversation) (default: {DEFAULT_FOLDS}, or one per haystack when fewer)",
+        # memlab.studies.heldout.DEFAULT_FOLDS (not imported here: the parser is built for every command)
+        help="folds by haystack (conversation) (default: 5, or one per haystack when fewer)",
     )
     add_parameters(h, ["seed"], help_extra={"seed": "fold assignment and bootstrap"})
     h.add_argument("--boot", type=int, default=1000, help="paired bootstrap resamples (default: %(default)s)")

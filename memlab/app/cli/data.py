@@ -114,6 +114,16 @@ def default_out(name: str, where: str) -> Path:
     return Path("data") / name
 
 
+def import_name(file: str, granularity: str, conversation: str | None = None) -> str:
+    """A benchmark import's default folder name: the file's stem, the conversation, and the
+    granularity when it is turns (not the default), so both imports of one file live side by side."""
+    return (
+        Path(file).stem
+        + (f"-{conversation}" if conversation else "")
+        + ("-turn" if granularity == "turn" else "")
+    )
+
+
 def import_summary(result) -> str:
     """What a benchmark import kept, per category and kind, and why it rejected what it did."""
     summary = result.log.summary()
@@ -136,9 +146,7 @@ def import_summary(result) -> str:
 def cmd_import_longmemeval(args: argparse.Namespace) -> int:
     from memlab.importers.longmemeval import import_longmemeval
 
-    # the granularity in the name when it is not the default: both imports can live side by side
-    stem = Path(args.file).stem + ("-turn" if args.granularity == "turn" else "")
-    out = args.output or default_out(stem, "the file's name")
+    out = args.output or default_out(import_name(args.file, args.granularity), "the file's name")
     print(import_summary(import_longmemeval(args.file, out, granularity=args.granularity)))
     return 0
 
@@ -146,11 +154,7 @@ def cmd_import_longmemeval(args: argparse.Namespace) -> int:
 def cmd_import_locomo(args: argparse.Namespace) -> int:
     from memlab.importers.locomo import import_locomo
 
-    stem = (
-        Path(args.file).stem
-        + (f"-{args.conversation}" if args.conversation else "")
-        + ("-turn" if args.granularity == "turn" else "")
-    )
+    stem = import_name(args.file, args.granularity, args.conversation)
     out = args.output or default_out(stem, "--conversation" if args.conversation else "the file's name")
     result = import_locomo(args.file, out, conversation=args.conversation, granularity=args.granularity)
     print(import_summary(result))
