@@ -156,6 +156,12 @@ class Calibration:
         }
 
 
+def check_boot(n_boot: int, n_probes: int) -> None:
+    """The bootstrap's resamples are drawn at once (indices, scores, their sort): a count that
+    cannot fit is refused before anything is embedded."""
+    check_fits(n_boot, "n_boot", 24 * max(n_probes, 1), f"bootstrap resamples of {n_probes:,} probes")
+
+
 def calibrate(
     problem: RetrievalProblem,
     probe_set,
@@ -179,8 +185,7 @@ def calibrate(
     check_number(seed, "seed", integer=True, minimum=0)
     dataset, spec, lang, model = problem.dataset, problem.spec, problem.lang, problem.model_id
     n_probes = len(probe_vectors) if probe_vectors is not None else len(probe_set.texts(lang))
-    # the resamples are drawn at once (indices, scores, their sort): checked before any embedding
-    check_fits(n_boot, "n_boot", 24 * max(n_probes, 1), f"bootstrap resamples of {n_probes:,} probes")
+    check_boot(n_boot, n_probes)
     memory_vectors = problem.memory_vectors()
     if probe_vectors is None:
         probe_vectors = problem.embed_queries(probe_set.texts(lang))

@@ -30,7 +30,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from memlab.datasets.probes import load_probes
     from memlab.scores.problem import build_problem
     from memlab.scores.sources import ScoreOptions
-    from memlab.studies.calibration import MIN_STORE_BASIS, calibrate, template_basis
+    from memlab.studies.calibration import MIN_STORE_BASIS, calibrate, check_boot, template_basis
 
     if bool(args.qdrant_path) and bool(args.qdrant_url):
         raise InputError("give one of --qdrant-path or --qdrant-url")
@@ -38,7 +38,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     check_number(args.boot, "n_boot", integer=True, minimum=1)
     check_number(args.false_rate, "false_rate", minimum=0, below=1)
     probe_set = load_probes(args.probes)
-    probe_set.texts(args.lang)  # the probe set speaks the language asked for
+    # the probe set speaks the language asked for; the resamples of its probes fit
+    check_boot(args.boot, len(probe_set.texts(args.lang)))
     # --qdrant-path/--qdrant-url name the collection read here, not a place to store one
     options = ScoreOptions(
         source="embedded",
