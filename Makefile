@@ -49,14 +49,18 @@ run: $(VENV)/.installed  ## run the notebooks on the default batch (embedded def
 lab: $(VENV)/.installed  ## open the notebooks in JupyterLab (saving keeps the tracked notebooks clean)
 	$(BIN)/jupyter lab --config=jupyter_server_config.py notebooks/
 
+# the suite runs in one worker per core (pytest-xdist); tests that share a slow first step (ranx's
+# compile) run in one worker (conftest: xdist_group)
+PYTEST = $(BIN)/python -m pytest -n auto --dist loadgroup
+
 test: $(VENV)/.installed-chat  ## install the test and chat extras and run the whole test suite
-	$(BIN)/python -m pytest
+	$(PYTEST)
 
 test-fast: $(VENV)/.installed-test  ## the suite without model, notebook, browser, ranx, chat and slow tests
-	$(BIN)/python -m pytest -m "not model and not notebook and not browser and not ranx and not chat and not slow"
+	$(PYTEST) -m "not model and not notebook and not browser and not ranx and not chat and not slow"
 
 test-hostile: $(VENV)/.installed-test  ## the fault-and-hostile-input tier alone (also part of test and test-fast)
-	$(BIN)/python -m pytest -m "hostile and not notebook and not model"
+	$(PYTEST) -m "hostile and not notebook and not model"
 
 notebooks: $(VENV)/.installed  ## rewrite the notebooks' parameters cells from memlab.app.parameters and sync the .ipynb
 	$(BIN)/python -m memlab.app.parameters notebooks/[0-9]*.py
