@@ -586,7 +586,7 @@ def test_the_figures_show_questions_by_their_words_and_steps_in_order():
     assert [f[0] for f in table.cells.fill.color] == ["#F2F2F2", VERDICT_FILL[False], VERDICT_FILL[True]]
     rates_frame = rates(replies, n_boot=50)
     bars = rate_bars(rates_frame, "judge")
-    assert [t.name for t in bars.data] == ["contradiction (1 questions)", "all (1 questions)"]
+    assert [t.name for t in bars.data] == ["contradiction (1 question)", "all (1 question)"]
     assert list(bars.data[0].y) == [0.0, 1.0]
     timing = pd.DataFrame(
         [(c, s, 1, 0.5, 0.9, 0.1, 1.0) for c in ("off", "today") for s in reversed(STEPS)],

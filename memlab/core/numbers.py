@@ -110,3 +110,18 @@ def check_work(count: int, name: str, most: int, what: str, why: str) -> int:
             f"{name}: {count:,} {what} cannot finish in reasonable time ({why}): at most {most:,}"
         )
     return count
+
+
+def plural(count: int, noun: str) -> str:
+    """``noun`` as it follows ``count`` in a message: ``1 probe``, ``2 probes``, ``1 memory``,
+    ``0 memories`` (a consonant and y: ies; otherwise s)."""
+    if count == 1:
+        return noun
+    if noun.endswith("y") and noun[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return noun[:-1] + "ies"
+    return noun + "s"
+
+
+def counted(count: int, noun: str) -> str:
+    """``1 probe``, ``3 probes``: a count and its noun, as a message says it."""
+    return f"{count} {plural(count, noun)}"

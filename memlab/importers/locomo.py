@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from memlab.core.errors import InputError, UnknownNameError
+from memlab.core.numbers import counted
 from memlab.importers.benchmark_io import (
     Evidence,
     ImportLog,
@@ -137,8 +138,9 @@ def import_locomo(
         if memories
         else "1970-01-01",
         "language": "en",
-        "description": f"LoCoMo ({path.name}): {len(chosen)} conversation(s), {granularity} granularity; "
-        f"{len(memories)} memories, {len(questions)} questions",
+        "description": f"LoCoMo ({path.name}): {counted(len(chosen), 'conversation')}, "
+        f"{granularity} granularity; "
+        f"{counted(len(memories), 'memory')}, {counted(len(questions), 'question')}",
         "provenance": f"{path.name} (sha256 {file_digest(path)[:16]}), imported by memlab import-locomo",
         "date_prefix": False,
         "benchmark": {"name": "locomo", "granularity": granularity, "conversation": conversation},

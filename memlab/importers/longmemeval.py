@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from memlab.core.errors import InputError
+from memlab.core.numbers import counted
 from memlab.importers.benchmark_io import (
     Evidence,
     ImportLog,
@@ -227,7 +228,8 @@ def import_longmemeval(file: str | Path, out: str | Path, *, granularity: str = 
         "reference_date": iso(latest) if latest else "1970-01-01",
         "language": "en",
         "description": f"LongMemEval ({path.name}), {granularity} granularity; "
-        f"{len(store.rows)} memories, {len(questions)} questions",
+        f"{counted(len(store.rows), 'memory')}, "
+        f"{counted(len(questions), 'question')}",
         "provenance": f"{path.name} (sha256 {file_digest(path)[:16]}), imported by memlab import-longmemeval",
         "date_prefix": False,
         "benchmark": {"name": "longmemeval", "granularity": granularity},

@@ -22,6 +22,7 @@ import numpy as np
 
 from memlab.core.errors import InputError, MissingFileError
 from memlab.core.files import write_folder_atomically
+from memlab.core.numbers import counted
 from memlab.core.registry import lookup
 from memlab.core.urls import redact
 from memlab.core.vectors import raw_vector_problem
@@ -204,7 +205,7 @@ def import_qdrant(
         "language": language,
         # the questions' own languages (text_<lang>): asked of the memories' one text
         **({"languages": langs} if len(langs := question_languages(questions, language)) > 1 else {}),
-        "description": f"imported from Qdrant collection {collection!r} ({len(rows)} memories)",
+        "description": f"imported from Qdrant collection {collection!r} ({counted(len(rows), 'memory')})",
         "provenance": f"{'path ' + str(path) if path else 'url ' + redact(str(url))}; "
         f"date field {date_field!r}, "
         f"text field {text_field!r}" + (f", vector {vector_name!r}" if vector_name else ""),

@@ -19,6 +19,7 @@ from memlab.app.cli.options import (
     problem_from,
 )
 from memlab.app.parameters import BY_NAME
+from memlab.core.numbers import counted
 from memlab.output.io import json_ready
 
 CHAT = ("chat_url", "chat_model", "chat_api_key_env", "temperature", "max_tokens", "repeats", "questions")
@@ -112,7 +113,10 @@ def cmd_answer(args: argparse.Namespace) -> int:
         fmt = args.replies.rsplit(".", 1)[-1] if "." in args.replies else "csv"
         with TableWriter(args.replies, {"jsonl": "json"}.get(fmt, fmt)) as out:
             out.write(study.replies)
-        print(f"wrote {args.replies} ({len(study.replies)} replies)", file=sys.stderr)
+        print(
+            f"wrote {args.replies} ({counted(len(study.replies), 'reply')})",
+            file=sys.stderr,
+        )
     setup = {
         "chat": {
             "url": shown_url(args.chat_url),

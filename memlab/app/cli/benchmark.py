@@ -22,6 +22,7 @@ from memlab.app.cli.options import (
     problem_from,
     spec_line,
 )
+from memlab.core.numbers import counted
 from memlab.output.io import json_ready
 
 LIST_TITLES = {
@@ -42,7 +43,7 @@ def metrics_text(problem, summary, ks, elapsed: float) -> str:
     dataset = problem.dataset
     bench = dataset.benchmark or {}
     lines = [
-        f"dataset {dataset.name} ({len(dataset.questions)} questions"
+        f"dataset {dataset.name} ({counted(len(dataset.questions), 'question')}"
         + (f"; {bench.get('name')} at {bench.get('granularity')} granularity" if bench else "")
         + f"), scores: {problem.source} {problem.scores.details.get('model', '')}".rstrip(),
         f"spec: {spec_line(problem.spec)}",

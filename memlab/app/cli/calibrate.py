@@ -21,7 +21,7 @@ from memlab.app.cli.options import (
     spec_fields,
 )
 from memlab.core.errors import InputError
-from memlab.core.numbers import check_number
+from memlab.core.numbers import check_number, counted, plural
 from memlab.datasets.schema import DEFAULT_DATASET, load_dataset
 from memlab.output.io import json_ready
 
@@ -75,7 +75,7 @@ def calibration_table(result, show: int) -> str:
     s, spec = result.summary, result.spec
     d = s["distribution"]
     lines = [
-        f"dataset {s['dataset']} ({s['memories']} memories), model {s['model']}, "
+        f"dataset {s['dataset']} ({counted(s['memories'], 'memory')}), model {s['model']}, "
         f"probes {s['probe_set']} {s['probe_set_version']} ({s['probes_scored']}, {s['lang']})",
         f"spec: candidates={spec.candidates} bonus={spec.bonus:g} tau_days={spec.tau_days:g}, "
         f"probes asked at {spec.reference_date.date().isoformat()}",
@@ -104,7 +104,8 @@ def calibration_table(result, show: int) -> str:
     lines.append("memories that are the best match of the most probes:")
     for a in result.attractors[:show]:
         lines.append(
-            f"  {a['probes']:>3} probes (best {a['best_final']:.3f}) {a['memory']}: {_short(a['text'], 90)}"
+            f"  {a['probes']:>3} {plural(a['probes'], 'probe'):<6} (best {a['best_final']:.3f}) "
+            f"{a['memory']}: {_short(a['text'], 90)}"
         )
     lines.append("")
     lines.append(f"at scale ({s['basis']}):")

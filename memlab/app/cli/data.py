@@ -13,6 +13,7 @@ from memlab.app.cli.options import Command, add_output_options, emit
 from memlab.core.errors import InputError
 from memlab.core.labels import QUESTION_KINDS
 from memlab.core.memory_text import delimiter_at
+from memlab.core.numbers import counted
 from memlab.core.paths import plain_name
 from memlab.datasets.schema import DEFAULT_DATASET, DatasetError, load_dataset
 
@@ -22,7 +23,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     kinds = [q.kind for q in dataset.questions]
     dated = sum(q.date is not None for q in dataset.questions)
     print(
-        f"{dataset.path}: ok: {len(dataset.memories)} memories, {len(dataset.questions)} questions "
+        f"{dataset.path}: ok: {counted(len(dataset.memories), 'memory')}, "
+        f"{counted(len(dataset.questions), 'question')} "
         f"({', '.join(f'{kinds.count(k)} {k}' for k in QUESTION_KINDS)}; {dated} dated), "
         f"languages {', '.join(dataset.languages)}, "
         f"reference date {dataset.reference_date.date().isoformat()}"
@@ -127,7 +129,9 @@ def import_name(file: str, granularity: str, conversation: str | None = None) ->
 def import_summary(result) -> str:
     """What a benchmark import kept, per category and kind, and why it rejected what it did."""
     summary = result.log.summary()
-    lines = [f"wrote {result.path}: {result.memories} memories, {result.questions} questions"]
+    lines = [
+        f"wrote {result.path}: {counted(result.memories, 'memory')}, {counted(result.questions, 'question')}"
+    ]
     kinds = [*QUESTION_KINDS, "rejected"]
     lines.append(f"{'category':<28}" + "".join(f"{k:>14}" for k in kinds))
     for category, counts in summary["categories"].items():

@@ -25,6 +25,7 @@ from memlab.app.cli.options import (
     spec_line,
 )
 from memlab.core.errors import InputError
+from memlab.core.numbers import counted
 from memlab.core.spec import RetrievalSpec
 from memlab.output.io import json_ready
 
@@ -157,10 +158,6 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
-def _count(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"
-
-
 def _pct(k: int, n: int) -> str:
     return f"{k} ({100 * k / n:.1f}%)" if n else "0"
 
@@ -185,10 +182,10 @@ def explain_text(
     s, labels = doc["summary"], rep.labels
     store, log = doc["store"], doc["log"]
     lines = [
-        f"store: {store['name']} ({store['memories']} memories; supersession labels: "
+        f"store: {store['name']} ({counted(store['memories'], 'memory')}; supersession labels: "
         f"{'yes' if store['supersession'] else 'none'}), model {store['model']}",
-        f"log: {log['path']}: {_count(log['queries'], 'query', 'queries')} "
-        f"({_count(log['embedded'], 'text', 'texts')} embedded), "
+        f"log: {log['path']}: {counted(log['queries'], 'query')} "
+        f"({counted(log['embedded'], 'text')} embedded), "
         f"{log['logged_injections']} with production's injections",
     ]
     for r in rep.runs:

@@ -24,6 +24,7 @@ from memlab.app.cli.options import (
     spec_line,
 )
 from memlab.core.errors import InputError
+from memlab.core.numbers import counted
 from memlab.core.registry import check_names
 from memlab.drift.arrays import DRIFT_MODEL
 from memlab.drift.study import parse_budgets
@@ -284,7 +285,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return 0
     gated = sum(r is not None for r in inputs.time_ranges)
     lines = [
-        f"dataset {dataset.name} ({args.lang}, {len(dataset.questions)} questions, {gated} naming a time), "
+        f"dataset {dataset.name} ({args.lang}, {counted(len(dataset.questions), 'question')}, "
+        f"{gated} naming a time), "
         f"scores: {scores.source} {scores.details.get('model', '')}".rstrip(),
         f"{result.configs:,} configurations; each retriever at its best: current memories injected minus "
         "wrong ones (no-hit, stale), then feasible, then margin; thresholds calibrated per retriever",

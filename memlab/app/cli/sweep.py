@@ -32,7 +32,7 @@ from memlab.app.cli.options import (
     spec_fields,
 )
 from memlab.core.errors import InputError
-from memlab.core.numbers import check_work
+from memlab.core.numbers import check_work, counted, plural
 from memlab.core.spec import RetrievalSpec
 from memlab.datasets.schema import load_dataset
 
@@ -212,7 +212,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     )
     total = choice.total
     print(
-        f"grid: {shown_axes} = {total:,} configurations, {len(dataset.questions)} questions"
+        f"grid: {shown_axes} = {total:,} {plural(total, 'configuration')}, "
+        f"{counted(len(dataset.questions), 'question')}"
         + (f", languages {', '.join(langs)} (jointly)" if joint else "")
         + f", swept in {elapsed:.2f} s",
         file=say,

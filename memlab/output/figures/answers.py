@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
 
+from memlab.core.numbers import counted
 from memlab.output.figures.style import KIND_COLOURS, OKABE_ITO, html_text, style
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ def rate_bars(rates: pd.DataFrame, score: str = "judge", title: str = "") -> go.
             go.Bar(
                 x=conditions,
                 y=rows["rate"],
-                name=f"{kind} ({int(rows['questions'].max())} questions)",
+                name=f"{kind} ({counted(int(rows['questions'].max()), 'question')})",
                 marker={"color": colour, "line": {"color": OKABE_ITO["black"], "width": 1}},
                 error_y={
                     "type": "data",
