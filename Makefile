@@ -49,9 +49,8 @@ run: $(VENV)/.installed  ## run the notebooks on the default batch (embedded def
 lab: $(VENV)/.installed  ## open the notebooks in JupyterLab (saving keeps the tracked notebooks clean)
 	$(BIN)/jupyter lab --config=jupyter_server_config.py notebooks/
 
-# the suite runs in one worker per core (pytest-xdist); tests that share a slow first step (ranx's
-# compile) run in one worker (conftest: xdist_group)
-PYTEST = $(BIN)/python -m pytest -n auto --dist loadgroup
+# the suite runs in one worker per core (pytest-xdist)
+PYTEST = $(BIN)/python -m pytest -n auto
 
 test: $(VENV)/.installed-chat  ## install the test and chat extras and run the whole test suite
 	$(PYTEST)

@@ -15,12 +15,8 @@ from memlab.scores.sources import load_scores
 
 def pytest_collection_modifyitems(items):
     """A test that asks for the embedded scores loads the model: it is a ``model`` test; one that
-    asks for the local chat server is a ``chat`` test. Under pytest-xdist (``make test``), the
-    ``ranx`` tests run in one worker: ranx compiles its numba functions on first use (about a
-    minute in a fresh environment), once per process."""
+    asks for the local chat server is a ``chat`` test."""
     for item in items:
-        if item.get_closest_marker("ranx") is not None:
-            item.add_marker(pytest.mark.xdist_group("ranx"))
         if "embedded" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.model)
         if "chat_server" in getattr(item, "fixturenames", ()):  # the local chat server
