@@ -60,6 +60,13 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         problem.memory_vectors()  # read (or embed) them now: the collection's copy is temporary
     basis = None
     if len(dataset.memories) < MIN_STORE_BASIS:
+        # the one slow step of a small store: said before it starts (the embeddings are cached)
+        print(
+            f"the store has {counted(len(dataset.memories), 'memory')} (fewer than {MIN_STORE_BASIS}): the "
+            f"tails are fitted on {args.pool:,} template distractors embedded with {problem.model_id}, "
+            "about a minute on 2 cores the first time, cached after",
+            file=sys.stderr,
+        )
         basis = template_basis(problem, args.pool, seed=args.seed)
     result = calibrate(
         problem, probe_set, false_rate=args.false_rate, basis=basis, n_boot=args.boot, seed=args.seed

@@ -29,6 +29,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
         f"languages {', '.join(dataset.languages)}, "
         f"reference date {dataset.reference_date.date().isoformat()}"
     )
+    if not dataset.questions:
+        print(
+            "no questions yet: calibrate, explain --log and spec read the store as it is; evaluate, sweep "
+            "and the studies measure labelled questions (questions.jsonl, docs/datasets.md)"
+        )
     for m in dataset.memories:  # escaped in every prompt, and said: the user should know
         for lang, text in m.texts.items():
             at = delimiter_at(text)

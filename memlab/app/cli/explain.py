@@ -103,7 +103,7 @@ def replay_from(args: argparse.Namespace):
         dataset = qdrant_dataset(args, Path(tmp)) if in_qdrant else None
         where = {"qdrant_path": args.qdrant_path, "qdrant_url": args.qdrant_url}
         args.qdrant_path = args.qdrant_url = None  # the collection was read: nothing is scored there
-        problem = problem_from(args, dataset=dataset)
+        problem = problem_from(args, dataset=dataset, questions=False)  # no log: questions_log says so
         memories = store_vectors(problem)  # read now: the collection's copy is temporary
     args.qdrant_path, args.qdrant_url = where["qdrant_path"], where["qdrant_url"]
     if log is None:

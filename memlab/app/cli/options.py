@@ -224,13 +224,33 @@ def spec_fields(args: argparse.Namespace) -> dict[str, object]:
     return {name: getattr(args, name) for name in SPEC_FIELDS if hasattr(args, name)}
 
 
-def problem_from(args: argparse.Namespace, dataset=None, used_elsewhere: tuple[str, ...] = (), **fields):
+def require_questions(args: argparse.Namespace, dataset) -> None:
+    """A command that measures the questions refuses a dataset without any (a store imported
+    from Qdrant, say), saying what works without them."""
+    if not dataset.questions:
+        raise InputError(
+            f"dataset {dataset.name!r} has no questions ({dataset.path}/questions.jsonl is empty): "
+            f"memlab {args.command} measures retrieval on labelled questions; add some (docs/datasets.md), "
+            "or use calibrate, explain --log or spec, which read a store without questions"
+        )
+
+
+def problem_from(
+    args: argparse.Namespace,
+    dataset=None,
+    used_elsewhere: tuple[str, ...] = (),
+    questions: bool = True,
+    **fields,
+):
     """The retrieval problem the options describe: the dataset, its scores and the whole spec,
     built once (``memlab.scores.problem.build_problem``), and held to the ``--spec`` file's model
-    and dataset (``memlab.tuning.tuned.check_tuned``)."""
+    and dataset (``memlab.tuning.tuned.check_tuned``). ``questions``: the command measures the
+    dataset's questions, so it must have some."""
     from memlab.scores.problem import build_problem
 
     dataset = load_dataset(args.dataset) if dataset is None else dataset
+    if questions:
+        require_questions(args, dataset)
     problem = build_problem(
         dataset,
         options_from(args, used_elsewhere),

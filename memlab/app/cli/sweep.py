@@ -28,6 +28,7 @@ from memlab.app.cli.options import (
     family_values,
     fmt,
     options_from,
+    require_questions,
     scope_from,
     spec_fields,
 )
@@ -152,6 +153,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from memlab.tuning.tuned import dataset_reference, save_tuned, tuned_spec
 
     dataset = load_dataset(args.dataset)
+    require_questions(args, dataset)
     criteria = criteria_from(args, dataset)
     langs = languages_of(args, dataset)
     options = options_from(args)
@@ -304,6 +306,7 @@ def cmd_feasible(args: argparse.Namespace) -> int:
     # again below with the thresholds, whose default follows the scores
     Grid(tau_days=taus, candidates=(args.candidates,), inject=(args.inject,), decay=decays, combine=combines)
     dataset = load_dataset(args.dataset)
+    require_questions(args, dataset)
     criteria = criteria_from(args, dataset)
     fields = {**spec_fields(args), "decay": None, "combine": None}  # the family is an axis here
     problem = build_problem(dataset, options_from(args), **fields)

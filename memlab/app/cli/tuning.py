@@ -229,7 +229,7 @@ def cmd_spec(args: argparse.Namespace) -> int:
         return 0
     # the problem settles the whole spec (a threshold not given follows the scores) and the model:
     # the question is embedded with the model the dataset's vectors came from
-    problem = problem_from(args, dataset)
+    problem = problem_from(args, dataset, questions=False)
     spec = problem.spec
     vector = problem.embed_queries([question.text(args.lang)])[0] if question is not None else None
     if args.format == "qdrant-json":
