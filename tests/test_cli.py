@@ -453,3 +453,29 @@ def test_a_store_without_questions_loads_and_the_commands_that_measure_questions
             f"{command} measures retrieval on labelled questions; add some (docs/datasets.md), or use "
             "calibrate, explain --log or spec, which read a store without questions\n"
         )
+
+
+def test_without_lang_a_japanese_only_dataset_is_read_in_japanese(tmp_path, capsys):
+    from memlab.app.cli import build_parser
+    from memlab.app.cli.options import apply_dataset_language
+    from memlab.datasets.schema import declared_languages
+
+    folder = tmp_path / "jaonly"
+    folder.mkdir()
+    (folder / "dataset.json").write_text(
+        json.dumps({"name": "jaonly", "reference_date": "2026-12-01", "language": "ja"})
+    )
+    assert declared_languages(folder) == ("ja",)
+    assert declared_languages("seed16") == ("en", "ja")
+    assert declared_languages(tmp_path / "nowhere") == ()
+    for command in ("evaluate", "sweep", "calibrate", "explain"):
+        args = build_parser().parse_args([command, "--dataset", str(folder)])
+        apply_dataset_language(args)
+        assert args.lang == "ja", command
+        assert capsys.readouterr().err == "--lang ja: the dataset's language (it has no 'en' text)\n"
+    told = build_parser().parse_args(["evaluate", "--dataset", str(folder), "--lang", "en"])
+    apply_dataset_language(told)  # given: kept, and the command says the dataset has no English
+    assert told.lang == "en" and capsys.readouterr().err == ""
+    seed = build_parser().parse_args(["evaluate"])
+    apply_dataset_language(seed)
+    assert seed.lang == "en"

@@ -318,6 +318,29 @@ def text_field(lang: str, primary: str) -> str:
     return "text" if lang == primary else f"text_{lang}"
 
 
+def meta_languages(meta: dict[str, Any]) -> tuple[Any, tuple]:
+    """dataset.json's primary language (``language``, English unless it says) and every language
+    its texts are in (``languages``, else the primary alone); checked by ``load_dataset``."""
+    primary = meta.get("language", "en")
+    languages = meta.get("languages", [primary])
+    return primary, tuple(languages) if isinstance(languages, list) else ()
+
+
+def declared_languages(name_or_path: str | Path) -> tuple[str, ...]:
+    """The languages a dataset folder's dataset.json declares, primary first, read without
+    loading the rest; () when it cannot be read (``load_dataset`` then says why)."""
+    try:
+        root = dataset_dir(name_or_path)
+        meta = parse_json(decode((root / "dataset.json").read_bytes(), "dataset.json"), "dataset.json")
+    except (OSError, InputError):
+        return ()
+    if not isinstance(meta, dict):
+        return ()
+    primary, languages = meta_languages(meta)
+    ordered = dict.fromkeys(x for x in (primary, *languages) if isinstance(x, str) and x)
+    return tuple(x for x in ordered if x in languages) or tuple(ordered)
+
+
 def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
     """Load and validate a dataset folder; raise ``DatasetError`` listing every problem."""
     root = dataset_dir(name_or_path)
@@ -342,9 +365,7 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
             reference = parse_datetime(meta["reference_date"])
         except ValueError as e:
             problems.append(f"dataset.json: reference_date: {e}")
-    primary = meta.get("language", "en")
-    languages = meta.get("languages", [primary])
-    languages = tuple(languages) if isinstance(languages, list) else ()
+    primary, languages = meta_languages(meta)
     if not isinstance(primary, str) or not primary:
         problems.append(f"dataset.json: language: expected a language code, got {primary!r}")
         primary = "en"

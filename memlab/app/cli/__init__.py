@@ -86,10 +86,11 @@ def _main(argv: Sequence[str] | None) -> int:
     previous = signal.signal(signal.SIGTERM, _terminate) if catch else None
     shown, warnings.showwarning = warnings.showwarning, _show_warning
     try:
-        if getattr(args, "spec_file", None):
-            from memlab.app.cli.options import apply_spec_file
+        from memlab.app.cli.options import apply_dataset_language, apply_spec_file
 
+        if getattr(args, "spec_file", None):
             apply_spec_file(args)
+        apply_dataset_language(args)
         return args.handler(args)
     except KeyboardInterrupt as e:
         if not catch:

@@ -261,6 +261,21 @@ def problem_from(
     return problem
 
 
+def apply_dataset_language(args: argparse.Namespace) -> None:
+    """``--lang`` not given, and the dataset has no text in the default language (a store kept in
+    Japanese only): the dataset's own language, said on stderr. Run once, before the command."""
+    from memlab.datasets.schema import declared_languages
+
+    if not hasattr(args, "lang") or "lang" in given(args) or not getattr(args, "dataset", None):
+        return
+    languages = declared_languages(args.dataset)
+    if languages and args.lang not in languages:
+        print(
+            f"--lang {languages[0]}: the dataset's language (it has no {args.lang!r} text)", file=sys.stderr
+        )
+        args.lang = languages[0]
+
+
 def apply_spec_file(args: argparse.Namespace) -> None:
     """``--spec FILE``: where the command line gives no value, the file's spec fields, and the
     score source, dataset, language and model it was tuned with; each value given beside it
