@@ -190,4 +190,8 @@ def test_unknown_model_is_a_clear_offline_error(tmp_path):
     emb = Embedder("no-such-org/no-such-model", cache_dir=tmp_path)
     with pytest.raises(RuntimeError) as e:
         emb.encode_queries(["hello"])
-    assert str(e.value).startswith("cannot load embedding model 'no-such-org/no-such-model' offline:")
+    assert str(e.value) == (
+        "cannot load embedding model 'no-such-org/no-such-model': not a model memlab knows "
+        "(multilingual-e5-small, all-MiniLM-L6-v2, Qwen/Qwen3-Embedding-0.6B), not a folder, and not in "
+        "the Hugging Face cache (memlab loads models offline): pass one of those names or a local model folder"
+    )

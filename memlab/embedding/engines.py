@@ -208,9 +208,16 @@ class SentenceTransformersBackend:
         try:
             self._model = SentenceTransformer(self.path, device="cpu", local_files_only=True)
         except OSError as e:
+            if model_card(self.name) is None and not Path(self.path).is_dir():  # a name memlab does not know
+                raise EmbeddingError(
+                    f"cannot load embedding model {self.name!r}: not a model memlab knows "
+                    f"({', '.join(MODELS)}), not a folder, and not in the Hugging Face cache (memlab "
+                    "loads models offline): pass one of those names or a local model folder"
+                ) from None
+            reason = str(e).rstrip(". ")
             raise EmbeddingError(
-                f"cannot load embedding model {self.path!r} offline: {e}. "
-                "Pass a local model folder, or a model already in the Hugging Face cache."
+                f"cannot load embedding model {self.path!r} offline: {reason}; pass a local model folder, "
+                "or a model already in the Hugging Face cache"
             ) from e
 
     def encode(self, texts: list[str], role: str) -> np.ndarray:
