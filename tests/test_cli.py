@@ -72,6 +72,16 @@ def test_table_text(capsys):
     assert code == 0
     assert lines[-1].split() == ["0.05", "14", "0.434", "0.467", "0.455", "0.016", "adopted"]
     assert lines[2].split() == ["0.03", "30", "0.428", "0.463", "0.437", "0.022", "fails", "(c)"]
+    # each column as wide as its name: every value ends under its name's last letter
+    header = lines[1]
+    for name in ("a: no-hit max", "b: C1 current", "c: H2 current", "headroom"):
+        end = header.index(name) + len(name)
+        assert all(line[end - 1] != " " and line[end : end + 1] in (" ", "") for line in lines[2:]), name
+    code, out, _ = run(capsys, "table", "--source", "published", "--threshold", "0.9")
+    assert out.splitlines()[-1] == (
+        "no pair meets every criterion at threshold 0.9: memlab sweep searches the whole grid (bonus, "
+        "tau, threshold) and says which criteria conflict"
+    )
 
 
 def test_table_candidates_given_declared_or_the_seeds_with_a_warning(capsys, tmp_path):

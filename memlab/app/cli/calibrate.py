@@ -132,7 +132,7 @@ def calibration_table(result, show: int) -> str:
         lines.append(
             f"labelled ({lab['questions']} questions): {lab['nohit_questions']} no-hit, best no-hit score "
             f"{fmt(lab['nohit_max'])}, headroom at {spec.threshold:g}: {fmt(lab['headroom'], signed=True)}, "
-            f"labelled threshold {fmt(lab['labelled_threshold'])}"
+            f"labelled threshold {fmt(lab['labelled_threshold'], beside=lab['nohit_max'])}"
         )
         if lab["nohit_false_rate_at_calibrated"] is not None:
             lines.append(

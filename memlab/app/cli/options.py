@@ -400,10 +400,17 @@ def emit(text: str, output: str | None) -> None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
-def fmt(x: float | None, signed: bool = False) -> str:
+def fmt(x: float | None, signed: bool = False, beside: float | None = None) -> str:
+    """``x`` with 3 decimals ("-" for none), or more, up to 6, where 3 would show it equal to
+    ``beside`` (the threshold it is checked against) while it is not: 0.87461 beside a threshold
+    of 0.875 reads 0.8746, so a score shown below the threshold is below it."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "-"
-    return f"{x:+.3f}" if signed else f"{x:.3f}"
+    decimals = 3
+    if beside is not None and math.isfinite(x) and math.isfinite(beside):
+        while decimals < 6 and x != beside and round(x, decimals) == round(beside, decimals):
+            decimals += 1
+    return f"{x:+.{decimals}f}" if signed else f"{x:.{decimals}f}"
 
 
 def spec_line(spec: RetrievalSpec) -> str:

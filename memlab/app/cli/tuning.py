@@ -64,14 +64,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                     mark = "yes, not relevant"
                 lines.append(
                     f"  {c.memory_id:<{width}}{ev.details['dates'][c.index]:<12}{c.raw:>7.3f}"
-                    f"{c.bonus:>+8.3f}{c.final:>7.3f}  {mark}"
+                    f"{c.bonus:>+8.3f}{fmt(c.final, beside=ev.spec.threshold):>7}  {mark}"
                 )
         lines.append("")
     lines.append("criteria")
     named = max([1, *(len(c.name) for c in ev.criteria)])
     for c in ev.criteria:
         verdict = "pass" if c.passed else "FAIL"
-        lines.append(f"  {c.name:<{named}}  {fmt(c.value):>6}  {verdict}  {c.description}")
+        edge = 0.0 if c.kind == "current_above_stale" else ev.spec.threshold  # a gap, or a score
+        lines.append(f"  {c.name:<{named}}  {fmt(c.value, beside=edge):>6}  {verdict}  {c.description}")
     lines.append(
         f"headroom: {fmt(ev.headroom)} (threshold minus the best post-bonus score on no-hit questions)"
     )
@@ -145,13 +146,28 @@ def cmd_table(args: argparse.Namespace) -> int:
     names = [
         f"{c.name}: {c.question + ' ' if c.question else ''}{CRITERION_KINDS[c.kind].label}" for c in criteria
     ]
+    widths = [max(8, len(n)) for n in names]  # each column as wide as its name
     header = (
-        f"{'bonus':>6} {'tau_days':>8} " + " ".join(f"{n:>14}" for n in names) + f" {'headroom':>9}  verdict"
+        f"{'bonus':>6} {'tau_days':>8} "
+        + " ".join(f"{n:>{w}}" for n, w in zip(names, widths, strict=True))
+        + f" {'headroom':>9}  verdict"
     )
     lines = [f"source: {args.source}, threshold={base.threshold:g}, rule: {args.select}", header]
-    for r in table.to_dict("records"):
-        values = " ".join(f"{fmt(r[f'{c.name}_value']):>14}" for c in criteria)
+    records = table.to_dict("records")
+    for r in records:
+        edges = [
+            0.0 if c.kind == "current_above_stale" else r["threshold"] for c in criteria
+        ]  # a gap, or a score
+        values = " ".join(
+            f"{fmt(r[f'{c.name}_value'], beside=edge):>{w}}"
+            for c, w, edge in zip(criteria, widths, edges, strict=True)
+        )
         lines.append(f"{r['bonus']:>6g} {r['tau_days']:>8g} {values} {fmt(r['headroom']):>9}  {r['verdict']}")
+    if not any(r["feasible"] for r in records):
+        lines.append(
+            f"no pair meets every criterion at threshold {base.threshold:g}: memlab sweep searches the "
+            "whole grid (bonus, tau, threshold) and says which criteria conflict"
+        )
     emit("\n".join(lines), args.output)
     return 0
 
