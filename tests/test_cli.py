@@ -468,7 +468,7 @@ def test_a_store_without_questions_loads_and_the_commands_that_measure_questions
 def test_without_lang_a_japanese_only_dataset_is_read_in_japanese(tmp_path, capsys):
     from memlab.app.cli import build_parser
     from memlab.app.cli.options import apply_dataset_language
-    from memlab.datasets.schema import declared_languages
+    from memlab.datasets.declared import declared_languages
 
     folder = tmp_path / "jaonly"
     folder.mkdir()

@@ -12,8 +12,11 @@ from typing import Any
 import numpy as np
 
 from memlab.core.criteria import Criterion
+from memlab.core.errors import InputError
 from memlab.core.paths import within
+from memlab.core.textfiles import decode, parse_json
 from memlab.core.vectors import NORM_RANGE, raw_vector_problem
+from memlab.datasets.locations import dataset_dir
 
 
 @dataclass(frozen=True)
@@ -186,3 +189,26 @@ def declared_qdrant(block: Any, problems: list[str]) -> dict[str, Any] | None:
             f"{where}: date_format: expected one of {', '.join(QDRANT_DATE_FORMATS)}, got {fmt!r}"
         )
     return None if len(problems) > before else dict(block)
+
+
+def meta_languages(meta: dict[str, Any]) -> tuple[Any, tuple]:
+    """dataset.json's primary language (``language``, English unless it says) and every language
+    its texts are in (``languages``, else the primary alone); checked by ``load_dataset``."""
+    primary = meta.get("language", "en")
+    languages = meta.get("languages", [primary])
+    return primary, tuple(languages) if isinstance(languages, list) else ()
+
+
+def declared_languages(name_or_path: str | Path) -> tuple[str, ...]:
+    """The languages a dataset folder's dataset.json declares, primary first, read without
+    loading the rest; () when it cannot be read (``load_dataset`` then says why)."""
+    try:
+        root = dataset_dir(name_or_path)
+        meta = parse_json(decode((root / "dataset.json").read_bytes(), "dataset.json"), "dataset.json")
+    except (OSError, InputError):
+        return ()
+    if not isinstance(meta, dict):
+        return ()
+    primary, languages = meta_languages(meta)
+    ordered = dict.fromkeys(x for x in (primary, *languages) if isinstance(x, str) and x)
+    return tuple(x for x in ordered if x in languages) or tuple(ordered)

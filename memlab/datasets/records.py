@@ -240,3 +240,32 @@ class JsonRecord:
             self.problem(fieldname, f"{value!r} is not one of {', '.join(choices)}")
             return None
         return value
+
+
+def collapse_repeats(problems: list[str], at_least: int = 3) -> list[str]:
+    """The same ``file:line: field: problem`` on ``at_least`` lines or more, said once at its first
+    line with the others counted (``... (and on 10 more lines: 2-11)``): one mistake repeated on
+    every record (a language field, a renamed field) reads as one."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for p in problems:
+        file, _, rest = p.partition(":")
+        line, _, message = rest.partition(": ")
+        if line.isdigit() and message:
+            groups.setdefault((file, message), []).append(int(line))
+    out, said = [], set()
+    for p in problems:
+        file, _, rest = p.partition(":")
+        line, _, message = rest.partition(": ")
+        lines = groups.get((file, message), [])
+        if len(lines) < at_least or not line.isdigit():
+            out.append(p)
+        elif (file, message) not in said:
+            said.add((file, message))
+            others = lines[1:]
+            span = (
+                f"{others[0]}-{others[-1]}"
+                if others == list(range(others[0], others[-1] + 1))
+                else (", ".join(map(str, others[:5])) + (", ..." if len(others) > 5 else ""))
+            )
+            out.append(f"{p} (and on {len(others)} more lines: {span})")
+    return out

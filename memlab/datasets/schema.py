@@ -39,10 +39,17 @@ from memlab.datasets.declared import (
     declared_qdrant,
     declared_tables,
     declared_vectors,
+    meta_languages,
 )
 from memlab.datasets.locations import DEFAULT_DATASET, dataset_dir
 from memlab.datasets.payload import PayloadValue, collection_problems, read_collection_fields, read_payload
-from memlab.datasets.records import JsonRecord, jsonl_format_problem, parse_datetime, read_jsonl
+from memlab.datasets.records import (
+    JsonRecord,
+    collapse_repeats,
+    jsonl_format_problem,
+    parse_datetime,
+    read_jsonl,
+)
 from memlab.datasets.reply_checks import ReplyChecks, allowed_fields, read_reply_checks
 
 # where a memory or question comes from (the field "provenance"; "source", its name before 0.2, is
@@ -318,29 +325,6 @@ def text_field(lang: str, primary: str) -> str:
     return "text" if lang == primary else f"text_{lang}"
 
 
-def meta_languages(meta: dict[str, Any]) -> tuple[Any, tuple]:
-    """dataset.json's primary language (``language``, English unless it says) and every language
-    its texts are in (``languages``, else the primary alone); checked by ``load_dataset``."""
-    primary = meta.get("language", "en")
-    languages = meta.get("languages", [primary])
-    return primary, tuple(languages) if isinstance(languages, list) else ()
-
-
-def declared_languages(name_or_path: str | Path) -> tuple[str, ...]:
-    """The languages a dataset folder's dataset.json declares, primary first, read without
-    loading the rest; () when it cannot be read (``load_dataset`` then says why)."""
-    try:
-        root = dataset_dir(name_or_path)
-        meta = parse_json(decode((root / "dataset.json").read_bytes(), "dataset.json"), "dataset.json")
-    except (OSError, InputError):
-        return ()
-    if not isinstance(meta, dict):
-        return ()
-    primary, languages = meta_languages(meta)
-    ordered = dict.fromkeys(x for x in (primary, *languages) if isinstance(x, str) and x)
-    return tuple(x for x in ordered if x in languages) or tuple(ordered)
-
-
 def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
     """Load and validate a dataset folder; raise ``DatasetError`` listing every problem."""
     root = dataset_dir(name_or_path)
@@ -351,7 +335,9 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
     try:
         meta = parse_json(decode(meta_path.read_bytes(), "dataset.json"), "dataset.json")
     except FileNotFoundError:
-        problems.append(f"dataset.json: file missing in {root}")
+        # without it no record can be read: which languages, and so which text fields (said once,
+        # not as an unknown text_ja on every line)
+        raise DatasetError([f"{root}/dataset.json: file missing in {root}"]) from None
     except InputError as e:  # not UTF-8, invalid JSON, nested too deep, an integer of 5000 digits:
         raise DatasetError([f"{root}/{e}"]) from None  # nothing else can be read without it
     if not isinstance(meta, dict):
@@ -376,6 +362,10 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
             f"got {list(languages)!r}"
         )
         languages = (primary,)
+    if problems and any(p.startswith(("dataset.json: language", "dataset.json: expected")) for p in problems):
+        # the records' text fields follow the languages: checked against wrong ones, every line
+        # would fail twice (text_jp unknown, text_ja missing)
+        raise DatasetError([f"{root}/{p}" for p in problems])
     languages = (primary, *[x for x in languages if x != primary])
     fields = {lang: text_field(lang, primary) for lang in languages}
     # The seed's stored form keeps the date inside the embedded text (dropping it pushed an
@@ -573,7 +563,9 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
     vectors = None if problems else declared_vectors(meta.get("vectors"), root, len(memories), problems)
     qdrant = None if problems else declared_qdrant(meta.get("qdrant"), problems)
     if problems:
-        raise DatasetError([f"{root}/{p}" if not p.startswith("/") else p for p in problems])
+        raise DatasetError(
+            [f"{root}/{p}" if not p.startswith("/") else p for p in collapse_repeats(problems)]
+        )
     if reference is None:  # unreachable: a missing reference date is a problem above
         raise DatasetError([f"{root}/dataset.json: reference_date: missing"])
     return Dataset(

@@ -264,7 +264,7 @@ def problem_from(
 def apply_dataset_language(args: argparse.Namespace) -> None:
     """``--lang`` not given, and the dataset has no text in the default language (a store kept in
     Japanese only): the dataset's own language, said on stderr. Run once, before the command."""
-    from memlab.datasets.schema import declared_languages
+    from memlab.datasets.declared import declared_languages
 
     if not hasattr(args, "lang") or "lang" in given(args) or not getattr(args, "dataset", None):
         return
