@@ -60,3 +60,34 @@ def test_one_question_is_refused_with_a_reason(seed, published):
         )
     else:
         raise AssertionError("one question was not refused")
+
+
+def test_an_infeasible_spec_is_said_in_words_and_infinite_ends_are_no_warning(capsys, recwarn):
+    """At threshold 0.9 no bonus meets every criterion on the whole fixture: its row says so, the
+    questions whose removal opens an interval are listed, and the resamples' unbounded upper
+    ends (inf) make a 95% quantile of inf, not a numpy warning and a "-"."""
+    import numpy as np
+    import pandas as pd
+
+    assert main(["robustness", "--source", "published", "--threshold", "0.9", "--boot", "20"]) == 0
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    assert err == "" and not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+    assert lines[2].split()[:3] == ["all", "1", "0.0%"] and lines[2].endswith(
+        "no feasible bonus in any resample   0.466, 0.466"
+    )
+    assert "  without C1: bonus interval [0.528, 0.639)" in lines
+    assert lines[-1].startswith("the spec is not feasible on all the questions")
+    # the quantiles are resample values: the 95% of [1, 2, inf, inf] is inf, the 5% is 1
+    s = robustness_summary(
+        pd.DataFrame(
+            {
+                "kind": ["q"] * 4,
+                "feasible": [True] * 4,
+                "lo": [1.0, 2.0, 3.0, 4.0],
+                "hi": [1.0, 2.0, np.inf, np.inf],
+                "headroom": [0.1] * 4,
+            }
+        )
+    ).iloc[0]
+    assert (s["hi_p95"], s["hi_p05"], s["lo_p05"], s["lo_p95"]) == (np.inf, 1.0, 1.0, 4.0)

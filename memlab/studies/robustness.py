@@ -153,18 +153,30 @@ def robustness(
     return pd.DataFrame(rows)
 
 
+def _low(s: pd.Series) -> float:
+    """The 5% quantile, a resample's own value (the one below): an interval end may be infinite,
+    and interpolating between two infinite ends is no number."""
+    return s.quantile(0.05, interpolation="lower")
+
+
+def _high(s: pd.Series) -> float:
+    """The 95% quantile, a resample's own value (the one above)."""
+    return s.quantile(0.95, interpolation="higher")
+
+
 def robustness_summary(df: pd.DataFrame) -> pd.DataFrame:
-    """Per kind of resample: how often the configuration stays feasible, and quantiles."""
+    """Per kind of resample: how often the configuration stays feasible, and quantiles (NaN where
+    no resample has a feasible bonus interval)."""
     out = df.groupby("kind", sort=False).agg(
         resamples=("feasible", "size"),
         feasible_share=("feasible", "mean"),
         lo_median=("lo", "median"),
-        lo_p05=("lo", lambda s: s.quantile(0.05)),
-        lo_p95=("lo", lambda s: s.quantile(0.95)),
+        lo_p05=("lo", _low),
+        lo_p95=("lo", _high),
         hi_median=("hi", "median"),
-        hi_p05=("hi", lambda s: s.quantile(0.05)),
-        hi_p95=("hi", lambda s: s.quantile(0.95)),
+        hi_p05=("hi", _low),
+        hi_p95=("hi", _high),
         headroom_median=("headroom", "median"),
-        headroom_p05=("headroom", lambda s: s.quantile(0.05)),
+        headroom_p05=("headroom", _low),
     )
     return out.reset_index()

@@ -179,6 +179,8 @@ def cmd_scale(args: argparse.Namespace) -> int:
 
 
 def cmd_robustness(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     from memlab.studies.robustness import robustness, robustness_summary
 
     problem = problem_from(args)
@@ -205,16 +207,30 @@ def cmd_robustness(args: argparse.Namespace) -> int:
         f"{'upper end [5%, 95%]':>26} {'headroom (median, 5%)':>22}",
     ]
     for r in summary.to_dict("records"):
-        lines.append(
-            f"{r['kind']:>20} {r['resamples']:>5} {r['feasible_share']:>8.1%} "
+        ends = (
             f"{fmt(r['lo_median']):>7} [{fmt(r['lo_p05'])}, {fmt(r['lo_p95'])}]   "
-            f"{fmt(r['hi_median']):>7} [{fmt(r['hi_p05'])}, {fmt(r['hi_p95'])}]   "
+            f"{fmt(r['hi_median']):>7} [{fmt(r['hi_p05'])}, {fmt(r['hi_p95'])}]"
+            if r["lo_median"] == r["lo_median"]
+            else f"{'no feasible bonus in any resample':>55}"
+        )
+        lines.append(
+            f"{r['kind']:>20} {r['resamples']:>5} {r['feasible_share']:>8.1%} {ends}   "
             f"{fmt(r['headroom_median'])}, {fmt(r['headroom_p05'])}"
         )
     loqo = df[df["kind"] == "loqo"]
-    moved = loqo[(loqo["lo"] != df["lo"].iloc[0]) | (loqo["hi"] != df["hi"].iloc[0])]
-    for r in moved.to_dict("records"):
-        lines.append(f"  without {r['left_out']}: bonus interval [{fmt(r['lo'])}, {fmt(r['hi'])})")
+    # an interval moved, or gone (NaN ends): NaN != NaN would call every infeasible one moved
+    same = loqo["lo"].eq(df["lo"].iloc[0]) | (loqo["lo"].isna() & pd.isna(df["lo"].iloc[0]))
+    same &= loqo["hi"].eq(df["hi"].iloc[0]) | (loqo["hi"].isna() & pd.isna(df["hi"].iloc[0]))
+    for r in loqo[~same].to_dict("records"):
+        interval = (
+            "no feasible bonus" if r["lo"] != r["lo"] else f"bonus interval [{fmt(r['lo'])}, {fmt(r['hi'])})"
+        )
+        lines.append(f"  without {r['left_out']}: {interval}")
+    if summary["lo_median"].isna().iloc[0]:
+        lines.append(
+            "the spec is not feasible on all the questions (no bonus meets every criterion at this "
+            "tau and threshold): memlab sweep or memlab feasible finds one that is"
+        )
     emit("\n".join(lines), args.output)
     return 0
 
