@@ -489,3 +489,23 @@ def test_without_lang_a_japanese_only_dataset_is_read_in_japanese(tmp_path, caps
     seed = build_parser().parse_args(["evaluate"])
     apply_dataset_language(seed)
     assert seed.lang == "en"
+
+
+def test_a_tuned_spec_whose_dataset_folder_moved_asks_for_dataset(tmp_path, capsys):
+    import shutil
+
+    from memlab.datasets.schema import dataset_dir
+
+    shutil.copytree(dataset_dir("seed16"), tmp_path / "a")
+    spec = tmp_path / "t.yaml"
+    assert (
+        main(["sweep", "--dataset", str(tmp_path / "a"), "--source", "published", "--save", str(spec)]) == 0
+    )
+    (tmp_path / "a").rename(tmp_path / "b")
+    capsys.readouterr()
+    assert main(["evaluate", "--spec", str(spec)]) == 2
+    assert capsys.readouterr().err == (
+        f"memlab: error: {spec}: tuned on the dataset folder {tmp_path / 'a'}, which is not there: "
+        "pass --dataset DIR (where that folder is now)\n"
+    )
+    assert main(["evaluate", "--spec", str(spec), "--dataset", str(tmp_path / "b")]) == 0

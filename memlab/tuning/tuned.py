@@ -46,8 +46,9 @@ TOP_KEYS = (
 )
 HASHED = ("memories.jsonl", "questions.jsonl")
 HEADER = (
-    "# A tuned retrieval spec, written by `memlab sweep --save`. Read by --spec FILE (evaluate, prompt,\n"
-    "# spec, scale, robustness, calibrate), the notebooks' spec_file parameter and the tuning panel.\n"
+    "# A tuned retrieval spec, written by `memlab sweep --save`. Read by --spec FILE (every command\n"
+    "# that takes a spec: evaluate, spec, explain, answer...), the notebooks' spec_file parameter and\n"
+    "# the tuning panel.\n"
 )
 
 

@@ -294,6 +294,12 @@ def apply_spec_file(args: argparse.Namespace) -> None:
     source = args.source if "source" in told else tuned.source
     if source == "embedded" and model.get("identity", {}).get("engine") != "openai-compatible":
         scored["model"] = model.get("name") or None
+    moved = Path(reference).is_absolute() and not Path(reference).is_dir()  # or is on another machine
+    if hasattr(args, "dataset") and "dataset" not in told and moved:
+        raise InputError(
+            f"{args.spec_file}: tuned on the dataset folder {reference}, which is not there: "
+            "pass --dataset DIR (where that folder is now)"
+        )
     for name, value in scored.items():
         if hasattr(args, name) and name not in told:
             setattr(args, name, value)
