@@ -509,3 +509,18 @@ def test_a_tuned_spec_whose_dataset_folder_moved_asks_for_dataset(tmp_path, caps
         "pass --dataset DIR (where that folder is now)\n"
     )
     assert main(["evaluate", "--spec", str(spec), "--dataset", str(tmp_path / "b")]) == 0
+
+
+def test_a_long_sweep_says_how_long_before_it_starts(capsys, monkeypatch):
+    import memlab.app.cli.sweep as sweep_cli
+
+    assert main(["sweep", "--source", "published"]) == 0
+    out, err = capsys.readouterr()
+    assert not err.startswith("sweeping")  # a second's sweep says nothing first
+    total = int(out.split(" = ")[1].split(" configurations")[0].replace(",", ""))
+    monkeypatch.setattr(sweep_cli, "SWEEP_RATE", total / 40)  # as if it took 40 s
+    assert main(["sweep", "--source", "published"]) == 0
+    assert capsys.readouterr().err.splitlines()[0] == (
+        f"sweeping {total:,} configurations of 10 questions: about 40 s on two cores (a coarser step "
+        "or a narrower axis finishes sooner)"
+    )

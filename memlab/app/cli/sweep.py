@@ -100,6 +100,11 @@ def languages_of(args: argparse.Namespace, dataset) -> tuple[str, ...]:
     return langs
 
 
+# configurations a second a streamed sweep of up to 20 questions checks on two cores, about (the
+# command, start included: 62,067,411 configurations of 6 questions in 12.1 s on the machine of
+# 2026-12-02; docs/sweep.md: the sweep alone 1.3e7 a second): one estimated at 10 s or more says
+# so before it starts
+SWEEP_RATE = 5e6
 JOINT_SUMS = ("current_injected", "stale_injected", "wrong_injected", "injected_nohit")
 
 
@@ -162,6 +167,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     problems = [build_problem(dataset, replace(options, lang=lang), scope=scope, **fields) for lang in langs]
     grid = grid_from(args, problems[0])
     progress = grid.size >= 1_000_000 and sys.stderr.isatty()
+    seconds = grid.size * len(langs) / SWEEP_RATE * max(1.0, len(dataset.questions) / 20)
+    if seconds >= 10 and not progress:  # no bar (stderr is no terminal): say it before it starts
+        print(
+            f"sweeping {grid.size:,} configurations of {counted(len(dataset.questions), 'question')}: "
+            f"about {seconds:.0f} s on two cores (a coarser step or a narrower axis finishes sooner)",
+            file=sys.stderr,
+        )
     asked = check_metrics(args.metrics.split(",")) if args.metrics else None
     metrics = None if asked is None else (*asked, *rule_metrics(args.select, FALLBACK))
     t0 = time.perf_counter()
