@@ -524,3 +524,24 @@ def test_a_long_sweep_says_how_long_before_it_starts(capsys, monkeypatch):
         f"sweeping {total:,} configurations of 10 questions: about 40 s on two cores (a coarser step "
         "or a narrower axis finishes sooner)"
     )
+
+
+def test_sweep_refuses_table_options_without_a_table(capsys):
+    assert main(["sweep", "--source", "published", "--format", "parquet", "--long"]) == 2
+    assert capsys.readouterr().err == (
+        "memlab: error: --format parquet and --long: they shape the table written with -o FILE (or -o - "
+        "for stdout); without -o only the summary is printed: add -o, or drop it\n"
+    )
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly():
+    """``memlab sweep -o - | head -1``: the pipe closes under the writer; no error is printed."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memlab", "sweep", "--source", "published", "-o", "-"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout.readline().startswith(b"decay,combine,bonus,")
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141 and "Broken pipe" not in err and "Traceback" not in err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import signal
 import sys
@@ -107,6 +108,9 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"memlab: invalid dataset:\n{e}", file=sys.stderr)
     except MemlabError as e:
         print(f"memlab: error: {e}", file=sys.stderr)
+    except BrokenPipeError:  # stdout's reader stopped early (| head): nothing left to say, quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's own flush at exit too
+        return 128 + signal.SIGPIPE
     except OSError as e:  # the file system said no (permission, disk full): not a memlab bug
         print(f"memlab: error: {e}", file=sys.stderr)
     finally:

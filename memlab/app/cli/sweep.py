@@ -151,12 +151,19 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from memlab.core.decisions import decision_margin
     from memlab.core.grid import AXES
     from memlab.core.selection import FALLBACK, UTILITY_FORMULA, choose_streaming, rule_metrics, utility
-    from memlab.core.sweep import check_metrics
+    from memlab.core.sweep import SWEEP_WORK, check_metrics
     from memlab.core.sweep_pool import pooled_sweep_chunks
     from memlab.output.io import TableWriter
     from memlab.scores.problem import build_problem
     from memlab.tuning.tuned import dataset_reference, save_tuned, tuned_spec
 
+    unused = [f for f, v in (("--format " + str(args.format), args.format), ("--long", args.long)) if v]
+    if unused and not args.output:  # they shape the -o table: without one they would be ignored
+        raise InputError(
+            f"{' and '.join(unused)}: {'they shape' if len(unused) > 1 else 'it shapes'} the table written "
+            "with -o FILE (or -o - for stdout); without -o only the summary is printed: add -o, or drop it"
+        )
+    args.format = args.format or "csv"
     dataset = load_dataset(args.dataset)
     require_questions(args, dataset)
     criteria = criteria_from(args, dataset)
@@ -168,7 +175,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     grid = grid_from(args, problems[0])
     progress = grid.size >= 1_000_000 and sys.stderr.isatty()
     seconds = grid.size * len(langs) / SWEEP_RATE * max(1.0, len(dataset.questions) / 20)
-    if seconds >= 10 and not progress:  # no bar (stderr is no terminal): say it before it starts
+    refused = grid.size * max(1, len(dataset.questions)) > SWEEP_WORK  # the sweep says why, at once
+    if seconds >= 10 and not progress and not refused:  # no bar (stderr no terminal): said first
         print(
             f"sweeping {grid.size:,} configurations of {counted(len(dataset.questions), 'question')}: "
             f"about {seconds:.0f} s on two cores (a coarser step or a narrower axis finishes sooner)",
@@ -492,8 +500,8 @@ def add_sweep_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--format",
         choices=["csv", "parquet", "json"],
-        default="csv",
-        help="format of the -o file (default: %(default)s)",
+        default=None,
+        help="format of the -o file (default: csv)",
     )
     p.add_argument("-o", "--output", default=None, help="write the table here (else only the summary)")
 
