@@ -180,7 +180,9 @@ def add_calibrate_arguments(p: argparse.ArgumentParser) -> None:
         "by default), else what embeds the memories and the probes (default: multilingual-e5-small)",
     )
     g.add_argument("--truncate-dim", type=int, default=None, help="truncate embeddings (then L2-normalise)")
-    g.add_argument("--cache-dir", default=None, help="embedding cache (default: $MEMLAB_CACHE_DIR)")
+    g.add_argument(
+        "--cache-dir", default=None, help="embedding cache (default: $MEMLAB_CACHE_DIR or ~/.cache/memlab)"
+    )
     g.add_argument("--lang", default="en", action=Given, help="probe language: en or ja (default: en)")
     add_spec_options(p)
     add_family_options(p)
