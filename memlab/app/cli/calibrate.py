@@ -183,7 +183,12 @@ def add_calibrate_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--cache-dir", default=None, help="embedding cache (default: $MEMLAB_CACHE_DIR or ~/.cache/memlab)"
     )
-    g.add_argument("--lang", default="en", action=Given, help="probe language: en or ja (default: en)")
+    g.add_argument(
+        "--lang",
+        default="en",
+        action=Given,
+        help="probe language: en or ja (default: en, or the dataset's when it has no English)",
+    )
     add_spec_options(p)
     add_family_options(p)
     c = p.add_argument_group("calibration")
