@@ -442,8 +442,8 @@ NUMBERS = [
     (["compare", "--source", "published", "--rrf-k", "0"], "rrf_ks: expected a finite number > 0, got 0"),
     (["robustness", "--source", "published", "--seed", "-1"], "seed: expected an integer >= 0, got -1"),
     (["drift", "--seed", "-1"], "seed: expected an integer >= 0, got -1"),
-    (["calibrate", "--false-rate", "1"], "false_rate: expected a finite number in [0, 1), got 1"),
-    (["calibrate", "--boot", "0"], "n_boot: expected an integer >= 1, got 0"),
+    (["calibrate", "--false-rate", "1"], "--false-rate: expected a finite number in [0, 1), got 1"),
+    (["calibrate", "--boot", "0"], "--boot: expected an integer >= 1, got 0"),
     (["spec", "--question", "H1", "--truncate-dim", "0"], "truncate_dim: expected an integer >= 1, got 0"),
 ]
 

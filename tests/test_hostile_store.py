@@ -386,7 +386,7 @@ def test_a_server_that_trickles_meets_the_deadline_of_its_request(tmp_path, tric
         ),
         (
             ["calibrate", "--boot", "1000000000"],
-            "n_boot: 1,000,000,000 bootstrap resamples of 216 probes would take about 4.7 TiB of memory, more "
+            "--boot: 1,000,000,000 bootstrap resamples of 216 probes would take about 4.7 TiB of memory, more "
             "than memlab's budget of 2.0 GiB: at most 414,252 fit",
         ),
         (

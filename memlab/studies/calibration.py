@@ -156,10 +156,21 @@ class Calibration:
         }
 
 
-def check_boot(n_boot: int, n_probes: int) -> None:
-    """The bootstrap's resamples are drawn at once (indices, scores, their sort): a count that
-    cannot fit is refused before anything is embedded."""
-    check_fits(n_boot, "n_boot", 24 * max(n_probes, 1), f"bootstrap resamples of {n_probes:,} probes")
+CALIBRATE_NAMES = ("false_rate", "n_boot", "seed")  # as calibrate() names them; the CLI passes its flags
+
+
+def check_calibration(
+    false_rate: float, n_boot: int, seed: int, n_probes: int, names: tuple[str, str, str] = CALIBRATE_NAMES
+) -> None:
+    """The numbers of a calibration, checked before anything is embedded; the bootstrap's
+    resamples are drawn at once (indices, scores, their sort), so a count that cannot fit is
+    refused too. ``names``: what the messages call them (``--false-rate``, ``--boot``, ``--seed``
+    from the command line)."""
+    rate_name, boot_name, seed_name = names
+    check_number(false_rate, rate_name, minimum=0, below=1)
+    check_number(n_boot, boot_name, integer=True, minimum=1)
+    check_number(seed, seed_name, integer=True, minimum=0)
+    check_fits(n_boot, boot_name, 24 * max(n_probes, 1), f"bootstrap resamples of {n_probes:,} probes")
 
 
 def calibrate(
@@ -180,12 +191,9 @@ def calibrate(
     its model; ``basis`` = (vectors, ages in days, description) the extreme-value laws are fitted
     on; None: the store itself (it needs at least ``MIN_STORE_BASIS`` memories).
     """
-    check_number(false_rate, "false_rate", minimum=0, below=1)
-    check_number(n_boot, "n_boot", integer=True, minimum=1)
-    check_number(seed, "seed", integer=True, minimum=0)
     dataset, spec, lang, model = problem.dataset, problem.spec, problem.lang, problem.model_id
     n_probes = len(probe_vectors) if probe_vectors is not None else len(probe_set.texts(lang))
-    check_boot(n_boot, n_probes)
+    check_calibration(false_rate, n_boot, seed, n_probes)
     memory_vectors = problem.memory_vectors()
     if probe_vectors is None:
         probe_vectors = problem.embed_queries(probe_set.texts(lang))

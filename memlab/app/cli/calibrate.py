@@ -21,7 +21,7 @@ from memlab.app.cli.options import (
     spec_fields,
 )
 from memlab.core.errors import InputError
-from memlab.core.numbers import check_number, counted, plural
+from memlab.core.numbers import counted, plural
 from memlab.datasets.schema import DEFAULT_DATASET, load_dataset
 from memlab.output.io import json_ready
 
@@ -30,16 +30,20 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from memlab.datasets.probes import load_probes
     from memlab.scores.problem import build_problem
     from memlab.scores.sources import ScoreOptions
-    from memlab.studies.calibration import MIN_STORE_BASIS, calibrate, check_boot, template_basis
+    from memlab.studies.calibration import MIN_STORE_BASIS, calibrate, check_calibration, template_basis
 
     if bool(args.qdrant_path) and bool(args.qdrant_url):
         raise InputError("give one of --qdrant-path or --qdrant-url")
-    # calibrate()'s own checks, made before anything is embedded
-    check_number(args.boot, "n_boot", integer=True, minimum=1)
-    check_number(args.false_rate, "false_rate", minimum=0, below=1)
     probe_set = load_probes(args.probes)
-    # the probe set speaks the language asked for; the resamples of its probes fit
-    check_boot(args.boot, len(probe_set.texts(args.lang)))
+    # calibrate()'s own checks, by their flags, before anything is embedded (the probe set speaks
+    # the language asked for; the resamples of its probes fit)
+    check_calibration(
+        args.false_rate,
+        args.boot,
+        args.seed,
+        len(probe_set.texts(args.lang)),
+        ("--false-rate", "--boot", "--seed"),
+    )
     # --qdrant-path/--qdrant-url name the collection read here, not a place to store one
     options = ScoreOptions(
         source="embedded",
