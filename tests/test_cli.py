@@ -421,17 +421,23 @@ def test_init_writes_a_folder_that_validates_as_written_and_refuses_a_used_one(t
     assert run(capsys, "init", str(tmp_path / "empty"))[0] == 0  # an empty one is filled
 
 
-def test_validate_says_one_memory_and_one_question(tmp_path, capsys):
-    folder = tmp_path / "one"
+def one_memory_store(folder: Path, questions: str) -> Path:
+    """A dataset folder of one memory and the given questions.jsonl text."""
     folder.mkdir()
-    (folder / "dataset.json").write_text(json.dumps({"name": "one", "reference_date": "2026-09-10"}))
+    (folder / "dataset.json").write_text(json.dumps({"name": folder.name, "reference_date": "2026-09-10"}))
     (folder / "memories.jsonl").write_text(
         json.dumps({"id": "m1", "date": "2026-09-01", "text": "2026-09-01: The user drinks café au lait."})
         + "\n"
     )
-    (folder / "questions.jsonl").write_text(
+    (folder / "questions.jsonl").write_text(questions)
+    return folder
+
+
+def test_validate_says_one_memory_and_one_question(tmp_path, capsys):
+    folder = one_memory_store(
+        tmp_path / "one",
         json.dumps({"id": "q1", "kind": "hit", "text": "What does the user drink?", "relevant": ["m1"]})
-        + "\n"
+        + "\n",
     )
     assert main(["validate", str(folder)]) == 0
     assert capsys.readouterr().out.startswith(f"{folder}: ok: 1 memory, 1 question (1 hit, 0 contradiction")
@@ -440,14 +446,7 @@ def test_validate_says_one_memory_and_one_question(tmp_path, capsys):
 def test_a_store_without_questions_loads_and_the_commands_that_measure_questions_say_so(tmp_path, capsys):
     """What import-qdrant writes (an empty questions.jsonl): validate and spec read it; evaluate,
     sweep and feasible refuse it in one line that says what works without questions."""
-    folder = tmp_path / "store"
-    folder.mkdir()
-    (folder / "dataset.json").write_text(json.dumps({"name": "store", "reference_date": "2026-09-10"}))
-    (folder / "memories.jsonl").write_text(
-        json.dumps({"id": "m1", "date": "2026-09-01", "text": "2026-09-01: The user drinks café au lait."})
-        + "\n"
-    )
-    (folder / "questions.jsonl").write_text("")
+    folder = one_memory_store(tmp_path / "store", "")
     assert main(["validate", str(folder)]) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"{folder}: ok: 1 memory, 0 questions")
