@@ -544,3 +544,19 @@ def test_a_reader_that_stops_early_ends_the_command_quietly():
     proc.stdout.close()
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 141 and "Broken pipe" not in err and "Traceback" not in err
+
+
+def test_a_date_in_isos_basic_form_asks_for_the_prefix_in_the_usual_form(tmp_path, capsys):
+    folder = one_memory_store(tmp_path / "basic", "")
+    memory = {"id": "m1", "date": "20261110", "text": "2026-11-10: The user runs."}
+    (folder / "dataset.json").write_text(json.dumps({"name": "basic", "reference_date": "2026-12-01"}))
+    (folder / "memories.jsonl").write_text(json.dumps(memory) + "\n")
+    assert main(["validate", str(folder)]) == 0  # 2026-11-10 is the date 20261110 names
+    memory["text"] = "Nov 10: The user runs."
+    (folder / "memories.jsonl").write_text(json.dumps(memory) + "\n")
+    capsys.readouterr()
+    assert main(["validate", str(folder)]) == 2
+    assert capsys.readouterr().err == (
+        f"memlab: invalid dataset:\n{folder}/memories.jsonl: no text starts with its date (as '2026-11-10: ...'); "
+        'if your texts carry no date prefix, set "date_prefix": false in dataset.json\n'
+    )

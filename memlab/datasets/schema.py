@@ -325,6 +325,14 @@ def text_field(lang: str, primary: str) -> str:
     return "text" if lang == primary else f"text_{lang}"
 
 
+def _calendar_date(text: str) -> str:
+    """The calendar date of an ISO 8601 date or time as written, in its own offset: YYYY-MM-DD."""
+    try:
+        return datetime.fromisoformat(text).date().isoformat()
+    except ValueError:
+        return text[:10]
+
+
 def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
     """Load and validate a dataset folder; raise ``DatasetError`` listing every problem."""
     root = dataset_dir(name_or_path)
@@ -412,9 +420,12 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
                 continue
             if t is None:
                 continue
-            # the date as written (a local time keeps its own calendar date, not the UTC one)
-            written = str(obj["date"])[:10] if when is not None else ""
-            if date_prefix and when is not None and not t.startswith(f"{written}: "):
+            # the date as written (a local time keeps its own calendar date, not the UTC one), as
+            # YYYY-MM-DD even when written in ISO's basic form (20261110)
+            raw_date = str(obj["date"])
+            written = _calendar_date(raw_date) if when is not None else ""
+            prefixes = (f"{written}: ", f"{raw_date[:10]}: ")
+            if date_prefix and when is not None and not t.startswith(prefixes):
                 undated.append(f"{r.where}: {fname}: must start with the date, as '{written}: ...'")
             texts[lang] = t
         topic = r.text("topic", required=False) or ""
