@@ -653,6 +653,17 @@ def test_a_sigterm_while_the_handlers_are_put_back_exits_143_without_a_traceback
     assert capsys.readouterr().err == ""
 
 
+def test_a_sigint_outside_the_commands_own_handling_is_the_same_one_line(monkeypatch, capsys):
+    import memlab.app.cli as cli
+
+    def early(argv):  # a ^C as _main starts, before its try, or as it puts its handlers back
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_main", early)
+    assert cli.main(["sweep"]) == 128 + signal.SIGINT
+    assert capsys.readouterr().err.strip() == STOPPED_BEFORE.format("SIGINT")
+
+
 def test_a_command_stopped_before_any_write_says_nothing_was_being_written(tmp_path):
     """A sweep without -o (its report only): after the signal nothing was pending, and the line
     says so instead of naming a removed file."""

@@ -435,7 +435,10 @@ def run_batch(
         if pool is not None:
             for proc in list(getattr(pool, "_processes", {}).values()):
                 kill_tree(proc.pid)
-            pool.shutdown(wait=False, cancel_futures=True)
+            # waited for: its manager thread, seeing its processes dead, closes its wake-up pipe; at
+            # exit, concurrent.futures' atexit hook writes to that pipe, and a thread still closing
+            # it made a "Bad file descriptor" traceback after the one-line message
+            pool.shutdown(wait=True, cancel_futures=True)
         exporter.stop()  # a run stopped or failed exports nothing more
         shutil.rmtree(staging, ignore_errors=True)
         lock.unlink(missing_ok=True)

@@ -74,6 +74,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         # arrived while _main was putting its handlers back, after the work was done (or undone):
         # the same exit status, without a traceback
         return 128 + e.signum
+    except KeyboardInterrupt:
+        # ^C outside _main's own handling (as it starts, or as it puts its handlers back): the
+        # same line and status as within it, not a traceback and an exit by the signal
+        return _stopped(signal.SIGINT)
+
+
+def _stopped(signum: int) -> int:
+    """What a command stopped by a signal says, after removing the file it was writing."""
+    removed = discard_pending()
+    undone = "the file being written was removed" if removed else "nothing was being written"
+    print(
+        f"memlab: stopped by {signal.Signals(signum).name}; {undone}, earlier files are as they were",
+        file=sys.stderr,
+    )
+    return 128 + signum
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -96,14 +111,7 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt as e:
         if not catch:
             raise
-        removed = discard_pending()
-        signum = e.signum if isinstance(e, Terminated) else signal.SIGINT
-        undone = "the file being written was removed" if removed else "nothing was being written"
-        print(
-            f"memlab: stopped by {signal.Signals(signum).name}; {undone}, earlier files are as they were",
-            file=sys.stderr,
-        )
-        return 128 + signum
+        return _stopped(e.signum if isinstance(e, Terminated) else signal.SIGINT)
     except DatasetError as e:
         print(f"memlab: invalid dataset:\n{e}", file=sys.stderr)
     except MemlabError as e:
