@@ -233,6 +233,13 @@ CRITERION_KINDS: dict[str, CriterionKind] = {
     ),
 }
 
+
+def value_edge(kind: str, threshold: float) -> float:
+    """What a criterion's value is checked against, as its margin measures it: 0 for a score gap
+    (``current_above_stale``), the threshold for every other kind."""
+    return 0.0 if CRITERION_KINDS[kind].margin is _gap_margin else threshold
+
+
 SEED_CRITERIA: tuple[Criterion, ...] = (
     Criterion("a", "nohit_below", None, "no memory reaches the threshold on a no-hit question"),
     Criterion("b", "current_reaches", "C1", "C1's current memory (café au lait) reaches the threshold"),

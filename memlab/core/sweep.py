@@ -62,6 +62,20 @@ FILL_CHUNK_BYTES = 16 << 20
 SWEEP_WORK = 5 * 10**11
 
 
+def check_sweep_work(configs: int, questions: int) -> int:
+    """``configs`` when a sweep of them over ``questions`` questions finishes in reasonable time
+    (``SWEEP_WORK`` configuration-questions); otherwise one line naming the largest grid that does."""
+    n_questions = max(1, questions)
+    return check_work(
+        configs,
+        "grid",
+        SWEEP_WORK // n_questions,
+        f"configurations of {n_questions} questions each",
+        "the sweep checks 100 to 160 million configuration-questions a second on two cores: 10^8 "
+        "configurations of 80 questions took 50 s; a narrower axis or a coarser step finishes",
+    )
+
+
 @dataclass(frozen=True)
 class Prepared:
     """Everything about the scores that does not depend on the grid's (bonus, tau) chunk.
@@ -353,15 +367,7 @@ def _column_chunks(
         raise InputError(f"score table has shape {raw.shape}, expected ({len(labels.question_ids)}, {n_mem})")
     criteria = labels.criteria() if criteria is None else criteria
     chosen = check_metrics(metrics)
-    n_questions = max(1, len(labels.question_ids))
-    check_work(
-        grid.size,
-        "grid",
-        SWEEP_WORK // n_questions,
-        f"configurations of {n_questions} questions each",
-        "the sweep checks 100 to 160 million configuration-questions a second on two cores: 10^8 "
-        "configurations of 80 questions took 50 s; a narrower axis or a coarser step finishes",
-    )
+    check_sweep_work(grid.size, len(labels.question_ids))
     prep = prepare_candidates(raw, ages, labels, grid)
     n_q, n_p = len(labels.question_ids), prep.cand.shape[1]
     n_current = int((prep.current_l >= 0).sum())

@@ -151,7 +151,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from memlab.core.decisions import decision_margin
     from memlab.core.grid import AXES
     from memlab.core.selection import FALLBACK, UTILITY_FORMULA, choose_streaming, rule_metrics, utility
-    from memlab.core.sweep import SWEEP_WORK, check_metrics
+    from memlab.core.sweep import check_metrics, check_sweep_work
     from memlab.core.sweep_pool import pooled_sweep_chunks
     from memlab.output.io import TableWriter
     from memlab.scores.problem import build_problem
@@ -174,9 +174,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     problems = [build_problem(dataset, replace(options, lang=lang), scope=scope, **fields) for lang in langs]
     grid = grid_from(args, problems[0])
     progress = grid.size >= 1_000_000 and sys.stderr.isatty()
+    check_sweep_work(grid.size, len(dataset.questions))  # refused before the estimate, not after
     seconds = grid.size * len(langs) / SWEEP_RATE * max(1.0, len(dataset.questions) / 20)
-    refused = grid.size * max(1, len(dataset.questions)) > SWEEP_WORK  # the sweep says why, at once
-    if seconds >= 10 and not progress and not refused:  # no bar (stderr no terminal): said first
+    if seconds >= 10 and not progress:  # no bar (stderr is no terminal): said before it starts
         print(
             f"sweeping {grid.size:,} configurations of {counted(len(dataset.questions), 'question')}: "
             f"about {seconds:.0f} s on two cores (a coarser step or a narrower axis finishes sooner)",

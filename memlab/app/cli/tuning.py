@@ -21,6 +21,7 @@ from memlab.app.cli.options import (
     scope_from,
     spec_line,
 )
+from memlab.core.criteria import value_edge
 from memlab.core.errors import InputError, MemlabWarning
 from memlab.datasets.schema import load_dataset
 from memlab.output.io import json_ready
@@ -71,7 +72,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     named = max([1, *(len(c.name) for c in ev.criteria)])
     for c in ev.criteria:
         verdict = "pass" if c.passed else "FAIL"
-        edge = 0.0 if c.kind == "current_above_stale" else ev.spec.threshold  # a gap, or a score
+        edge = value_edge(c.kind, ev.spec.threshold)
         lines.append(f"  {c.name:<{named}}  {fmt(c.value, beside=edge):>6}  {verdict}  {c.description}")
     lines.append(
         f"headroom: {fmt(ev.headroom)} (threshold minus the best post-bonus score on no-hit questions)"
@@ -155,12 +156,9 @@ def cmd_table(args: argparse.Namespace) -> int:
     lines = [f"source: {args.source}, threshold={base.threshold:g}, rule: {args.select}", header]
     records = table.to_dict("records")
     for r in records:
-        edges = [
-            0.0 if c.kind == "current_above_stale" else r["threshold"] for c in criteria
-        ]  # a gap, or a score
         values = " ".join(
-            f"{fmt(r[f'{c.name}_value'], beside=edge):>{w}}"
-            for c, w, edge in zip(criteria, widths, edges, strict=True)
+            f"{fmt(r[f'{c.name}_value'], beside=value_edge(c.kind, r['threshold'])):>{w}}"
+            for c, w in zip(criteria, widths, strict=True)
         )
         lines.append(f"{r['bonus']:>6g} {r['tau_days']:>8g} {values} {fmt(r['headroom']):>9}  {r['verdict']}")
     if not any(r["feasible"] for r in records):
