@@ -93,3 +93,22 @@ def test_the_pool_is_each_shards_top_k_among_what_the_filter_keeps(case, k):
     every = Pool(allowed=np.ones(len(raw), dtype=bool))
     assert (pool_mask(raw[None], k, every) == candidate_mask(raw[None], k)).all()
     assert pool_candidates(raw, k, every).tolist() == select_candidates(raw, k).tolist()
+
+
+def test_candidate_lists_are_each_rows_select_candidates():
+    """By hand: ties keep dataset order, unknown scores are never candidates, a row with fewer
+    known scores than k is padded with -1; and on random rows with ties, every row equals the
+    one-question rule."""
+    from memlab.core.ranking import candidate_lists
+
+    raw = np.array([[0.5, 0.9, 0.5, np.nan, 0.5], [np.nan, 0.2, np.nan, np.nan, np.nan]])
+    assert candidate_lists(raw, 3).tolist() == [[1, 0, 2], [1, -1, -1]]
+    rng = np.random.default_rng(4)
+    for n in (5, 80, 300):  # below and above top_k's full-sort size
+        raw = rng.integers(0, 6, size=(40, n)).astype(float) / 5
+        raw[rng.random(raw.shape) < 0.3] = np.nan
+        for k in (1, 4, n):
+            got = candidate_lists(raw, k)
+            for q in range(len(raw)):
+                want = select_candidates(raw[q], k).tolist()
+                assert got[q].tolist() == want + [-1] * (got.shape[1] - len(want))

@@ -91,6 +91,15 @@ def select_candidates(raw: np.ndarray, k: int) -> np.ndarray:
     return top_k(raw, min(k, int(np.isfinite(raw).sum())))
 
 
+def candidate_lists(raw: np.ndarray, k: int) -> np.ndarray:
+    """Every question's ``select_candidates`` at once: (..., min(k, n)) indices in candidate
+    order, -1 in the places past a question's known scores (fewer than ``k``)."""
+    raw = np.asarray(raw, dtype=np.float64)
+    idx = top_k(raw, k)
+    known = np.isfinite(np.take_along_axis(raw, idx, axis=-1))
+    return np.where(known, idx, -1)
+
+
 def merge_top_k(
     raw_a: np.ndarray, pos_a: np.ndarray, raw_b: np.ndarray, pos_b: np.ndarray, k: int
 ) -> tuple[np.ndarray, np.ndarray]:

@@ -46,7 +46,7 @@ from memlab.core.errors import InputError
 from memlab.core.grid import AXES, Grid
 from memlab.core.labels import QUESTION_KINDS, Labels
 from memlab.core.numbers import check_work
-from memlab.core.ranking import injected, select_candidates
+from memlab.core.ranking import candidate_lists, injected
 from memlab.core.spec import recency_weight, rescore
 from memlab.core.sweep_facts import SweepSummary, Thresholds, kernels, summary_of
 from memlab.core.sweep_metrics import METRICS, ChunkFacts, Counts, check_metrics
@@ -106,10 +106,7 @@ def prepare_candidates(raw: np.ndarray, ages: np.ndarray, labels: Labels, grid: 
     raw = np.asarray(raw, dtype=np.float64)
     n_q = raw.shape[0]
     kmax = max(1, min(max(grid.candidates), raw.shape[1]))
-    cand = np.full((n_q, kmax), -1)
-    for q in range(n_q):  # one sort per question, shared by every configuration
-        top = select_candidates(raw[q], kmax)
-        cand[q, : len(top)] = top
+    cand = candidate_lists(raw, kmax)  # one sort per question, shared by every configuration
     known = cand >= 0
     raw_c = np.where(known, raw[np.arange(n_q)[:, None], np.maximum(cand, 0)], np.nan)
     ages = np.broadcast_to(np.asarray(ages, dtype=np.float64), raw.shape)  # (M,) or per question (Q, M)

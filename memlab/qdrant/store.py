@@ -214,13 +214,26 @@ class MemoryStore:
         )
         return [(int(p.id), float(p.score)) for p in res.points]
 
-    def score_table(self, query_vectors: np.ndarray) -> np.ndarray:
-        """Raw cosine of every query against every stored memory (questions x memories)."""
+    def score_table(self, query_vectors: np.ndarray, *, batch: int = 64) -> np.ndarray:
+        """Raw cosine of every query against every stored memory (questions x memories), read
+        back from Qdrant: ``batch`` queries a request, scores only. The independent check of
+        ``memlab.core.vectors.cosine_table``, and how a store the user names is scored."""
         n = len(self.memory_ids)
         table = np.full((len(query_vectors), n), np.nan)
-        for qi, vec in enumerate(query_vectors):
-            for idx, score in self.raw_top_k(vec, n):
-                table[qi, idx] = score
+        for start in range(0, len(query_vectors), batch):
+            requests = [
+                models.QueryRequest(
+                    query=np.asarray(vec, dtype=float).tolist(),
+                    using=self.schema.vector_name,
+                    limit=n,
+                    params=self.exact,
+                    with_payload=False,
+                )
+                for vec in query_vectors[start : start + batch]
+            ]
+            for qi, res in enumerate(self.client.query_batch_points(self.collection, requests), start):
+                for p in res.points:
+                    table[qi, int(p.id)] = p.score
         return table
 
     def run(self, body: dict[str, Any]) -> list[tuple[int, float]]:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from memlab.core.errors import InputError
-from memlab.core.ranking import select_candidates
+from memlab.core.ranking import candidate_lists
 from memlab.core.registry import lookup
 
 
@@ -43,13 +43,15 @@ def route_candidates(scores: np.ndarray, n: int, *, positive_only: bool = False)
     scores = np.asarray(scores, dtype=np.float64)
     if positive_only:
         scores = np.where(scores > 0, scores, np.nan)
-    out = np.full_like(scores, np.nan)
-    for q in range(scores.shape[0]):
-        top = select_candidates(scores[q], n)
-        if len(top):
-            keep = np.isfinite(scores[q]) & (scores[q] >= scores[q, top[-1]])
-            out[q, keep] = scores[q, keep]
-    return out
+    top = candidate_lists(scores, n)
+    if top.shape[-1] == 0:
+        return np.full_like(scores, np.nan)
+    # the n-th known score of each question (its last candidate; -inf: none known)
+    last = np.take_along_axis(scores, np.maximum(top, 0), axis=-1)
+    nth = np.where(top >= 0, last, np.inf).min(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        keep = np.isfinite(scores) & (scores >= nth)
+    return np.where(keep, scores, np.nan)
 
 
 def _min_max(x: np.ndarray) -> np.ndarray:

@@ -21,6 +21,7 @@ import numpy as np
 from memlab.core.errors import InputError, MissingFileError
 from memlab.core.registry import lookup
 from memlab.core.textfiles import load_json
+from memlab.core.vectors import cosine_table
 from memlab.datasets.schema import Dataset, DatasetError, JsonRecord, read_jsonl
 from memlab.embedding.embedder import ModelIdentity
 
@@ -223,7 +224,8 @@ def dataset_embedder(dataset: Dataset, options: ScoreOptions):
 
 
 def embedded_scores(dataset: Dataset, options: ScoreOptions, embedder=None) -> ScoreTable:
-    """Embed the dataset (cached), store the memories in Qdrant and read every raw cosine back.
+    """Embed the dataset (cached) and score every pair as Qdrant's Cosine distance does
+    (``cosine_table``), or, when the options name a Qdrant store, in a scratch collection there.
 
     ``embedder`` (default: ``dataset_embedder``) embeds; an imported dataset keeps its stored
     memory vectors and only its questions are embedded. The table records the model's identity
@@ -253,8 +255,8 @@ def embedded_scores(dataset: Dataset, options: ScoreOptions, embedder=None) -> S
         mem_vecs = embedder.encode_documents([m.text(lang) for m in dataset.memories])
         q_vecs = embedder.encode_queries([q.text(lang) for q in dataset.questions])
     if dataset.questions and (options.qdrant_path or options.qdrant_url):
-        # the user's store: a scratch collection of memlab's own, removed afterwards; nothing of
-        # what the store already holds is read, replaced or deleted
+        # the user named a store to score in: a scratch collection of memlab's own there, removed
+        # afterwards; nothing of what the store already holds is read, replaced or deleted
         store = MemoryStore.from_dataset(
             dataset, mem_vecs, lang=lang, path=options.qdrant_path, url=options.qdrant_url, scratch=True
         )
@@ -262,10 +264,10 @@ def embedded_scores(dataset: Dataset, options: ScoreOptions, embedder=None) -> S
             raw = store.score_table(q_vecs)
         finally:
             store.drop()
-    elif dataset.questions:
-        raw = MemoryStore.from_dataset(dataset, mem_vecs, lang=lang).score_table(q_vecs)
     else:
-        raw = np.zeros((0, len(dataset.memories)))
+        # Qdrant's Cosine score of every pair, without a store: one float32 product (the tests
+        # hold it equal to local mode's and to the real engine's scores)
+        raw = cosine_table(q_vecs, mem_vecs)
     return ScoreTable(
         dataset.question_ids,
         dataset.memory_ids,
