@@ -24,14 +24,21 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import os
-import threading
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from memlab.core.errors import EmbeddingError, InputError
+from memlab.core.http import (
+    ServerFailure,
+    api_key,
+    close_later,
+    failure_reason,  # noqa: F401  (re-exported: the one failure line, memlab.core.http)
+    transient,  # noqa: F401  (re-exported: the one retry rule, memlab.core.http)
+    with_retries,
+    within_deadline,
+)
 from memlab.core.urls import check_url, excerpt, join_path, redact, reveal
 from memlab.core.vectors import raw_vector_problem
 
@@ -40,13 +47,10 @@ ENCODINGS = ("float", "base64")
 E5_PREFIX = {"query": "query: ", "document": "passage: "}
 
 
-class ServerUnavailable(EmbeddingError):
+class ServerUnavailable(ServerFailure, EmbeddingError):
     """The server could not be reached, did not answer in time, or answered an error status."""
 
-    def __init__(self, endpoint: str, attempts: int, reason: str):
-        self.endpoint, self.attempts, self.reason = endpoint, attempts, reason
-        plural = "attempt" if attempts == 1 else "attempts"
-        super().__init__(f"embedding server {endpoint} failed after {attempts} {plural}: {reason}")
+    what = "embedding server"
 
 
 @dataclass(frozen=True)
@@ -87,38 +91,7 @@ class ServerConfig:
         return redact(self.endpoint)
 
     def api_key(self) -> str | None:
-        if self.api_key_env is None:
-            return None
-        key = os.environ.get(self.api_key_env)
-        if not key:
-            raise InputError(f"--embed-api-key-env: the environment variable {self.api_key_env} is not set")
-        return key
-
-
-def transient(exc: BaseException) -> bool:
-    """An HTTP failure worth retrying (no connection, no answer in time, 429, 5xx): the embedding
-    server's and the chat endpoint's retry rule."""
-    import httpx
-
-    if isinstance(exc, httpx.TransportError):  # no connection, no answer in time, a broken reply
-        return True
-    return isinstance(exc, httpx.HTTPStatusError) and (
-        exc.response.status_code == 429 or exc.response.status_code >= 500
-    )
-
-
-def failure_reason(exc: BaseException, timeout: float) -> str:
-    """One line on why a request to a server failed (an HTML page named as such)."""
-    import httpx
-
-    if isinstance(exc, httpx.TimeoutException):
-        return f"no answer within {timeout:g} s"
-    if isinstance(exc, httpx.ConnectError):
-        return f"cannot connect: {exc}"
-    if isinstance(exc, httpx.HTTPStatusError):
-        body = excerpt(exc.response.text, exc.response.headers.get("content-type", ""), quote=False)
-        return f"HTTP {exc.response.status_code}" + (f": {body}" if body else "")
-    return f"{type(exc).__name__}: {exc}"
+        return api_key(self.api_key_env, "--embed-api-key-env")
 
 
 class ServerClient:
@@ -162,31 +135,16 @@ class ServerClient:
 
     def _post(self, body: dict[str, Any]) -> Any:
         """One request, answered whole within ``timeout`` seconds of its start (a deadline, not a
-        wait per read: a server that sends one byte a second times out too). The request runs in
-        a worker thread; at the deadline it is abandoned (its connection closed) and the wait
-        raises ``httpx.ReadTimeout``, which is retried like any timeout."""
-        import httpx
-
-        outcome: dict[str, Any] = {}
-
-        def send() -> None:
-            try:
-                outcome["reply"] = self._send(client, body)
-            except BaseException as e:  # handed to the caller's thread
-                outcome["error"] = e
-
+        wait per read: ``memlab.core.http.within_deadline``). At the deadline the request is
+        abandoned (its connection closed) and ``httpx.ReadTimeout`` is retried like any timeout."""
         client = self._http()
-        worker = threading.Thread(target=send, name="memlab-embed-request", daemon=True)
-        worker.start()
-        worker.join(self.config.timeout)
-        if worker.is_alive():
+
+        def abandon() -> None:
             self._client = None  # the next request gets a fresh client; this one is closed
-            threading.Thread(target=client.close, daemon=True).start()
+            close_later(client)
             self.requests += 1
-            raise httpx.ReadTimeout(f"no whole answer within {self.config.timeout:g} s")
-        if "error" in outcome:
-            raise outcome["error"]
-        return outcome["reply"]
+
+        return within_deadline(lambda: self._send(client, body), self.config.timeout, abandon)
 
     def _send(self, client: Any, body: dict[str, Any]) -> Any:
         response = client.post(self.config.endpoint, content=json.dumps(body, ensure_ascii=False).encode())
@@ -203,28 +161,17 @@ class ServerClient:
     def encode_batch(self, texts: list[str], role: str, first: int = 0) -> np.ndarray:
         """One batch: retried on what may pass; ``ServerUnavailable`` when it does not. ``first``:
         the index of the batch's first text among the texts being embedded (messages name it)."""
-        import tenacity
-
         cfg = self.config
-        retrying = tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(cfg.attempts),
-            wait=tenacity.wait_exponential(multiplier=cfg.backoff, max=30),
-            retry=tenacity.retry_if_exception(transient),
-            reraise=True,
-        )
         body = self.body(texts, role)
-        try:
-            reply = retrying(self._post, body)
-        except EmbeddingError:
-            raise
-        except Exception as exc:
-            import httpx
-
-            if not isinstance(exc, httpx.HTTPError):
-                raise
-            attempts = int(retrying.statistics.get("attempt_number", 1))
-            reason = redact(failure_reason(exc, cfg.timeout))
-            raise ServerUnavailable(self.endpoint, attempts, reason) from exc
+        reply = with_retries(
+            self._post,
+            body,
+            attempts=cfg.attempts,
+            backoff=cfg.backoff,
+            timeout=cfg.timeout,
+            endpoint=cfg.endpoint,
+            error=ServerUnavailable,
+        )
         return self.vectors(reply, len(texts), first)
 
     def vectors(self, reply: Any, count: int, first: int = 0) -> np.ndarray:

@@ -1,0 +1,177 @@
+"""What every HTTP client of memlab shares (the embedding server, the chat endpoint and its
+judge): the API key, the retry rule, the deadline of a request, the size limit of a reply and the
+one error a server that does not answer becomes. ``httpx`` and ``tenacity`` are imported when a
+request is sent, never at import.
+
+- ``api_key``: the key in the environment variable a ``--*-api-key-env`` flag names, surrounding
+  white space dropped (a key file saved with CRLF ends in ``\\r``); a key holding any other
+  character a header cannot carry is refused in one line that never shows the key;
+- ``transient`` and ``failure_reason``: what is retried (no connection, no answer in time, a
+  broken reply, HTTP 429 and 5xx) and the one line on why a request failed (redacted);
+- ``within_deadline``: a request answered whole within its timeout (a deadline, not a wait per
+  read: a server that trickles a byte a second times out too);
+- ``read_limited``: a reply's body up to a size limit, read as it arrives;
+- ``with_retries`` and ``ServerFailure``: the attempts with exponential backoff, then one error
+  naming the server (redacted), the attempts and the last reason.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+from memlab.core.errors import InputError, MemlabError
+from memlab.core.numbers import counted
+from memlab.core.urls import excerpt, redact
+
+T = TypeVar("T")
+MAX_ATTEMPTS = 10  # tries per request: with the backoff doubling to 30 s, about 2.5 min of waits
+MAX_TIMEOUT = 3600.0  # seconds a request may take, at most (an hour)
+MAX_REPLY_BYTES = 8 << 20  # bytes of one reply, at most (8 MiB; a chat reply of 256 tokens is ~50 KB)
+
+
+def api_key(env: str | None, flag: str) -> str | None:
+    """The API key in the environment variable ``env`` (None: no key), surrounding white space
+    dropped; ``InputError`` naming ``flag`` when it is unset, empty, or holds a character an HTTP
+    header cannot carry (a control character, a non-ASCII letter). The key is never shown."""
+    if env is None:
+        return None
+    raw = os.environ.get(env)
+    key = (raw or "").strip()
+    if not key:
+        state = "is not set" if raw is None else "is empty"
+        raise InputError(f"{flag}: the environment variable {env} {state}")
+    bad = next((i for i, c in enumerate(key) if not " " <= c <= "~"), None)
+    if bad is not None:
+        code = ord(key[bad])
+        raise InputError(
+            f"{flag}: the environment variable {env} holds U+{code:04X} at character {bad + 1} of "
+            f"{len(key)}: not an API key (an HTTP header carries printable ASCII only)"
+        )
+    return key
+
+
+def transient(exc: BaseException) -> bool:
+    """An HTTP failure worth retrying (no connection, no answer in time, a broken reply, 429, 5xx):
+    the rule of every server memlab talks to."""
+    import httpx
+
+    if isinstance(exc, httpx.TransportError):  # no connection, no answer in time, a broken reply
+        return True
+    return isinstance(exc, httpx.HTTPStatusError) and (
+        exc.response.status_code == 429 or exc.response.status_code >= 500
+    )
+
+
+def failure_reason(exc: BaseException, timeout: float) -> str:
+    """One line on why a request to a server failed (an HTML page named as such), redacted."""
+    import httpx
+
+    if isinstance(exc, httpx.TimeoutException):
+        return f"no answer within {timeout:g} s"
+    if isinstance(exc, httpx.ConnectError):
+        return redact(f"cannot connect: {exc}")
+    if isinstance(exc, httpx.HTTPStatusError):
+        body = excerpt(exc.response.text, exc.response.headers.get("content-type", ""), quote=False)
+        return f"HTTP {exc.response.status_code}" + (f": {body}" if body else "")
+    return redact(f"{type(exc).__name__}: {exc}")
+
+
+class ServerFailure(MemlabError):
+    """A server that could not be reached, did not answer in time, or answered an error status,
+    after every attempt. Each client names its kind of server (``what``)."""
+
+    what = "server"
+
+    def __init__(self, endpoint: str, attempts: int, reason: str):
+        self.endpoint, self.attempts, self.reason = endpoint, attempts, reason
+        super().__init__(f"{self.what} {endpoint} failed after {counted(attempts, 'attempt')}: {reason}")
+
+
+def with_retries(
+    call: Callable[..., T],
+    *args: Any,
+    attempts: int,
+    backoff: float,
+    timeout: float,
+    endpoint: str,
+    error: type[ServerFailure],
+) -> T:
+    """``call(*args)``, tried up to ``attempts`` times while it fails ``transient``-ly (waiting
+    ``backoff`` seconds, doubling, at most 30); an HTTP failure then raises ``error`` naming the
+    redacted ``endpoint``. Its cause is not chained: an HTTP library's message carries the real URL,
+    and a traceback (a notebook's) would show it."""
+    import httpx
+    import tenacity
+
+    retrying = tenacity.Retrying(
+        stop=tenacity.stop_after_attempt(attempts),
+        wait=tenacity.wait_exponential(multiplier=backoff, max=30),
+        retry=tenacity.retry_if_exception(transient),
+        reraise=True,
+    )
+    try:
+        return retrying(call, *args)
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        tried = int(retrying.statistics.get("attempt_number", 1))
+        raise error(redact(endpoint), tried, failure_reason(exc, timeout)) from None
+
+
+def within_deadline(send: Callable[[], T], seconds: float, abandon: Callable[[], None]) -> T:
+    """``send()`` answered whole within ``seconds`` of its start. It runs in a worker thread; at
+    the deadline ``abandon()`` is called (it closes what the request holds, so the worker ends) and
+    ``httpx.ReadTimeout`` is raised, which is retried like any timeout."""
+    import httpx
+
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["reply"] = send()
+        except BaseException as e:  # handed to the caller's thread
+            outcome["error"] = e
+
+    worker = threading.Thread(target=run, name="memlab-http-request", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        abandon()
+        raise httpx.ReadTimeout(f"no whole answer within {seconds:g} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["reply"]
+
+
+def close_later(client: Any) -> None:
+    """Close an HTTP client in the background (a request a deadline abandoned still holds it)."""
+    threading.Thread(target=client.close, name="memlab-http-close", daemon=True).start()
+
+
+class TooLarge(MemlabError, RuntimeError):
+    """A reply longer than its size limit."""
+
+
+def read_limited(chunks: Iterator[bytes], limit: int, where: str) -> Iterator[bytes]:
+    """``chunks`` (a reply's body as it arrives) passed on until they add up to more than
+    ``limit`` bytes, then ``TooLarge`` naming ``where``: no reply is held whole beyond it."""
+    total = 0
+    for chunk in chunks:
+        total += len(chunk)
+        if total > limit:
+            raise TooLarge(f"{where} sent a reply of more than {limit:,} bytes: not a reply memlab reads")
+        yield chunk
+
+
+def raise_for_status(response: Any, limit: int, where: str) -> None:
+    """For a streamed ``response`` with an error status: its body read (up to ``limit`` bytes)
+    and ``httpx.HTTPStatusError`` raised with it, so ``failure_reason`` can quote it."""
+    import httpx
+
+    if response.status_code < 400:
+        return
+    body = b"".join(read_limited(response.iter_bytes(), limit, where))
+    kind = {"content-type": response.headers.get("content-type", "")}
+    whole = httpx.Response(response.status_code, headers=kind, content=body, request=response.request)
+    whole.raise_for_status()
