@@ -168,7 +168,7 @@ def test_a_reply_that_is_no_chat_reply_is_one_line_asked_once_and_never_cached(t
             Raw([b": keep-alive\n\n"]),
             "the stream ended before its [DONE] event (no event at all: an empty reply)",
         ),
-        (Raw([], "application/json"), "an empty reply (HTTP 200 with no body)"),
+        (Raw([], "application/json"), "an empty reply (no body)"),
     ],
 )
 def test_a_reply_cut_short_or_empty_is_retried_then_one_line_never_a_reply(tmp_path, reply, reason):
@@ -198,6 +198,16 @@ def test_a_reply_longer_than_the_limit_is_refused(tmp_path, reply):
     said, requests, cached, _ = ask(tmp_path, reply, max_bytes=1000)
     assert (said, requests, cached) == (
         "{server} sent a reply of more than 1,000 bytes: not a reply memlab reads",
+        1,
+        0,
+    )
+
+
+def test_a_redirect_is_named_with_where_it_points_not_followed(tmp_path):
+    reply = Raw([b"moved"], "text/plain", status=301)
+    said, requests, cached, _ = ask(tmp_path, reply, attempts=3)
+    assert (said, requests, cached) == (
+        "{server} failed after 1 attempt: HTTP 301, a redirect: give the address the server names",
         1,
         0,
     )
@@ -473,6 +483,53 @@ def test_a_linked_cache_folder_is_refused_before_anything_is_asked(tmp_path, lin
     assert list(elsewhere.iterdir()) == [] and server.bodies == []
 
 
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
+        (
+            lambda r: {**r, "text": "a\ud800"},
+            "text: lone surrogate escape \\ud800 at character 2: not valid Unicode text",
+        ),
+        (lambda r: {**r, "finish_reason": 3}, "text, model_id or finish_reason is not a string"),
+        (lambda r: {**r, "completion_tokens": -1}, "completion_tokens is not a count"),
+        (lambda r: {**r, "ttft_s": float("nan")}, "ttft_s is not a time in seconds"),
+    ],
+)
+def test_a_tampered_entry_is_asked_again(tmp_path, edit, problem):
+    server = FakeChat(lambda b: "the server's")
+    client = ChatClient(ChatConfig(server.url, "m"))
+    cache = ReplyCache(tmp_path)
+    try:
+        cached_complete(client, cache, "reply", ASK)
+        (path,) = tmp_path.rglob("*.json")
+        entry = json.loads(path.read_text())
+        path.write_text(json.dumps({**entry, "reply": edit(entry["reply"])}))
+        with pytest.warns(CacheWarning) as caught:
+            again = cached_complete(client, cache, "reply", ASK)
+    finally:
+        server.close()
+    assert str(caught[0].message) == f"chat cache: {path}: {problem}; asking again"
+    assert (again.text, again.cached, len(server.bodies)) == ("the server's", False, 2)
+
+
+def test_an_entry_far_larger_than_a_reply_is_not_read(tmp_path, monkeypatch):
+    from memlab.answers import cache as cache_module
+
+    monkeypatch.setattr(cache_module, "MAX_ENTRY_BYTES", 100)
+    server = FakeChat(lambda b: "x" * 200)
+    client = ChatClient(ChatConfig(server.url, "m"))
+    try:
+        cached_complete(client, ReplyCache(tmp_path), "reply", ASK)
+        (path,) = tmp_path.rglob("*.json")
+        with pytest.warns(CacheWarning) as caught:
+            assert not cached_complete(client, ReplyCache(tmp_path), "reply", ASK).cached
+    finally:
+        server.close()
+    assert str(caught[0].message) == (
+        f"chat cache: {path}: larger than 100 bytes, not an entry memlab wrote; asking again"
+    )
+
+
 # -- counts that never finish -----------------------------------------------------------------------
 
 
@@ -488,12 +545,23 @@ def test_a_linked_cache_folder_is_refused_before_anything_is_asked(tmp_path, lin
         ({"timeout": 0}, "--chat-timeout: expected a finite number > 0, got 0"),
         ({"url": "http://[::1/v1"}, "--chat-url: 'http://[::1/v1' is not a valid URL (Invalid IPv6 URL)"),
         ({"url": "http://u:PW@/v1"}, "--chat-url: 'http://***@/v1' names no host"),
+        (
+            {"url": "http://u:PW@xn--a.com/v1"},
+            "--chat-url: 'http://***@xn--a.com/v1' is not a valid URL (Codepoint U+0080 at position 1 of "
+            "'\\x80' not allowed)",
+        ),
     ],
 )
 def test_chat_options_beyond_their_limits_are_refused(kwargs, message):
     with pytest.raises(InputError) as e:
         ChatConfig(**{"url": "http://127.0.0.1:1/v1", **kwargs})
     assert str(e.value) == message
+
+
+def test_an_embed_url_no_request_can_go_to_is_refused_at_once():
+    with pytest.raises(InputError) as e:
+        ServerConfig("http://xn--a.com/v1")
+    assert str(e.value).startswith("--embed-url: 'http://xn--a.com/v1' is not a valid URL (Codepoint U+0080")
 
 
 def test_repeats_beyond_the_limit_are_refused_before_the_first_request(capsys):

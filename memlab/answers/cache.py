@@ -27,9 +27,12 @@ from typing import Any
 from memlab.answers.chat import Reply, reply_problem
 from memlab.core.errors import EmbeddingError, MemlabError
 from memlab.core.files import NOFOLLOW, write_new_file
+from memlab.core.http import MAX_REPLY_BYTES
 from memlab.embedding.cache import CacheWarning, cache_folder, default_cache_dir, entry_problem
 
 FORMAT = 1
+# an entry holds a request and a reply of at most MAX_REPLY_BYTES: one far larger was not written here
+MAX_ENTRY_BYTES = 4 * MAX_REPLY_BYTES
 
 
 class ChatCacheError(MemlabError, RuntimeError):
@@ -112,8 +115,11 @@ def read_entry(path: Path) -> tuple[Any, str | None]:
         problem = entry_problem(os.fstat(fh.fileno()))
         if problem is not None:
             return None, problem
+        data = fh.read(MAX_ENTRY_BYTES + 1)
+        if len(data) > MAX_ENTRY_BYTES:
+            return None, f"larger than {MAX_ENTRY_BYTES:,} bytes, not an entry memlab wrote"
         try:
-            return json.loads(fh.read().decode("utf-8")), None
+            return json.loads(data.decode("utf-8")), None
         except (ValueError, UnicodeDecodeError, RecursionError) as e:
             return None, f"unreadable ({type(e).__name__})"
 

@@ -33,6 +33,7 @@ from memlab.core.http import (
     MAX_TIMEOUT,
     ServerFailure,
     api_key,
+    check_http_url,
     close_later,
     raise_for_status,
     read_limited,
@@ -41,7 +42,7 @@ from memlab.core.http import (
 )
 from memlab.core.numbers import check_number, counted
 from memlab.core.textfiles import json_number_problem, surrogate_problem
-from memlab.core.urls import check_url, excerpt, join_path, redact, server_identity
+from memlab.core.urls import excerpt, join_path, redact, server_identity
 
 CHAT_PATH = "chat/completions"
 
@@ -75,7 +76,7 @@ class ChatConfig:
     max_bytes: int = MAX_REPLY_BYTES  # the longest reply read (bytes of the HTTP body)
 
     def __post_init__(self) -> None:
-        check_url(self.url, self.option)
+        check_http_url(self.url, self.option)
         prefix = self.option.removesuffix("-url")
         check_number(self.temperature, "--temperature", minimum=0, maximum=2)
         check_number(self.max_tokens, "--max-tokens", integer=True, minimum=1)
@@ -148,14 +149,17 @@ def reply_problem(d: Any) -> str | None:
     """Why ``d`` is not a stored reply, or None."""
     if not isinstance(d, dict) or set(d) != set(REPLY_KEYS):
         return "not a reply record"
-    if not isinstance(d["text"], str) or not isinstance(d["model_id"], str):
-        return "text or model_id is not a string"
+    if not all(isinstance(d[k], str) for k in ("text", "model_id", "finish_reason")):
+        return "text, model_id or finish_reason is not a string"
+    problem = surrogate_problem({k: d[k] for k in ("text", "model_id", "finish_reason")})
+    if problem is not None:
+        return problem
     for k in ("ttft_s", "total_s"):
         v = d[k]
         if not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
             return f"{k} is not a time in seconds"
     for k in ("prompt_tokens", "completion_tokens"):
-        if d[k] is not None and (not isinstance(d[k], int) or isinstance(d[k], bool)):
+        if d[k] is not None and (not isinstance(d[k], int) or isinstance(d[k], bool) or d[k] < 0):
             return f"{k} is not a count"
     return None
 
@@ -283,7 +287,7 @@ def broken(message: str) -> Exception:
 def parse_json_reply(data: bytes, content_type: str, where: str, what: str) -> Any:
     """``data`` (a whole body or one stream event) as JSON; each way it is not as one line."""
     if not data.strip():
-        raise broken("an empty reply (HTTP 200 with no body)")
+        raise broken("an empty reply (no body)")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -3,6 +3,7 @@ judge): the API key, the retry rule, the deadline of a request, the size limit o
 one error a server that does not answer becomes. ``httpx`` and ``tenacity`` are imported when a
 request is sent, never at import.
 
+- ``check_http_url``: a URL a flag gives, one an HTTP request can go to;
 - ``api_key``: the key in the environment variable a ``--*-api-key-env`` flag names, surrounding
   white space dropped (a key file saved with CRLF ends in ``\\r``); a key holding any other
   character a header cannot carry is refused in one line that never shows the key;
@@ -24,12 +25,25 @@ from typing import Any, TypeVar
 
 from memlab.core.errors import InputError, MemlabError
 from memlab.core.numbers import counted
-from memlab.core.urls import excerpt, redact
+from memlab.core.urls import check_url, excerpt, redact
 
 T = TypeVar("T")
 MAX_ATTEMPTS = 10  # tries per request: with the backoff doubling to 30 s, about 2.5 min of waits
 MAX_TIMEOUT = 3600.0  # seconds a request may take, at most (an hour)
 MAX_REPLY_BYTES = 8 << 20  # bytes of one reply, at most (8 MiB; a chat reply of 256 tokens is ~50 KB)
+
+
+def check_http_url(url: object, flag: str) -> str:
+    """``memlab.core.urls.check_url``, and a URL ``httpx`` can send to (a host name that is no
+    valid international name, ``xn--a.com``, is refused here, not in the first request)."""
+    import httpx
+
+    checked = check_url(url, flag)
+    try:
+        httpx.URL(checked).host  # noqa: B018  (decodes an international name: raises for a bad one)
+    except (httpx.InvalidURL, ValueError) as e:  # idna's errors are ValueErrors
+        raise InputError(f"{flag}: {redact(checked)!r} is not a valid URL ({redact(str(e))})") from None
+    return checked
 
 
 def api_key(env: str | None, flag: str) -> str | None:
@@ -74,8 +88,12 @@ def failure_reason(exc: BaseException, timeout: float) -> str:
     if isinstance(exc, httpx.ConnectError):
         return redact(f"cannot connect: {exc}")
     if isinstance(exc, httpx.HTTPStatusError):
-        body = excerpt(exc.response.text, exc.response.headers.get("content-type", ""), quote=False)
-        return f"HTTP {exc.response.status_code}" + (f": {body}" if body else "")
+        code, headers = exc.response.status_code, exc.response.headers
+        if 300 <= code < 400:  # memlab follows no redirect: the user gives the address it names
+            to = f" to {redact(headers['location'])}" if headers.get("location") else ""
+            return f"HTTP {code}, a redirect{to}: give the address the server names"
+        body = excerpt(exc.response.text, headers.get("content-type", ""), quote=False)
+        return f"HTTP {code}" + (f": {body}" if body else "")
     return redact(f"{type(exc).__name__}: {exc}")
 
 
@@ -165,13 +183,14 @@ def read_limited(chunks: Iterator[bytes], limit: int, where: str) -> Iterator[by
 
 
 def raise_for_status(response: Any, limit: int, where: str) -> None:
-    """For a streamed ``response`` with an error status: its body read (up to ``limit`` bytes)
-    and ``httpx.HTTPStatusError`` raised with it, so ``failure_reason`` can quote it."""
+    """For a streamed ``response`` with a status other than 2xx (an error, a redirect): its body
+    read (up to ``limit`` bytes) and ``httpx.HTTPStatusError`` raised with it, so
+    ``failure_reason`` can quote it."""
     import httpx
 
-    if response.status_code < 400:
+    if response.is_success:
         return
     body = b"".join(read_limited(response.iter_bytes(), limit, where))
-    kind = {"content-type": response.headers.get("content-type", "")}
+    kind = {k: response.headers[k] for k in ("content-type", "location") if k in response.headers}
     whole = httpx.Response(response.status_code, headers=kind, content=body, request=response.request)
     whole.raise_for_status()

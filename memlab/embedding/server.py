@@ -33,13 +33,14 @@ from memlab.core.errors import EmbeddingError, InputError
 from memlab.core.http import (
     ServerFailure,
     api_key,
+    check_http_url,
     close_later,
     failure_reason,  # noqa: F401  (re-exported: the one failure line, memlab.core.http)
     transient,  # noqa: F401  (re-exported: the one retry rule, memlab.core.http)
     with_retries,
     within_deadline,
 )
-from memlab.core.urls import check_url, excerpt, join_path, redact, reveal
+from memlab.core.urls import excerpt, join_path, redact, reveal
 from memlab.core.vectors import raw_vector_problem
 
 SERVER_ROLES = ("input-type", "e5-prefix", "none")
@@ -69,7 +70,7 @@ class ServerConfig:
     fallback: bool = True  # fall back to the local model when the server fails (only if it is the same)
 
     def __post_init__(self) -> None:
-        check_url(self.url, "--embed-url")
+        check_http_url(self.url, "--embed-url")
         if self.roles not in SERVER_ROLES:
             raise InputError(f"--embed-roles: expected one of {', '.join(SERVER_ROLES)}, got {self.roles!r}")
         if self.encoding not in ENCODINGS:
