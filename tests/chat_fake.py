@@ -39,13 +39,19 @@ class FakeChat:
         self, reply: Callable[[dict], object] = echo_block, stream: bool = True, model: str = "fake-1"
     ):
         self.reply, self.stream, self.model = reply, stream, model
+        self.listing: Raw | tuple[int, str] | None = None  # GET /models: None lists ``model``
         self.bodies: list[dict] = []
         self.headers: list[dict] = []
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):
-                self._send(200, json.dumps({"data": [{"id": fake.model}]}), "application/json")
+                if isinstance(fake.listing, Raw):
+                    self._raw(fake.listing)
+                elif fake.listing is not None:
+                    self._send(*fake.listing, "text/plain")
+                else:
+                    self._send(200, json.dumps({"data": [{"id": fake.model}]}), "application/json")
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))

@@ -26,6 +26,7 @@ from memlab.app.execution import redact_outputs
 from memlab.app.parameters import BY_NAME
 from memlab.core.errors import InputError, MemlabError
 from memlab.core.http import MAX_ATTEMPTS, MAX_TIMEOUT
+from memlab.core.urls import SECRETS_ENV, hide_secrets
 from memlab.embedding.cache import CacheWarning
 from memlab.embedding.server import ServerConfig
 
@@ -203,6 +204,35 @@ def test_a_reply_longer_than_the_limit_is_refused(tmp_path, reply):
     )
 
 
+@pytest.mark.parametrize(
+    ("listed", "message"),
+    [
+        ((404, "no such route"), "chat server {url}/models failed after 1 attempt: HTTP 404: no such route"),
+        (
+            Raw([b'{"data": "x"}'], "application/json"),
+            "chat server {url}/models lists no model: name one with --chat-model",
+        ),
+        (
+            Raw([b'{"data": [{"id": 5}]}'], "application/json"),
+            "chat server {url}/models lists no model: name one with --chat-model",
+        ),
+        (
+            Raw([DEEP], "application/json"),
+            "chat server {url}/models sent a model list nested deeper than memlab reads (about 1000 levels)",
+        ),
+    ],
+)
+def test_a_model_list_that_names_no_model_is_one_line(listed, message):
+    server = FakeChat()
+    server.listing = listed
+    try:
+        with pytest.raises(MemlabError) as e:
+            ChatClient(ChatConfig(server.url, attempts=1)).complete(ASK)
+    finally:
+        server.close()
+    assert str(e.value) == message.format(url=server.url)
+
+
 def test_a_redirect_is_named_with_where_it_points_not_followed(tmp_path):
     reply = Raw([b"moved"], "text/plain", status=301)
     said, requests, cached, _ = ask(tmp_path, reply, attempts=3)
@@ -265,6 +295,15 @@ def test_credentials_in_the_chat_url_are_never_printed():
     assert server.bodies and all(h["Authorization"].startswith("Basic ") for h in server.headers)
 
 
+def test_a_chat_url_memlab_run_injected_redacted_is_sent_whole(monkeypatch):
+    real = "http://alice:PW@127.0.0.1:8080/v1?api-key=SECRET"
+    shown, secrets = hide_secrets({"chat_url": real})
+    monkeypatch.setenv(SECRETS_ENV, json.dumps(secrets))  # what notebook 09's kernel holds
+    assert ChatConfig(shown["chat_url"]).url == real
+    monkeypatch.delenv(SECRETS_ENV)
+    assert ChatConfig(shown["chat_url"]).url == "http://***@127.0.0.1:8080/v1?api-key=***"
+
+
 def closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -283,7 +322,18 @@ def test_credentials_in_the_chat_or_judge_url_never_reach_the_command_line(tmp_p
     )
     fake = FakeChat()
     try:
-        more = ["--chat-url", fake.url, "--judge-url", bad, "--questions", "H1", "--conditions", "off"]
+        more = [
+            "--chat-url",
+            fake.url,
+            "--judge-url",
+            bad,
+            "--judge-model",
+            "m",
+            "--questions",
+            "H1",
+            "--conditions",
+            "off",
+        ]
         assert main([*argv, *more, "--cache-dir", str(tmp_path)]) == 2
     finally:
         fake.close()

@@ -42,7 +42,7 @@ from memlab.core.http import (
 )
 from memlab.core.numbers import check_number, counted
 from memlab.core.textfiles import json_number_problem, surrogate_problem
-from memlab.core.urls import excerpt, join_path, redact, server_identity
+from memlab.core.urls import excerpt, join_path, redact, reveal, server_identity
 
 CHAT_PATH = "chat/completions"
 
@@ -76,6 +76,8 @@ class ChatConfig:
     max_bytes: int = MAX_REPLY_BYTES  # the longest reply read (bytes of the HTTP body)
 
     def __post_init__(self) -> None:
+        # notebook 09 under memlab run is given the URL redacted: the kernel's environment has it whole
+        object.__setattr__(self, "url", reveal(self.url))
         check_http_url(self.url, self.option)
         prefix = self.option.removesuffix("-url")
         check_number(self.temperature, "--temperature", minimum=0, maximum=2)
@@ -191,15 +193,16 @@ class ChatClient:
             self._client = httpx.Client(timeout=self.config.timeout, headers=headers)
         return self._client
 
-    def _retrying(self, call, *args):
+    def _retrying(self, send, endpoint: str):
+        """``send(client)`` within the deadline, retried; a failure names ``endpoint``."""
         cfg = self.config
         return with_retries(
-            call,
-            *args,
+            self._within_deadline,
+            send,
             attempts=cfg.attempts,
             backoff=cfg.backoff,
             timeout=cfg.timeout,
-            endpoint=cfg.endpoint,
+            endpoint=endpoint,
             error=ChatUnavailable,
         )
 
@@ -219,7 +222,7 @@ class ChatClient:
     def model(self) -> str:
         """The model name sent: the one asked for, else the first the server lists."""
         if not self._model:
-            self._model = self._retrying(self._within_deadline, self._first_model)
+            self._model = self._retrying(self._first_model, self.config.models_endpoint)
         return self._model
 
     def _first_model(self, client) -> str:
@@ -248,7 +251,7 @@ class ChatClient:
     def complete(self, messages: list[dict[str, str]], seed: int | None = None) -> Reply:
         """One reply to ``messages`` (seed: the config's when None)."""
         body = self.body(messages, self.config.seed if seed is None else seed)
-        return self._retrying(self._within_deadline, lambda client: self.exchange(client, body))
+        return self._retrying(lambda client: self.exchange(client, body), self.config.endpoint)
 
     def exchange(self, client, body: dict[str, Any]) -> Reply:
         """One request on ``client`` and its reply, checked (``whole_reply``, ``stream_reply``)."""
