@@ -19,6 +19,7 @@ from chat_fake import FakeChat, Raw
 
 from memlab.answers.cache import ChatCacheError, ReplyCache, cached_complete, chat_request
 from memlab.answers.chat import ChatClient, ChatConfig, ChatUnavailable, Reply
+from memlab.answers.judge import parse_verdict
 from memlab.answers.replay import MAX_REPEATS, MAX_REQUESTS, Turn, replay
 from memlab.app.answer_parameters import MAX_REPEATS as REGISTRY_MAX_REPEATS
 from memlab.app.cli import main
@@ -273,6 +274,16 @@ def test_null_usage_and_null_content_are_what_servers_send():
     finally:
         server.close()
     assert (got.text, got.model_id, got.prompt_tokens, got.completion_tokens) == ("ok", "m-3", 4, 1)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    ['{"verdict": ' + "[" * 100_000 + "]" * 100_000 + "}", '{"verdict": ' + "1" * 5000 + "}"],
+    ids=["deep", "long integer"],
+)
+def test_a_judges_reply_that_is_hostile_json_is_left_unjudged(reply):
+    verdict, reason = parse_verdict(reply)
+    assert verdict is None and len(reason) == 300
 
 
 # -- secrets ------------------------------------------------------------------------------------
