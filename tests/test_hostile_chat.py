@@ -521,6 +521,32 @@ def test_a_link_planted_as_an_entry_is_neither_read_nor_written_through(tmp_path
     assert not path.is_symlink() and json.loads(path.read_text())["reply"]["text"] == "the server's"
 
 
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_a_fifo_or_a_folder_planted_as_an_entry_is_refused_not_waited_on(tmp_path, kind):
+    server = FakeChat(lambda b: "the server's")
+    client = ChatClient(ChatConfig(server.url, "m"))
+    cache = ReplyCache(tmp_path)
+    request = chat_request("reply", ASK, "m", client.config.parameters(), 0, 0, client.config.server)
+    path = cache.path(request)
+    path.parent.mkdir(parents=True)
+    os.mkfifo(path) if kind == "fifo" else path.mkdir()
+    try:
+        with pytest.warns(CacheWarning) as caught:
+            if kind == "fifo":
+                got = cached_complete(client, cache, "reply", ASK)
+            else:
+                with pytest.raises(ChatCacheError) as e:
+                    cached_complete(client, cache, "reply", ASK)
+    finally:
+        server.close()
+    if kind == "fifo":
+        assert str(caught[0].message) == f"chat cache: {path}: not a regular file; asking again"
+        assert got.text == "the server's" and path.is_file()  # the FIFO replaced by the entry
+    else:
+        assert str(caught[0].message) == f"chat cache: {path}: not a regular file; asking again"
+        assert str(e.value) == f"chat cache: {path} is a folder, not an entry: remove it"
+
+
 @pytest.mark.parametrize("linked", ["chat", "chat/xx"])
 def test_a_linked_cache_folder_is_refused_before_anything_is_asked(tmp_path, linked):
     server = FakeChat()

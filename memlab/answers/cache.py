@@ -105,16 +105,18 @@ def read_entry(path: Path) -> tuple[Any, str | None]:
     only a regular file of the current user is read, opened without following a link (its
     folders are checked before: ``ReplyCache.checked_path``)."""
     try:
-        fd = os.open(path, os.O_RDONLY | NOFOLLOW)
+        # O_NONBLOCK: a FIFO planted as an entry is opened at once (and refused), not waited on
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         return None, None
     except OSError as e:  # ELOOP: a symbolic link; EISDIR ...
         link = os.path.islink(path)
         return None, "a symbolic link, not a regular file" if link else f"unreadable ({e.strerror})"
+    problem = entry_problem(os.fstat(fd))  # before fdopen, which refuses a folder by raising
+    if problem is not None:
+        os.close(fd)
+        return None, problem
     with os.fdopen(fd, "rb") as fh:
-        problem = entry_problem(os.fstat(fh.fileno()))
-        if problem is not None:
-            return None, problem
         data = fh.read(MAX_ENTRY_BYTES + 1)
         if len(data) > MAX_ENTRY_BYTES:
             return None, f"larger than {MAX_ENTRY_BYTES:,} bytes, not an entry memlab wrote"
