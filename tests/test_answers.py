@@ -194,7 +194,10 @@ def test_the_cache_returns_what_it_stored_and_rebuilds_a_bad_entry(tmp_path, fak
     assert len(fake.bodies) == 1
     other = cached_complete(client, cache, "reply", messages, repeat=1)  # seed 1: its own entry
     assert not other.cached and fake.bodies[-1]["seed"] == 1
-    path = cache.path(chat_request("reply", messages, "fake-1", client.config.parameters(), 0, 0))
+    request = chat_request(
+        "reply", messages, "fake-1", client.config.parameters(), 0, 0, client.config.server
+    )
+    path = cache.path(request)
     entry = json.loads(path.read_text())
     assert entry["reply"]["model_id"] == "fake-1" and "url" not in json.dumps(entry)
     path.write_text(json.dumps({**entry, "request": {**entry["request"], "model": "other"}}))
@@ -213,7 +216,9 @@ def test_the_api_key_is_sent_and_never_stored(tmp_path, fake, monkeypatch):
     assert fake.headers[-1]["Authorization"] == "Bearer sk-secret-123"
     assert not any("sk-secret" in p.read_text() for p in tmp_path.rglob("*.json"))
     monkeypatch.delenv("MY_CHAT_KEY")
-    with pytest.raises(InputError, match="--chat-url: the environment variable MY_CHAT_KEY is not set"):
+    with pytest.raises(
+        InputError, match="--chat-api-key-env: the environment variable MY_CHAT_KEY is not set"
+    ):
         ChatClient(ChatConfig(fake.url, api_key_env="MY_CHAT_KEY")).complete([])
 
 
@@ -300,7 +305,7 @@ def test_a_reply_that_is_no_chat_reply_stops_at_once():
         ({"url": "ftp://x"}, "--chat-url: expected an http:// or https:// URL, got 'ftp://x'"),
         ({"temperature": 3.0}, "--temperature: expected a finite number in [0, 2], got 3"),
         ({"max_tokens": 0}, "--max-tokens: expected an integer >= 1, got 0"),
-        ({"attempts": 0}, "--chat-attempts: expected an integer >= 1, got 0"),
+        ({"attempts": 0}, "--chat-attempts: expected an integer in [1, 10], got 0"),
     ],
 )
 def test_bad_chat_options(kwargs, message):

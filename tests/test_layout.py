@@ -76,8 +76,10 @@ def test_imports_point_down_the_layers(path):
 def test_core_needs_numpy_only():
     # every formula is numpy; pandas lays the sweep's results out as a tidy frame, portion holds
     # the feasible bonus intervals, tqdm shows the progress of a long sweep, numba compiles the
-    # sweep's chunk kernels (core/sweep_kernels.py, each held equal to its numpy form)
+    # sweep's chunk kernels (core/sweep_kernels.py, each held equal to its numpy form); httpx and
+    # tenacity send the requests of every server client (core/http.py, imported when one is sent)
     allowed = set(sys.stdlib_module_names) | {"numpy", "pandas", "portion", "tqdm", "numba", "memlab"}
+    allowed |= {"httpx", "tenacity"}
     for path in (ROOT / "core").glob("*.py"):
         for module, _, line in imports(path):
             assert module.split(".")[0] in allowed, f"core/{path.name}:{line}: imports {module}"

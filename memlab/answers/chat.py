@@ -3,9 +3,14 @@ llama.cpp's server and the cloud APIs speak it.
 
 Each request streams (``"stream": true``, server-sent events), so the time to the first token is
 measured beside the total; a server that answers with one JSON body instead is read as such (its
-first token is its whole reply). Requests go through ``httpx`` with a timeout per request and
-retries with exponential backoff (``tenacity``) on what may pass: no connection, no answer in
-time, HTTP 429 and 5xx; another HTTP error fails at once. The seed is sent with every request
+first token is its whole reply). Requests go through ``httpx`` as every server's do
+(``memlab.core.http``): a deadline per request (the whole request, not a wait per read: a server
+trickling a token or a keep-alive every half second still times out), retries with exponential
+backoff (``tenacity``) on what may pass (no connection, no answer in time, a reply cut short or
+empty, HTTP 429 and 5xx; another HTTP error fails at once), at most ``max_bytes`` of reply, and
+one line naming the server, its URL redacted. What comes back is checked before anything uses or
+caches it: a reply of the wrong shape, an ``error`` event, a stream without its ``[DONE]``, text
+that is not Unicode are each one line, never a reply. The seed is sent with every request
 (servers that know it, such as llama.cpp's and vLLM's, then reply the same to the same prompt),
 and the temperature is recorded with every reply. The API key is read from the environment
 variable ``api_key_env`` names and is never recorded.
@@ -15,27 +20,40 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
-from memlab.core.errors import InputError, MemlabError, UnreachableError
-from memlab.core.numbers import check_number
-from memlab.embedding.server import failure_reason, transient
+from memlab.core.errors import MemlabError, UnreachableError
+from memlab.core.http import (
+    MAX_ATTEMPTS,
+    MAX_REPLY_BYTES,
+    MAX_TIMEOUT,
+    Connection,
+    HttpClient,
+    ServerFailure,
+    api_key,
+    check_http_url,
+    raise_for_status,
+    read_limited,
+)
+from memlab.core.numbers import check_number, counted
+from memlab.core.textfiles import json_number_problem, surrogate_problem
+from memlab.core.urls import excerpt, join_path, redact, reveal, server_identity
+
+CHAT_PATH = "chat/completions"
 
 
 class ChatError(MemlabError, RuntimeError):
     """A chat server that answered something that is not a chat reply."""
 
 
-class ChatUnavailable(UnreachableError):
+class ChatUnavailable(ServerFailure, UnreachableError):
     """The chat server could not be reached, did not answer in time, or answered an error status."""
 
-    def __init__(self, endpoint: str, attempts: int, reason: str):
-        self.endpoint, self.attempts, self.reason = endpoint, attempts, reason
-        plural = "attempt" if attempts == 1 else "attempts"
-        super().__init__(f"chat server {endpoint} failed after {attempts} {plural}: {reason}")
+    what = "chat server"
 
 
 @dataclass(frozen=True)
@@ -48,39 +66,57 @@ class ChatConfig:
     temperature: float = 0.7
     max_tokens: int = 256
     seed: int = 0  # repeat r is sent with seed + r
-    timeout: float = 120.0  # seconds per request
+    timeout: float = 120.0  # seconds a request may take, whole (a deadline, not a wait per read)
     attempts: int = 3  # tries per request, the first included
     backoff: float = 0.5  # seconds before the second try, doubling after
     option: str = "--chat-url"  # the option that named the server, for messages
     # the reply's form, sent as "response_format" (the judge's JSON verdict); None: free text
     response_format: dict[str, Any] | None = None
+    max_bytes: int = MAX_REPLY_BYTES  # the longest reply read (bytes of the HTTP body)
 
     def __post_init__(self) -> None:
-        if not self.url.startswith(("http://", "https://")):
-            raise InputError(f"{self.option}: expected an http:// or https:// URL, got {self.url!r}")
+        # notebook 09 under memlab run is given the URL redacted: the kernel's environment has it whole
+        object.__setattr__(self, "url", reveal(self.url))
+        check_http_url(self.url, self.option)
         prefix = self.option.removesuffix("-url")
         check_number(self.temperature, "--temperature", minimum=0, maximum=2)
         check_number(self.max_tokens, "--max-tokens", integer=True, minimum=1)
         check_number(self.seed, "--seed", integer=True, minimum=0)
-        check_number(self.attempts, f"{prefix}-attempts", integer=True, minimum=1)
+        check_number(self.attempts, f"{prefix}-attempts", integer=True, minimum=1, maximum=MAX_ATTEMPTS)
         check_number(self.timeout, f"{prefix}-timeout", above=0)
+        check_number(self.timeout, f"{prefix}-timeout", maximum=MAX_TIMEOUT)
+        check_number(self.backoff, "backoff", minimum=0, maximum=30)
+        check_number(self.max_bytes, "max_bytes", integer=True, minimum=1)
 
     @property
     def endpoint(self) -> str:
-        url = self.url.rstrip("/")
-        return url if url.endswith("/chat/completions") else f"{url}/chat/completions"
+        """``{url}/chat/completions`` (kept when the URL ends in it), the query after the path."""
+        return join_path(self.url, CHAT_PATH)
 
     @property
     def models_endpoint(self) -> str:
-        return self.endpoint.removesuffix("/chat/completions") + "/models"
+        parts = urlsplit(self.endpoint)
+        base = urlunsplit(parts._replace(path=parts.path.removesuffix("/" + CHAT_PATH)))
+        return join_path(base, "models")
+
+    @property
+    def shown(self) -> str:
+        """The endpoint as memlab prints it: redacted (``memlab.core.urls.redact``)."""
+        return redact(self.endpoint)
+
+    @property
+    def server(self) -> str:
+        """Which server answers (the reply cache's key): the endpoint without user info or secrets."""
+        return server_identity(self.endpoint)
+
+    @property
+    def connection(self) -> Connection:
+        """How the server is reached (``memlab.core.http``, as the embedding server is)."""
+        flag = f"{self.option.removesuffix('-url')}-api-key-env"
+        return Connection(self.timeout, self.attempts, self.backoff, self.api_key_env, flag)
 
     def api_key(self) -> str | None:
-        if self.api_key_env is None:
-            return None
-        key = os.environ.get(self.api_key_env)
-        if not key:
-            raise InputError(f"{self.option}: the environment variable {self.api_key_env} is not set")
-        return key
+        return api_key(self.api_key_env, self.connection.key_flag)
 
     def parameters(self) -> dict[str, Any]:
         """What a reply depends on besides the prompt and the model (the cache's key)."""
@@ -120,77 +156,57 @@ def reply_problem(d: Any) -> str | None:
     """Why ``d`` is not a stored reply, or None."""
     if not isinstance(d, dict) or set(d) != set(REPLY_KEYS):
         return "not a reply record"
-    if not isinstance(d["text"], str) or not isinstance(d["model_id"], str):
-        return "text or model_id is not a string"
+    if not all(isinstance(d[k], str) for k in ("text", "model_id", "finish_reason")):
+        return "text, model_id or finish_reason is not a string"
+    problem = surrogate_problem({k: d[k] for k in ("text", "model_id", "finish_reason")})
+    if problem is not None:
+        return problem
     for k in ("ttft_s", "total_s"):
         v = d[k]
         if not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
             return f"{k} is not a time in seconds"
     for k in ("prompt_tokens", "completion_tokens"):
-        if d[k] is not None and (not isinstance(d[k], int) or isinstance(d[k], bool)):
+        if d[k] is not None and (not isinstance(d[k], int) or isinstance(d[k], bool) or d[k] < 0):
             return f"{k} is not a count"
     return None
 
 
 class ChatClient:
-    """Sends chat requests to one endpoint, with retries; ``complete`` returns a ``Reply``."""
+    """Sends chat requests to one endpoint, with retries and a deadline per request
+    (``memlab.core.http``); ``complete`` returns a ``Reply``. One request (``exchange``) reads
+    nothing of the client but its configuration, so requests could run side by side."""
 
     def __init__(self, config: ChatConfig):
         self.config = config
         self.requests = 0
         self._model = config.model
-        self._client: Any = None
+        self.http = HttpClient(config.connection, ChatUnavailable)
 
     @property
     def endpoint(self) -> str:
-        return self.config.endpoint
-
-    def _http(self):
-        if self._client is None:
-            import httpx
-
-            headers = {"Content-Type": "application/json"}
-            key = self.config.api_key()
-            if key:
-                headers["Authorization"] = f"Bearer {key}"
-            self._client = httpx.Client(timeout=self.config.timeout, headers=headers)
-        return self._client
-
-    def _retrying(self, call, *args):
-        import httpx
-        import tenacity
-
-        cfg = self.config
-        retrying = tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(cfg.attempts),
-            wait=tenacity.wait_exponential(multiplier=cfg.backoff, max=30),
-            retry=tenacity.retry_if_exception(transient),
-            reraise=True,
-        )
-        try:
-            return retrying(call, *args)
-        except httpx.HTTPError as exc:
-            attempts = int(retrying.statistics.get("attempt_number", 1))
-            raise ChatUnavailable(self.endpoint, attempts, failure_reason(exc, cfg.timeout)) from exc
+        """The endpoint as printed (redacted); requests go to ``config.endpoint``."""
+        return self.config.shown
 
     @property
     def model(self) -> str:
         """The model name sent: the one asked for, else the first the server lists."""
         if not self._model:
-            self._model = self._retrying(self._first_model)
+            self._model = self.http.send(self._first_model, self.config.models_endpoint)
         return self._model
 
-    def _first_model(self) -> str:
-        response = self._http().get(self.config.models_endpoint)
-        response.raise_for_status()
-        try:
-            data = response.json().get("data")
-            return str(data[0]["id"])
-        except (ValueError, AttributeError, LookupError, TypeError):
-            raise ChatError(
-                f"chat server {self.config.models_endpoint} lists no model: name one with "
-                f"{self.config.option.replace('url', 'model')}"
-            ) from None
+    def _first_model(self, client) -> str:
+        cfg = self.config
+        where = f"chat server {redact(cfg.models_endpoint)}"
+        with client.stream("GET", cfg.models_endpoint) as response:
+            raise_for_status(response, cfg.max_bytes, where)
+            body = b"".join(read_limited(response.iter_bytes(), cfg.max_bytes, where))
+        data = parse_json_reply(body, response.headers.get("content-type", ""), where, "a model list")
+        listed = data.get("data") if isinstance(data, dict) else None
+        first = listed[0] if isinstance(listed, list) and listed else None
+        name = first.get("id") if isinstance(first, dict) else None
+        if not isinstance(name, str) or not name.strip():
+            raise ChatError(f"{where} lists no model: name one with {cfg.option.replace('url', 'model')}")
+        return name
 
     def body(self, messages: list[dict[str, str]], seed: int) -> dict[str, Any]:
         return {
@@ -204,82 +220,182 @@ class ChatClient:
     def complete(self, messages: list[dict[str, str]], seed: int | None = None) -> Reply:
         """One reply to ``messages`` (seed: the config's when None)."""
         body = self.body(messages, self.config.seed if seed is None else seed)
-        return self._retrying(self._post, body)
+        return self.http.send(lambda client: self.exchange(client, body), self.config.endpoint)
 
-    def _post(self, body: dict[str, Any]) -> Reply:
+    def exchange(self, client, body: dict[str, Any]) -> Reply:
+        """One request on ``client`` and its reply, checked (``whole_reply``, ``stream_reply``)."""
+        cfg = self.config
+        where = f"chat server {self.endpoint}"
         content = json.dumps(body, ensure_ascii=False).encode()
         start = time.perf_counter()
-        with self._http().stream("POST", self.endpoint, content=content) as response:
+        with client.stream("POST", cfg.endpoint, content=content) as response:
             self.requests += 1
-            if response.status_code >= 400:
-                response.read()
-                response.raise_for_status()
-            if "text/event-stream" not in response.headers.get("content-type", ""):
-                response.read()
-                return self._whole(response, start)
-            return self._stream(response, start)
-
-    def _whole(self, response, start: float) -> Reply:
-        total = time.perf_counter() - start
-        try:
-            reply = response.json()
-            choice = reply["choices"][0]
-            text = choice["message"]["content"] or ""
-        except (ValueError, LookupError, TypeError):
-            raise ChatError(
-                f"chat server {self.endpoint} sent no chat reply: {' '.join(response.text.split())[:200]!r}"
-            ) from None
-        usage = reply.get("usage") or {}
-        return Reply(
-            text,
-            str(reply.get("model", "")),
-            total,
-            total,
-            str(choice.get("finish_reason") or ""),
-            usage.get("prompt_tokens"),
-            usage.get("completion_tokens"),
-        )
-
-    def _stream(self, response, start: float) -> Reply:
-        parts: list[str] = []
-        first: float | None = None
-        model, finish, usage = "", "", {}
-        for line in response.iter_lines():
-            if not line.startswith("data:"):
-                continue
-            data = line[len("data:") :].strip()
-            if data == "[DONE]":
-                break
-            try:
-                chunk = json.loads(data)
-            except ValueError:
-                raise ChatError(
-                    f"chat server {self.endpoint} sent a stream event that is not JSON: {data[:200]!r}"
-                ) from None
-            if not isinstance(chunk, dict):
-                raise ChatError(
-                    f"chat server {self.endpoint} sent a stream event that is no chunk: {data[:200]!r}"
-                )
-            model = str(chunk.get("model") or model)
-            usage = chunk.get("usage") or usage
-            for choice in chunk.get("choices") or ():
-                piece = (choice.get("delta") or {}).get("content") or ""
-                if piece and first is None:
-                    first = time.perf_counter() - start
-                parts.append(piece)
-                finish = str(choice.get("finish_reason") or finish)
-        total = time.perf_counter() - start
-        return Reply(
-            "".join(parts),
-            model,
-            total if first is None else first,
-            total,
-            finish,
-            usage.get("prompt_tokens"),
-            usage.get("completion_tokens"),
-        )
+            raise_for_status(response, cfg.max_bytes, where)
+            chunks = read_limited(response.iter_bytes(), cfg.max_bytes, where)
+            kind = response.headers.get("content-type", "")
+            if "text/event-stream" not in kind:
+                body_bytes = b"".join(chunks)
+                return whole_reply(body_bytes, kind, where, time.perf_counter() - start)
+            return stream_reply(sse_data(chunks, where), where, start)
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        self.http.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# what a server sent, checked: a reply memlab records, or one line saying why it is none
+
+
+def broken(message: str) -> Exception:
+    """A reply cut short or empty: ``httpx.RemoteProtocolError``, retried like a broken
+    connection, never taken as a reply."""
+    import httpx
+
+    return httpx.RemoteProtocolError(message)
+
+
+def parse_json_reply(data: bytes, content_type: str, where: str, what: str) -> Any:
+    """``data`` (a whole body or one stream event) as JSON; each way it is not as one line."""
+    if not data.strip():
+        raise broken("an empty reply (no body)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ChatError(f"{where} sent {what} that is not UTF-8 (byte 0x{data[e.start]:02x})") from None
+    try:
+        parsed = json.loads(text)
+    except RecursionError:
+        raise ChatError(f"{where} sent {what} nested deeper than memlab reads (about 1000 levels)") from None
+    except json.JSONDecodeError:
+        said = "no chat reply" if what == "a reply" else f"{what} that is not JSON"
+        raise ChatError(f"{where} sent {said}: {excerpt(text, content_type)}") from None
+    except ValueError as e:  # an integer of more than 4300 digits
+        raise ChatError(f"{where} sent {what} that {json_number_problem(e)}") from None
+    problem = surrogate_problem(parsed)
+    if problem is not None:
+        raise ChatError(f"{where} sent {what} with text that is not Unicode: {problem}")
+    return parsed
+
+
+def shape(where: str, what: str, value: Any) -> ChatError:
+    return ChatError(f"{where} sent {what}: {excerpt(json.dumps(value, ensure_ascii=False, default=str))}")
+
+
+def content_text(value: Any, where: str) -> str:
+    """A message's ``content``: text, nothing (null: ""), or OpenAI's list of parts, whose text
+    parts are joined (an image or a refusal part adds nothing)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(p, dict) for p in value):
+        texts = [p.get("text") for p in value if p.get("type", "text") == "text"]
+        if all(isinstance(t, str) for t in texts):
+            return "".join(texts)
+    raise shape(where, "a 'content' that is neither text nor a list of text parts", value)
+
+
+def text_field(obj: dict[str, Any], key: str, where: str) -> str:
+    """A field that is text when present (``model``, ``finish_reason``): "" when absent or null."""
+    value = obj.get(key)
+    if value is None or isinstance(value, str):
+        return value or ""
+    raise shape(where, f"a {key!r} that is not text", value)
+
+
+def usage_counts(usage: Any, where: str) -> tuple[int | None, int | None]:
+    """(prompt tokens, completion tokens) of a ``usage`` object (absent or null: unknown)."""
+    if usage is None:
+        return None, None
+    if not isinstance(usage, dict):
+        raise shape(where, "a 'usage' that is not an object of token counts", usage)
+    counts = []
+    for key in ("prompt_tokens", "completion_tokens"):
+        n = usage.get(key)
+        if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 0):
+            raise shape(where, f"a 'usage' whose {key!r} is not a count", usage)
+        counts.append(n)
+    return counts[0], counts[1]
+
+
+def whole_reply(data: bytes, content_type: str, where: str, total: float) -> Reply:
+    """A reply sent as one JSON body (its first token is its whole reply)."""
+    reply = parse_json_reply(data, content_type, where, "a reply")
+    if isinstance(reply, dict) and "error" in reply:
+        raise shape(where, "an error, not a reply", reply["error"])
+    choices = reply.get("choices") if isinstance(reply, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise shape(where, "no chat reply (no list of 'choices')", reply)
+    message = choices[0].get("message")
+    if not isinstance(message, dict):
+        raise shape(where, "a choice whose 'message' is not an object", choices[0])
+    return Reply(
+        content_text(message.get("content"), where),
+        text_field(reply, "model", where),
+        total,
+        total,
+        text_field(choices[0], "finish_reason", where),
+        *usage_counts(reply.get("usage"), where),
+    )
+
+
+def sse_data(chunks: Iterable[bytes], where: str) -> Iterator[bytes]:
+    """The ``data:`` payloads of a server-sent event stream, as they arrive (a line ends in LF or
+    CRLF; comments, keep-alives and other fields are skipped)."""
+    pending = b""
+    for chunk in chunks:
+        if b"\n" not in chunk:  # most of a long line: kept until its end arrives
+            pending += chunk
+            continue
+        *lines, pending = (pending + chunk).split(b"\n")
+        for line in lines:
+            if line.startswith(b"data:"):
+                yield line[len(b"data:") :].strip()
+    if pending.startswith(b"data:"):
+        yield pending[len(b"data:") :].strip()
+
+
+def stream_reply(events: Iterable[bytes], where: str, start: float) -> Reply:
+    """A streamed reply: the ``delta`` contents of its chunks up to ``[DONE]``. A stream that ends
+    before it is broken (retried); an ``error`` event stops at once; neither is a reply."""
+    parts: list[str] = []
+    first: float | None = None
+    model, finish, usage, done, seen = "", "", None, False, 0
+    for data in events:
+        if data == b"[DONE]":
+            done = True
+            break
+        if not data:  # an empty data field: nothing to add
+            continue
+        seen += 1
+        chunk = parse_json_reply(data, "", where, "a stream event")
+        if not isinstance(chunk, dict):
+            raise shape(where, "a stream event that is no chunk", chunk)
+        if "error" in chunk:
+            raise shape(where, "an error in its stream", chunk["error"])
+        model = text_field(chunk, "model", where) or model
+        if chunk.get("usage") is not None:
+            usage = chunk["usage"]
+            usage_counts(usage, where)
+        choices = chunk.get("choices")
+        if choices is None:
+            choices = []
+        if not isinstance(choices, list):
+            raise shape(where, "a stream event whose 'choices' is not a list", chunk)
+        for choice in choices:
+            delta = choice.get("delta") if isinstance(choice, dict) else None
+            if not isinstance(choice, dict) or not isinstance(delta, dict | None):
+                raise shape(where, "a stream choice without a 'delta' object", choice)
+            piece = content_text((delta or {}).get("content"), where)
+            if piece and first is None:
+                first = time.perf_counter() - start
+            parts.append(piece)
+            finish = text_field(choice, "finish_reason", where) or finish
+    if not done:
+        raise broken(
+            "the stream ended before its [DONE] event"
+            + (" (no event at all: an empty reply)" if not seen else f" (after {counted(seen, 'event')})")
+        )
+    total = time.perf_counter() - start
+    ttft = total if first is None else first
+    return Reply("".join(parts), model, ttft, total, finish, *usage_counts(usage, where))

@@ -146,7 +146,7 @@ def parse_verdict(text: str) -> tuple[bool | None, str]:
     if stripped.startswith("{"):
         try:
             obj = json.loads(stripped)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON; a 5000-digit integer; nested too deep
             obj = None
         if isinstance(obj, dict) and obj.get("verdict") in ("YES", "NO"):
             return obj["verdict"] == "YES", " ".join(str(obj.get("reason", "")).split())[:300]

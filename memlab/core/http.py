@@ -1,0 +1,275 @@
+"""What every HTTP client of memlab shares (the embedding server, the chat endpoint and its
+judge): the API key, the retry rule, the deadline of a request, the size limit of a reply and the
+one error a server that does not answer becomes. ``httpx`` and ``tenacity`` are imported when a
+request is sent, never at import.
+
+- ``check_http_url``: a URL a flag gives, one an HTTP request can go to;
+- ``api_key``: the key in the environment variable a ``--*-api-key-env`` flag names, surrounding
+  white space dropped (a key file saved with CRLF ends in ``\\r``); a key holding any other
+  character a header cannot carry is refused in one line that never shows the key;
+- ``transient`` and ``failure_reason``: what is retried (no connection, no answer in time, a
+  broken reply, HTTP 429 and 5xx) and the one line on why a request failed (redacted);
+- ``within_deadline``: a request answered whole within its timeout (a deadline, not a wait per
+  read: a server that trickles a byte a second times out too);
+- ``read_limited``: a reply's body up to a size limit, read as it arrives;
+- ``with_retries`` and ``ServerFailure``: the attempts with exponential backoff, then one error
+  naming the server (redacted), the attempts and the last reason;
+- ``Connection`` and ``HttpClient``: how one server is reached (the timeout, the attempts, the
+  backoff, the key), and the client that sends each request with all of the above: the
+  embedding server's and the chat endpoint's (and its judge's) are one configuration and one code.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from memlab.core.errors import InputError, MemlabError
+from memlab.core.numbers import counted
+from memlab.core.urls import check_url, excerpt, redact
+
+T = TypeVar("T")
+MAX_ATTEMPTS = 10  # tries per request: with the backoff doubling to 30 s, about 2.5 min of waits
+MAX_TIMEOUT = 3600.0  # seconds a request may take, at most (an hour)
+MAX_REPLY_BYTES = 8 << 20  # bytes of one reply, at most (8 MiB; a chat reply of 256 tokens is ~50 KB)
+
+
+def check_http_url(url: object, flag: str) -> str:
+    """``memlab.core.urls.check_url``, and a URL ``httpx`` can send to (a host name that is no
+    valid international name, ``xn--a.com``, is refused here, not in the first request)."""
+    import httpx
+
+    checked = check_url(url, flag)
+    try:
+        httpx.URL(checked).host  # noqa: B018  (decodes an international name: raises for a bad one)
+    except (httpx.InvalidURL, ValueError) as e:  # idna's errors are ValueErrors
+        raise InputError(f"{flag}: {redact(checked)!r} is not a valid URL ({redact(str(e))})") from None
+    return checked
+
+
+def api_key(env: str | None, flag: str) -> str | None:
+    """The API key in the environment variable ``env`` (None: no key), surrounding white space
+    dropped; ``InputError`` naming ``flag`` when it is unset, empty, or holds a character an HTTP
+    header cannot carry (a control character, a non-ASCII letter). The key is never shown."""
+    if env is None:
+        return None
+    raw = os.environ.get(env)
+    key = (raw or "").strip()
+    if not key:
+        state = "is not set" if raw is None else "is empty"
+        raise InputError(f"{flag}: the environment variable {env} {state}")
+    bad = next((i for i, c in enumerate(key) if not " " <= c <= "~"), None)
+    if bad is not None:
+        code = ord(key[bad])
+        raise InputError(
+            f"{flag}: the environment variable {env} holds U+{code:04X} at character {bad + 1} of "
+            f"{len(key)}: not an API key (an HTTP header carries printable ASCII only)"
+        )
+    return key
+
+
+def transient(exc: BaseException) -> bool:
+    """An HTTP failure worth retrying (no connection, no answer in time, a broken reply, 429, 5xx):
+    the rule of every server memlab talks to."""
+    import httpx
+
+    if isinstance(exc, httpx.TransportError):  # no connection, no answer in time, a broken reply
+        return True
+    return isinstance(exc, httpx.HTTPStatusError) and (
+        exc.response.status_code == 429 or exc.response.status_code >= 500
+    )
+
+
+def failure_reason(exc: BaseException, timeout: float) -> str:
+    """One line on why a request to a server failed (an HTML page named as such), redacted."""
+    import httpx
+
+    if isinstance(exc, httpx.TimeoutException):
+        return f"no answer within {timeout:g} s"
+    if isinstance(exc, httpx.ConnectError):
+        return redact(f"cannot connect: {exc}")
+    if isinstance(exc, httpx.HTTPStatusError):
+        code, headers = exc.response.status_code, exc.response.headers
+        if 300 <= code < 400:  # memlab follows no redirect: the user gives the address it names
+            to = f" to {redact(headers['location'])}" if headers.get("location") else ""
+            return f"HTTP {code}, a redirect{to}: give the address the server names"
+        body = excerpt(exc.response.text, headers.get("content-type", ""), quote=False)
+        return f"HTTP {code}" + (f": {body}" if body else "")
+    return redact(f"{type(exc).__name__}: {exc}")
+
+
+class ServerFailure(MemlabError):
+    """A server that could not be reached, did not answer in time, or answered an error status,
+    after every attempt. Each client names its kind of server (``what``)."""
+
+    what = "server"
+
+    def __init__(self, endpoint: str, attempts: int, reason: str):
+        self.endpoint, self.attempts, self.reason = endpoint, attempts, reason
+        super().__init__(f"{self.what} {endpoint} failed after {counted(attempts, 'attempt')}: {reason}")
+
+
+def with_retries(
+    call: Callable[..., T],
+    *args: Any,
+    attempts: int,
+    backoff: float,
+    timeout: float,
+    endpoint: str,
+    error: type[ServerFailure],
+) -> T:
+    """``call(*args)``, tried up to ``attempts`` times while it fails ``transient``-ly (waiting
+    ``backoff`` seconds, doubling, at most 30); an HTTP failure then raises ``error`` naming the
+    redacted ``endpoint``. Its cause is not chained: an HTTP library's message carries the real URL,
+    and a traceback (a notebook's) would show it."""
+    import httpx
+    import tenacity
+
+    retrying = tenacity.Retrying(
+        stop=tenacity.stop_after_attempt(attempts),
+        wait=tenacity.wait_exponential(multiplier=backoff, max=30),
+        retry=tenacity.retry_if_exception(transient),
+        reraise=True,
+    )
+    try:
+        return retrying(call, *args)
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        tried = int(retrying.statistics.get("attempt_number", 1))
+        raise error(redact(endpoint), tried, failure_reason(exc, timeout)) from None
+
+
+def within_deadline(send: Callable[[], T], seconds: float, abandon: Callable[[], None]) -> T:
+    """``send()`` answered whole within ``seconds`` of its start. It runs in a worker thread; at
+    the deadline ``abandon()`` is called (it closes what the request holds, so the worker ends) and
+    ``httpx.ReadTimeout`` is raised, which is retried like any timeout."""
+    import httpx
+
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["reply"] = send()
+        except BaseException as e:  # handed to the caller's thread
+            outcome["error"] = e
+
+    worker = threading.Thread(target=run, name="memlab-http-request", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        abandon()
+        raise httpx.ReadTimeout(f"no whole answer within {seconds:g} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["reply"]
+
+
+def close_later(client: Any) -> None:
+    """Close an HTTP client in the background (a request a deadline abandoned still holds it)."""
+    threading.Thread(target=client.close, name="memlab-http-close", daemon=True).start()
+
+
+class TooLarge(MemlabError, RuntimeError):
+    """A reply longer than its size limit."""
+
+
+def read_limited(chunks: Iterator[bytes], limit: int, where: str) -> Iterator[bytes]:
+    """``chunks`` (a reply's body as it arrives) passed on until they add up to more than
+    ``limit`` bytes, then ``TooLarge`` naming ``where``: no reply is held whole beyond it."""
+    total = 0
+    for chunk in chunks:
+        total += len(chunk)
+        if total > limit:
+            raise TooLarge(f"{where} sent a reply of more than {limit:,} bytes: not a reply memlab reads")
+        yield chunk
+
+
+def raise_for_status(response: Any, limit: int, where: str) -> None:
+    """For a streamed ``response`` with a status other than 2xx (an error, a redirect): its body
+    read (up to ``limit`` bytes) and ``httpx.HTTPStatusError`` raised with it, so
+    ``failure_reason`` can quote it."""
+    import httpx
+
+    if response.is_success:
+        return
+    body = b"".join(read_limited(response.iter_bytes(), limit, where))
+    kind = {k: response.headers[k] for k in ("content-type", "location") if k in response.headers}
+    whole = httpx.Response(response.status_code, headers=kind, content=body, request=response.request)
+    whole.raise_for_status()
+
+
+@dataclass(frozen=True)
+class Connection:
+    """How one server is reached: what every server client of memlab is configured with."""
+
+    timeout: float  # seconds a request may take, whole
+    attempts: int  # tries per request, the first included
+    backoff: float  # seconds before the second try, doubling after (at most 30)
+    api_key_env: str | None = None  # the environment variable holding the API key
+    key_flag: str = "--api-key-env"  # the flag that names it, for messages
+    keep_alive: bool = True  # False: a fresh connection per request
+
+
+class HttpClient:
+    """Sends requests to one server as ``connection`` says: ``send(request, endpoint)`` calls
+    ``request(httpx_client)`` within the deadline, retried, and raises ``error`` naming the
+    redacted ``endpoint`` when it keeps failing. The ``httpx`` client (with the API key's header)
+    is made at the first request; one a deadline abandoned is closed, and the next request gets a
+    fresh one. ``on_abandon``: told when a request is abandoned."""
+
+    def __init__(
+        self,
+        connection: Connection,
+        error: type[ServerFailure],
+        on_abandon: Callable[[], None] | None = None,
+    ):
+        self.connection, self.error, self.on_abandon = connection, error, on_abandon
+        self._client: Any = None
+
+    def http(self) -> Any:
+        """The ``httpx.Client`` requests go through (made when first asked for)."""
+        if self._client is None:
+            import httpx
+
+            c = self.connection
+            headers = {"Content-Type": "application/json"}
+            key = api_key(c.api_key_env, c.key_flag)
+            if key:
+                headers["Authorization"] = f"Bearer {key}"
+            more: dict[str, Any] = {}
+            if not c.keep_alive:
+                headers["Connection"] = "close"
+                more["limits"] = httpx.Limits(max_keepalive_connections=0)
+            self._client = httpx.Client(timeout=c.timeout, headers=headers, **more)
+        return self._client
+
+    def send(self, request: Callable[[Any], T], endpoint: str) -> T:
+        c = self.connection
+        return with_retries(
+            self._within_deadline,
+            request,
+            attempts=c.attempts,
+            backoff=c.backoff,
+            timeout=c.timeout,
+            endpoint=endpoint,
+            error=self.error,
+        )
+
+    def _within_deadline(self, request: Callable[[Any], T]) -> T:
+        client = self.http()
+
+        def abandon() -> None:
+            if self._client is client:
+                self._client = None
+            close_later(client)
+            if self.on_abandon is not None:
+                self.on_abandon()
+
+        return within_deadline(lambda: request(client), self.connection.timeout, abandon)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
