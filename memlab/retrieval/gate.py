@@ -18,7 +18,7 @@ class Gate:
 
 def time_gate(inputs: RetrievalInputs) -> Gate:
     """Only memories dated inside a question's named range; an empty window widens once by a day."""
-    days = np.array([d.toordinal() for d in inputs.memory_dates])
+    days = np.broadcast_to(inputs.memory_days(), inputs.ages.shape)
     visible = inputs.visible
     mask = visible.copy()
     gated = np.zeros(len(inputs.question_ids), dtype=bool)
@@ -28,9 +28,9 @@ def time_gate(inputs: RetrievalInputs) -> Gate:
             continue
         gated[q] = True
         lo, hi = rng.start.toordinal(), rng.end.toordinal()
-        inside = (days >= lo) & (days <= hi) & visible[q]
+        inside = (days[q] >= lo) & (days[q] <= hi) & visible[q]
         if not inside.any():
             widened[q] = True
-            inside = (days >= lo - 1) & (days <= hi + 1) & visible[q]
+            inside = (days[q] >= lo - 1) & (days[q] <= hi + 1) & visible[q]
         mask[q] = inside
     return Gate(mask, gated, widened)

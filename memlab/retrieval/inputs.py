@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Any
 
@@ -27,10 +28,69 @@ class RetrievalInputs:
     labels: Labels
     criteria: tuple[crit.Criterion, ...]
     meta: dict[str, Any] = field(default_factory=dict, compare=False)
+    # (Q, W) the memory behind each column of a compacted question (-1: none), None: column j is
+    # memory j; see ``compact``
+    slots: np.ndarray | None = field(default=None, compare=False)
 
     @property
     def visible(self) -> np.ndarray:
         return np.isfinite(self.ages)
+
+    def memory_days(self) -> np.ndarray:
+        """Each column's calendar day as an ordinal: (M,), or (Q, W) when compacted."""
+        days = np.array([d.toordinal() for d in self.memory_dates], dtype=np.int64)
+        if self.slots is None:
+            return days
+        return np.where(self.slots >= 0, days[np.maximum(self.slots, 0)], 0)
+
+    def memories(self, columns: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
+        """Per question, the memory indices behind its listed columns (one list per question)."""
+        if self.slots is None:
+            return [tuple(int(c) for c in cols) for cols in columns]
+        return [tuple(int(self.slots[q, c]) for c in cols) for q, cols in enumerate(columns)]
+
+
+def compact(inputs: RetrievalInputs) -> RetrievalInputs:
+    """The same inputs over each question's own columns: the memories it can see (its haystack,
+    written by then) and those labelled for it, in dataset order, padded to the widest question
+    with columns no path ranks (NaN scores, infinite ages). Every retriever, the sweep and the
+    tie rule work along a question's row and break ties by column order, which is dataset order
+    here too, so they choose the same memories (``memories`` maps columns back); on a benchmark,
+    where a question sees one conversation of ten, the tables are a tenth as wide."""
+    if inputs.slots is not None:
+        return inputs
+    lab = inputs.labels
+    keep = inputs.visible.copy()
+    for q in range(len(inputs.question_ids)):
+        keep[q, list(lab.labelled(q))] = True
+    width = max(1, int(keep.sum(axis=1).max(initial=0)))
+    order = np.argsort(~keep, axis=1, kind="stable")[:, :width]  # kept columns first, in order
+    slots = np.where(np.take_along_axis(keep, order, axis=1), order, -1)
+    safe = np.maximum(slots, 0)
+
+    def gather(a: np.ndarray | None, empty: float) -> np.ndarray | None:
+        if a is None:
+            return None
+        return np.where(slots >= 0, np.take_along_axis(np.asarray(a, dtype=np.float64), safe, axis=1), empty)
+
+    def column(q: int, m: int) -> int:
+        return int(np.searchsorted(slots[q, : int((slots[q] >= 0).sum())], m))
+
+    labels = Labels(
+        lab.question_ids,
+        lab.kinds,
+        np.array([column(q, int(m)) if m >= 0 else -1 for q, m in enumerate(lab.current)], dtype=np.int64),
+        tuple(tuple(column(q, m) for m in stale) for q, stale in enumerate(lab.stale)),
+        None if lab.relevant is None else tuple(tuple(column(q, m) for m in r) for q, r in enumerate(lab.relevant)),
+    )
+    return replace(
+        inputs,
+        vector=gather(inputs.vector, np.nan),
+        keyword=gather(inputs.keyword, np.nan),
+        ages=gather(inputs.ages, np.inf),
+        labels=labels,
+        slots=slots,
+    )
 
 
 def question_time_ranges(dataset: Dataset, lang: str, explicit: dict[str, DateRange] | None = None):

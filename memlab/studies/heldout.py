@@ -49,7 +49,7 @@ from memlab.core.numbers import check_number
 from memlab.core.selection import select
 from memlab.core.spec import RetrievalSpec, age_days
 from memlab.drift.intervals import paired_bootstrap_ci
-from memlab.retrieval.inputs import RetrievalInputs, build_inputs
+from memlab.retrieval.inputs import RetrievalInputs, build_inputs, compact
 from memlab.retrieval.retrievers import RETRIEVERS, Retriever
 from memlab.studies.calibration import calibrated_threshold, probe_best
 from memlab.studies.hybrid import RetrieverGrid, per_question, sweep_retriever
@@ -147,6 +147,7 @@ def subset(inputs: RetrievalInputs, rows: np.ndarray) -> RetrievalInputs:
         labels,
         (),
         inputs.meta,
+        None if inputs.slots is None else inputs.slots[rows],
     )
 
 
@@ -230,7 +231,8 @@ def held_out(
     if folds is None:  # at least 2: with one haystack, assign_folds says what is missing
         folds = max(2, min(DEFAULT_FOLDS, len(set(units))))
     fold = assign_folds(units, folds, seed)
-    inputs = build_inputs(dataset, problem.scores.raw, lang=problem.lang, keyword=True)
+    # each question over its own conversation's memories: the same choices, a tenth of the width
+    inputs = compact(build_inputs(dataset, problem.scores.raw, lang=problem.lang, keyword=True))
     # BM25 as the vector route's table; a memory sharing no term with the question (BM25 0) is
     # no match, as the keyword route has it
     keyword = replace(inputs, vector=np.where(inputs.keyword > 0, inputs.keyword, np.nan))
@@ -249,8 +251,8 @@ def held_out(
         train, test = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
         tr, te = subset(inputs, train), subset(inputs, test)
         floor = float(np.nanmin(np.where(np.isfinite(te.vector), te.vector, np.inf))) - 1.0
-        lists = injected_lists(
-            per_question(RETRIEVERS["vector"], te, fixed_row(grid, floor), grid), grid.inject
+        lists = te.memories(
+            injected_lists(per_question(RETRIEVERS["vector"], te, fixed_row(grid, floor), grid), grid.inject)
         )
         injected["cosine"].update(zip(test, lists, strict=True))
         tuned: dict[str, tuple[Retriever, RetrievalInputs, RetrievalInputs, Any, int]] = {}
@@ -271,7 +273,7 @@ def held_out(
         if best is not None:
             tuned["hybrid"] = best
         for system, (r, _, test_inputs, row, value) in tuned.items():
-            lists = injected_lists(per_question(r, test_inputs, row, grid), grid.inject)
+            lists = test_inputs.memories(injected_lists(per_question(r, test_inputs, row, grid), grid.inject))
             injected[system].update(zip(test, lists, strict=True))
             chosen.append(
                 {
@@ -296,8 +298,9 @@ def held_out(
             best_probe = probe_best(probe_vectors, memory_vectors[mine], ages, spec)
             t_cal = calibrated_threshold(best_probe.final, false_rate)
             row = fixed_row(grid, t_cal, spec)
-            lists = injected_lists(
-                per_question(RETRIEVERS["vector-decay"], subset(inputs, rows), row, grid), grid.inject
+            evaluated = subset(inputs, rows)
+            lists = evaluated.memories(
+                injected_lists(per_question(RETRIEVERS["vector-decay"], evaluated, row, grid), grid.inject)
             )
             injected["recency+calibrated"].update(zip(rows, lists, strict=True))
             chosen.append(

@@ -1,0 +1,204 @@
+"""A real store end to end: LoCoMo imported, then the commands a user runs on it, this tree side by
+side with an earlier revision (by default main before issue 38), runs alternating, medians printed.
+
+LoCoMo comes from ``$LOCOMO_JSON`` (snap-research/LoCoMo's ``data/locomo10.json``, which you
+download; it is never committed). Without it the script says so in one line and ends (exit 0).
+
+Steps, each a whole ``memlab`` command in its own process (what a user waits for):
+- ``import-locomo`` of the observations and of the turns (this tree only: the folders are shared);
+- warm (the embedding cache filled first, by this tree): ``metrics`` on the turns,
+  ``tune-benchmark`` on the observations (5 folds, 1,000 resamples, every system and the hybrids),
+  ``compare`` and ``calibrate`` on the observations;
+- cold (a fresh cache for each run): ``metrics`` on the turns, beside the time that embedding the
+  same texts alone takes with the same model in the same run (``embed-only``): the ratio says how
+  close a cold command comes to its embedding;
+- ``explain`` on 10^5 logged queries (vectors in the log) against 10^5 stored memories of 384
+  dimensions, two specs, every summary (``--explain-size`` sets both).
+
+Every command's standard output is compared between the trees: ``same_output`` says whether the
+numbers printed before are printed now. The last line is one JSON object.
+
+Usage: python bench/bench_real.py [--against REV] [--repeat 3] [--steps metrics,tune,...]
+       [--explain-size 100000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+BASE = "d051f6f"  # main before issue 38: score tables read back from Qdrant point by point
+STEPS = ("metrics", "tune", "compare", "calibrate", "cold", "explain")
+TARGETS = {"metrics": 10.0, "tune": 30.0, "compare": 30.0, "calibrate": 30.0, "explain": 60.0}
+
+
+def export(rev: str, dest: Path) -> Path:
+    """The revision's files in ``dest`` (``git archive``: a checkout outside the repository)."""
+    dest.mkdir(parents=True)
+    archive = subprocess.Popen(["git", "-C", str(ROOT), "archive", rev], stdout=subprocess.PIPE)
+    subprocess.run(["tar", "-x", "-C", str(dest)], stdin=archive.stdout, check=True)
+    if archive.wait() != 0:
+        raise SystemExit(f"git archive {rev} failed")
+    return dest
+
+
+# ``python -m memlab`` that reports its own peak resident memory on its last line of stderr
+LAUNCH = (
+    "import atexit, resource, runpy, sys\n"
+    "atexit.register(lambda: print('MAXRSS_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,"
+    " file=sys.stderr))\n"
+    "sys.argv[0] = 'memlab'\n"
+    "runpy.run_module('memlab', run_name='__main__', alter_sys=True)\n"
+)
+
+
+def memlab(tree: Path, args: list[str]) -> tuple[float, str, float]:
+    """Wall seconds, standard output and peak resident MB of one command, run from ``tree``."""
+    # the tree first on the path; the editable install's finder only serves what the tree lacks
+    env = {**os.environ, "PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1"}
+    t0 = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, "-c", LAUNCH, *args], env=env, capture_output=True, text=True, cwd=tree
+    )
+    seconds = time.perf_counter() - t0
+    if out.returncode != 0:
+        raise SystemExit(f"{tree.name}: memlab {' '.join(args)} failed: {out.stderr.strip()[-400:]}")
+    rss = [ln for ln in out.stderr.splitlines() if ln.startswith("MAXRSS_KB ")]
+    return seconds, out.stdout, int(rss[-1].split()[1]) / 1024 if rss else float("nan")
+
+
+EMBED_ONLY = """
+import sys, time
+from memlab.datasets.schema import load_dataset
+from memlab.embedding.embedder import make_embedder
+ds = load_dataset(sys.argv[1])
+emb = make_embedder(None, cache_dir=sys.argv[2])
+t0 = time.perf_counter()
+emb.encode_documents([m.text("en") for m in ds.memories])
+emb.encode_queries([q.text("en") for q in ds.questions])
+print(time.perf_counter() - t0)
+"""
+
+
+def embed_only(folder: Path, cache: Path) -> float:
+    """Seconds to embed a dataset's memories and questions alone, into a fresh cache (this tree)."""
+    out = subprocess.run(
+        [sys.executable, "-c", EMBED_ONLY, str(folder), str(cache)],
+        env={**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def explain_store(tmp: Path, n: int) -> tuple[Path, Path]:
+    """bench_explain's store and its log of vectors, at ``n`` memories and ``n`` queries."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from bench_explain import write_logs, write_store
+
+    rng = np.random.default_rng(0)
+    mem = write_store(tmp / f"explain-{n}", n, 384, rng)
+    vec_log, _ = write_logs(tmp, n, mem, rng)
+    return tmp / f"explain-{n}", vec_log
+
+
+def median(xs: list[float]) -> float:
+    return float(statistics.median(xs))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--against", default=BASE, help=f"the earlier revision (default {BASE})")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per side and step (median)")
+    parser.add_argument("--steps", default=",".join(STEPS), help=f"steps to run ({', '.join(STEPS)})")
+    parser.add_argument("--explain-size", type=int, default=100_000)
+    args = parser.parse_args()
+    source = os.environ.get("LOCOMO_JSON")
+    steps = [s for s in args.steps.split(",") if s]
+    if not source or not Path(source).is_file():
+        print("bench_real: skipped: set LOCOMO_JSON to snap-research/LoCoMo's data/locomo10.json")
+        print(json.dumps({"skipped": "LOCOMO_JSON not set"}))
+        return
+    results: dict = {"against": args.against, "repeat": args.repeat, "load": os.getloadavg()}
+    with tempfile.TemporaryDirectory(prefix="memlab-bench-real-") as tmp:
+        tmp = Path(tmp)
+        trees = {"now": ROOT, args.against: export(args.against, tmp / "tree")}
+        obs, turn = tmp / "locomo-observation", tmp / "locomo-turn"
+        memlab(ROOT, ["import-locomo", source, "-o", str(obs)])
+        memlab(ROOT, ["import-locomo", source, "--granularity", "turn", "-o", str(turn)])
+        warm = tmp / "cache"
+        commands = {
+            "metrics": ["metrics", "--dataset", str(turn), "--cache-dir", str(warm)],
+            "tune": ["tune-benchmark", "--dataset", str(obs), "--cache-dir", str(warm)],
+            "compare": ["compare", "--dataset", str(obs), "--cache-dir", str(warm)],
+            "calibrate": ["calibrate", "--dataset", str(obs), "--cache-dir", str(warm)],
+        }
+        if any(s in commands for s in steps):  # fill the cache once, untimed
+            memlab(ROOT, commands["metrics"])
+            memlab(ROOT, commands["calibrate"])
+        for step in (s for s in steps if s in commands):
+            times: dict[str, list[float]] = {side: [] for side in trees}
+            outputs: dict[str, str] = {}
+            peak: dict[str, float] = {}
+            for _ in range(args.repeat):  # the sides take turns, so they share the machine's load
+                for side, tree in trees.items():
+                    seconds, out, rss = memlab(tree, commands[step])
+                    times[side].append(seconds)
+                    outputs[side], peak[f"{side}_rss_mb"] = out, rss
+            results[step] = {
+                **{side: median(t) for side, t in times.items()},
+                **peak,
+                "same_output": outputs["now"] == outputs[args.against],
+                "target_s": TARGETS[step],
+            }
+            print(step, json.dumps(results[step]), flush=True)
+        if "cold" in steps:
+            runs: dict[str, list[float]] = {"now": [], args.against: [], "embed-only": []}
+            for r in range(args.repeat):
+                for side, tree in trees.items():
+                    cache = tmp / f"cold-{side}-{r}"
+                    runs[side].append(memlab(tree, [*commands["metrics"][:3], "--cache-dir", str(cache)])[0])
+                    shutil.rmtree(cache, ignore_errors=True)
+                cache = tmp / f"cold-embed-{r}"
+                runs["embed-only"].append(embed_only(turn, cache))
+                shutil.rmtree(cache, ignore_errors=True)
+            cold = {side: median(t) for side, t in runs.items()}
+            cold["now_over_embedding"] = cold["now"] / cold["embed-only"]
+            cold["target_ratio"] = 1.3
+            results["cold"] = cold
+            print("cold", json.dumps(cold), flush=True)
+        if "explain" in steps:
+            store, log = explain_store(tmp, args.explain_size)
+            cmd = ["explain", "--dataset", str(store), "--log", str(log), "--against", "threshold=0.9"]
+            cmd += ["--format", "json", "-o", str(tmp / "explain.json")]
+            times = {side: [] for side in trees}
+            peak = {}
+            for _ in range(args.repeat):
+                for side, tree in trees.items():
+                    seconds, _, peak[f"{side}_rss_mb"] = memlab(tree, cmd)
+                    times[side].append(seconds)
+            results["explain"] = {
+                **{side: median(t) for side, t in times.items()},
+                **peak,
+                "memories": args.explain_size,
+                "queries": args.explain_size,
+                "target_s": TARGETS["explain"],
+            }
+            print("explain", json.dumps(results["explain"]), flush=True)
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()
