@@ -5,13 +5,17 @@ to.
 - ``plain_name``: one file-name part, never a path (no ``/`` or ``\\``, not ``.`` or ``..``, no
   control character): a notebook's or a run's name, an imported conversation's id in a folder name;
 - ``inside``: ``folder / name`` with every symbolic link resolved, refused unless it lies in
-  ``folder`` (also resolved).
+  ``folder`` (also resolved);
+- ``check_links``: a path to read or to write refused when the nearest part of it that exists is
+  a symbolic link loop, or a link to nothing: a write through a dangling link would create its
+  target, and every folder above it, wherever the link points.
 
 Each refusal is one ``InputError`` naming where the name came from.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -43,4 +47,27 @@ def inside(folder: str | Path, name: str | Path, where: str) -> Path:
     path = Path(os.path.realpath(base / name))
     if path != base and base not in path.parents:
         raise InputError(f"{where}: {str(name)!r} resolves to {path}, outside {base}: refused")
+    return path
+
+
+def check_links(path: str | Path, writing: bool = True) -> Path:
+    """``path``, unless the nearest of it and its parents that exists (as a name) is a symbolic
+    link loop or a link whose target does not exist: then one line naming the link (``writing``:
+    saying that memlab does not create the link's target)."""
+    path = Path(path)
+    for part in (path, *path.parents):
+        if not os.path.lexists(part):
+            continue
+        try:
+            os.stat(part)
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise InputError(f"{path}: {part} is a symbolic link loop: give another path") from None
+            if os.path.islink(part):
+                why = ": memlab does not create a link's target (remove the link, or give the path itself)"
+                raise InputError(
+                    f"{path}: {part} is a symbolic link to {os.readlink(part)}, which does not exist"
+                    f"{why if writing else ''}"
+                ) from None
+        return path
     return path
