@@ -121,6 +121,45 @@ def parse_value(text: str, where: str = "value") -> Any:
     return text
 
 
+# the grid axes a parameter writes as start:stop:step or a comma list (memlab.core.grid.parse_axis)
+AXIS_PARAMETERS = (
+    "bonus_range",
+    "tau_range",
+    "threshold_range",
+    "alpha_range",
+    "rrf_k_range",
+    "hybrid_bonus_range",
+    "hybrid_tau_range",
+    "n_range",
+)
+
+
+def checked(name: str, value: Any, where: str) -> Any:
+    """``value`` (typed) when the parameter registry allows it: one of its ``choices``, inside its
+    ``bounds``, an axis memlab reads; else one line naming ``where``, said before any notebook
+    runs or any results folder is written (not by the kernel, after)."""
+    from memlab.app.parameters import parameter
+    from memlab.core.grid import parse_axis
+    from memlab.core.numbers import check_number
+    from memlab.core.registry import unknown_message
+
+    declared = parameter(name)
+    if value is None or value == "":
+        return value
+    if declared.choices is not None and declared.type == "str":
+        choices = list(declared.choices())
+        if value not in choices:
+            raise InputError(f"{where}: {name}: {unknown_message(name, [value], choices)}")
+    if declared.bounds and declared.type in ("int", "float"):
+        check_number(value, f"{where}: {name}", integer=declared.type == "int", **declared.bounds)
+    if name in AXIS_PARAMETERS:
+        try:
+            parse_axis(str(value), name)
+        except InputError as e:  # said of the batch file's key, not of a flag
+            raise InputError(f"{where}: {str(e).removeprefix('--')}") from None
+    return value
+
+
 def parse_overrides(pairs: list[str]) -> dict[str, Any]:
     known = {p.name for p in NOTEBOOK_PARAMETERS}
     out = {}
@@ -130,7 +169,7 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
         key, value = pair.split("=", 1)
         if key not in known:
             raise InputError(f"-p {key}: unknown parameter; notebook parameters: {', '.join(sorted(known))}")
-        out[key] = typed(key, parse_value(value, pair), "-p")
+        out[key] = checked(key, typed(key, parse_value(value, pair), "-p"), "-p")
     return out
 
 
@@ -143,7 +182,7 @@ def check_parameters(where: str, params: Any) -> dict[str, Any]:
         raise InputError(
             f"{where}: unknown parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
         )
-    return {k: typed(k, v, where) for k, v in params.items()}
+    return {k: checked(k, typed(k, v, where), where) for k, v in params.items()}
 
 
 def load_batch(path: str | Path | None) -> Batch:
@@ -155,9 +194,14 @@ def load_batch(path: str | Path | None) -> Batch:
         # BaseLoader keeps every scalar as text; each parameter is then converted to its declared
         # type (safe_load would read tau_range: 1:30:1 as the base-60 number 5401); not UTF-8,
         # invalid YAML, nesting too deep: one line each
-        doc = load_yaml(path) or {}
+        doc = load_yaml(path)
     except FileNotFoundError:
         raise MissingFileError(f"no batch file {path}") from None
+    if doc is None or doc == {}:  # an empty file, /dev/null: not "every notebook with the defaults"
+        raise InputError(
+            f"{path}: empty: a batch file names notebooks, parameters or runs (memlab run without "
+            "--config runs every notebook with the defaults)"
+        )
     if not isinstance(doc, dict):
         raise InputError(f"{path}: expected a mapping with notebooks, parameters and runs")
     unknown = sorted(set(doc) - {"notebooks", "parameters", "runs"})
@@ -178,6 +222,12 @@ def load_batch(path: str | Path | None) -> Batch:
     for i, item in enumerate(doc.get("runs") or [{"name": "default"}], start=1):
         if not isinstance(item, dict) or not item.get("name"):
             raise InputError(f"{path}: runs[{i}]: needs a name")
+        unknown = sorted(set(item) - {"name", "notebooks", "parameters"})
+        if unknown:  # a misspelt key (paramters:) would drop what it holds without a word
+            raise InputError(
+                f"{path}: runs[{i}] ({item['name']}): unknown key(s) {', '.join(map(str, unknown))} "
+                "(allowed: name, notebooks, parameters)"
+            )
         name = str(item["name"])
         if not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
             raise InputError(f"{path}: runs[{i}]: name {name!r} must be letters, digits, '-', '_' or '.'")
@@ -205,6 +255,11 @@ def notebook_names(value: Any, where: str) -> tuple[str, ...] | None:
         return None
     if not isinstance(value, list):
         raise InputError(f"{where}: expected a list of notebook names, got {value!r}")
+    if not value:  # an empty list is not "all of them"
+        raise InputError(
+            f"{where}: empty: name at least one notebook, or leave the key out for all of them "
+            f"({', '.join(NOTEBOOKS)})"
+        )
     return tuple(plain_name(v, f"{where}[{i}]") for i, v in enumerate(value, start=1))
 
 
