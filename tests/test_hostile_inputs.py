@@ -545,3 +545,113 @@ def test_prompt_without_a_question_names_the_questions(tmp_path, capsys, dataset
     capsys.readouterr()
     argv = ["prompt", "--source", "published", "--dataset", dataset.format(init=tmp_path / "mine")]
     assert one_line_error(capsys, argv) == f"memlab: error: {message}"
+
+
+# -- 4. memlab run: batch files that say less than they seem to -----------------------------------
+
+ALL = "01_reproduce, 02_sweep, 03_tune, 04_scale, 05_robustness, 06_hybrid_time, 07_drift, 08_benchmark, 09_answers, 10_explain"
+EMPTY = "empty: a batch file names notebooks, parameters or runs (memlab run without --config runs every notebook with the defaults)"
+
+
+@pytest.mark.parametrize(
+    ("batch", "message"),
+    [
+        ("", "{b}: " + EMPTY),
+        ("# only a comment\n", "{b}: " + EMPTY),
+        ("{}\n", "{b}: " + EMPTY),
+        (
+            "runs:\n  - name: a\n    paramters:\n      bonus: 0.1\n",
+            "{b}: runs[1] (a): unknown key(s) paramters (allowed: name, notebooks, parameters)",
+        ),
+        (
+            "notebooks: []\n",
+            "{b}: notebooks: empty: name at least one notebook, or leave the key out for all of them (" + ALL + ")",
+        ),
+        (
+            "runs:\n  - name: a\n    notebooks: []\n",
+            "{b}: runs[1] (a): notebooks: empty: name at least one notebook, or leave the key out for all of "
+            "them (" + ALL + ")",
+        ),
+        ("parameters:\n  decay: bogus\n", "{b}: parameters: decay: unknown decay 'bogus'; available: exp, gauss, lin"),
+        ("parameters:\n  source: pub\n", "{b}: parameters: source: unknown source 'pub'; available: published, embedded"),
+        ("parameters:\n  bonus: -1\n", "{b}: parameters: bonus: expected a finite number >= 0, got -1"),
+        ("parameters:\n  tau_days: 0\n", "{b}: parameters: tau_days: expected a finite number > 0, got 0"),
+        ("parameters:\n  inject: 0\n", "{b}: parameters: inject: expected an integer >= 1, got 0"),
+        ("parameters:\n  temperature: 3\n", "{b}: parameters: temperature: expected a finite number in [0, 2], got 3"),
+        (
+            "runs:\n  - name: a\n    parameters:\n      tau_range: abc\n",
+            "{b}: runs[1] (a): tau_range: 'abc' is not start:stop:step (stop included), a comma list or a number",
+        ),
+        (
+            "runs:\n  - name: a\n    parameters:\n      bonus_range: '0.2:0.1:0.01'\n",
+            "{b}: runs[1] (a): bonus_range: '0.2:0.1:0.01' needs step > 0 and stop >= start",
+        ),
+    ],
+)
+def test_a_batch_that_says_less_than_it_seems_is_refused_before_anything_is_written(
+    tmp_path, capsys, batch, message
+):
+    path = tmp_path / "b.yaml"
+    path.write_text(batch)
+    out = tmp_path / "results"
+    line = one_line_error(capsys, ["run", "--config", str(path), "--out", str(out)])
+    assert line == "memlab: error: " + message.format(b=path)
+    assert not out.exists()
+
+
+def test_dev_null_is_no_batch(tmp_path, capsys):
+    out = tmp_path / "results"
+    line = one_line_error(capsys, ["run", "--config", os.devnull, "--out", str(out)])
+    assert line == f"memlab: error: {os.devnull}: " + EMPTY
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("pair", "message"),
+    [
+        ("bonus=-2", "-p: bonus: expected a finite number >= 0, got -2"),
+        ("select=best", "-p: select: unknown select 'best'; available: smallest-bonus, max-headroom, max-margin, max-utility"),
+        ("shards=2000", "-p: shards: expected an integer in [1, 1024], got 2000"),
+    ],
+)
+def test_a_bad_override_is_refused_before_anything_is_written(tmp_path, capsys, pair, message):
+    out = tmp_path / "results"
+    assert one_line_error(capsys, ["run", "-p", pair, "--out", str(out)]) == f"memlab: error: {message}"
+    assert not out.exists()
+
+
+def test_the_batches_memlab_ships_still_load():
+    from memlab.app.runner import load_batch
+
+    for name in ("batch.yaml", "full.yaml"):
+        assert load_batch(ROOT / "notebooks" / name).runs
+
+
+def test_a_fresh_clone_does_not_reuse_another_checkouts_results(tmp_path):
+    """Two clones of one commit: the same sources, the same versions, each its own results."""
+    import subprocess
+    import sys
+
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    keys = []
+    for name in ("a", "b"):
+        clone = tmp_path / name
+        subprocess.run(["git", "clone", "--quiet", "--local", str(ROOT), str(clone)], check=True, timeout=60)
+        code = (
+            "import memlab.app.reuse as r; print(r.__file__); print(r.Reuse.key(r.memlab_record()))"
+        )
+        env = {**os.environ, "PYTHONPATH": str(clone)}
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            env=env,
+            cwd=clone,  # python -c reads the working folder first
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        )
+        where, key = done.stdout.split()
+        assert where == str(clone / "memlab" / "app" / "reuse.py")
+        keys.append(key)
+    assert len(keys[0]) == 64 and keys[0] != keys[1]
