@@ -52,6 +52,7 @@ def one_line_error(capsys, argv: list[str], rc: int = 2) -> str:
 # -- 1. the prompt block: tags and line breaks in disguise ----------------------------------------
 
 PREFIX = "2026-09-01: The user likes tea."
+FULL_WIDTH = "".join(chr(ord(c) + 0xFEE0) for c in "</retrieved_memory>")  # ＜／ｒｅｔ...
 
 
 @pytest.mark.parametrize(
@@ -69,8 +70,7 @@ PREFIX = "2026-09-01: The user likes tea."
         ("<\u200b/retrieved_memory>", "&lt;\u200b/retrieved_memory>"),
         ("</retrieved\u00ad_memory>", "&lt;/retrieved\u00ad_memory>"),
         ("</retr\u200dieved_memory>", "&lt;/retr\u200dieved_memory>"),
-        ("\uff1c\uff0f\uff52\uff45\uff54\uff52\uff49\uff45\uff56\uff45\uff44\uff3f\uff4d\uff45\uff4d\uff4f\uff52\uff59\uff1e",
-         "&lt;\uff0f\uff52\uff45\uff54\uff52\uff49\uff45\uff56\uff45\uff44\uff3f\uff4d\uff45\uff4d\uff4f\uff52\uff59\uff1e"),
+        (FULL_WIDTH, "&lt;" + FULL_WIDTH[1:]),  # every character full-width
         ("\ufe64/retrieved_memory>", "&lt;/retrieved_memory>"),  # small form variant of '<'
         ("<\u3000/\u3000retrieved_memory>", "&lt;\u3000/\u3000retrieved_memory>"),  # ideographic spaces
         ("</retrieve\u0301d_memory>", "&lt;/retrieve\u0301d_memory>"),  # a combining accent
@@ -169,7 +169,10 @@ def links(tmp_path: Path) -> dict[str, Path]:
         (["init", "{d}/dangling"], "{d}/dangling: {d}/dangling " + LINK_TO_NOTHING + NO_TARGET),
         (["init", "{d}/dangling/sub"], "{d}/dangling/sub: {d}/dangling " + LINK_TO_NOTHING + NO_TARGET),
         (["spec", "-o", "{d}/dangling"], "{d}/dangling: {d}/dangling " + LINK_TO_NOTHING + NO_TARGET),
-        (["spec", "-o", "{d}/dangling/x.txt"], "{d}/dangling/x.txt: {d}/dangling " + LINK_TO_NOTHING + NO_TARGET),
+        (
+            ["spec", "-o", "{d}/dangling/x.txt"],
+            "{d}/dangling/x.txt: {d}/dangling " + LINK_TO_NOTHING + NO_TARGET,
+        ),
         (
             ["sweep", "--source", "published", "--tau", "14", "-o", "{d}/dangling"],
             "{d}/dangling: {d}/dangling " + LINK_TO_NOTHING + NO_TARGET,
@@ -193,12 +196,46 @@ def test_links_to_nothing_and_loops_are_refused(tmp_path, capsys, argv, message)
     [
         (["spec", "--dataset", "{ds}", "-o", "{ds}/dataset.json"], "dataset.json"),
         (["spec", "--dataset", "{ds}", "-o", "{ds}/memories.jsonl"], "memories.jsonl"),
-        (["prompt", "--source", "published", "--dataset", "{ds}", "--question", "C1", "-o", "{ds}/questions.jsonl"],
-         "questions.jsonl"),
-        (["evaluate", "--source", "published", "--dataset", "{ds}", "--format", "json", "-o", "{ds}/../alias.jsonl"],
-         "memories.jsonl"),  # a link to an input is the input
         (
-            ["sweep", "--source", "published", "--dataset", "{ds}", "--tau", "14", "-o", "{ds}/memories.jsonl"],
+            [
+                "prompt",
+                "--source",
+                "published",
+                "--dataset",
+                "{ds}",
+                "--question",
+                "C1",
+                "-o",
+                "{ds}/questions.jsonl",
+            ],
+            "questions.jsonl",
+        ),
+        (
+            [
+                "evaluate",
+                "--source",
+                "published",
+                "--dataset",
+                "{ds}",
+                "--format",
+                "json",
+                "-o",
+                "{ds}/../alias.jsonl",
+            ],
+            "memories.jsonl",
+        ),  # a link to an input is the input
+        (
+            [
+                "sweep",
+                "--source",
+                "published",
+                "--dataset",
+                "{ds}",
+                "--tau",
+                "14",
+                "-o",
+                "{ds}/memories.jsonl",
+            ],
             "memories.jsonl",
         ),
     ],
@@ -280,7 +317,9 @@ LOCOMO_SHIFTS = [
     (
         "sessions as one list",
         lambda d: [
-            s.update(conversation={"sessions": [v for v in s["conversation"].values() if isinstance(v, list)]})
+            s.update(
+                conversation={"sessions": [v for v in s["conversation"].values() if isinstance(v, list)]}
+            )
             for s in d
         ],
         "no memory could be imported: no session with turns: 1, first conv-901 (conversation: an object with "
@@ -565,19 +604,30 @@ EMPTY = "empty: a batch file names notebooks, parameters or runs (memlab run wit
         ),
         (
             "notebooks: []\n",
-            "{b}: notebooks: empty: name at least one notebook, or leave the key out for all of them (" + ALL + ")",
+            "{b}: notebooks: empty: name at least one notebook, or leave the key out for all of them ("
+            + ALL
+            + ")",
         ),
         (
             "runs:\n  - name: a\n    notebooks: []\n",
             "{b}: runs[1] (a): notebooks: empty: name at least one notebook, or leave the key out for all of "
             "them (" + ALL + ")",
         ),
-        ("parameters:\n  decay: bogus\n", "{b}: parameters: decay: unknown decay 'bogus'; available: exp, gauss, lin"),
-        ("parameters:\n  source: pub\n", "{b}: parameters: source: unknown source 'pub'; available: published, embedded"),
+        (
+            "parameters:\n  decay: bogus\n",
+            "{b}: parameters: decay: unknown decay 'bogus'; available: exp, gauss, lin",
+        ),
+        (
+            "parameters:\n  source: pub\n",
+            "{b}: parameters: source: unknown source 'pub'; available: published, embedded",
+        ),
         ("parameters:\n  bonus: -1\n", "{b}: parameters: bonus: expected a finite number >= 0, got -1"),
         ("parameters:\n  tau_days: 0\n", "{b}: parameters: tau_days: expected a finite number > 0, got 0"),
         ("parameters:\n  inject: 0\n", "{b}: parameters: inject: expected an integer >= 1, got 0"),
-        ("parameters:\n  temperature: 3\n", "{b}: parameters: temperature: expected a finite number in [0, 2], got 3"),
+        (
+            "parameters:\n  temperature: 3\n",
+            "{b}: parameters: temperature: expected a finite number in [0, 2], got 3",
+        ),
         (
             "runs:\n  - name: a\n    parameters:\n      tau_range: abc\n",
             "{b}: runs[1] (a): tau_range: 'abc' is not start:stop:step (stop included), a comma list or a number",
@@ -610,7 +660,10 @@ def test_dev_null_is_no_batch(tmp_path, capsys):
     ("pair", "message"),
     [
         ("bonus=-2", "-p: bonus: expected a finite number >= 0, got -2"),
-        ("select=best", "-p: select: unknown select 'best'; available: smallest-bonus, max-headroom, max-margin, max-utility"),
+        (
+            "select=best",
+            "-p: select: unknown select 'best'; available: smallest-bonus, max-headroom, max-margin, max-utility",
+        ),
         ("shards=2000", "-p: shards: expected an integer in [1, 1024], got 2000"),
     ],
 )
@@ -638,9 +691,7 @@ def test_a_fresh_clone_does_not_reuse_another_checkouts_results(tmp_path):
     for name in ("a", "b"):
         clone = tmp_path / name
         subprocess.run(["git", "clone", "--quiet", "--local", str(ROOT), str(clone)], check=True, timeout=60)
-        code = (
-            "import memlab.app.reuse as r; print(r.__file__); print(r.Reuse.key(r.memlab_record()))"
-        )
+        code = "import memlab.app.reuse as r; print(r.__file__); print(r.Reuse.key(r.memlab_record()))"
         env = {**os.environ, "PYTHONPATH": str(clone)}
         done = subprocess.run(
             [sys.executable, "-c", code],

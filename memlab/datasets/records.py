@@ -24,7 +24,6 @@ from memlab.core.errors import InputError
 from memlab.core.files import note_input
 from memlab.core.textfiles import BOMS, encoding_problem, parse_json
 
-
 MAX_TEXT = 20_000  # characters in one text field: a memory, a question, a logged query
 MAX_LINE = 1_000_000  # bytes in one line of a JSON-lines file
 

@@ -192,7 +192,9 @@ def import_longmemeval(file: str | Path, out: str | Path, *, granularity: str = 
                 # a turn of another shape (speaker/text, not role/content) is said; an empty one not
                 shaped = any(isinstance(t, dict) and {"role", "content"} <= set(t) for t in session)
                 turn = next((t for t in session if isinstance(t, dict)), session[0] if session else None)
-                log.skip(f"{where} {sid}", "session without user text", "" if shaped else f"a turn: {shape(turn)}")
+                log.skip(
+                    f"{where} {sid}", "session without user text", "" if shaped else f"a turn: {shape(turn)}"
+                )
                 continue
             digest = hashlib.sha256("\x00".join(t for _, t, _ in kept).encode()).hexdigest()
             base, new = store.session_id(sid, when, digest)

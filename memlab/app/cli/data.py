@@ -46,9 +46,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
             at = line_break_at(text)
             if at is not None:
                 print(
-                    f"warning: memory {m.id!r} ({lang}) holds the line break U+{ord(text[at]):04X} at character "
-                    f"{at + 1}: memlab continues it with two spaces in every prompt, so it cannot start a line "
-                    "of its own"
+                    f"warning: memory {m.id!r} ({lang}) holds the line break U+{ord(text[at]):04X} at "
+                    f"character {at + 1}: memlab continues it with two spaces in every prompt, so it cannot "
+                    "start a line of its own"
                 )
     uncurrent = [q.id for q in dataset.questions if q.kind == "hit" and q.current is None]
     if uncurrent:  # accepted (a benchmark hit with several evidence memories has none), and said
