@@ -181,10 +181,13 @@ def links(tmp_path: Path) -> dict[str, Path]:
         (["validate", "{d}/loop1"], "{d}/loop1: {d}/loop1 is a symbolic link loop: give another path"),
         (["spec", "-o", "{d}/loop1"], "{d}/loop1: {d}/loop1 is a symbolic link loop: give another path"),
         (["validate", "{d}/dangling"], "{d}/dangling: {d}/dangling " + LINK_TO_NOTHING),
+        (["init", "{d}/afile/sub"], "{d}/afile/sub: {d}/afile is a file, not a folder"),  # was Errno 17
+        (["spec", "-o", "{d}/afile/x/y.txt"], "{d}/afile/x/y.txt: {d}/afile is a file, not a folder"),
     ],
 )
 def test_links_to_nothing_and_loops_are_refused(tmp_path, capsys, argv, message):
     made = links(tmp_path)
+    (tmp_path / "afile").write_text("")
     argv = [a.format(d=tmp_path) for a in argv]
     line = one_line_error(capsys, argv)
     assert line == "memlab: error: " + message.format(d=tmp_path, t=made["far"])
@@ -598,6 +601,7 @@ EMPTY = "empty: a batch file names notebooks, parameters or runs (memlab run wit
         ("", "{b}: " + EMPTY),
         ("# only a comment\n", "{b}: " + EMPTY),
         ("{}\n", "{b}: " + EMPTY),
+        ("parameters: []\n", "{b}: parameters: parameters must be a mapping, got []"),  # was: none
         (
             "runs:\n  - name: a\n    paramters:\n      bonus: 0.1\n",
             "{b}: runs[1] (a): unknown key(s) paramters (allowed: name, notebooks, parameters)",

@@ -212,7 +212,7 @@ def load_batch(path: str | Path | None) -> Batch:
     notebooks = notebook_names(doc.get("notebooks"), f"{path}: notebooks") or NOTEBOOKS
     # dataset folders in a batch file are relative to the batch file, wherever memlab runs
     shared = absolute_datasets(
-        check_parameters(f"{path}: parameters", doc.get("parameters") or {}), path.parent, f"{path}: "
+        check_parameters(f"{path}: parameters", given(doc, "parameters")), path.parent, f"{path}: "
     )
     if doc.get("runs") is not None and not isinstance(doc["runs"], list):
         raise InputError(
@@ -242,10 +242,17 @@ def load_batch(path: str | Path | None) -> Batch:
             )
         where = f"{path}: runs[{i}] ({name})"
         params = absolute_datasets(
-            check_parameters(where, item.get("parameters") or {}), path.parent, f"{where}: "
+            check_parameters(where, given(item, "parameters")), path.parent, f"{where}: "
         )
         runs.append(Run(name, {**shared, **params}, tuple(own) if own else None, tuple(params)))
     return Batch(notebooks, tuple(runs), str(path))
+
+
+def given(doc: dict[str, Any], key: str) -> Any:
+    """``doc[key]``, an empty mapping when left out or empty (``parameters:``); anything else as
+    written, for the check to refuse (``parameters: []`` is no mapping, not "none")."""
+    value = doc.get(key)
+    return {} if value is None or value == "" else value
 
 
 def notebook_names(value: Any, where: str) -> tuple[str, ...] | None:

@@ -69,5 +69,7 @@ def check_links(path: str | Path, writing: bool = True) -> Path:
                     f"{path}: {part} is a symbolic link to {os.readlink(part)}, which does not exist"
                     f"{why if writing else ''}"
                 ) from None
+        if part != path and not os.path.isdir(part):  # a file where a folder of the path must be
+            raise InputError(f"{path}: {part} is a file, not a folder")
         return path
     return path
