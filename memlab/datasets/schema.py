@@ -495,6 +495,7 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
             r.problem("date", f"{obj['date']} is after the reference date {meta['reference_date']}")
         relevant, stale = r.ids("relevant"), r.ids("stale")
         current = r.text("current", required=False)
+        before_refs = len(problems)  # an id already refused is not also said to be missing
         for fname, ids in (("relevant", relevant), ("stale", stale), ("current", (current,))):
             for ref in ids:
                 if ref is None:
@@ -524,7 +525,7 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
             _check_time_question(r, fields, time_range, memory_dates[current], current, asked or reference)
         if current is not None and current in stale:
             r.problem("current", f"{current!r} is also listed as stale")
-        elif current is not None and relevant and current not in relevant:
+        elif current is not None and relevant and current not in relevant and len(problems) == before_refs:
             r.problem("current", f"{current!r} is not among its relevant memories: list it there too")
         provenance = r.choice(provenance_field(obj), PROVENANCES, default="user")
         note = r.text("note", required=False) or ""
