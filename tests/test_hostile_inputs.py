@@ -710,3 +710,37 @@ def test_a_fresh_clone_does_not_reuse_another_checkouts_results(tmp_path):
         assert where == str(clone / "memlab" / "app" / "reuse.py")
         keys.append(key)
     assert len(keys[0]) == 64 and keys[0] != keys[1]
+
+
+def test_import_qdrant_refuses_a_point_too_long_to_read(tmp_path):
+    """A stored text the dataset loader would refuse is said of its point, not of a temporary file."""
+    from datetime import UTC, datetime
+
+    from qdrant_client import QdrantClient, models
+
+    from memlab.datasets.schema import DatasetError
+    from memlab.importers.qdrant import import_qdrant
+
+    client = QdrantClient(path=str(tmp_path / "q"))
+    client.create_collection(
+        "mem", vectors_config=models.VectorParams(size=4, distance=models.Distance.COSINE)
+    )
+    when = datetime(2026, 9, 1, tzinfo=UTC).isoformat()
+    client.upsert(
+        "mem",
+        points=[
+            models.PointStruct(id=0, vector=[1.0, 0, 0, 0], payload={"when": when, "body": "short"}),
+            models.PointStruct(id=1, vector=[0, 1.0, 0, 0], payload={"when": when, "body": "x" * 20_001}),
+        ],
+    )
+    client.close()
+    with pytest.raises(DatasetError) as e:
+        import_qdrant(
+            path=str(tmp_path / "q"),
+            collection="mem",
+            date_field="when",
+            text_field="body",
+            out=tmp_path / "ds",
+        )
+    assert e.value.problems == ["collection mem: point 1: body: " + TOO_LONG.format(n=20_001)]
+    assert not (tmp_path / "ds").exists()
