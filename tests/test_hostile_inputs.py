@@ -744,3 +744,33 @@ def test_import_qdrant_refuses_a_point_too_long_to_read(tmp_path):
         )
     assert e.value.problems == ["collection mem: point 1: body: " + TOO_LONG.format(n=20_001)]
     assert not (tmp_path / "ds").exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "link", "problem"),
+    [
+        (
+            "dataset.json",
+            "nowhere.json",
+            "dataset.json: is a symbolic link to nowhere.json, which does not exist",
+        ),
+        (
+            "memories.jsonl",
+            "loop",
+            "memories.jsonl: is a symbolic link loop (expected JSON lines, one JSON object per line)",
+        ),
+        (
+            "questions.jsonl",
+            "/nonexistent/q.jsonl",
+            "questions.jsonl: is a symbolic link to /nonexistent/q.jsonl, which does not exist (expected JSON "
+            "lines, one JSON object per line)",
+        ),
+    ],
+)
+def test_a_dataset_file_that_is_a_link_to_nothing_is_said_so(tmp_path, capsys, name, link, problem):
+    ds = seed_with(tmp_path)
+    (ds / name).unlink()
+    (ds / name).symlink_to(link)
+    if link == "loop":
+        (ds / "loop").symlink_to(name)
+    assert dataset_error(capsys, ["validate", str(ds)]) == [f"{ds}/{problem}"]  # not "file missing"

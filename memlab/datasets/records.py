@@ -15,6 +15,7 @@ Either is one located problem naming the limit.
 from __future__ import annotations
 
 import codecs
+import os
 from collections.abc import Iterator
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Any
 
 from memlab.core.errors import InputError
 from memlab.core.files import note_input
+from memlab.core.paths import link_problem
 from memlab.core.textfiles import BOMS, encoding_problem, parse_json
 
 MAX_TEXT = 20_000  # characters in one text field: a memory, a question, a logged query
@@ -75,6 +77,13 @@ def parse_instant(value: Any, date_format: str = "auto", flag: str = "--date-for
         raise InputError(f"{value!r} is not an instant memlab reads ({e})") from None
 
 
+def not_there(path: Path) -> str:
+    """Why a file of a dataset cannot be read: ``file missing in FOLDER``, or the symbolic link
+    loop or the link to nothing that stands in its place (``memlab.core.paths.link_problem``)."""
+    linked = link_problem(path) if os.path.lexists(path) else None
+    return linked.removeprefix(f"{path} ") if linked else f"file missing in {path.parent}"
+
+
 def jsonl_format_problem(path: Path) -> str | None:
     """One message when a file is not JSON lines at all (a CSV, a JSON array, a missing file with
     a sibling of another format), instead of a cascade of per-line errors."""
@@ -82,7 +91,7 @@ def jsonl_format_problem(path: Path) -> str | None:
     if not path.is_file():
         others = sorted(q.name for q in path.parent.glob(f"{path.stem}.*") if q != path and q.is_file())
         seen = f"; found {', '.join(others)}: convert it to {path.name}" if others else ""
-        return f"{path.name}: file missing in {path.parent} ({expected}){seen}"
+        return f"{path.name}: {not_there(path)} ({expected}){seen}"
     with path.open("rb") as fh:
         head = fh.read(4)
     problem = encoding_problem(head) if head.startswith(tuple(b for b, _ in BOMS)) else None
@@ -104,7 +113,7 @@ def jsonl_format_problem(path: Path) -> str | None:
 def read_jsonl(path: Path, problems: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for each non-blank line; bad lines become problems."""
     if not path.is_file():
-        problems.append(f"{path.name}: file missing in {path.parent}")
+        problems.append(f"{path.name}: {not_there(path)}")
         return
     note_input(path)  # the command's input: no output of it may replace it
     with path.open("rb") as fh:

@@ -20,6 +20,7 @@ reported together, so one run of the loader lists everything to fix.
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -48,6 +49,7 @@ from memlab.datasets.records import (
     collapse_repeats,
     in_file_order,
     jsonl_format_problem,
+    not_there,
     parse_datetime,
     read_jsonl,
 )
@@ -343,10 +345,12 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
     meta: dict[str, Any] = {}
     try:
         meta = parse_json(decode(read_input(meta_path), "dataset.json"), "dataset.json")
-    except FileNotFoundError:
+    except OSError as e:  # missing, a link loop or a link to nothing: said as such
         # without it no record can be read: which languages, and so which text fields (said once,
         # not as an unknown text_ja on every line)
-        raise DatasetError([f"{root}/dataset.json: file missing in {root}"]) from None
+        if e.errno not in (errno.ENOENT, errno.ELOOP):
+            raise
+        raise DatasetError([f"{root}/dataset.json: {not_there(meta_path)}"]) from None
     except InputError as e:  # not UTF-8, invalid JSON, nested too deep, an integer of 5000 digits:
         raise DatasetError([f"{root}/{e}"]) from None  # nothing else can be read without it
     if not isinstance(meta, dict):
