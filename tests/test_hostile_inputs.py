@@ -653,6 +653,14 @@ def test_a_batch_that_says_less_than_it_seems_is_refused_before_anything_is_writ
     assert not out.exists()
 
 
+def test_a_folder_is_no_batch(tmp_path, capsys):
+    line = one_line_error(capsys, ["run", "--config", str(tmp_path), "--out", str(tmp_path / "results")])
+    assert (
+        line
+        == f"memlab: error: {tmp_path}: is a folder, not a batch file (YAML: notebooks, parameters, runs)"
+    )
+
+
 def test_dev_null_is_no_batch(tmp_path, capsys):
     out = tmp_path / "results"
     line = one_line_error(capsys, ["run", "--config", os.devnull, "--out", str(out)])

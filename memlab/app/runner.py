@@ -197,6 +197,10 @@ def load_batch(path: str | Path | None) -> Batch:
         doc = load_yaml(path)
     except FileNotFoundError:
         raise MissingFileError(f"no batch file {path}") from None
+    except IsADirectoryError:
+        raise InputError(
+            f"{path}: is a folder, not a batch file (YAML: notebooks, parameters, runs)"
+        ) from None
     if doc is None or doc == {}:  # an empty file, /dev/null: not "every notebook with the defaults"
         raise InputError(
             f"{path}: empty: a batch file names notebooks, parameters or runs (memlab run without "
