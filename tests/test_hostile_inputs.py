@@ -626,6 +626,15 @@ EMPTY = "empty: a batch file names notebooks, parameters or runs (memlab run wit
             "{b}: parameters: source: unknown source 'pub'; available: published, embedded",
         ),
         ("parameters:\n  bonus: -1\n", "{b}: parameters: bonus: expected a finite number >= 0, got -1"),
+        (
+            "parameters:\n  fig_formats: [gif]\n",
+            "{b}: parameters: fig_formats: unknown figure format 'gif'; available: html, png, svg",
+        ),
+        (
+            "parameters:\n  retrievers: vector,bogus\n",
+            "{b}: parameters: retrievers: unknown retriever 'bogus'; available: vector, vector-decay, "
+            "hybrid-weighted, hybrid-rrf, rrf-time, gate-decay, gate-vector-decay",
+        ),
         ("parameters:\n  tau_days: 0\n", "{b}: parameters: tau_days: expected a finite number > 0, got 0"),
         ("parameters:\n  inject: 0\n", "{b}: parameters: inject: expected an integer >= 1, got 0"),
         (

@@ -152,12 +152,30 @@ def checked(name: str, value: Any, where: str) -> Any:
             raise InputError(f"{where}: {name}: {unknown_message(name, [value], choices)}")
     if declared.bounds and declared.type in ("int", "float"):
         check_number(value, f"{where}: {name}", integer=declared.type == "int", **declared.bounds)
-    if name in AXIS_PARAMETERS:
-        try:
+    try:
+        if name in AXIS_PARAMETERS:
             parse_axis(str(value), name)
-        except InputError as e:  # said of the batch file's key, not of a flag
-            raise InputError(f"{where}: {str(e).removeprefix('--')}") from None
+        elif name in LIST_CHECKS:
+            LIST_CHECKS[name](value)
+    except InputError as e:  # said of the batch file's key, not of a flag
+        raise InputError(f"{where}: {name}: {str(e).removeprefix('--').removeprefix(f'{name}: ')}") from None
     return value
+
+
+def _retrievers(value: str) -> None:
+    from memlab.retrieval.retrievers import check_retrievers
+
+    check_retrievers([n.strip() for n in value.split(",") if n.strip()])
+
+
+def _fig_formats(value: list[str]) -> None:
+    from memlab.output.report import check_fig_formats
+
+    check_fig_formats(value)
+
+
+# the comma lists whose every name is checked by the registry that reads it
+LIST_CHECKS = {"retrievers": _retrievers, "fig_formats": _fig_formats}
 
 
 def parse_overrides(pairs: list[str]) -> dict[str, Any]:
