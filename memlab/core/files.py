@@ -8,6 +8,9 @@ files the same way.
   (``InputError``), so ``-o /dev/stdout`` never swaps a terminal or a pipe for a file.
 - A write in progress is recorded in ``PENDING`` until it is renamed into place or removed, so
   a command stopped by a signal can remove it (``discard_pending``).
+- A file the command reads as its input (``note_input``: the dataset's files, a query log, a
+  benchmark file, a YAML file) is never the file it writes: ``-o dataset/memories.jsonl`` is
+  refused before anything is read over.
 - Temporary names carry the writing process's id, ``.NAME.PID.TOKEN.tmp``: the first write into a
   folder removes those left there by processes that no longer exist (a SIGKILL leaves one).
 """
@@ -26,11 +29,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from memlab.core.errors import InputError, MemlabError
+from memlab.core.paths import check_links
 
 TEMP_SUFFIX = ".tmp"
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # every POSIX system has it
 PENDING: set[Path] = set()  # temporary files and folders of the writes in progress
 INTERRUPTED: list[Path] = []  # writes a signal's exception removed, until discard_pending reads them
+INPUTS: set[str] = set()  # the files the running command reads (their real paths): never written
 _SWEPT: set[Path] = set()  # folders already cleared of dead processes' temporary files
 
 _KINDS = (
@@ -49,11 +54,22 @@ def file_mode(path: Path) -> int:
     return 0o666 & ~_umask()
 
 
+def note_input(path: str | Path) -> None:
+    """Remember ``path`` as one of the running command's input files (``INPUTS``)."""
+    INPUTS.add(os.path.realpath(path))
+
+
+def forget_inputs() -> None:
+    """A new command starts: the files the previous one read are no longer its inputs."""
+    INPUTS.clear()
+
+
 def output_target(path: str | Path) -> Path:
     """The regular file a write to ``path`` replaces: ``path`` itself, or a symlink's target.
 
-    Anything that exists and is not a regular file is refused with one line."""
-    path = Path(path)
+    Anything that exists and is not a regular file is refused with one line, and so is a path
+    through a symbolic link loop or a link to nothing (``memlab.core.paths.check_links``)."""
+    path = check_links(path)
     try:
         mode = os.stat(path).st_mode  # follows symlinks
     except FileNotFoundError:
@@ -63,6 +79,11 @@ def output_target(path: str | Path) -> Path:
         raise InputError(
             f"{path}: is {kind}, not a regular file: memlab writes only regular files "
             "(for standard output pass -o -)"
+        )
+    if os.path.realpath(path) in INPUTS:
+        raise InputError(
+            f"{path}: is one of this command's input files: memlab never writes over what it reads; "
+            "give another output path"
         )
     return Path(os.path.realpath(path)) if path.is_symlink() else path
 
@@ -240,7 +261,7 @@ def write_folder_atomically(
     loader) may raise to refuse it; then it is renamed into place. ``out`` must not exist or be
     an empty folder, so nothing a user made is overwritten.
     """
-    out = Path(out)
+    out = check_links(out)
     if out.exists() and not out.is_dir():
         raise FileExistsError(f"{out} already exists and is a file, not a folder: give a new folder's name")
     if out.exists() and any(out.iterdir()):

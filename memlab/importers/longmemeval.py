@@ -37,15 +37,18 @@ from typing import Any
 
 from memlab.core.errors import InputError
 from memlab.core.numbers import counted
+from memlab.datasets.records import MAX_TEXT
 from memlab.importers.benchmark_io import (
     Evidence,
     ImportLog,
     ImportResult,
+    bounded,
     file_digest,
     hit_labels,
     iso,
     question_row,
     read_json_file,
+    shape,
     time_labels,
     update_labels,
     write_benchmark,
@@ -130,7 +133,7 @@ def import_longmemeval(file: str | Path, out: str | Path, *, granularity: str = 
     for i, item in enumerate(data):
         where = f"[{i}]"
         if not isinstance(item, dict):
-            log.reject("unknown", where, "not an object")
+            log.reject("unknown", where, "not an object", shape(item))
             continue
         qid = item.get("question_id")
         qtype = item.get("question_type")
@@ -138,7 +141,7 @@ def import_longmemeval(file: str | Path, out: str | Path, *, granularity: str = 
         category = "abstention" if abstention else str(qtype)
         where = f"[{i}] {qid}"
         if not isinstance(qid, str) or not qid:
-            log.reject(category, where, "no question_id")
+            log.reject(category, where, "no question_id", shape(item) if qid is None else shape(qid))
             continue
         if qid in seen_ids:
             log.reject(category, where, "duplicate question_id")
@@ -148,7 +151,10 @@ def import_longmemeval(file: str | Path, out: str | Path, *, granularity: str = 
             continue
         text = item.get("question")
         if not isinstance(text, str) or not text.strip():
-            log.reject(category, where, "no question text")
+            log.reject(category, where, "no question text", f"question: {shape(text)}")
+            continue
+        if len(text.strip()) > MAX_TEXT:
+            log.reject(category, where, f"question longer than {MAX_TEXT:,} characters", f"{len(text):,}")
             continue
         try:
             asked = parse_lme_date(item.get("question_date"))
@@ -157,17 +163,24 @@ def import_longmemeval(file: str | Path, out: str | Path, *, granularity: str = 
             continue
         haystack = ("haystack_session_ids", "haystack_dates", "haystack_sessions")
         sids, dates, sessions = (item.get(k) for k in haystack)
-        if not (isinstance(sids, list) and isinstance(dates, list) and isinstance(sessions, list)) or not (
-            len(sids) == len(dates) == len(sessions)
-        ):
-            log.reject(category, where, "haystack lists missing or of different lengths")
+        lists = dict(zip(haystack, (sids, dates, sessions), strict=True))
+        not_lists = [f"{k}: {shape(v)}" for k, v in lists.items() if not isinstance(v, list)]
+        if not_lists or len({len(v) for v in lists.values()}) > 1:
+            detail = not_lists[0] if not_lists else ", ".join(f"{k}: {len(v)}" for k, v in lists.items())
+            log.reject(category, where, "haystack lists missing or of different lengths", detail)
             continue
-        answer_sids = item.get("answer_session_ids") or []
+        answer_sids = item.get("answer_session_ids")
+        if answer_sids is None:
+            answer_sids = []
+        if not isinstance(answer_sids, list) or not all(isinstance(a, str) for a in answer_sids):
+            # a string would match by substring, an int or a list of lists is no session id
+            log.reject(category, where, "answer_session_ids is not a list of session ids", shape(answer_sids))
+            continue
         evidence: list[str] = []
         local: dict[str, str] = {}  # this haystack's session id -> memory id of its variant
         for sid, date_text, session in zip(sids, dates, sessions, strict=True):
             if not isinstance(sid, str) or not isinstance(session, list):
-                log.skip(f"{where} {sid!r}", "session is not a list of turns")
+                log.skip(f"{where} {sid!r}", "session is not a list of turns", shape(session))
                 continue
             try:
                 when = parse_lme_date(date_text)
@@ -176,7 +189,12 @@ def import_longmemeval(file: str | Path, out: str | Path, *, granularity: str = 
                 continue
             kept = session_memories(session, granularity)
             if not kept:
-                log.skip(f"{where} {sid}", "session without user text")
+                # a turn of another shape (speaker/text, not role/content) is said; an empty one not
+                shaped = any(isinstance(t, dict) and {"role", "content"} <= set(t) for t in session)
+                turn = next((t for t in session if isinstance(t, dict)), session[0] if session else None)
+                log.skip(
+                    f"{where} {sid}", "session without user text", "" if shaped else f"a turn: {shape(turn)}"
+                )
                 continue
             digest = hashlib.sha256("\x00".join(t for _, t, _ in kept).encode()).hexdigest()
             base, new = store.session_id(sid, when, digest)
@@ -184,7 +202,7 @@ def import_longmemeval(file: str | Path, out: str | Path, *, granularity: str = 
             for pos, body, has_answer in kept:
                 mid = base if granularity == "session" else f"{base}_{pos}"
                 if new:
-                    store.add(mid, when, body, base)
+                    store.add(mid, when, bounded(body, f"{where} {mid}", "memory text", log), base)
                 # LongMemEval's own evaluation: an evidence session (a turn) counts when a user
                 # turn of it is marked has_answer (a session answered on the assistant side is
                 # renamed "noans", and a question with none is skipped)
@@ -217,6 +235,7 @@ def import_longmemeval(file: str | Path, out: str | Path, *, granularity: str = 
                 labels = hit_labels(ev)
         seen_ids.add(qid)
         note = f"LongMemEval {qtype}{' (abstention)' if abstention else ''}; answer: {item.get('answer')}"
+        note = bounded(note, where, "note (the answer)", log)
         log.kept(category, labels["kind"])
         haystack_groups = list(dict.fromkeys(local.values()))
         questions.append(question_row(qid, text.strip(), asked, labels, note, category, haystack_groups))

@@ -27,7 +27,7 @@ from memlab.core.registry import lookup
 from memlab.core.urls import redact
 from memlab.core.vectors import raw_vector_problem
 from memlab.datasets.payload import read_payload
-from memlab.datasets.records import DATE_FORMATS, is_number, parse_instant, unicode_problem
+from memlab.datasets.records import DATE_FORMATS, is_number, parse_instant, text_too_long, unicode_problem
 from memlab.datasets.schema import DatasetError, parse_datetime
 from memlab.qdrant.client import open_client
 
@@ -144,6 +144,9 @@ def import_qdrant(
         text = payload.get(text_field)
         if not isinstance(text, str) or not text.strip():
             problems.append(f"{where}: point {pid}: {text_field}: missing or not text")
+            continue
+        if (long := text_too_long(text)) is not None:  # what the dataset loader would refuse
+            problems.append(f"{where}: point {pid}: {text_field}: {long}")
             continue
         if vector is None or len(vector) != dim:
             problems.append(

@@ -29,6 +29,16 @@ if TYPE_CHECKING:
     import plotly.graph_objects as go
 
 
+FIG_FORMATS = ("html", "png", "svg")  # a figure's files (its JSON is always written)
+
+
+def check_fig_formats(fig_formats) -> list[str]:
+    """The figure formats asked for (``json`` aside: always written), each one of ``FIG_FORMATS``."""
+    formats = [f for f in fig_formats if f != "json"]
+    check_names(dict.fromkeys(FIG_FORMATS), formats, "figure format")
+    return formats
+
+
 class Report:
     def __init__(
         self,
@@ -37,8 +47,7 @@ class Report:
         table_formats: tuple[str, ...] = ("parquet", "json"),
     ):
         self.out_dir = Path(out_dir)
-        self.fig_formats = [f for f in fig_formats if f != "json"]
-        check_names(dict.fromkeys(("html", "png", "svg")), self.fig_formats, "figure format")
+        self.fig_formats = check_fig_formats(fig_formats)
         check_names(dict.fromkeys(TABLE_FORMATS), table_formats, "table format")
         self.table_formats = table_formats
         self.entries: list[dict[str, Any]] = []

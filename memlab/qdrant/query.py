@@ -40,7 +40,7 @@ from typing import Any
 from urllib.parse import quote
 
 from memlab.core.errors import InputError
-from memlab.core.memory_text import CONTINUATION, DELIMITER, REPLACEMENT
+from memlab.core.memory_text import SNIPPET as ESCAPE_SNIPPET
 from memlab.core.registry import lookup
 from memlab.core.spec import COMBINES, DECAYS, MIDPOINT, SECONDS_PER_DAY, RetrievalSpec
 
@@ -264,6 +264,7 @@ def python_snippet(
         "" if at is None else f"\n    # frozen by --at: the query time is {rfc3339(at)}, whatever `now` is"
     )
     return f'''import re
+import unicodedata
 from datetime import datetime, timezone
 
 import numpy as np
@@ -272,13 +273,7 @@ from qdrant_client import QdrantClient, models
 THRESHOLD = {spec.threshold!r}
 # memlab's escape (memlab.core.memory_text): put a memory's text into a <retrieved_memory> prompt
 # block only through escape_memory, so that no memory can close the block or start its own line
-DELIMITER = re.compile({DELIMITER.pattern!r}, re.IGNORECASE)
-
-
-def escape_memory(text: str) -> str:
-    text = DELIMITER.sub({REPLACEMENT!r}, text)
-    return text.replace("\\r\\n", "\\n").replace("\\r", "\\n").replace("\\n", {CONTINUATION!r})
-
+{ESCAPE_SNIPPET}
 
 def recall(client: QdrantClient, collection: str, vector, now: datetime | None = None):
     """The memories memlab's tuned spec injects, best first (decay={spec.decay},

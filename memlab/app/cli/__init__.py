@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from memlab.app.cli import answers, benchmark, calibrate, data, explain, run, studies, sweep, tuning
 from memlab.core.errors import MemlabError, MemlabWarning
-from memlab.core.files import discard_pending
+from memlab.core.files import discard_pending, forget_inputs
 from memlab.datasets.schema import DatasetError
 
 GROUPS = (tuning, explain, sweep, benchmark, studies, calibrate, data, answers, run)
@@ -101,6 +101,7 @@ def _main(argv: Sequence[str] | None) -> int:
     catch = args.command != "run" and threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminate) if catch else None
     shown, warnings.showwarning = warnings.showwarning, _show_warning
+    forget_inputs()  # what an earlier command (in this process) read is not this one's input
     try:
         from memlab.app.cli.options import apply_dataset_language, apply_spec_file
 

@@ -182,8 +182,15 @@ def heldout_text(result, elapsed: float, markdown: bool = False) -> str:
 
 def cmd_tune_benchmark(args: argparse.Namespace) -> int:
     from memlab.app.cli.studies import retriever_grid_from
+    from memlab.core.registry import lookup
+    from memlab.retrieval.retrievers import RETRIEVERS
     from memlab.studies.heldout import HYBRIDS, held_out
 
+    hybrids = (
+        HYBRIDS if args.hybrids is None else tuple(h.strip() for h in args.hybrids.split(",") if h.strip())
+    )
+    for name in hybrids:  # said before anything is scored, with every name there is
+        lookup(RETRIEVERS, name, "retriever for --hybrids")
     family_values(args)
     problem = problem_from(args, decay=None, combine=None)  # the family is a grid axis here
     if args.bonus_range is None:  # the model's bonus range, in 10 steps
@@ -193,9 +200,6 @@ def cmd_tune_benchmark(args: argparse.Namespace) -> int:
         args.bonus_range = ",".join(f"{v:g}" for v in np.round(np.linspace(min(values), max(values), 11), 6))
     grid = retriever_grid_from(args, bonus=args.bonus_range, tau=args.tau_range)
     t0 = time.perf_counter()
-    hybrids = (
-        HYBRIDS if args.hybrids is None else tuple(h.strip() for h in args.hybrids.split(",") if h.strip())
-    )
     result = held_out(
         problem,
         folds=args.folds,

@@ -12,7 +12,7 @@ from pathlib import Path
 from memlab.app.cli.options import Command, add_output_options, emit
 from memlab.core.errors import InputError
 from memlab.core.labels import QUESTION_KINDS
-from memlab.core.memory_text import delimiter_at
+from memlab.core.memory_text import delimiter_tag, line_break_at
 from memlab.core.numbers import counted
 from memlab.core.paths import plain_name
 from memlab.datasets.schema import DEFAULT_DATASET, DatasetError, load_dataset
@@ -36,13 +36,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
         )
     for m in dataset.memories:  # escaped in every prompt, and said: the user should know
         for lang, text in m.texts.items():
-            at = delimiter_at(text)
-            if at is not None:
-                tag = text[at : text.index(">", at) + 1 if ">" in text[at:] else at + 20]
+            tag = delimiter_tag(text)
+            if tag is not None:
                 print(
-                    f"warning: memory {m.id!r} ({lang}) holds the prompt block's tag {tag!r} at character "
-                    f"{at + 1}: memlab escapes it in every prompt (its '<' becomes '&lt;'), so it cannot "
+                    f"warning: memory {m.id!r} ({lang}) holds the prompt block's tag {tag[1]!r} at character "
+                    f"{tag[0] + 1}: memlab escapes it in every prompt (its '<' becomes '&lt;'), so it cannot "
                     "close the <retrieved_memory> block"
+                )
+            at = line_break_at(text)
+            if at is not None:
+                print(
+                    f"warning: memory {m.id!r} ({lang}) holds the line break U+{ord(text[at]):04X} at "
+                    f"character {at + 1}: memlab continues it with two spaces in every prompt, so it cannot "
+                    "start a line of its own"
                 )
     uncurrent = [q.id for q in dataset.questions if q.kind == "hit" and q.current is None]
     if uncurrent:  # accepted (a benchmark hit with several evidence memories has none), and said

@@ -175,6 +175,12 @@ def cmd_prompt(args: argparse.Namespace) -> int:
     from memlab.tuning.evaluate import evaluate
 
     dataset = load_dataset(args.dataset)
+    if args.question is None:
+        ids = dataset.question_ids
+        shown = ", ".join(ids[:8]) + (f", ... ({len(ids)} in all)" if len(ids) > 8 else "")
+        raise InputError(
+            f"prompt needs --question ID, one of the dataset's questions: {shown or '(none: add some)'}"
+        )
     question = dataset.question(args.question)
     ev = evaluate(problem_from(args, dataset))
     injected = [c.memory_id for c in ev.result(question.id).injected]
@@ -294,7 +300,8 @@ def add_table_arguments(p: argparse.ArgumentParser) -> None:
 def add_prompt_arguments(p: argparse.ArgumentParser) -> None:
     from memlab.output.prompt import BLOCKS
 
-    p.add_argument("--question", required=True, help="question id, e.g. C1")
+    # not required by argparse: without it the error names the dataset's questions, not the usage
+    p.add_argument("--question", default=None, help="question id, e.g. C1 (required)")
     p.add_argument(
         "--block",
         choices=list(BLOCKS),
