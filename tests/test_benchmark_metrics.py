@@ -372,13 +372,24 @@ def test_metrics_prints_only_the_cutoffs_each_list_can_reach(capsys):
         "  cutoffs 5, 10 past the 3 memories this list holds at most: shown at @3, the whole list "
         "(not 5 or 10 retrieved memories)"
     )
-    assert lines[inj + 2].split()[:6] == ["group", "questions", "recall_any@3", "recall_all@3", "ndcg@3", "ndcg_any@3"]
+    assert lines[inj + 2].split()[:6] == [
+        "group",
+        "questions",
+        "recall_any@3",
+        "recall_all@3",
+        "ndcg@3",
+        "ndcg_any@3",
+    ]
     assert "@5" not in lines[inj + 2] and "@10" not in lines[inj + 2]
     assert lines[cand + 1] == (
         "  cutoff 10 past the 8 memories this list holds at most: shown at @8, the whole list "
         "(not 10 retrieved memories)"
     )
-    assert "recall_any@5" in lines[cand + 2] and "recall_any@8" in lines[cand + 2] and "@10" not in lines[cand + 2]
+    assert (
+        "recall_any@5" in lines[cand + 2]
+        and "recall_any@8" in lines[cand + 2]
+        and "@10" not in lines[cand + 2]
+    )
     assert main(["metrics", "--source", "published", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["lists"] == {

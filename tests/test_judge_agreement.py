@@ -48,11 +48,24 @@ def _smollm_replies() -> pd.DataFrame:
     no-hit reply. 15 replies both judged, 10 agreed; 13 YES and 12 passes of 15:
     p_e = (13 12 + 2 3) / 15^2 = 18/25, so kappa = (2/3 - 18/25) / (7/25) = -4/21."""
     rows = []
-    for q, kind in (("C1", "contradiction"), ("N1", "nohit"), ("N2", "nohit"), ("N3", "nohit"), ("N4", "nohit")):
+    for q, kind in (
+        ("C1", "contradiction"),
+        ("N1", "nohit"),
+        ("N2", "nohit"),
+        ("N3", "nohit"),
+        ("N4", "nohit"),
+    ):
         for r in range(3):
             judge = not (q in ("N2", "N3") and r == 0)
             rows.append(
-                {"condition": "off", "question_id": q, "kind": kind, "repeat": r, "judge": judge, "phrases": q != "C1"}
+                {
+                    "condition": "off",
+                    "question_id": q,
+                    "kind": kind,
+                    "repeat": r,
+                    "judge": judge,
+                    "phrases": q != "C1",
+                }
             )
     rows.append(  # a hit question: no phrase, so the checkable judge does not judge it
         {"condition": "off", "question_id": "H1", "kind": "hit", "repeat": 0, "judge": True, "phrases": None}
