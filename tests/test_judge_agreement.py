@@ -164,3 +164,25 @@ def test_a_judge_that_agrees_with_the_phrases_is_printed_as_a_result(capsys, tmp
     assert out[title + 3].startswith("off ") and "(" not in out[title + 3]
     doc = json.loads(_answer(capsys, tmp_path, judge, "json"))
     assert {r["reliable"] for r in doc["rates"] if r["score"] == "judge"} == {True}
+
+
+def test_the_bootstraps_kappa_formula_is_scikit_learns():
+    """The interval's resamples use ``kappa_of_tables`` (one array operation); each equals
+    scikit-learn's kappa of the same verdicts weighted by how often their question is drawn."""
+    from memlab.answers.judge import kappa_of_tables
+    from memlab.drift.intervals import resample_counts
+
+    frame = _smollm_replies().dropna(subset=["phrases"])
+    llm, check = frame["judge"].to_numpy(bool), frame["phrases"].to_numpy(bool)
+    ids = list(dict.fromkeys(frame["question_id"]))
+    index = frame["question_id"].map({q: i for i, q in enumerate(ids)}).to_numpy()
+    cell = np.select([llm & check, llm & ~check, ~llm & check], [0, 1, 2], 3)
+    tables = np.zeros((len(ids), 4))
+    np.add.at(tables, (index, cell), 1)
+    counts = resample_counts(len(ids), 300, 4)
+    fast = kappa_of_tables(counts @ tables)
+    slow = np.array([cohen_kappa(llm, check, c[index]) for c in counts])
+    assert np.array_equal(np.isnan(fast), np.isnan(slow)) and np.isnan(fast).any()  # without C1
+    np.testing.assert_allclose(fast[~np.isnan(fast)], slow[~np.isnan(slow)], atol=1e-12)
+    assert kappa_of_tables(np.array([40, 12, 8, 0])) == pytest.approx(-4 / 21)
+    assert np.isnan(kappa_of_tables(np.array([0, 0, 0, 0])))
