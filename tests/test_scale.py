@@ -279,13 +279,14 @@ def _study(rows=(), n_zero=None, hits=(), nohit_bound=np.inf, n0=16):
     return ScaleStudy(tuple(rows), n_zero, tuple(hits), spec, "b", nohit_bound, n0)
 
 
-def _hit(q, final, crossing, n=None, bound=0.9):
+def _hit(q, final, crossing, n=None, bound=0.9, lost=None):
     return {
         "question": q,
         "current": f"m_{q}",
         "current_final": final,
         "margin": final - 0.845,
         "crossing": crossing,
+        "lost_now": "below the threshold" if crossing == "now" and lost is None else lost,
         "n_distractor_passes_current": n,
         "distractor_bound": bound,
     }
@@ -299,6 +300,15 @@ def _hit(q, final, crossing, n=None, bound=0.9):
             _study(hits=[_hit("H1", 0.84, "now", None)]),
             "  H1: current m_H1 at 0.840 (margin -0.005); already below the threshold at N = 16: "
             "not injected now",
+        ),
+        (  # above the threshold but outside the candidates, or ranked past inject: lost now too
+            _study(hits=[_hit("H5", 0.86, "now", None, lost="not a candidate")]),
+            "  H5: current m_H5 at 0.860 (margin +0.015); not among the top 8 by raw score at N = 16: "
+            "not injected now",
+        ),
+        (
+            _study(hits=[_hit("H6", 0.86, "now", None, lost="ranked past inject")]),
+            "  H6: current m_H6 at 0.860 (margin +0.015); ranked past the first 3 at N = 16: not injected now",
         ),
         (  # above the distractors' bound: never, with the bound
             _study(hits=[_hit("H2", 0.85, "never", None, 0.832)]),
@@ -358,6 +368,7 @@ def test_scale_study_crossings_now_never_or_predicted_and_json_keeps_every_hit()
     hits = {h["question"]: h for h in result.hits}
     assert set(hits) == {"q1", "q2", "q3"} and result.n0 == 4
     assert hits["q1"]["margin"] < 0 and hits["q1"]["crossing"] == "now"
+    assert hits["q1"]["lost_now"] == "below the threshold" and hits["q2"]["lost_now"] is None
     for q in ("q2", "q3"):  # raw 1.0: above the threshold and above the bound random vectors reach
         h = hits[q]
         assert h["current_final"] == pytest.approx(1.0) and h["crossing"] == "never"
@@ -368,3 +379,20 @@ def test_scale_study_crossings_now_never_or_predicted_and_json_keeps_every_hit()
     assert [h["question"] for h in doc["hits"]] == ["q1", "q2", "q3"]
     assert [r["n"] for r in doc["rows"]] == [4, 504] and doc["n0"] == 4
     assert doc["hits"][1]["n_distractor_passes_current"] is None
+
+
+@pytest.mark.parametrize(
+    ("raw", "current", "want"),
+    [
+        # today's memories, no bonus; 3 candidates, 2 injected, threshold 0.9
+        ([0.95, 0.94, 0.93, 0.92], 0, None),  # first: injected
+        ([0.95, 0.94, 0.93, 0.92], 2, "ranked past inject"),  # reaches 0.9, third after the re-sort
+        ([0.95, 0.94, 0.93, 0.92], 3, "not a candidate"),  # fourth by raw: outside the top 3
+        ([0.95, 0.94, 0.85, 0.20], 2, "below the threshold"),  # a candidate, under 0.9
+    ],
+)
+def test_lost_now_by_hand(raw, current, want):
+    from memlab.studies.scale import lost_now
+
+    spec = RetrievalSpec(candidates=3, inject=2, threshold=0.9, bonus=0.0)
+    assert lost_now(np.array(raw), np.zeros(4), ("a", "b", "c", "d"), spec, current) == want

@@ -22,8 +22,9 @@ What the figures rest on:
   loc + (scale / c) (1 - (ln 2 / m)^c) (c > 0) or loc + scale ln(m / ln 2) (c = 0, Gumbel), so
   N = block ln 2 / (1 - c (level - loc) / scale)^(1/c), or block ln 2 exp((level - loc) / scale).
   A bounded law (c > 0) rises towards loc + scale / c and never reaches a level at or above it.
-  A hit question whose current memory is already below the threshold has lost it now, at the
-  dataset's own size, whatever the distractors do.
+  A hit question whose current memory is not injected at the dataset's own size (below the
+  threshold, not a candidate, or ranked past ``inject``: ``lost_now``) has lost it now, whatever
+  the distractors do.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import numpy as np
 from memlab.core.errors import InputError
 from memlab.core.numbers import check_number, check_work
 from memlab.core.ranking import merge_top_k
-from memlab.core.spec import RetrievalSpec, best_final
+from memlab.core.spec import RetrievalSpec, best_final, retrieve
 from memlab.studies.distractor_templates import distractor_templates
 
 if TYPE_CHECKING:
@@ -435,6 +436,18 @@ def own_best_final(raw: np.ndarray, ages: np.ndarray, spec: RetrievalSpec) -> fl
     return float(best_final(raw, ages, spec))
 
 
+def lost_now(raw: np.ndarray, ages: np.ndarray, memory_ids, spec: RetrievalSpec, current: int) -> str | None:
+    """Why a question's current memory is not injected at the dataset's own size, before any
+    distractor (the reference ``retrieve``): "below the threshold", "not a candidate" (outside
+    the top ``candidates`` by raw score) or "ranked past inject"; None when it is injected."""
+    mine = next((x for x in retrieve(raw, ages, memory_ids, spec) if x.index == current), None)
+    if mine is None:
+        return "not a candidate"
+    if not mine.reaches:
+        return "below the threshold"
+    return None if mine.injected else "ranked past inject"
+
+
 @dataclass(frozen=True)
 class ScaleStudy:
     """What ``scale_study`` measured and predicted."""
@@ -534,14 +547,16 @@ def scale_study(
         current_final = float(spec.final(raw[i, c], ages[i, c]))
         n_pass = max(1.0, median_crossing(laws[i], current_final))  # one distractor at least
         margin = current_final - spec.threshold
+        lost = lost_now(raw[i], ages[i], dataset.memory_ids, spec, c)
         hits.append(
             {
                 "question": q.id,
                 "current": q.current,
                 "current_final": current_final,
                 "margin": margin,
-                # now: below the threshold already; never: above the distractors' bound
-                "crossing": "now" if margin < 0 else ("never" if np.isinf(n_pass) else "predicted"),
+                # now: not injected at the dataset's own size; never: above the distractors' bound
+                "crossing": "now" if lost else ("never" if np.isinf(n_pass) else "predicted"),
+                "lost_now": lost,
                 "n_distractor_passes_current": None if np.isinf(n_pass) else n_pass + n0,
                 "distractor_bound": laws[i].bound,
             }

@@ -188,7 +188,12 @@ def scale_text(result) -> str:
     for h in result.hits:
         n = h["n_distractor_passes_current"]
         if h["crossing"] == "now":
-            when = f"already below the threshold at N = {result.n0:,}: not injected now"
+            why = {
+                "below the threshold": "already below the threshold",
+                "not a candidate": f"not among the top {spec.candidates} by raw score",
+                "ranked past inject": f"ranked past the first {spec.inject}",
+            }[h["lost_now"]]
+            when = f"{why} at N = {result.n0:,}: not injected now"
         elif h["crossing"] == "never":
             when = (
                 f"a distractor never passes it (the fitted best distractor is bounded at "
