@@ -535,8 +535,8 @@ def scale_study(
         n_zero: float | None = 0.0
     else:
         n_zero = n_reaching(nohit_laws, spec.threshold) if nohit_laws else None
-    # hit questions: N at which the best distractor is predicted to pass the current memory (a
-    # current memory already below the threshold is lost now, at the dataset's own size)
+    # hit questions: N at which the best distractor is predicted to pass the current memory (one
+    # not injected at the dataset's own size is lost now, whatever the distractors do)
     hits = []
     for i, q in enumerate(dataset.questions):
         if not q.current:
