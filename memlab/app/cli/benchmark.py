@@ -104,15 +104,13 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     by = tuple(b.strip() for b in args.by.split(",") if b.strip())
     problem = problem_from(args)
     lengths = list_lengths(problem.spec)
-    # the text shows each list at its own length in place of the cutoffs past it
-    shown = [list_cutoffs(ks, n)[0] for n in lengths.values()]
-    every = tuple(dict.fromkeys((*ks, *(k for s in shown for k in s))))
+    # the JSON keeps the cutoffs asked for; the text shows each list at its own length in place of
+    # the ones past it, so those lengths are measured too
+    shown = [] if args.format == "json" else [list_cutoffs(ks, n)[0] for n in lengths.values()]
     t0 = time.perf_counter()
-    scores, summary = metrics_table(problem, every, by)
+    scores, summary = metrics_table(problem, tuple(dict.fromkeys((*ks, *(k for s in shown for k in s)))), by)
     elapsed = time.perf_counter() - t0
     if args.format == "json":
-        added = [c for c in summary.columns if "@" in c and int(c.rsplit("@", 1)[1]) not in ks]
-        scores, summary = scores.drop(columns=added), summary.drop(columns=added)
         doc = {
             "dataset": problem.dataset.name,
             "benchmark": problem.dataset.benchmark,
