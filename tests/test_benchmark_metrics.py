@@ -403,3 +403,11 @@ def test_metrics_prints_only_the_cutoffs_each_list_can_reach(capsys):
     assert main(["metrics", "--source", "published", "--k", "1,3"]) == 0
     out = capsys.readouterr().out
     assert "past the" not in out and "recall_any@3" in out and "@8" not in out
+    assert main(["metrics", "--source", "published", "--candidates", "1", "--inject", "1", "--k", "1,2"]) == 0
+    assert (
+        capsys.readouterr().out.count(
+            "  cutoff 2 past the 1 memory this list holds at most: shown at @1, the whole list "
+            "(not 2 retrieved memories)"
+        )
+        == 2
+    )

@@ -70,10 +70,10 @@ def metrics_text(problem, summary, ks, elapsed: float) -> str:
         names += [c for c in extra if int(c.rsplit("@", 1)[1]) in shown]
         lines += ["", LIST_TITLES[name].format(inject=spec.inject, candidates=spec.candidates)]
         if past:
+            cutoffs = f"cutoff{'s' if len(past) > 1 else ''} {', '.join(map(str, past))}"
             lines.append(
-                f"  cutoff{'s' if len(past) > 1 else ''} {', '.join(map(str, past))} past the {length} "
-                f"memories this list holds at most: shown at @{length}, the whole list (not "
-                f"{' or '.join(map(str, past))} retrieved memories)"
+                f"  {cutoffs} past the {counted(length, 'memory')} this list holds at most: shown at "
+                f"@{length}, the whole list (not {' or '.join(map(str, past))} retrieved memories)"
             )
         head = f"{'group':<{label}} {'questions':>9} " + " ".join(f"{n:>{max(6, len(n))}}" for n in names)
         if name == "injected":
