@@ -48,7 +48,8 @@ def test_evaluate_names_what_each_criterion_value_measures(capsys, tmp_path):
     assert re.match(r"^  current_first +gap to stale +", by_name["current_first"])
 
 
-def test_calibrate_prints_the_labelled_threshold_in_words_not_six_decimals():
+@pytest.mark.parametrize("kinds", [["nohit", "hit"], ["hit", "hit"]])
+def test_calibrate_prints_the_labelled_threshold_in_words_not_six_decimals(kinds):
     """The labelled threshold is the float just above the best no-hit score: printed beside it
     with the decimals that tell them apart it read 0.841469 where every other figure has 3."""
     from memlab.app.cli.calibrate import calibration_table
@@ -62,7 +63,8 @@ def test_calibrate_prints_the_labelled_threshold_in_words_not_six_decimals():
         return x / np.linalg.norm(x, axis=1, keepdims=True)
 
     n = 30
-    dataset = make_dataset(rng.integers(0, 30 * 86400, n), ["nohit", "hit"], [-1, 1], [[], []])
+    current = [-1 if k == "nohit" else 1 for k in kinds]
+    dataset = make_dataset(rng.integers(0, 30 * 86400, n), kinds, current, [[], []])
     spec = RetrievalSpec(bonus=0.02, tau_days=14, threshold=0.9)
     full = load_probes()
     probe_set = replace(full, probes=full.probes[:20])  # a GEV fit per probe: 20 are enough here
@@ -75,9 +77,11 @@ def test_calibrate_prints_the_labelled_threshold_in_words_not_six_decimals():
     )
     text = calibration_table(cal, 3)
     best = cal.labelled["nohit_max"]
-    assert (
-        f"labelled threshold just above {best:.3f} (the lowest that keeps every no-hit question out)" in text
-    )
+    if best is None:  # no no-hit question: no labelled threshold
+        assert "best no-hit score -, headroom at 0.9: -, labelled threshold -" in text
+    else:
+        want = f"labelled threshold just above {best:.3f} (the lowest that keeps every no-hit question out)"
+        assert want in text
     # no figure with more than the calibrated thresholds' 4 decimals
     assert re.findall(r"\d\.\d{5,}", text) == []
 
