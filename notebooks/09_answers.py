@@ -55,7 +55,7 @@ conditions: str = "off,raw,today,tuned"  # answers: conditions, a comma list of 
 judge_url: str = ""  # answers: the LLM judge's endpoint (OpenAI-compatible); empty: the chat endpoint
 judge_model: str = ""  # answers: model asked of the judge's server; empty: the chat model on the chat endpoint, else the first one the judge's server lists
 judge_format: str = "text"  # answers: how the judge answers: text (YES or NO on its first line, any server), json-object (a JSON verdict the server constrains, llama.cpp's servers) or json-schema (the same as OpenAI's json_schema: OpenAI, vLLM, Ollama)
-llm_judge: bool = True  # answers: skip the LLM judge (notebook 09: llm_judge = False): only the checkable judge's phrases and the token F1 score the replies; by default the LLM judge is asked too
+llm_judge: bool = True  # answers: skip the LLM judge (notebook 09: set llm_judge to False): only the checkable judge's phrases and the token F1 score the replies; by default the LLM judge is asked too
 store: str = "local"  # answers: where the store's query is timed: local (Qdrant's local mode) or edge (Qdrant's own engine, qdrant-edge-py)
 out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
 fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium

@@ -93,6 +93,6 @@ def test_no_llm_judge_help_says_what_the_flag_does():
     ]
     assert isinstance(action, argparse._StoreFalseAction) and action.default is True
     assert " ".join(action.help.split()).startswith(
-        "answers: skip the LLM judge (notebook 09: llm_judge = False): only the checkable judge's "
+        "answers: skip the LLM judge (notebook 09: set llm_judge to False): only the checkable judge's "
         "phrases and the token F1 score the replies"
     )

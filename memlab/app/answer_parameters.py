@@ -155,7 +155,7 @@ ANSWER_PARAMETERS: tuple[dict[str, Any], ...] = (
         "llm_judge",
         "bool",
         True,
-        "answers: skip the LLM judge (notebook 09: llm_judge = False): only the checkable judge's "
+        "answers: skip the LLM judge (notebook 09: set llm_judge to False): only the checkable judge's "
         "phrases and the token F1 score the replies; by default the LLM judge is asked too",
         "--no-llm-judge",
         group="chat",
