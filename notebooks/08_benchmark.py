@@ -36,7 +36,7 @@ bonus_range: str = ""  # sweep: bonus values, start:stop:step or a comma list; e
 tau_range: str = "1:60:1"  # sweep: tau_days values
 threshold_range: str = ""  # sweep: threshold values; empty: the model's range (0.80:0.90:0.005 for multilingual-e5-small; 0.15:0.45:0.005 for all-MiniLM-L6-v2; 0.40:0.50:0.005 for Qwen/Qwen3-Embedding-0.6B; 0.40:0.50:0.005 for published scores)
 select: str = "max-margin"  # sweep: selection rule among the feasible configurations; when none is feasible, max-utility
-n_range: str = "16,100,1000,10000,100000,1000000"  # scale: memory counts N to measure
+n_range: str = ""  # scale: memory counts N to measure (each counts the dataset's own memories); empty: the dataset's own memory count, then each of 100, 1000, 10000, 100000, 1000000 above it
 pool: int = 5000  # scale: real embedded distractors (cached after the first run)
 seed: int = 0  # random seed: scale, robustness, drift, answers (the chat's and the bootstrap's)
 benchmark_file: str = ""  # benchmark: LoCoMo or LongMemEval JSON you downloaded; empty: 08 does nothing
@@ -58,7 +58,7 @@ from memlab.core.sweep import sweep
 from memlab.embedding.server import server_config
 from memlab.importers.benchmarks import import_benchmark
 from memlab.output.report import Report
-from memlab.studies.scale import distractor_pool, scale_study
+from memlab.studies.scale import DEFAULT_SIZES, distractor_pool, scale_study
 from memlab.tuning.ir_metrics import metrics_table
 
 report = Report(out_dir, fig_formats)
@@ -180,7 +180,9 @@ if run:
 # %%
 if run:
     n0 = len(data.memories)
-    sizes = sorted({n0, *(n for n in parse_axis(n_range, "n_range", integer=True) if n > n0)})
+    # the benchmark's own size, then the sizes above it (empty n_range: the default ones)
+    above = parse_axis(n_range, "n_range", integer=True) if n_range else DEFAULT_SIZES
+    sizes = sorted({n0, *(n for n in above if n > n0)})
     # distractors embedded with the model the scores come from
     result = scale_study(problem, sizes, distractor_pool(problem, pool, seed=seed), seed=seed)
     report.table("scale", pd.DataFrame(list(result.rows)), "No-hit maximum against N: measured and predicted")

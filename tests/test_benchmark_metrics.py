@@ -340,3 +340,74 @@ def test_top_k_of_one_row_with_ties_at_the_kth_score():
     raw[[10, 20, 30]] = 1.0
     assert top_k(raw, 4).tolist() == [5, 50, 10, 20]
     assert top_k(raw[None, :], 4).tolist() == [[5, 50, 10, 20]]
+
+
+@pytest.mark.parametrize(
+    ("ks", "length", "want"),
+    [
+        ((5, 10), 3, ((3,), (5, 10))),  # the injected list of at most 3: both cutoffs read all of it
+        ((5, 10), 8, ((5, 8), (10,))),  # the candidates: 10 reads the 8
+        ((1, 3), 3, ((1, 3), ())),
+        ((10, 5), 8, ((8, 5), (10,))),  # the order given, the length in place of the first past it
+        ((3, 5), 3, ((3,), (5,))),  # the length is given already: once
+    ],
+)
+def test_list_cutoffs(ks, length, want):
+    from memlab.tuning.ir_metrics import list_cutoffs
+
+    assert list_cutoffs(ks, length) == want
+
+
+@pytest.mark.hostile
+def test_metrics_prints_only_the_cutoffs_each_list_can_reach(capsys):
+    """The injected list holds at most 3 memories and the candidates 8: @5 and @10 of the first
+    (and @10 of the second) were printed as identical columns a reader would paste as recall@10.
+    The text shows each list at its own length in their place and says so; the JSON keeps the
+    cutoffs asked for, with each list's length and the cutoffs past it."""
+    assert main(["metrics", "--source", "published"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    inj = lines.index(next(x for x in lines if x.startswith("injected list")))
+    cand = lines.index(next(x for x in lines if x.startswith("candidate list")))
+    assert lines[inj + 1] == (
+        "  cutoffs 5, 10 past the 3 memories this list holds at most: shown at @3, the whole list "
+        "(not 5 or 10 retrieved memories)"
+    )
+    assert lines[inj + 2].split()[:6] == [
+        "group",
+        "questions",
+        "recall_any@3",
+        "recall_all@3",
+        "ndcg@3",
+        "ndcg_any@3",
+    ]
+    assert "@5" not in lines[inj + 2] and "@10" not in lines[inj + 2]
+    assert lines[cand + 1] == (
+        "  cutoff 10 past the 8 memories this list holds at most: shown at @8, the whole list "
+        "(not 10 retrieved memories)"
+    )
+    assert (
+        "recall_any@5" in lines[cand + 2]
+        and "recall_any@8" in lines[cand + 2]
+        and "@10" not in lines[cand + 2]
+    )
+    assert main(["metrics", "--source", "published", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["lists"] == {
+        "injected": {"holds_at_most": 3, "cutoffs_past_it": [5, 10]},
+        "candidates": {"holds_at_most": 8, "cutoffs_past_it": [10]},
+    }
+    assert {c for c in doc["summary"][0] if "@" in c} == {
+        f"{m}@{k}" for m in ("recall_any", "recall_all", "ndcg", "ndcg_any") for k in (5, 10)
+    }
+    # cutoffs within both lists: no note, the columns asked for
+    assert main(["metrics", "--source", "published", "--k", "1,3"]) == 0
+    out = capsys.readouterr().out
+    assert "past the" not in out and "recall_any@3" in out and "@8" not in out
+    assert main(["metrics", "--source", "published", "--candidates", "1", "--inject", "1", "--k", "1,2"]) == 0
+    assert (
+        capsys.readouterr().out.count(
+            "  cutoff 2 past the 1 memory this list holds at most: shown at @1, the whole list "
+            "(not 2 retrieved memories)"
+        )
+        == 2
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -119,8 +120,12 @@ def test_scale_command_json(capsys, cache_dir, seed, embedded):
             "json",
         ]
     )
-    rows = json.loads(capsys.readouterr().out)
+    doc = json.loads(capsys.readouterr().out)
+    rows = doc["rows"]
     assert code == 0 and [r["n"] for r in rows] == [16, 116, 1016, 5016]
+    # every hit question is a row of its own (the crossing in words, N null when never)
+    assert {h["question"] for h in doc["hits"]} >= {"H2", "C1"}
+    assert all(h["crossing"] in ("now", "never", "predicted") for h in doc["hits"])
     # at N = 16 it is the fixture alone: the embedded evaluation's criterion (a) value
     from memlab.scores.sources import score_defaults
     from memlab.tuning.evaluate import evaluate
@@ -134,7 +139,7 @@ def test_scale_command_json(capsys, cache_dir, seed, embedded):
     assert all(b["nohit_max"] >= a["nohit_max"] for a, b in itertools.pairwise(rows))
     assert rows[3]["nohit_max_real"] is None  # beyond the real pool: model vectors only
     assert all(abs(r["headroom"] - (threshold - r["nohit_max"])) < 1e-12 for r in rows)
-    assert len({r["n_zero_headroom"] for r in rows}) == 1 and rows[0]["n_zero_headroom"] > 16
+    assert doc["n_zero_headroom"] > 16 and doc["n0"] == 16
     # the text table of the same study
     code = main(
         ["scale", "--source", "embedded", "--cache-dir", str(cache_dir), "--pool", "1000", "--n", "16"]
@@ -218,3 +223,176 @@ def test_questions_asked_long_before_the_reference_date_see_whole_blocks_of_dist
     late_ages = np.concatenate([[800.0, 10.0, 1.0], pool_ages])
     want_late = float(best_final(late[None, :].astype(np.float64), late_ages[None, :], spec)[0])
     assert rows[403]["nohit_max_real"] == pytest.approx(max(want_early, want_late), abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("c", "level", "want"),
+    [
+        # Gumbel (c = 0), loc 0.8, scale 0.01, block 10: N = 10 ln 2 exp((level - 0.8) / 0.01)
+        (0.0, 0.80, 10 * np.log(2)),
+        (0.0, 0.81, 10 * np.log(2) * np.e),
+        (0.0, 0.78, 10 * np.log(2) * np.exp(-2)),
+        # bounded (c = 0.5): bound 0.8 + 0.01 / 0.5 = 0.82; N = 10 ln 2 / (1 - 0.5 (level - 0.8) / 0.01)^2
+        (0.5, 0.81, 10 * np.log(2) / 0.25),
+        (0.5, 0.815, 10 * np.log(2) / 0.25**2),
+        (0.5, 0.8201, np.inf),  # past the bound: never
+        (0.5, 0.90, np.inf),
+    ],
+)
+def test_median_crossing_in_closed_form_on_paper(c, level, want):
+    from memlab.studies.scale import median_crossing
+
+    law = MaxLaw(c, 0.8, 0.01, 10)
+    got = median_crossing(law, level)
+    assert got == pytest.approx(want, rel=1e-12)
+    if np.isfinite(want):  # the law's own median there is the level, and the numeric search agrees
+        assert max_quantile([law], got, 0.5) == pytest.approx(level, abs=1e-9)
+        if got >= 1:
+            assert n_reaching([law], level) == pytest.approx(got, rel=1e-6)
+    else:
+        assert n_reaching([law], level) is None
+    assert law.bound == (pytest.approx(0.82) if c else np.inf)
+
+
+def test_default_sizes_start_at_the_datasets_own_size(seed):
+    """The default --n was 16,100,...: below any dataset of more than 16 memories. Empty now: the
+    dataset's own size, then each default size above it."""
+    from helpers import make_dataset
+
+    from memlab.app.parameters import parameter
+    from memlab.studies.scale import scale_sizes
+
+    big = make_dataset([86_400] * 150, ["nohit"], [-1], [[]])
+    default = parameter("n_range").default
+    assert scale_sizes(big, default, 500) == [150, 1000, 10_000, 100_000, 1_000_000]
+    assert scale_sizes(seed, default, 500) == [16, 100, 1000, 10_000, 100_000, 1_000_000]
+    huge = SimpleNamespace(name="huge", memories=range(2_000_000))  # all the sizes need: its count
+    assert scale_sizes(huge, default, 500) == [2_000_000]
+
+
+def _study(rows=(), n_zero=None, hits=(), nohit_bound=np.inf, n0=16):
+    from helpers import REF as REF_DATE
+
+    from memlab.studies.scale import ScaleStudy
+
+    spec = RetrievalSpec(threshold=0.845).with_reference(REF_DATE)
+    return ScaleStudy(tuple(rows), n_zero, tuple(hits), spec, "b", nohit_bound, n0)
+
+
+def _hit(q, final, crossing, n=None, bound=0.9, lost=None):
+    return {
+        "question": q,
+        "current": f"m_{q}",
+        "current_final": final,
+        "margin": final - 0.845,
+        "crossing": crossing,
+        "lost_now": "below the threshold" if crossing == "now" and lost is None else lost,
+        "n_distractor_passes_current": n,
+        "distractor_bound": bound,
+    }
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize(
+    ("study", "want"),
+    [
+        (  # a current memory below the threshold is lost now, not "beyond 1e15"
+            _study(hits=[_hit("H1", 0.84, "now", None)]),
+            "  H1: current m_H1 at 0.840 (margin -0.005); already below the threshold at N = 16: "
+            "not injected now",
+        ),
+        (  # above the threshold but outside the candidates, or ranked past inject: lost now too
+            _study(hits=[_hit("H5", 0.86, "now", None, lost="not a candidate")]),
+            "  H5: current m_H5 at 0.860 (margin +0.015); not among the top 8 by raw score at N = 16: "
+            "not injected now",
+        ),
+        (
+            _study(hits=[_hit("H6", 0.86, "now", None, lost="ranked past inject")]),
+            "  H6: current m_H6 at 0.860 (margin +0.015); ranked past the first 3 at N = 16: not injected now",
+        ),
+        (  # above the distractors' bound: never, with the bound
+            _study(hits=[_hit("H2", 0.85, "never", None, 0.832)]),
+            "  H2: current m_H2 at 0.850 (margin +0.005); a distractor never passes it "
+            "(the fitted best distractor is bounded at 0.832)",
+        ),
+        (
+            _study(hits=[_hit("H3", 0.853, "predicted", 471.2)]),
+            "  H3: current m_H3 at 0.853 (margin +0.008); a distractor passes it at N ~ 471",
+        ),
+        (  # past 1e15 the closed form still gives a number: in powers of ten
+            _study(hits=[_hit("H4", 0.853, "predicted", 3.4e21)]),
+            "  H4: current m_H4 at 0.853 (margin +0.008); a distractor passes it at N ~ 3.4e+21",
+        ),
+        (  # the dataset's own no-hit memories reach the threshold: the headroom is gone now
+            _study(n_zero=16.0),
+            "predicted N where the headroom reaches zero (median): now (N = 16: the dataset's own "
+            "no-hit memories reach the threshold)",
+        ),
+        (
+            _study(n_zero=None, nohit_bound=0.83),
+            "predicted N where the headroom reaches zero (median): never (the fitted no-hit maximum "
+            "is bounded at 0.830, below the threshold)",
+        ),
+        (_study(n_zero=6600.4), "predicted N where the headroom reaches zero (median): 6,600"),
+        (_study(n_zero=None), "predicted N where the headroom reaches zero (median): beyond 1e15"),
+    ],
+)
+def test_scale_text_says_now_never_or_when(study, want):
+    from memlab.app.cli.studies import scale_text
+
+    assert want in scale_text(study).splitlines()
+
+
+def test_scale_study_crossings_now_never_or_predicted_and_json_keeps_every_hit():
+    """Three hit questions: one whose current memory is below the threshold (now, whatever the
+    distractors do), two whose current memory is the question's own vector (raw 1.0, above any
+    bound random distractors reach: never). Every hit is in the JSON, a "never" one with a null N."""
+    from helpers import make_dataset, problem_of
+
+    from memlab.output.io import json_ready
+    from memlab.studies.scale import scale_study
+
+    rng = np.random.default_rng(3)
+    day = 86_400
+    ds = make_dataset([5 * day] * 4, ["nohit", "hit", "hit", "hit"], [-1, 1, 2, 3], [[], [], [], []])
+    mem = rng.normal(size=(4, 16))
+    mem /= np.linalg.norm(mem, axis=1, keepdims=True)
+    qs = mem.copy()
+    qs[1] = 0.5 * mem[1] + rng.normal(size=16)  # its current memory well below the threshold
+    qs /= np.linalg.norm(qs, axis=1, keepdims=True)
+    spec = RetrievalSpec(candidates=4, bonus=0.0, tau_days=14.0, threshold=0.9)
+    problem = problem_of(ds, spec, memories=mem, questions=qs)
+    pool = rng.normal(size=(1000, 16)).astype(np.float32)
+    pool /= np.linalg.norm(pool, axis=1, keepdims=True)
+    result = scale_study(problem, [4, 504], (pool, np.zeros(1000)), block=10)
+    hits = {h["question"]: h for h in result.hits}
+    assert set(hits) == {"q1", "q2", "q3"} and result.n0 == 4
+    assert hits["q1"]["margin"] < 0 and hits["q1"]["crossing"] == "now"
+    assert hits["q1"]["lost_now"] == "below the threshold" and hits["q2"]["lost_now"] is None
+    for q in ("q2", "q3"):  # raw 1.0: above the threshold and above the bound random vectors reach
+        h = hits[q]
+        assert h["current_final"] == pytest.approx(1.0) and h["crossing"] == "never"
+        assert h["n_distractor_passes_current"] is None and h["distractor_bound"] < 1.0
+    # the no-hit question's own memory is its own vector (raw 1.0 >= 0.9): no headroom now
+    assert result.n_zero_headroom == 4
+    doc = json.loads(json.dumps(json_ready(result.to_dict())))
+    assert [h["question"] for h in doc["hits"]] == ["q1", "q2", "q3"]
+    assert [r["n"] for r in doc["rows"]] == [4, 504] and doc["n0"] == 4
+    assert doc["hits"][1]["n_distractor_passes_current"] is None
+
+
+@pytest.mark.parametrize(
+    ("raw", "current", "want"),
+    [
+        # today's memories, no bonus; 3 candidates, 2 injected, threshold 0.9
+        ([0.95, 0.94, 0.93, 0.92], 0, None),  # first: injected
+        ([0.95, 0.94, 0.93, 0.92], 2, "ranked past inject"),  # reaches 0.9, third after the re-sort
+        ([0.95, 0.94, 0.93, 0.92], 3, "not a candidate"),  # fourth by raw: outside the top 3
+        ([0.95, 0.94, 0.85, 0.20], 2, "below the threshold"),  # a candidate, under 0.9
+    ],
+)
+def test_lost_now_by_hand(raw, current, want):
+    from memlab.studies.scale import lost_now
+
+    spec = RetrievalSpec(candidates=3, inject=2, threshold=0.9, bonus=0.0)
+    assert lost_now(np.array(raw), np.zeros(4), ("a", "b", "c", "d"), spec, current) == want

@@ -21,6 +21,10 @@ reply cache like the replies. How it answers (``JUDGE_FORMATS``, ``--judge-forma
   small models answer the schema where they would not answer free text);
 - ``json-schema``: the same schema as OpenAI's ``{"type": "json_schema", ...}`` (OpenAI, vLLM,
   Ollama, llama.cpp's C++ server).
+
+Where both the LLM judge and the checkable judge (``memlab.answers.phrases``) judge replies,
+their agreement says whether the LLM judge's rates can be read as results
+(``judge_agreement``): below ``KAPPA_FLOOR`` they are printed as unreliable.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from memlab.answers.cache import ReplyCache, cached_complete
 from memlab.core.registry import lookup
@@ -212,3 +218,122 @@ def check_replies(replies: pd.DataFrame, dataset: Dataset, lang: str) -> pd.Data
         score = locomo_f1(row.reply, q.replies.answer.get(lang), getattr(q, "category", ""))
         f1s.append(np.nan if score is None else score)
     return replies.assign(phrases=verdicts, phrases_reason=reasons, f1=f1s)
+
+
+# Cohen's kappa of the LLM judge with the checkable judge below which the LLM judge's rates are
+# printed as unreliable: 0.6 is where Landis and Koch's "substantial" agreement begins (0.61);
+# below it a judge agrees with a rule anyone can check little better than its own bias would
+KAPPA_FLOOR = 0.6
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """How far the LLM judge agrees with the checkable judge on the replies both judged."""
+
+    replies: int  # replies judged by both
+    questions: int  # the questions they answer (the bootstrap's unit)
+    agreed: int  # replies on which the two verdicts are the same
+    kappa: float  # Cohen's kappa; NaN when undefined (both judges gave one same verdict throughout)
+    lo: float  # its percentile interval over questions resampled with replacement (NaN: none)
+    hi: float
+    floor: float = KAPPA_FLOOR
+
+    @property
+    def share(self) -> float:
+        return self.agreed / self.replies
+
+    @property
+    def reliable(self) -> bool:
+        """Kappa at or above the floor; an undefined kappa (one verdict throughout) is not: it
+        does not show that the LLM judge tells a good reply from a bad one."""
+        return bool(self.kappa >= self.floor)
+
+    def text(self) -> str:
+        """One line: the share, kappa with its interval, and the verdict against the floor."""
+        interval = "" if self.lo != self.lo else f" [{self.lo:.2f}, {self.hi:.2f}]"
+        kappa = (
+            "undefined (both judges gave one verdict to every reply)"
+            if self.kappa != self.kappa
+            else f"{self.kappa:.2f}{interval}"
+        )
+        verdict = (
+            f"at or above the floor {self.floor:.2f}"
+            if self.reliable
+            else f"below the floor {self.floor:.2f}: UNRELIABLE, its rates are not results"
+        )
+        return (
+            f"LLM judge against the checkable judge: same verdict on {self.agreed} of {self.replies} "
+            f"replies both judged ({self.share:.2f}, {self.questions} questions), Cohen's kappa "
+            f"{kappa}; {verdict}"
+        )
+
+
+def cohen_kappa(a: Sequence[bool], b: Sequence[bool], weights: Sequence[float] | None = None) -> float:
+    """Cohen's kappa of two judges' yes/no verdicts, (p_o - p_e) / (1 - p_e) with p_o the share
+    of agreement and p_e the agreement their own yes rates give by chance, by scikit-learn
+    (``cohen_kappa_score``, each reply weighted by ``weights``); NaN when p_e = 1."""
+    import warnings
+
+    from sklearn.metrics import cohen_kappa_score
+
+    with warnings.catch_warnings():  # undefined (one verdict throughout): NaN, said in words
+        warnings.simplefilter("ignore")
+        return float(
+            cohen_kappa_score(
+                np.asarray(a, dtype=bool),
+                np.asarray(b, dtype=bool),
+                labels=[False, True],
+                sample_weight=weights,
+                replace_undefined_by=np.nan,
+            )
+        )
+
+
+def kappa_of_tables(tables: np.ndarray) -> np.ndarray:
+    """Cohen's kappa of many 2x2 tables at once: (..., 4) counts of (both YES, the first judge
+    only, the second only, both NO) -> (...). With n the total, p_o = (both YES + both NO) / n,
+    y1 and y2 the judges' YES shares and p_e = y1 y2 + (1 - y1)(1 - y2): (p_o - p_e) / (1 - p_e),
+    NaN where p_e = 1 (one same verdict throughout) or n = 0. ``cohen_kappa`` of the same
+    verdicts (scikit-learn's); this is its formula over the bootstrap's resamples, one array
+    operation instead of one call per resample (a test holds them equal)."""
+    t = np.asarray(tables, dtype=np.float64)
+    n = t.sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        po = (t[..., 0] + t[..., 3]) / n
+        y1, y2 = (t[..., 0] + t[..., 1]) / n, (t[..., 0] + t[..., 2]) / n
+        pe = y1 * y2 + (1 - y1) * (1 - y2)
+        return np.where((n > 0) & (1 - pe > 1e-12), (po - pe) / (1 - pe), np.nan)
+
+
+def judge_agreement(
+    replies: pd.DataFrame, n_boot: int = 1000, seed: int = 0, level: float = 0.95
+) -> Agreement | None:
+    """The LLM judge (``judge``) against the checkable judge (``phrases``) on the replies both
+    judged; None when there is none (no LLM judge, or no phrase for the questions it judged).
+    The interval resamples questions with replacement, all the replies of a question together
+    (``memlab.drift.intervals.resample_counts``, as the rates do): repeats of a question are no
+    independent evidence. Resamples where kappa is undefined are left out of it."""
+    from memlab.drift.intervals import resample_counts
+
+    if "judge" not in replies.columns or "phrases" not in replies.columns:
+        return None
+    both = replies[replies["judge"].notna() & replies["phrases"].notna()]
+    if both.empty:
+        return None
+    llm = both["judge"].astype(bool).to_numpy()
+    check = both["phrases"].astype(bool).to_numpy()
+    ids = list(dict.fromkeys(both["question_id"]))
+    index = both["question_id"].map({q: i for i, q in enumerate(ids)}).to_numpy()
+    kappa = cohen_kappa(llm, check)
+    lo = hi = float("nan")
+    if n_boot:
+        cell = np.select([llm & check, llm & ~check, ~llm & check], [0, 1, 2], 3)
+        per_question = np.zeros((len(ids), 4))
+        np.add.at(per_question, (index, cell), 1)
+        # (n_boot, questions) draws times each question's table: every resample's table
+        boot = kappa_of_tables(resample_counts(len(ids), n_boot, seed) @ per_question)
+        boot = boot[~np.isnan(boot)]
+        if boot.size:
+            tail = (1 - level) / 2 * 100
+            lo, hi = (float(x) for x in np.percentile(boot, [tail, 100 - tail]))
+    return Agreement(len(both), len(ids), int((llm == check).sum()), kappa, lo, hi)

@@ -6,6 +6,9 @@ kind is the mean of its questions' scores. The interval is the percentile interv
 over questions resampled with replacement (``memlab.drift.intervals.bootstrap_ci``, the drift
 study's, with questions as its streams), so repeats of one question never pass for independent
 evidence.
+
+The LLM judge's rows carry ``reliable``: whether its agreement with the checkable judge reaches
+``memlab.answers.judge.KAPPA_FLOOR`` (None: no reply judged by both, so unchecked).
 """
 
 from __future__ import annotations
@@ -72,4 +75,11 @@ def rates(
                 # replies the LLM judge left unjudged are counted
                 if row["replies"] or (score == "judge" and row["unscored"]):
                     out.append(row)
-    return pd.DataFrame(out)
+    table = pd.DataFrame(out)
+    if "judge" in judged.columns and len(table):
+        from memlab.answers.judge import judge_agreement
+
+        agreement = judge_agreement(judged, n_boot=0)
+        reliable = None if agreement is None else agreement.reliable
+        table["reliable"] = [reliable if s == "judge" else None for s in table["score"]]
+    return table

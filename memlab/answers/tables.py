@@ -22,25 +22,27 @@ def seconds(x: float) -> str:
     return f"{x * 1000:.1f} ms" if x < 1 else f"{x:.2f} s"
 
 
-def _cell(row) -> str:
-    return f"{row['rate']:.2f} [{row['lo']:.2f}, {row['hi']:.2f}]"
+def _cell(row, unreliable: bool = False) -> str:
+    cell = f"{row['rate']:.2f} [{row['lo']:.2f}, {row['hi']:.2f}]"
+    return f"({cell})" if unreliable else cell
 
 
-def rates_text(table: pd.DataFrame, score: str, conditions: list[str]) -> list[str]:
-    """One line per condition, one column per question kind (then all): rate [lo, hi]."""
+def rates_text(table: pd.DataFrame, score: str, conditions: list[str], unreliable: bool = False) -> list[str]:
+    """One line per condition, one column per question kind (then all): rate [lo, hi];
+    ``unreliable``: each in parentheses, not a result."""
     mine = table[table["score"] == score]
     if mine.empty:
         return []
     kinds = [k for k in dict.fromkeys(mine["kind"]) if k != ALL_KINDS] + [ALL_KINDS]
     counts = {k: int(mine[mine["kind"] == k]["questions"].max()) for k in kinds}
-    width = 19
+    width = 21 if unreliable else 19
     head = f"{'condition':<10}" + "".join(f"{f'{k} ({counts[k]})':>{width}}" for k in kinds)
     lines = [head]
     for c in conditions:
         cells = []
         for k in kinds:
             row = mine[(mine["condition"] == c) & (mine["kind"] == k)]
-            cells.append(_cell(row.iloc[0]) if len(row) and row.iloc[0]["questions"] else "-")
+            cells.append(_cell(row.iloc[0], unreliable) if len(row) and row.iloc[0]["questions"] else "-")
         lines.append(f"{c:<10}" + "".join(f"{x:>{width}}" for x in cells))
     unscored = int(mine[mine["kind"] == ALL_KINDS]["unscored"].sum()) if score == "judge" else 0
     if unscored:
@@ -65,7 +67,12 @@ def timing_text(timing: pd.DataFrame, conditions: list[str]) -> list[str]:
     return lines
 
 
-def study_text(study: AnswerStudy, header: list[str], boot: int) -> str:
+def study_text(study: AnswerStudy, header: list[str], boot: int, seed: int = 0) -> str:
+    """The study as text. Where both judges judged replies, their agreement is printed under the
+    LLM judge's title (``memlab.answers.judge.judge_agreement``, ``boot`` resamples); below the
+    floor its rates are in parentheses and the block says they are not results."""
+    from memlab.answers.judge import judge_agreement
+
     names = [c.name for c in study.conditions]
     lines = [*header, "conditions:"]
     for c in study.conditions:
@@ -81,14 +88,24 @@ def study_text(study: AnswerStudy, header: list[str], boot: int) -> str:
         "phrases": "checkable judge (the dataset's expect/avoid phrases): pass rate",
         "f1": "token F1 against the reference answers (LoCoMo's evaluation)",
     }
+    agreement = judge_agreement(study.replies, boot, seed)
     for score in SCORES:
-        block = rates_text(study.rates, score, names)
+        unreliable = score == "judge" and agreement is not None and not agreement.reliable
+        block = rates_text(study.rates, score, names, unreliable)
         if block:
             lines += [
                 "",
                 f"{titles[score]}, per question kind (questions), "
                 f"95% interval over questions ({boot} resamples)",
             ]
+            if score == "judge":
+                lines.append(
+                    "LLM judge unchecked: no reply it judged has phrases for the checkable judge"
+                    if agreement is None
+                    else agreement.text()
+                )
+            if unreliable:
+                lines.append("(in parentheses: the LLM judge's rates, unreliable, not results)")
             lines += block
     lines += ["", "time per turn"]
     lines += timing_text(study.timing, names)

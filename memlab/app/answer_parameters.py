@@ -159,7 +159,8 @@ ANSWER_PARAMETERS: tuple[dict[str, Any], ...] = (
         "llm_judge",
         "bool",
         True,
-        "answers: ask the LLM judge (--no-llm-judge: only the phrases and the token F1)",
+        "answers: skip the LLM judge (notebook 09: set llm_judge to False): only the checkable judge's "
+        "phrases and the token F1 score the replies; by default the LLM judge is asked too",
         "--no-llm-judge",
         group="chat",
     ),

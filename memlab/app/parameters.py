@@ -3,9 +3,8 @@
 The notebooks' ``parameters`` cells (``parameters_cell``, ``make notebooks``), the CLI's options
 (``memlab.app.cli.options.add_parameters``: flags, types, choices, defaults and help),
 ``memlab run``'s check of ``-p`` keys and the parameter tables of ``docs/parameters.md``
-(``parameters_table``) all come from
-``PARAMETERS``. Which notebook takes which parameter is the notebook registry's
-(``memlab.app.notebooks``).
+(``parameters_table``) all come from ``PARAMETERS``. Which notebook takes which parameter is
+the notebook registry's (``memlab.app.notebooks``).
 
 A parameter's ``default`` is what a notebook and a command use when nothing is given, the same
 for both. A default that follows the scores (the threshold, the sweep's threshold and bonus
@@ -370,10 +369,11 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter(
         "n_range",
         "str",
-        "16,100,1000,10000,100000,1000000",
-        "scale: memory counts N to measure",
+        "",
+        "scale: memory counts N to measure (each counts the dataset's own memories)",
         "--n",
         group="studies",
+        empty="the dataset's own memory count, then each of 100, 1000, 10000, 100000, 1000000 above it",
     ),
     Parameter(
         "pool",

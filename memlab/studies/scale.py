@@ -17,6 +17,14 @@ What the figures rest on:
   generalised extreme-value law (scipy) and carried to any N by max-stability (``MaxLaw``).
   The no-hit maximum over several questions is the product of their laws; ``n_zero_headroom``
   is the N where its median reaches the threshold.
+- the crossings (``median_crossing``, in closed form for one law): the N at which the median of
+  the best distractor's score reaches a level. With m = N / block, the law at N has the median
+  loc + (scale / c) (1 - (ln 2 / m)^c) (c > 0) or loc + scale ln(m / ln 2) (c = 0, Gumbel), so
+  N = block ln 2 / (1 - c (level - loc) / scale)^(1/c), or block ln 2 exp((level - loc) / scale).
+  A bounded law (c > 0) rises towards loc + scale / c and never reaches a level at or above it.
+  A hit question whose current memory is not injected at the dataset's own size (below the
+  threshold, not a candidate, or ranked past ``inject``: ``lost_now``) has lost it now, whatever
+  the distractors do.
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ import numpy as np
 from memlab.core.errors import InputError
 from memlab.core.numbers import check_number, check_work
 from memlab.core.ranking import merge_top_k
-from memlab.core.spec import RetrievalSpec, best_final
+from memlab.core.spec import RetrievalSpec, best_final, retrieve
 from memlab.studies.distractor_templates import distractor_templates
 
 if TYPE_CHECKING:
@@ -80,6 +88,7 @@ def sample_from_dataset(
     return [dataset.memories[i].text(lang) for i in idx], ages[idx]
 
 
+DEFAULT_SIZES = (100, 1_000, 10_000, 100_000, 1_000_000)  # above the dataset's own size
 MIN_POOL = 100  # ten blocks of at least ten pool memories: what the extreme-value fit needs
 MAX_SIZES = 10_000  # sizes of one curve (each one row of the study)
 MAX_POOL = 200_000  # real distractors embedded: about 10 minutes with the default model here
@@ -91,9 +100,13 @@ def scale_sizes(dataset, n_range, pool: int | None = None, name: str = "n_range"
     (a pool takes minutes): at most ``MAX_SIZES`` of them (counted before any is generated),
     every N counting the dataset's own memories, so none below their number; ``pool`` (the real
     distractors) must hold ``MIN_POOL`` for the prediction. ``n_range``: text
-    (``start:stop:step`` or a comma list), a ``memlab.core.grid.Axis`` or numbers."""
+    (``start:stop:step`` or a comma list), a ``memlab.core.grid.Axis`` or numbers; empty (the
+    default): the dataset's own size, then each of ``DEFAULT_SIZES`` above it."""
     from memlab.core.grid import Axis, parse_axis
 
+    n0 = len(dataset.memories)
+    if isinstance(n_range, str) and not n_range.strip():
+        n_range = [n0, *(n for n in DEFAULT_SIZES if n > n0)]
     axis = (
         parse_axis(n_range, name, integer=True)
         if isinstance(n_range, str)
@@ -104,7 +117,6 @@ def scale_sizes(dataset, n_range, pool: int | None = None, name: str = "n_range"
         len(axis), name.lstrip("-"), MAX_SIZES, "sizes", "each size is one row of the curve, measured in turn"
     )
     sizes = sorted({int(n) for n in axis})
-    n0 = len(dataset.memories)
     if sizes and sizes[0] < n0:
         raise InputError(
             f"{name}: {sizes[0]:,} is below the {n0:,} memories of dataset {dataset.name!r} (every N "
@@ -321,6 +333,13 @@ class MaxLaw:
             return self.loc + self.scale * np.log(m), self.scale
         return self.loc + self.scale * (m**xi - 1) / xi, self.scale * m**xi
 
+    @property
+    def bound(self) -> float:
+        """The upper end of the law's support, which no maximum passes however large N grows:
+        loc + scale / c for a bounded tail (c > 0; max-stability keeps it at every N), else
+        infinity."""
+        return self.loc + self.scale / self.c if self.c >= 1e-9 else float("inf")
+
     def cdf(self, x: np.ndarray, n: float) -> np.ndarray:
         from scipy import stats
 
@@ -347,6 +366,31 @@ def max_quantile(laws: Sequence[MaxLaw], n: float, q: float, floor: float = -np.
     else:
         raise InputError(f"no quantile {q} for N = {n:g}: the fitted laws are degenerate")
     return max(floor, brentq(f, lo, hi))
+
+
+def median_crossing(law: MaxLaw, level: float) -> float:
+    """The N (scores, a real number) at which the median of the maximum of N scores reaches
+    ``level``, in closed form; infinity when it never does.
+
+    The median of GEV(c, loc_N, scale_N) is loc_N + scale_N (1 - (ln 2)^c) / c (the cdf
+    exp(-(1 - c z)^(1/c)) is 1/2 there), loc_N - scale_N ln ln 2 when c = 0. Carried to
+    m = N / block by max-stability (``MaxLaw.at``), it is
+
+    - c > 0: loc + (scale / c) (1 - (ln 2 / m)^c), rising towards ``bound`` = loc + scale / c,
+      so N = block ln 2 / (1 - c (level - loc) / scale)^(1/c) for a level below the bound and
+      never for one at or above it;
+    - c = 0 (Gumbel): loc + scale ln(m / ln 2), so N = block ln 2 exp((level - loc) / scale).
+
+    E.g. Gumbel, loc 0.8, scale 0.01, block 10: level 0.8 is reached at N = 10 ln 2 = 6.93, and
+    each 0.01 more multiplies N by e. ``n_reaching`` solves the same numerically, for several
+    laws at once.
+    """
+    ln2, z = np.log(2.0), (level - law.loc) / law.scale
+    with np.errstate(over="ignore"):  # a level far out: N overflows to infinity, as it should
+        if law.c < 1e-9:
+            return float(law.block * ln2 * np.exp(z))
+        base = 1.0 - law.c * z
+        return float(law.block * ln2 / base ** (1.0 / law.c)) if base > 0 else float("inf")
 
 
 def n_reaching(laws: Sequence[MaxLaw], level: float, q: float = 0.5, n_max: float = 1e15) -> float | None:
@@ -392,15 +436,31 @@ def own_best_final(raw: np.ndarray, ages: np.ndarray, spec: RetrievalSpec) -> fl
     return float(best_final(raw, ages, spec))
 
 
+def lost_now(raw: np.ndarray, ages: np.ndarray, memory_ids, spec: RetrievalSpec, current: int) -> str | None:
+    """Why a question's current memory is not injected at the dataset's own size, before any
+    distractor (the reference ``retrieve``): "below the threshold", "not a candidate" (outside
+    the top ``candidates`` by raw score) or "ranked past inject"; None when it is injected."""
+    mine = next((x for x in retrieve(raw, ages, memory_ids, spec) if x.index == current), None)
+    if mine is None:
+        return "not a candidate"
+    if not mine.reaches:
+        return "below the threshold"
+    return None if mine.injected else "ranked past inject"
+
+
 @dataclass(frozen=True)
 class ScaleStudy:
     """What ``scale_study`` measured and predicted."""
 
     rows: tuple[dict[str, Any], ...]  # one per N: nohit_max, nohit_max_real, headroom, predicted_*
-    n_zero_headroom: float | None  # N at which the predicted median no-hit maximum reaches the threshold
+    # N at which the predicted median no-hit maximum reaches the threshold: the dataset's own size
+    # when its no-hit questions reach it already (now), None when not by 1e15
+    n_zero_headroom: float | None
     hits: tuple[dict[str, Any], ...]  # per hit question: N at which a distractor passes the current memory
     spec: RetrievalSpec
     basis: str  # what the numbers rest on, in words
+    nohit_bound: float = float("inf")  # the no-hit laws' largest bound: the maximum never passes it
+    n0: int = 0  # the dataset's own memories (every N counts them)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -409,6 +469,8 @@ class ScaleStudy:
             "hits": list(self.hits),
             "spec": self.spec.as_dict(),
             "basis": self.basis,
+            "nohit_bound": self.nohit_bound,
+            "n0": self.n0,
         }
 
 
@@ -468,8 +530,13 @@ def scale_study(
                 "predicted_hi": max_quantile(nohit_laws, d, 0.95, floor) if nohit_laws else None,
             }
         )
-    n_zero = n_reaching(nohit_laws, spec.threshold) if nohit_laws else None
-    # hit questions: N at which the best distractor is predicted to pass the current memory
+    # the headroom is gone now when a no-hit question's own memories already reach the threshold
+    if floor >= spec.threshold:
+        n_zero: float | None = 0.0
+    else:
+        n_zero = n_reaching(nohit_laws, spec.threshold) if nohit_laws else None
+    # hit questions: N at which the best distractor is predicted to pass the current memory (one
+    # not injected at the dataset's own size is lost now, whatever the distractors do)
     hits = []
     for i, q in enumerate(dataset.questions):
         if not q.current:
@@ -478,14 +545,20 @@ def scale_study(
         if not np.isfinite(raw[i, c]):
             continue
         current_final = float(spec.final(raw[i, c], ages[i, c]))
-        n_pass = n_reaching([laws[i]], current_final)
+        n_pass = max(1.0, median_crossing(laws[i], current_final))  # one distractor at least
+        margin = current_final - spec.threshold
+        lost = lost_now(raw[i], ages[i], dataset.memory_ids, spec, c)
         hits.append(
             {
                 "question": q.id,
                 "current": q.current,
                 "current_final": current_final,
-                "margin": current_final - spec.threshold,
-                "n_distractor_passes_current": None if n_pass is None else n_pass + n0,
+                "margin": margin,
+                # now: not injected at the dataset's own size; never: above the distractors' bound
+                "crossing": "now" if lost else ("never" if np.isinf(n_pass) else "predicted"),
+                "lost_now": lost,
+                "n_distractor_passes_current": None if np.isinf(n_pass) else n_pass + n0,
+                "distractor_bound": laws[i].bound,
             }
         )
     return ScaleStudy(
@@ -498,4 +571,6 @@ def scale_study(
             "nohit_max: dataset + vectors from a Gaussian fitted to the pool (L2-normalised); "
             f"prediction: GEV laws fitted to the spec's outcome on blocks of {block} pool memories"
         ),
+        nohit_bound=max((law.bound for law in nohit_laws), default=float("inf")),
+        n0=n0,
     )

@@ -72,6 +72,20 @@ def parse_ks(text: str | Sequence[int]) -> tuple[int, ...]:
     return tuple(out)
 
 
+def list_cutoffs(ks: Sequence[int], length: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(the cutoffs a list of at most ``length`` memories can reach, the ones past it): the
+    cutoffs within it in the order given, with ``length`` itself in place of the first one past
+    it. A cutoff past the list reads all of it, so recall_any@10 of a list of 3 is recall_any@3,
+    and printed as @10 it would pass for ten retrieved memories. ((5, 10), 3) -> ((3,), (5, 10));
+    ((5, 10), 8) -> ((5, 8), (10,)); ((1, 3), 3) -> ((1, 3), ())."""
+    within = [k for k in ks if k <= length]
+    past = tuple(k for k in ks if k > length)
+    if past and length not in within:
+        first = list(ks).index(past[0])
+        within.insert(sum(1 for k in ks[:first] if k <= length), length)
+    return tuple(within), past
+
+
 def measure_names(ks: Sequence[int]) -> tuple[str, ...]:
     """Column names, in table order: each measure at each k, then ``mrr``."""
     return (*(f"{m}@{k}" for k in ks for m in MEASURES_AT_K), "mrr")

@@ -37,8 +37,16 @@ def cell(x, width: int) -> str:
     return f"{'-':>{width}}" if x != x else f"{x:>{width}.3f}"
 
 
+def list_lengths(spec) -> dict[str, int]:
+    """The most memories each list holds: a cutoff past it reads the whole list."""
+    return {"injected": min(spec.inject, spec.candidates), "candidates": spec.candidates}
+
+
 def metrics_text(problem, summary, ks, elapsed: float) -> str:
-    from memlab.tuning.ir_metrics import measure_names
+    """The summary as tables, one per list, each at the cutoffs its list can reach
+    (``list_cutoffs``: the list's length in place of the cutoffs past it, said under its title);
+    ``summary`` holds the measures at those lengths too."""
+    from memlab.tuning.ir_metrics import list_cutoffs, measure_names
 
     dataset = problem.dataset
     bench = dataset.benchmark or {}
@@ -51,14 +59,22 @@ def metrics_text(problem, summary, ks, elapsed: float) -> str:
         "ndcg, mrr by trec_eval (ir_measures), ndcg_any as LongMemEval computes it (docs/benchmarks.md); "
         "no-hit questions: the share with any memory injected",
     ]
-    names = list(measure_names(ks))
     extra = [c for c in summary.columns if c.startswith("session_")]
-    names += extra
     label = max(24, *(len(f"{b} {g}") for b, g in zip(summary["by"], summary["group"], strict=True)))
+    spec = problem.spec
     for name in summary["list"].drop_duplicates():
         rows = summary[summary["list"] == name]
-        spec = problem.spec
+        length = list_lengths(spec)[name]
+        shown, past = list_cutoffs(ks, length)
+        names = list(measure_names(shown))
+        names += [c for c in extra if int(c.rsplit("@", 1)[1]) in shown]
         lines += ["", LIST_TITLES[name].format(inject=spec.inject, candidates=spec.candidates)]
+        if past:
+            cutoffs = f"cutoff{'s' if len(past) > 1 else ''} {', '.join(map(str, past))}"
+            lines.append(
+                f"  {cutoffs} past the {counted(length, 'memory')} this list holds at most: shown at "
+                f"@{length}, the whole list (not {' or '.join(map(str, past))} retrieved memories)"
+            )
         head = f"{'group':<{label}} {'questions':>9} " + " ".join(f"{n:>{max(6, len(n))}}" for n in names)
         if name == "injected":
             head += f" {'no-hit':>6} {'false inj.':>10}"
@@ -82,13 +98,17 @@ def metrics_text(problem, summary, ks, elapsed: float) -> str:
 
 
 def cmd_metrics(args: argparse.Namespace) -> int:
-    from memlab.tuning.ir_metrics import metrics_table, parse_ks
+    from memlab.tuning.ir_metrics import list_cutoffs, metrics_table, parse_ks
 
     ks = parse_ks(args.k)
     by = tuple(b.strip() for b in args.by.split(",") if b.strip())
     problem = problem_from(args)
+    lengths = list_lengths(problem.spec)
+    # the JSON keeps the cutoffs asked for; the text shows each list at its own length in place of
+    # the ones past it, so those lengths are measured too
+    shown = [] if args.format == "json" else [list_cutoffs(ks, n)[0] for n in lengths.values()]
     t0 = time.perf_counter()
-    scores, summary = metrics_table(problem, ks, by)
+    scores, summary = metrics_table(problem, tuple(dict.fromkeys((*ks, *(k for s in shown for k in s)))), by)
     elapsed = time.perf_counter() - t0
     if args.format == "json":
         doc = {
@@ -98,6 +118,11 @@ def cmd_metrics(args: argparse.Namespace) -> int:
             "model": problem.scores.details.get("model"),
             "spec": problem.spec.as_dict(),
             "k": list(ks),
+            # a cutoff past a list's length reads all of it: not k retrieved memories
+            "lists": {
+                name: {"holds_at_most": n, "cutoffs_past_it": list(list_cutoffs(ks, n)[1])}
+                for name, n in lengths.items()
+            },
             "summary": summary.to_dict("records"),
             "questions": scores.to_dict("records") if args.per_question else None,
         }

@@ -133,10 +133,17 @@ def calibration_table(result, show: int) -> str:
     lab = result.labelled
     if lab:
         lines.append("")
+        # the labelled threshold is the next float above the best no-hit score: said in words, not
+        # as its six decimals (0.841469 beside 0.841)
+        labelled = (
+            "-"
+            if lab["nohit_max"] is None
+            else f"just above {fmt(lab['nohit_max'])} (the lowest that keeps every no-hit question out)"
+        )
         lines.append(
             f"labelled ({lab['questions']} questions): {lab['nohit_questions']} no-hit, best no-hit score "
             f"{fmt(lab['nohit_max'])}, headroom at {spec.threshold:g}: {fmt(lab['headroom'], signed=True)}, "
-            f"labelled threshold {fmt(lab['labelled_threshold'], beside=lab['nohit_max'])}"
+            f"labelled threshold {labelled}"
         )
         if lab["nohit_false_rate_at_calibrated"] is not None:
             lines.append(

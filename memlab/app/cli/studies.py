@@ -131,22 +131,35 @@ def cmd_scale(args: argparse.Namespace) -> int:
     from memlab.core.grid import parse_axis
     from memlab.studies.scale import check_scale_work, distractor_pool, scale_sizes, scale_study
 
-    parse_axis(args.n_range, "n", integer=True)  # the syntax first, as every axis
+    n_range = args.n_range or ""  # empty: the dataset's own size, then the default sizes above it
+    if n_range.strip():
+        parse_axis(n_range, "n", integer=True)  # the syntax first, as every axis
     if args.source != "embedded":
         raise InputError(
             "the scale study needs vectors: distractors are embedded, so use --source embedded "
             "(published scores come from another model and cannot be mixed with them)"
         )
     problem = problem_from(args)
-    spec = problem.spec
-    sizes = scale_sizes(problem.dataset, args.n_range, args.pool, name="--n")  # before any embedding
+    sizes = scale_sizes(problem.dataset, n_range, args.pool, name="--n")  # before any embedding
     check_scale_work(problem, sizes[-1])  # before the pool is embedded
     pool = distractor_pool(problem, args.pool, seed=args.seed)  # embedded with the problem's model
     result = scale_study(problem, sizes, pool, seed=args.seed, progress=sys.stderr.isatty())
-    if args.format == "json":
-        rows = [{**r, "n_zero_headroom": result.n_zero_headroom} for r in result.rows]
-        emit(json.dumps(json_ready(rows), indent=2), args.output)
+    if args.format == "json":  # every row, the crossings and what they rest on
+        emit(json.dumps(json_ready(result.to_dict()), indent=2), args.output)
         return 0
+    emit(scale_text(result), args.output)
+    return 0
+
+
+def n_text(n: float) -> str:
+    """A store size: whole memories up to 1e15, then in powers of ten (an extrapolation)."""
+    return f"{n:,.0f}" if n < 1e15 else f"{n:.2g}"
+
+
+def scale_text(result) -> str:
+    """The scale study as text: the rows, then when the headroom is gone and when a distractor
+    passes each hit question's current memory (now, at a predicted N, or never)."""
+    spec = result.spec
     lines = [
         f"basis: {result.basis}",
         f"spec: {spec_line(spec)}",
@@ -162,20 +175,37 @@ def cmd_scale(args: argparse.Namespace) -> int:
             f"{r['n']:>10,} {fmt(r['nohit_max']):>11} {fmt(r['nohit_max_real']):>8} "
             f"{fmt(r['headroom']):>9} {pred:>28}"
         )
-    nz = result.n_zero_headroom
-    lines.append(
-        "predicted N where the headroom reaches zero (median): "
-        + ("beyond 1e15" if nz is None else f"{nz:,.0f}")
-    )
+    nz, bound = result.n_zero_headroom, result.nohit_bound
+    if nz is not None and nz <= result.n0:
+        zero = f"now (N = {result.n0:,}: the dataset's own no-hit memories reach the threshold)"
+    elif nz is not None:
+        zero = n_text(nz)
+    elif bound <= spec.threshold:
+        zero = f"never (the fitted no-hit maximum is bounded at {bound:.3f}, below the threshold)"
+    else:
+        zero = "beyond 1e15"
+    lines.append(f"predicted N where the headroom reaches zero (median): {zero}")
     for h in result.hits:
         n = h["n_distractor_passes_current"]
+        if h["crossing"] == "now":
+            why = {
+                "below the threshold": "already below the threshold",
+                "not a candidate": f"not among the top {spec.candidates} by raw score",
+                "ranked past inject": f"ranked past the first {spec.inject}",
+            }[h["lost_now"]]
+            when = f"{why} at N = {result.n0:,}: not injected now"
+        elif h["crossing"] == "never":
+            when = (
+                f"a distractor never passes it (the fitted best distractor is bounded at "
+                f"{h['distractor_bound']:.3f})"
+            )
+        else:
+            when = f"a distractor passes it at N ~ {n_text(n)}"
         lines.append(
             f"  {h['question']}: current {h['current']} at {h['current_final']:.3f} "
-            f"(margin {h['margin']:+.3f}); "
-            f"a distractor passes it at N ~ {'beyond 1e15' if n is None else f'{n:,.0f}'}"
+            f"(margin {fmt(h['margin'], signed=True, beside=0.0)}); {when}"
         )
-    emit("\n".join(lines), args.output)
-    return 0
+    return "\n".join(lines)
 
 
 def cmd_robustness(args: argparse.Namespace) -> int:

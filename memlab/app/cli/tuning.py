@@ -21,7 +21,7 @@ from memlab.app.cli.options import (
     scope_from,
     spec_line,
 )
-from memlab.core.criteria import value_edge
+from memlab.core.criteria import CRITERION_KINDS, value_edge
 from memlab.core.errors import InputError, MemlabWarning
 from memlab.datasets.schema import load_dataset
 from memlab.output.io import json_ready
@@ -70,10 +70,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         lines.append("")
     lines.append("criteria")
     named = max([1, *(len(c.name) for c in ev.criteria)])
+    labelled = max([1, *(len(CRITERION_KINDS[c.kind].label) for c in ev.criteria)])
     for c in ev.criteria:
         verdict = "pass" if c.passed else "FAIL"
         edge = value_edge(c.kind, ev.spec.threshold)
-        lines.append(f"  {c.name:<{named}}  {fmt(c.value, beside=edge):>6}  {verdict}  {c.description}")
+        label = CRITERION_KINDS[c.kind].label  # what the value is: "best stale 0.893", not "0.893"
+        lines.append(
+            f"  {c.name:<{named}}  {label:>{labelled}} {fmt(c.value, beside=edge):>6}  {verdict}  "
+            f"{c.description}"
+        )
     lines.append(
         f"headroom: {fmt(ev.headroom)} (threshold minus the best post-bonus score on no-hit questions)"
     )
