@@ -561,3 +561,42 @@ def test_report_names_are_plain_file_names(tmp_path):
     assert safe_name("../x") == "x"
     with pytest.raises(ValueError, match="report entry name 'a/b' is not a plain file name"):
         Report(tmp_path, ["html"]).table("a/b", __import__("pandas").DataFrame())
+
+
+def test_compacted_inputs_choose_the_same_memories_for_every_retriever(tmp_path):
+    """A benchmark's question sees one conversation: over its own columns only (``compact``) every
+    retriever, at every fusion setting, injects the same memories as over the whole table, and the
+    time gate keeps the same ones. Word-count vectors give the exact ties the tie rule settles."""
+    from pathlib import Path
+
+    from embed_fake import embed
+
+    from memlab.importers.locomo import import_locomo
+    from memlab.retrieval.inputs import compact
+    from memlab.studies.hybrid import per_question
+
+    import_locomo(Path(__file__).parent / "data" / "locomo_heldout.json", tmp_path / "ds", granularity="turn")
+    ds = load_dataset(tmp_path / "ds")
+    mem = np.array([embed(m.text("en")) for m in ds.memories])
+    qs = np.array([embed(q.text("en")) for q in ds.questions])
+    raw = (qs / np.linalg.norm(qs, axis=1, keepdims=True)) @ (mem / np.linalg.norm(mem, axis=1, keepdims=True)).T
+    whole = build_inputs(ds, raw)
+    narrow = compact(whole)
+    assert narrow.vector.shape[1] < whole.vector.shape[1]  # a question sees a quarter of the turns
+    gate_whole, gate_narrow = time_gate(whole).mask, time_gate(narrow).mask
+    for q in range(len(ds.questions)):
+        kept = narrow.slots[q][gate_narrow[q] & (narrow.slots[q] >= 0)]
+        assert kept.tolist() == np.flatnonzero(gate_whole[q]).tolist()
+    grid = RetrieverGrid(candidates=4, inject=3)
+    slots = [f"slot_{j + 1}" for j in range(3)]
+    for retriever in RETRIEVERS.values():
+        for bonus, alpha, norm, k in ((0.0, 0.5, "min-max", 60), (0.05, 0.25, "z-score", 1)):
+            row = {
+                "candidates": 4, "inject": 3, "threshold": -10.0, "bonus": bonus, "tau_days": 7,
+                "decay": "exp", "combine": "add", "alpha": alpha, "norm": norm, "rrf_k": k,
+            }  # fmt: skip
+            a = per_question(retriever, whole, row, grid)
+            b = per_question(retriever, narrow, row, grid)
+            assert (a[slots].to_numpy() == b[slots].to_numpy()).all(), retriever.name
+            assert (a[slots].to_numpy() >= 0).any()  # something injected to compare
+            np.testing.assert_array_equal(a["injected"], b["injected"])

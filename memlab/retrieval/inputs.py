@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -13,6 +13,9 @@ from memlab.core import criteria as crit
 from memlab.core.labels import Labels
 from memlab.datasets.schema import Dataset
 from memlab.datasets.timeparse import DateRange, parse_time
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -43,11 +46,17 @@ class RetrievalInputs:
             return days
         return np.where(self.slots >= 0, days[np.maximum(self.slots, 0)], 0)
 
-    def memories(self, columns: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
-        """Per question, the memory indices behind its listed columns (one list per question)."""
+    def memory_slots(self, long: pd.DataFrame) -> pd.DataFrame:
+        """A one-configuration long frame (one row per question, in order) whose ``slot_j``
+        columns name memories by their dataset index, not by this inputs' columns."""
         if self.slots is None:
-            return [tuple(int(c) for c in cols) for cols in columns]
-        return [tuple(int(self.slots[q, c]) for c in cols) for q, cols in enumerate(columns)]
+            return long
+        out = long.copy()
+        rows = np.arange(len(long)) % len(self.question_ids)
+        for name in [c for c in long.columns if c.startswith("slot_") and c[5:].isdigit()]:
+            col = long[name].to_numpy(dtype=np.int64)
+            out[name] = np.where(col >= 0, self.slots[rows, np.maximum(col, 0)], -1)
+        return out
 
 
 def compact(inputs: RetrievalInputs) -> RetrievalInputs:
@@ -55,7 +64,7 @@ def compact(inputs: RetrievalInputs) -> RetrievalInputs:
     written by then) and those labelled for it, in dataset order, padded to the widest question
     with columns no path ranks (NaN scores, infinite ages). Every retriever, the sweep and the
     tie rule work along a question's row and break ties by column order, which is dataset order
-    here too, so they choose the same memories (``memories`` maps columns back); on a benchmark,
+    here too, so they choose the same memories (``memory_slots`` maps columns back); on a benchmark,
     where a question sees one conversation of ten, the tables are a tenth as wide."""
     if inputs.slots is not None:
         return inputs

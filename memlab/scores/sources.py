@@ -231,8 +231,6 @@ def embedded_scores(dataset: Dataset, options: ScoreOptions, embedder=None) -> S
     memory vectors and only its questions are embedded. The table records the model's identity
     and the vectors, and its details which path served each vector (``vectors``: cache, server,
     local)."""
-    from memlab.qdrant.store import MemoryStore
-
     lang = options.lang
     if lang not in dataset.languages and (dataset.questions or not dataset.vectors):
         raise InputError(
@@ -255,6 +253,8 @@ def embedded_scores(dataset: Dataset, options: ScoreOptions, embedder=None) -> S
         mem_vecs = embedder.encode_documents([m.text(lang) for m in dataset.memories])
         q_vecs = embedder.encode_queries([q.text(lang) for q in dataset.questions])
     if dataset.questions and (options.qdrant_path or options.qdrant_url):
+        from memlab.qdrant.store import MemoryStore  # (qdrant-client takes a second to import)
+
         # the user named a store to score in: a scratch collection of memlab's own there, removed
         # afterwards; nothing of what the store already holds is read, replaced or deleted
         store = MemoryStore.from_dataset(

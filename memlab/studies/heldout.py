@@ -251,8 +251,8 @@ def held_out(
         train, test = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
         tr, te = subset(inputs, train), subset(inputs, test)
         floor = float(np.nanmin(np.where(np.isfinite(te.vector), te.vector, np.inf))) - 1.0
-        lists = te.memories(
-            injected_lists(per_question(RETRIEVERS["vector"], te, fixed_row(grid, floor), grid), grid.inject)
+        lists = injected_lists(
+            per_question(RETRIEVERS["vector"], te, fixed_row(grid, floor), grid), grid.inject
         )
         injected["cosine"].update(zip(test, lists, strict=True))
         tuned: dict[str, tuple[Retriever, RetrievalInputs, RetrievalInputs, Any, int]] = {}
@@ -273,7 +273,7 @@ def held_out(
         if best is not None:
             tuned["hybrid"] = best
         for system, (r, _, test_inputs, row, value) in tuned.items():
-            lists = test_inputs.memories(injected_lists(per_question(r, test_inputs, row, grid), grid.inject))
+            lists = injected_lists(per_question(r, test_inputs, row, grid), grid.inject)
             injected[system].update(zip(test, lists, strict=True))
             chosen.append(
                 {
@@ -298,9 +298,8 @@ def held_out(
             best_probe = probe_best(probe_vectors, memory_vectors[mine], ages, spec)
             t_cal = calibrated_threshold(best_probe.final, false_rate)
             row = fixed_row(grid, t_cal, spec)
-            evaluated = subset(inputs, rows)
-            lists = evaluated.memories(
-                injected_lists(per_question(RETRIEVERS["vector-decay"], evaluated, row, grid), grid.inject)
+            lists = injected_lists(
+                per_question(RETRIEVERS["vector-decay"], subset(inputs, rows), row, grid), grid.inject
             )
             injected["recency+calibrated"].update(zip(rows, lists, strict=True))
             chosen.append(

@@ -22,7 +22,7 @@ from memlab.core.selection import select, utility
 from memlab.core.spec import COMBINES, DECAYS, SPEC_BOUNDS, RetrievalSpec
 from memlab.core.sweep import sweep
 from memlab.retrieval.gate import time_gate
-from memlab.retrieval.inputs import RetrievalInputs, build_inputs
+from memlab.retrieval.inputs import RetrievalInputs, build_inputs, compact
 from memlab.retrieval.retrievers import Retriever, check_retrievers, retriever_scores, uses_keywords
 from memlab.scores.sources import ScoreOptions
 
@@ -95,10 +95,16 @@ def settings_per_threshold(retriever: Retriever, grid: RetrieverGrid) -> int:
     return fusion * (len(grid.bonus) * len(grid.tau_days) * families if retriever.decay else 1)
 
 
-def check_table(retriever: Retriever, inputs: RetrievalInputs, grid: RetrieverGrid) -> None:
+def check_table(
+    retriever: Retriever,
+    inputs: RetrievalInputs,
+    grid: RetrieverGrid,
+    metrics: Sequence[str] | None = None,
+) -> None:
     """A retriever's whole table (every configuration, one row each) is held in memory at once:
     refuse a grid whose table would not fit the memory budget, before anything is swept, saying
-    how many threshold steps would. A row's bytes are measured on a one-row sweep."""
+    how many threshold steps would. A row's bytes are measured on a one-row sweep of the same
+    columns (``metrics``, as ``sweep_retriever`` is asked for them)."""
     per_step = settings_per_threshold(retriever, grid)
     one = sweep(
         inputs.vector,
@@ -112,6 +118,7 @@ def check_table(retriever: Retriever, inputs: RetrievalInputs, grid: RetrieverGr
             inject=(grid.inject,),
         ),
         inputs.criteria,
+        metrics=metrics,
     )
     row_bytes = int(one.memory_usage(index=True, deep=True).sum()) + 64 * 4  # + retriever, norm, alpha, rrf_k
     check_fits(
@@ -144,7 +151,7 @@ def sweep_retriever(
     bonus = grid.bonus if retriever.decay else (0.0,)
     taus = grid.tau_days if retriever.decay else (1.0,)
     n_mem = inputs.vector.shape[1]
-    check_table(retriever, inputs, grid)
+    check_table(retriever, inputs, grid, metrics)
     frames = []
     for s in settings:
         # fused retrievers have already chosen their candidates (the routes' union, NaN elsewhere):
@@ -172,7 +179,8 @@ def sweep_retriever(
 def per_question(
     retriever: Retriever, inputs: RetrievalInputs, row: pd.Series, grid: RetrieverGrid
 ) -> pd.DataFrame:
-    """The chosen configuration, question by question (the sweep's long form for one config)."""
+    """The chosen configuration, question by question (the sweep's long form for one config; its
+    ``slot_j`` columns name memories by their index in the dataset, compacted inputs or not)."""
     params = {k: row[k] for k in ("norm", "alpha", "rrf_k") if row.get(k) is not None and row[k] == row[k]}
     (setting,) = retriever_scores(
         retriever,
@@ -195,7 +203,8 @@ def per_question(
             combine=str(row["combine"]),
         )
     )
-    return sweep(setting.scores, inputs.ages, inputs.labels, g, inputs.criteria, long=True)
+    long = sweep(setting.scores, inputs.ages, inputs.labels, g, inputs.criteria, long=True)
+    return inputs.memory_slots(long)
 
 
 def retriever_rows(retriever: Retriever, row: pd.Series, long: pd.DataFrame) -> list[dict[str, Any]]:
@@ -274,6 +283,7 @@ def compare(
     import pandas as pd
 
     chosen_rows, kinds, questions, landscape, configs = [], [], [], [], 0
+    inputs = compact(inputs)  # each question over its own memories: the same choices, narrower tables
     gate = time_gate(inputs)
     chosen_policies = check_retrievers(retrievers)
     bar = None
