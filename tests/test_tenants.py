@@ -347,3 +347,117 @@ def test_spec_on_shards_says_the_limit_is_per_shard(capsys):
         "collection: 2 shards (Qdrant's id hashing): the query is the same on every shard; its prefetch "
         "limit (candidates) applies per shard, as memlab modelled it"
     )
+
+
+# -- a tuned file's tenant filter in every command that reads it --------------------------------
+
+
+@pytest.fixture
+def asked(tmp_path) -> Path:
+    """two-tenants with qa asked by alice and qb by bob (their payload); qn by no one in particular."""
+    shutil.copytree(DATA, tmp_path / "ds")
+    path = tmp_path / "ds" / "questions.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows[0]["payload"], rows[1]["payload"] = {"user_id": "alice"}, {"user_id": "bob"}
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return tmp_path / "ds"
+
+
+def alices_file(capsys, folder: Path, tmp_path: Path, *extra: str) -> Path:
+    tuned = tmp_path / "alice.yaml"
+    sweep = ["sweep", "--dataset", str(folder), "--source", "published", "--threshold", "0.5:0.7:0.1"]
+    grid = ["--bonus", "0:0.1:0.05", "--tau", "7,30", "--filter", "user_id=alice", *extra]
+    assert main([*sweep, *grid, "--save", str(tuned)]) == 0
+    capsys.readouterr()
+    return tuned
+
+
+BOBS = ("b1", "b2", "b3", "b4", "qb")
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("command", ["robustness", "metrics"])
+def test_a_tuned_files_filter_is_applied_by_the_commands_that_score(asked, tmp_path, capsys, command):
+    """Before, robustness and metrics had no --filter and scored bob's memories and question for
+    alice's spec without a word: now the file's filter is applied (stderr says so) and the output
+    is the one --filter gives."""
+    tuned = alices_file(capsys, asked, tmp_path)
+    extra = ["--boot", "20"] if command == "robustness" else ["--per-question"]
+    assert main([command, "--spec", str(tuned), "--format", "json", *extra]) == 0
+    out, err = capsys.readouterr()
+    assert err.splitlines()[0].endswith("; tuned for the collection as --filter user_id=alice")
+    assert not [word for word in BOBS if f'"{word}"' in out]
+    spec = ["--bonus", "0.05", "--tau", "30", "--threshold", "0.5"]
+    given = [command, "--dataset", str(asked), "--source", "published", *spec, "--format", "json", *extra]
+    assert main([*given, "--filter", "user_id=alice"]) == 0
+    assert capsys.readouterr().out == out
+    assert main(given) == 0
+    assert '"qb"' in capsys.readouterr().out  # without the filter bob's question is measured
+
+
+@pytest.mark.hostile
+def test_answer_under_a_tuned_files_filter_never_sends_another_tenants_memory(asked, tmp_path, capsys):
+    """Before, answer --spec dropped the filter: bob's memories went to the chat model with
+    alice's question. The fake echoes every block it is sent: no bob memory in any of them."""
+    from chat_fake import FakeChat
+
+    tuned = alices_file(capsys, asked, tmp_path)
+    fake = FakeChat()
+    try:
+        argv = ["answer", "--spec", str(tuned), "--chat-url", fake.url, "--conditions", "raw,today,tuned"]
+        run = [*argv, "--no-llm-judge", "--cache-dir", str(tmp_path / "cache"), "--boot", "20"]
+        assert main([*run, "--format", "json"]) == 0
+    finally:
+        fake.close()
+    sent = json.dumps(fake.bodies)
+    assert fake.bodies and "alice" in sent and "bob" not in sent
+    assert "what does bob drink" not in sent
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("command", ["scale", "calibrate"])
+def test_a_command_that_cannot_take_the_files_filter_refuses_it(asked, tmp_path, capsys, command):
+    tuned = alices_file(capsys, asked, tmp_path)
+    assert main([command, "--spec", str(tuned)]) == 2
+    assert capsys.readouterr().err == (
+        f"memlab: error: {tuned}: tuned for the collection as --filter user_id=alice, and memlab {command} "
+        "cannot take --filter: it would measure every tenant's memories instead; use a command that takes "
+        "it (evaluate, metrics, answer, robustness, ...), or tune again without it\n"
+    )
+
+
+@pytest.mark.hostile
+def test_a_file_tuned_on_shards_is_refused_where_shards_are_not_modelled(asked, tmp_path, capsys):
+    tuned = alices_file(capsys, asked, tmp_path, "--shards", "2")
+    assert main(["robustness", "--spec", str(tuned)]) == 2
+    assert capsys.readouterr().err == (
+        f"memlab: error: {tuned}: tuned for the collection as --filter user_id=alice --shards 2, and memlab "
+        "robustness cannot take --shards: it would measure one shard instead; use a command that takes "
+        "it (evaluate, metrics, answer, robustness, ...), or tune again without it\n"
+    )
+    assert main(["metrics", "--spec", str(tuned)]) == 0  # metrics models the shards
+
+
+@pytest.mark.hostile
+def test_sweep_and_feasible_under_a_filter_build_the_criteria_of_its_questions(asked, capsys):
+    """Before, the default criteria were built before the filter dropped bob's question:
+    "criterion 'current_qb' names question 'qb', which is not in the dataset"."""
+    base = ["--dataset", str(asked), "--source", "published", "--tau", "7,30", "--filter", "user_id=alice"]
+    assert main(["sweep", *base, "--bonus", "0:0.1:0.05", "--threshold", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("grid: 3 bonus x 2 tau x 1 threshold x 1 candidates x 1 inject = 6 configurations, ")
+    assert "6 configurations, 2 questions, swept" in out and "current_qb" not in out
+    assert main(["feasible", *base, "--threshold", "0.5"]) == 0
+    assert "criteria: nohit, current_qa; " in capsys.readouterr().out
+
+
+@pytest.mark.hostile
+def test_another_tenants_question_is_named_as_such(asked, capsys):
+    prompt = ["prompt", "--dataset", str(asked), "--source", "published", "--filter", "user_id=alice"]
+    assert main([*prompt, "--question", "qb"]) == 2
+    assert capsys.readouterr().err == (
+        "memlab: error: question 'qb' is another tenant's: its payload does not meet --filter "
+        "user_id=alice, so it is left out (questions asked under it: qa, qn)\n"
+    )
+    assert main([*prompt, "--question", "qz"]) == 2  # and bob's question is not listed
+    assert capsys.readouterr().err == "memlab: error: no question 'qz' in dataset 'two-tenants'; questions: qa, qn\n"

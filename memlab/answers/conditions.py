@@ -96,7 +96,7 @@ def tuned_spec(problem: RetrievalProblem, tune: TuneGrid) -> tuple[RetrievalSpec
     from memlab.core.criteria import dataset_criteria
     from memlab.core.grid import Grid, parse_axis
     from memlab.core.selection import select_streaming
-    from memlab.core.sweep import sweep_chunks
+    from memlab.core.sweep_pool import pooled_sweep_chunks
 
     today = problem.spec
     thresholds = tune.threshold_range or problem.defaults.threshold_range
@@ -111,7 +111,7 @@ def tuned_spec(problem: RetrievalProblem, tune: TuneGrid) -> tuple[RetrievalSpec
         inject=parse_axis(str(today.inject), "inject", integer=True),
     )
     criteria = dataset_criteria(problem.dataset)
-    frames = sweep_chunks(problem.raw, problem.ages(), problem.labels(), grid, criteria)
+    frames = pooled_sweep_chunks(problem.raw, problem.ages(), problem.labels(), grid, criteria, problem.pool)
     chosen, _, total = select_streaming(frames, tune.rule)
     if chosen.empty:
         raise InputError(

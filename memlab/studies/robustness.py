@@ -24,6 +24,7 @@ from memlab.core.feasible import feasible_bonus
 from memlab.core.grid import Grid
 from memlab.core.labels import Labels
 from memlab.core.numbers import check_number, check_work
+from memlab.core.shards import narrow
 from memlab.core.spec import RetrievalSpec
 from memlab.core.sweep import sweep
 
@@ -103,7 +104,8 @@ def robustness(
     left out, feasible, lo, hi, headroom, min_margin."""
     import pandas as pd
 
-    dataset, raw, spec = problem.dataset, problem.scores.raw, problem.spec
+    # a tenant filter leaves the other tenants' memories out (unknown scores), as in every command
+    dataset, raw, spec = problem.dataset, narrow(problem.scores.raw, problem.pool), problem.spec
     if len(dataset.questions) < 2:
         raise InputError(
             f"robustness needs at least 2 questions, {dataset.name!r} has {len(dataset.questions)}: "

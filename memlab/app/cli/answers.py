@@ -10,6 +10,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from memlab.app.cli.options import (
     Command,
+    add_collection_options,
     add_family_options,
     add_output_options,
     add_parameters,
@@ -177,6 +178,7 @@ def add_answer_arguments(p: argparse.ArgumentParser) -> None:
     add_source_options(p)
     add_spec_options(p)
     add_family_options(p)
+    add_collection_options(p)
     g = p.add_argument_group("chat (OpenAI-compatible POST /v1/chat/completions, streamed)")
     add_parameters(g, CHAT, defaults={"chat_url": None, "chat_model": None, "chat_api_key_env": None})
     add_parameters(g, CHAT_MORE)

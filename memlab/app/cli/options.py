@@ -145,10 +145,12 @@ def add_spec_options(p: argparse.ArgumentParser, spec_file: bool = True) -> None
     add_group(p, "spec", omit=() if spec_file else ("spec_file",))
 
 
-def add_collection_options(p: argparse.ArgumentParser) -> None:
+def add_collection_options(p: argparse.ArgumentParser, shards: bool = True) -> None:
     """``--filter key=value`` (repeatable), ``--shards N``, ``--shard-key FIELD``: which memories
-    a query sees and how the collection splits them (``memlab.qdrant.sharding.Scope``)."""
-    add_group(p, "collection")
+    a query sees and how the collection splits them (``memlab.qdrant.sharding.Scope``).
+    ``shards`` false: the tenant filter only, for a study that does not model the shards (a
+    tuned-spec file recording shards is then refused, ``apply_spec_file``)."""
+    add_group(p, "collection", omit=() if shards else ("shards", "shard_key"))
 
 
 def scope_from(args: argparse.Namespace, dataset):
@@ -303,9 +305,20 @@ def apply_spec_file(args: argparse.Namespace) -> None:
     for name, value in scored.items():
         if hasattr(args, name) and name not in told:
             setattr(args, name, value)
-    # the collection it was tuned for (tenant filter, shards), where the command takes them
+    # the collection it was tuned for (tenant filter, shards): applied, or refused where the
+    # command cannot take them (measuring every user's memories for one user's spec, silently,
+    # would put another tenant's memories in its numbers, or in its prompts)
     scope = {k: v for k, v in tuned.collection.items() if v not in (None, 1, [])}
-    taken = [k for k in scope if hasattr(args, k) and k not in told]
+    untaken = [k for k in scope if not hasattr(args, k)]
+    if untaken:
+        flag = {"filters": "--filter", "shards": "--shards", "shard_key": "--shard-key"}[untaken[0]]
+        raise InputError(
+            f"{args.spec_file}: tuned for the collection as {collection_flags(scope)}, and memlab "
+            f"{args.command} cannot take {flag}: it would measure "
+            f"{'every tenant' + chr(39) + 's memories' if flag == '--filter' else 'one shard'} instead; use "
+            "a command that takes it (evaluate, metrics, answer, robustness, ...), or tune again without it"
+        )
+    taken = [k for k in scope if k not in told]
     for name in taken:
         setattr(args, name, scope[name])
     fields, notes = merge_spec(

@@ -9,6 +9,7 @@ import sys
 from memlab.app.cli.options import (
     Command,
     add_criteria_option,
+    add_collection_options,
     add_family_options,
     add_output_options,
     add_parameters,
@@ -352,6 +353,7 @@ def add_robustness_arguments(p: argparse.ArgumentParser) -> None:
     add_source_options(p)
     add_spec_options(p)
     add_family_options(p)
+    add_collection_options(p, shards=False)  # the feasible region of one shard
     add_parameters(p, ["boot", "seed"])
     add_criteria_option(p)
     add_output_options(p, ["table", "json"])
