@@ -153,3 +153,43 @@ def test_a_file_hashed_the_old_way_still_verifies(copy, capsys):
     memories.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     assert main(["evaluate", "--spec", str(path)]) == 0
     assert "(its files have changed since: memories.jsonl)" in capsys.readouterr().err
+
+
+# -- when nothing is feasible ----------------------------------------------------------------------
+
+
+def test_the_sweeps_fallback_is_said_alike_by_every_command(tmp_path, capsys):
+    """At threshold 0.6 no bonus of 0, 0.05, 0.1 (tau 14) holds b and c on seed16: the sweep falls
+    back to max-utility (bonus 0.1) and names them. Before, robustness --spec then said "memlab
+    sweep or memlab feasible finds one that is", spec --spec and answer --spec used it without a
+    word. Now each says the one line of spec_shortfall; on paper at
+    bonus 0.1 (finals: H1 m12 0.494, H2 m05 0.501, H3 m09 below m08 0.512, H4 m06 below m07
+    0.520, C1 m02 0.494, C2 m10 0.540) no current memory reaches 0.6."""
+    path = tmp_path / "fallback.yaml"
+    grid = ["--bonus", "0:0.1:0.05", "--tau", "14", "--threshold", "0.6"]
+    assert main(["sweep", "--source", "published", *grid, "--save", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "conflicting criteria: never hold: b, c" in out and "falls back to max-utility" in out
+    said = (
+        f"{path} is a fallback: nothing in the grid it was tuned on is feasible (never hold: b, c), so "
+        "max-utility chose it; it fails b, c on seed16: it misses the current memory on 6 of the 6 "
+        "questions that have one"
+    )
+    assert main(["robustness", "--spec", str(path), "--boot", "20"]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last == (
+        "the spec is not feasible on all the questions (no bonus meets every criterion at this tau and "
+        f"threshold): {said}"
+    )
+    assert main(["spec", "--spec", str(path), "--format", "json"]) == 0
+    assert f"memlab: warning: {said}" in capsys.readouterr().err.splitlines()
+    from chat_fake import FakeChat
+
+    fake = FakeChat()
+    try:
+        argv = ["answer", "--spec", str(path), "--chat-url", fake.url, "--conditions", "today,tuned"]
+        argv += ["--no-llm-judge", "--cache-dir", str(tmp_path / "cache"), "--boot", "20", "--format", "json"]
+        assert main(argv) == 0  # today's spec is the file's: said; the tuned condition's own grid
+    finally:  # (the notebooks' default, wider) finds a feasible spec: tests/test_answers.py falls back
+        fake.close()
+    assert f"memlab: warning: {said}" in capsys.readouterr().err.splitlines()

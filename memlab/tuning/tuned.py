@@ -445,3 +445,64 @@ def tuned_problem(
     problem = build_problem(dataset, options, **merged)
     check_tuned(tuned, problem)
     return problem
+
+
+def fallback_reason(selection: Mapping[str, Any]) -> str | None:
+    """Why a chosen spec fails its criteria, from what its selection recorded (a tuned file's
+    ``selection``; ``choice_selection`` for a sweep's choice): None when it does not (the rule
+    chose a feasible configuration)."""
+    if selection.get("feasible") is not False:
+        return None
+    rule = selection.get("rule") or "max-utility"
+    if selection.get("feasible_configurations", 0):
+        return f"{rule} chose it though it is not feasible"
+    conflicts = f" ({selection['conflicts']})" if selection.get("conflicts") else ""
+    return f"nothing in the grid it was tuned on is feasible{conflicts}, so {rule} chose it"
+
+
+def choice_selection(choice) -> dict[str, Any]:
+    """What a sweep's ``Choice`` (``memlab.core.selection``) says about feasibility, as a tuned
+    file's ``selection`` records it: the rule that chose, whether the row is feasible, how many
+    configurations were, and the criteria that conflict when none was."""
+    conflicts = choice.conflicts
+    row = choice.row
+    return {
+        "rule": choice.rule,
+        "feasible": bool(row["feasible"].iloc[0]) if not row.empty else False,
+        "feasible_configurations": int(choice.feasible),
+        **({"conflicts": conflicts.text()} if conflicts is not None and not conflicts.satisfiable else {}),
+    }
+
+
+def spec_shortfall(
+    problem: RetrievalProblem, criteria=None, what: str = "the spec", fallback: str | None = None
+) -> str | None:
+    """One line: which criteria the problem's spec fails on its questions and what that does to
+    them (a stale memory injected, the current one missed, an injection on a no-hit question,
+    each as N of M questions), after ``fallback`` (why it is a fallback: ``fallback_reason``);
+    None when every criterion holds. The one message of a spec that fails: the sweep's fallback
+    saved, exported (``memlab spec``), measured (``memlab robustness``) or sent (``memlab
+    answer``'s tuned condition) all say it alike."""
+    from memlab.tuning.evaluate import evaluate
+
+    ev = evaluate(problem, criteria=criteria)
+    failing = ev.failing()
+    if not failing:
+        return None
+    questions = problem.dataset.questions
+    results = ev.results
+    injected = [{c.memory_id for c in r.injected} for r in results]
+    effects = []
+    stale = [i for i, q in enumerate(questions) if q.stale]
+    if n := sum(bool(results[i].stale_injected) for i in stale):
+        effects.append(f"injects a stale memory on {n} of the {len(stale)} questions that have one")
+    current = [i for i, q in enumerate(questions) if q.current]
+    if n := sum(questions[i].current not in injected[i] for i in current):
+        effects.append(f"misses the current memory on {n} of the {len(current)} questions that have one")
+    nohit = [i for i, q in enumerate(questions) if q.kind == "nohit"]
+    if n := sum(bool(injected[i]) for i in nohit):
+        effects.append(f"injects memories on {n} of the {len(nohit)} no-hit questions")
+    head = f"{what} is a fallback: {fallback}; it fails" if fallback else f"{what} fails"
+    return f"{head} {', '.join(failing)} on {problem.dataset.name}" + (
+        f": it {', '.join(effects)}" if effects else ""
+    )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from urllib.parse import urlsplit, urlunsplit
 
 from memlab.app.cli.options import (
@@ -18,8 +19,10 @@ from memlab.app.cli.options import (
     add_spec_options,
     emit,
     problem_from,
+    spec_file_shortfall,
 )
 from memlab.app.parameters import BY_NAME
+from memlab.core.errors import MemlabWarning
 from memlab.core.numbers import counted
 from memlab.output.io import json_ready
 
@@ -87,6 +90,9 @@ def cmd_answer(args: argparse.Namespace) -> int:
     from memlab.output.io import TableWriter
 
     problem = problem_from(args, used_elsewhere=("cache_dir",))  # the reply cache lives there too
+    shortfall = spec_file_shortfall(args, problem)  # today's spec is the sweep's fallback: said
+    if shortfall:
+        warnings.warn(shortfall, MemlabWarning, stacklevel=1)
     chat, judge = clients_from(args)
     names = tuple(n.strip() for n in args.conditions.split(",") if n.strip())
     tune = TuneGrid(args.select, BY_NAME["bonus_range"].default, BY_NAME["tau_range"].default)

@@ -364,6 +364,19 @@ def check_spec_file(args: argparse.Namespace, problem) -> None:
         check_tuned(tuned, problem)
 
 
+def spec_file_shortfall(args: argparse.Namespace, problem, criteria=None) -> str | None:
+    """The ``--spec`` file holds a spec that fails its criteria (the sweep's fallback, when
+    nothing was feasible): what it fails on the problem's questions, in the one line every command
+    says it in (``memlab.tuning.tuned.spec_shortfall``); None otherwise."""
+    from memlab.tuning.tuned import fallback_reason, spec_shortfall
+
+    tuned = getattr(args, "tuned", None)
+    reason = None if tuned is None else fallback_reason(tuned.selection)
+    if reason is None or not problem.dataset.questions:
+        return None
+    return spec_shortfall(problem, criteria, what=tuned.label, fallback=reason)
+
+
 def qdrant_dataset(args: argparse.Namespace, tmp: Path) -> Dataset:
     """The collection's stored vectors and payloads (through ``import_qdrant``, nothing re-embedded)
     as a dataset without questions: the store ``memlab calibrate`` and ``memlab explain`` read from

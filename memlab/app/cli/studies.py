@@ -22,6 +22,7 @@ from memlab.app.cli.options import (
     fmt,
     problem_from,
     server_from,
+    spec_file_shortfall,
     spec_line,
 )
 from memlab.core.errors import InputError
@@ -186,9 +187,10 @@ def cmd_robustness(args: argparse.Namespace) -> int:
 
     problem = problem_from(args)
     spec = problem.spec
+    criteria = criteria_from(args, problem.dataset)
     df = robustness(
         problem,
-        criteria_from(args, problem.dataset),
+        criteria,
         n_boot=args.boot,
         seed=args.seed,
         progress=sys.stderr.isatty(),
@@ -228,9 +230,11 @@ def cmd_robustness(args: argparse.Namespace) -> int:
         )
         lines.append(f"  without {r['left_out']}: {interval}")
     if summary["lo_median"].isna().iloc[0]:
+        # the sweep's fallback: that sweep found nothing feasible, so say what this one fails
+        shortfall = spec_file_shortfall(args, problem, criteria)
         lines.append(
             "the spec is not feasible on all the questions (no bonus meets every criterion at this "
-            "tau and threshold): memlab sweep or memlab feasible finds one that is"
+            "tau and threshold): " + (shortfall or "memlab sweep or memlab feasible finds one that is")
         )
     emit("\n".join(lines), args.output)
     return 0

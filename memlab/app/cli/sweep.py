@@ -155,7 +155,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from memlab.core.sweep_pool import pooled_sweep_chunks
     from memlab.output.io import TableWriter
     from memlab.scores.problem import build_problem
-    from memlab.tuning.tuned import dataset_reference, save_tuned, tuned_spec
+    from memlab.tuning.tuned import choice_selection, dataset_reference, save_tuned, tuned_spec
 
     unused = [f for f, v in (("--format " + str(args.format), args.format), ("--long", args.long)) if v]
     if unused and not args.output:  # they shape the -o table: without one they would be ignored
@@ -292,6 +292,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             "decision_margin": float(decisions[closest].margin),
             "configurations": int(total),
             "feasible_configurations": int(choice.feasible),
+            # the criteria that conflict, when none holds: what every command reading it says
+            **{k: v for k, v in choice_selection(choice).items() if k == "conflicts"},
         }
         path = save_tuned(args.save, tuned_spec(problems[0], spec, languages=langs, selection=selection))
         print(f"wrote {path} (the tuned spec: read it with --spec {path})", file=say)

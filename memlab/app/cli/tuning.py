@@ -19,6 +19,7 @@ from memlab.app.cli.options import (
     fmt,
     problem_from,
     scope_from,
+    spec_file_shortfall,
     spec_line,
 )
 from memlab.core.criteria import value_edge
@@ -253,6 +254,9 @@ def cmd_spec(args: argparse.Namespace) -> int:
     # the question is embedded with the model the dataset's vectors came from
     problem = problem_from(args, dataset, questions=False)
     spec = problem.spec
+    shortfall = spec_file_shortfall(args, problem)  # the sweep's fallback, exported: said
+    if shortfall:
+        warnings.warn(shortfall, MemlabWarning, stacklevel=1)
     vector = problem.embed_queries([question.text(args.lang)])[0] if question is not None else None
     if args.format == "qdrant-json":
         holes = (["the query vector (pass --question ID to embed one)"] if vector is None else []) + (
