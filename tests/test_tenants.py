@@ -415,12 +415,11 @@ def test_answer_under_a_tuned_files_filter_never_sends_another_tenants_memory(as
 
 
 @pytest.mark.hostile
-@pytest.mark.parametrize("command", ["scale", "calibrate"])
-def test_a_command_that_cannot_take_the_files_filter_refuses_it(asked, tmp_path, capsys, command):
+def test_a_command_that_cannot_take_the_files_filter_refuses_it(asked, tmp_path, capsys):
     tuned = alices_file(capsys, asked, tmp_path)
-    assert main([command, "--spec", str(tuned)]) == 2
+    assert main(["scale", "--spec", str(tuned)]) == 2
     assert capsys.readouterr().err == (
-        f"memlab: error: {tuned}: tuned for the collection as --filter user_id=alice, and memlab {command} "
+        f"memlab: error: {tuned}: tuned for the collection as --filter user_id=alice, and memlab scale "
         "cannot take --filter: it would measure every tenant's memories instead; use a command that takes "
         "it (evaluate, metrics, answer, robustness, ...), or tune again without it\n"
     )
@@ -461,3 +460,43 @@ def test_another_tenants_question_is_named_as_such(asked, capsys):
     )
     assert main([*prompt, "--question", "qz"]) == 2  # and bob's question is not listed
     assert capsys.readouterr().err == "memlab: error: no question 'qz' in dataset 'two-tenants'; questions: qa, qn\n"
+
+
+def test_calibrate_under_a_filter_is_calibrate_on_the_tenants_own_store():
+    """Two independent paths agree: the filter's store (alice's 15 of 30 memories, bob's left
+    out) calibrates exactly as a store holding alice's memories alone."""
+    from dataclasses import replace
+
+    from helpers import make_dataset, problem_of
+
+    from memlab.core.spec import RetrievalSpec
+    from memlab.datasets.probes import load_probes
+    from memlab.qdrant.sharding import Scope
+    from memlab.studies.calibration import calibrate
+
+    rng = np.random.default_rng(3)
+    n = 30
+    every = make_dataset(rng.integers(0, 30 * 86400, n), [], [], [])
+    users = ["alice" if i % 2 == 0 else "bob" for i in range(n)]
+    every = replace(
+        every,
+        memories=tuple(replace(m, payload={"user_id": u}) for m, u in zip(every.memories, users, strict=True)),
+    )
+    mem = rng.normal(size=(n, 8))
+    mem /= np.linalg.norm(mem, axis=1, keepdims=True)
+    probe_set = load_probes()
+    probes = rng.normal(size=(20, 8))  # the first 20 probes of the set: the fits take 0.1 s each
+    probes /= np.linalg.norm(probes, axis=1, keepdims=True)
+    noise = rng.normal(size=(500, 8))
+    basis = (noise / np.linalg.norm(noise, axis=1, keepdims=True), rng.uniform(0, 365, 500), "noise")
+    spec = RetrievalSpec(bonus=0.02, tau_days=14, threshold=0.9)
+    run = {"basis": basis, "n_boot": 20, "false_rate": 0.1}
+    filtered = problem_of(every, spec, memories=mem).with_scope(Scope((("user_id", "alice"),)))
+    alone = replace(every, memories=every.memories[::2])
+    a = calibrate(filtered, probe_set, probes, **run)
+    b = calibrate(problem_of(alone, spec, memories=mem[::2]), probe_set, probes, **run)
+    assert a.summary == b.summary and a.summary["memories"] == 15
+    assert a.probes == b.probes and a.attractors == b.attractors
+    assert {p["memory"] for p in a.probes} <= {m.id for m in alone.memories}
+    every_cal = calibrate(problem_of(every, spec, memories=mem), probe_set, probes, **run)
+    assert {p["memory"] for p in every_cal.probes} - {m.id for m in alone.memories}  # bob's, unfiltered
