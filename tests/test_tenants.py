@@ -415,24 +415,16 @@ def test_answer_under_a_tuned_files_filter_never_sends_another_tenants_memory(as
 
 
 @pytest.mark.hostile
-def test_a_command_that_cannot_take_the_files_filter_refuses_it(asked, tmp_path, capsys):
-    tuned = alices_file(capsys, asked, tmp_path)
-    assert main(["scale", "--spec", str(tuned)]) == 2
-    assert capsys.readouterr().err == (
-        f"memlab: error: {tuned}: tuned for the collection as --filter user_id=alice, and memlab scale "
-        "cannot take --filter: it would measure every tenant's memories instead; use a command that takes "
-        "it (evaluate, metrics, answer, robustness, ...), or tune again without it\n"
-    )
-
-
-@pytest.mark.hostile
-def test_a_file_tuned_on_shards_is_refused_where_shards_are_not_modelled(asked, tmp_path, capsys):
+@pytest.mark.parametrize("command", ["robustness", "scale", "calibrate"])
+def test_a_file_tuned_on_shards_is_refused_where_shards_are_not_modelled(asked, tmp_path, capsys, command):
+    """Before, scale and calibrate dropped the file's filter and shards without a word; now they
+    take its filter, and a command whose study is one shard's refuses the shards in one line."""
     tuned = alices_file(capsys, asked, tmp_path, "--shards", "2")
-    assert main(["robustness", "--spec", str(tuned)]) == 2
+    assert main([command, "--spec", str(tuned)]) == 2
     assert capsys.readouterr().err == (
         f"memlab: error: {tuned}: tuned for the collection as --filter user_id=alice --shards 2, and memlab "
-        "robustness cannot take --shards: it would measure one shard instead; use a command that takes "
-        "it (evaluate, metrics, answer, robustness, ...), or tune again without it\n"
+        f"{command} cannot take --shards: it would measure one shard instead; use a command that takes "
+        "it (evaluate, metrics, answer, explain, ...), or tune again without it\n"
     )
     assert main(["metrics", "--spec", str(tuned)]) == 0  # metrics models the shards
 
@@ -500,3 +492,43 @@ def test_calibrate_under_a_filter_is_calibrate_on_the_tenants_own_store():
     assert {p["memory"] for p in a.probes} <= {m.id for m in alone.memories}
     every_cal = calibrate(problem_of(every, spec, memories=mem), probe_set, probes, **run)
     assert {p["memory"] for p in every_cal.probes} - {m.id for m in alone.memories}  # bob's, unfiltered
+
+
+@pytest.mark.hostile
+def test_scale_under_a_filter_is_scale_on_the_tenants_own_store():
+    """N counts the tenant's memories: alice's 3 of 6 under the filter measure and predict as a
+    store of her 3 alone (bob's memories, closer to every query, are never candidates)."""
+    from dataclasses import replace
+
+    from helpers import make_dataset, problem_of
+
+    from memlab.core.spec import RetrievalSpec
+    from memlab.qdrant.sharding import Scope
+    from memlab.studies.scale import scale_sizes, scale_study, store_size
+
+    rng = np.random.default_rng(5)
+    day = 86_400
+    every = make_dataset([800 * day, 10 * day, 1 * day, 2 * day, 3 * day, 4 * day], ["nohit", "hit"], [-1, 2], [[], []])
+    users = ["alice"] * 3 + ["bob"] * 3
+    every = replace(
+        every,
+        memories=tuple(replace(m, payload={"user_id": u}) for m, u in zip(every.memories, users, strict=True)),
+    )
+    qs = rng.normal(size=(2, 16))
+    qs /= np.linalg.norm(qs, axis=1, keepdims=True)
+    mem = rng.normal(size=(6, 16))
+    mem[3:] = qs[[0, 1, 0]] + 0.1 * mem[3:]  # bob's: near the queries
+    mem /= np.linalg.norm(mem, axis=1, keepdims=True)
+    spec = RetrievalSpec(candidates=4, bonus=0.05, tau_days=14.0, threshold=0.6)
+    pool = rng.normal(size=(400, 16)).astype(np.float32)
+    pool /= np.linalg.norm(pool, axis=1, keepdims=True)
+    pool_ages = rng.integers(0, 365, size=400).astype(np.float64)
+    filtered = problem_of(every, spec, memories=mem, questions=qs).with_scope(Scope((("user_id", "alice"),)))
+    alone = problem_of(replace(every, memories=every.memories[:3]), spec, memories=mem[:3], questions=qs)
+    assert store_size(filtered) == 3 and scale_sizes(every, "3,203", stored=3) == [3, 203]
+    a = scale_study(filtered, [3, 203, 403], (pool, pool_ages), block=10)
+    b = scale_study(alone, [3, 203, 403], (pool, pool_ages), block=10)
+    assert a.rows == b.rows and a.hits == b.hits and a.basis == b.basis
+    assert a.basis.startswith("3 dataset memories")
+    c = scale_study(problem_of(every, spec, memories=mem, questions=qs), [6, 206], (pool, pool_ages), block=10)
+    assert c.rows[0]["nohit_max"] > a.rows[0]["nohit_max"]  # bob's memory, unfiltered

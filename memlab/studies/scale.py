@@ -86,10 +86,19 @@ MAX_POOL = 200_000  # real distractors embedded: about 10 minutes with the defau
 SCALE_WORK = 4 * 10**12  # multiply-adds of the distractors' scoring: about 12 minutes at 5e9/s
 
 
-def scale_sizes(dataset, n_range, pool: int | None = None, name: str = "n_range") -> list[int]:
+def store_size(problem: RetrievalProblem) -> int:
+    """The memories a query of the problem sees: the dataset's, or the tenant filter's."""
+    kept = problem.pool.allowed
+    return len(problem.dataset.memories) if kept is None else int(kept.sum())
+
+
+def scale_sizes(
+    dataset, n_range, pool: int | None = None, name: str = "n_range", stored: int | None = None
+) -> list[int]:
     """The sizes N to measure, sorted, checked against the dataset before anything is embedded
     (a pool takes minutes): at most ``MAX_SIZES`` of them (counted before any is generated),
-    every N counting the dataset's own memories, so none below their number; ``pool`` (the real
+    every N counting the dataset's own memories (``stored``: those a tenant filter keeps,
+    ``store_size``), so none below their number; ``pool`` (the real
     distractors) must hold ``MIN_POOL`` for the prediction. ``n_range``: text
     (``start:stop:step`` or a comma list), a ``memlab.core.grid.Axis`` or numbers."""
     from memlab.core.grid import Axis, parse_axis
@@ -104,7 +113,7 @@ def scale_sizes(dataset, n_range, pool: int | None = None, name: str = "n_range"
         len(axis), name.lstrip("-"), MAX_SIZES, "sizes", "each size is one row of the curve, measured in turn"
     )
     sizes = sorted({int(n) for n in axis})
-    n0 = len(dataset.memories)
+    n0 = len(dataset.memories) if stored is None else stored
     if sizes and sizes[0] < n0:
         raise InputError(
             f"{name}: {sizes[0]:,} is below the {n0:,} memories of dataset {dataset.name!r} (every N "
@@ -430,10 +439,15 @@ def scale_study(
     spec = spec.with_reference(dataset.reference_date)
     ages = dataset.ages()
     raw = np.where(dataset.visible(), scores_raw, np.nan)
+    column = {m: j for j, m in enumerate(dataset.memory_ids)}
+    kept = problem.pool.allowed
+    if kept is not None:  # a tenant filter: the tenant's memories are the store N counts from
+        raw, ages = raw[:, kept], ages[:, kept]
+        column = {m: j for j, m in enumerate(np.asarray(dataset.memory_ids, dtype=object)[kept])}
     kinds = [q.kind for q in dataset.questions]
     nohit = np.array([k == "nohit" for k in kinds])
     model = GaussianVectors.fit(pool)
-    n0 = len(dataset.memories)
+    n0 = raw.shape[1]
 
     # measured: dataset memories + real pool (then model beyond), and dataset + model only
     base = (raw, ages)
@@ -474,8 +488,8 @@ def scale_study(
     for i, q in enumerate(dataset.questions):
         if not q.current:
             continue
-        c = dataset.memory_index[q.current]
-        if not np.isfinite(raw[i, c]):
+        c = column.get(q.current)
+        if c is None or not np.isfinite(raw[i, c]):  # another tenant's: never a candidate here
             continue
         current_final = float(spec.final(raw[i, c], ages[i, c]))
         n_pass = n_reaching([laws[i]], current_final)

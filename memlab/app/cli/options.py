@@ -312,11 +312,11 @@ def apply_spec_file(args: argparse.Namespace) -> None:
     untaken = [k for k in scope if not hasattr(args, k)]
     if untaken:
         flag = {"filters": "--filter", "shards": "--shards", "shard_key": "--shard-key"}[untaken[0]]
+        instead = "every tenant's memories" if flag == "--filter" else "one shard"
         raise InputError(
             f"{args.spec_file}: tuned for the collection as {collection_flags(scope)}, and memlab "
-            f"{args.command} cannot take {flag}: it would measure "
-            f"{'every tenant' + chr(39) + 's memories' if flag == '--filter' else 'one shard'} instead; use "
-            "a command that takes it (evaluate, metrics, answer, robustness, ...), or tune again without it"
+            f"{args.command} cannot take {flag}: it would measure {instead} instead; use a command "
+            "that takes it (evaluate, metrics, answer, explain, ...), or tune again without it"
         )
     taken = [k for k in scope if k not in told]
     for name in taken:

@@ -131,7 +131,7 @@ def retriever_grid_from(args: argparse.Namespace, bonus: str | None = None, tau:
 
 def cmd_scale(args: argparse.Namespace) -> int:
     from memlab.core.grid import parse_axis
-    from memlab.studies.scale import check_scale_work, distractor_pool, scale_sizes, scale_study
+    from memlab.studies.scale import check_scale_work, distractor_pool, scale_sizes, scale_study, store_size
 
     parse_axis(args.n_range, "n", integer=True)  # the syntax first, as every axis
     if args.source != "embedded":
@@ -141,7 +141,9 @@ def cmd_scale(args: argparse.Namespace) -> int:
         )
     problem = problem_from(args)
     spec = problem.spec
-    sizes = scale_sizes(problem.dataset, args.n_range, args.pool, name="--n")  # before any embedding
+    sizes = scale_sizes(  # before any embedding
+        problem.dataset, args.n_range, args.pool, name="--n", stored=store_size(problem)
+    )
     check_scale_work(problem, sizes[-1])  # before the pool is embedded
     pool = distractor_pool(problem, args.pool, seed=args.seed)  # embedded with the problem's model
     result = scale_study(problem, sizes, pool, seed=args.seed, progress=sys.stderr.isatty())
@@ -349,6 +351,7 @@ def add_scale_arguments(p: argparse.ArgumentParser) -> None:
     add_source_options(p)
     add_spec_options(p)
     add_family_options(p)
+    add_collection_options(p, shards=False)  # N counts the tenant's memories, on one shard
     add_parameters(p, ["n_range", "pool", "seed"])
     add_output_options(p, ["table", "json"])
 
