@@ -83,6 +83,11 @@ HOSTILE = [
     ("huge", lambda t: (t + "#" + "x" * (2 << 20) + "\n").encode(),
      " {size} bytes: not a tuned spec (memlab sweep --save writes about 1 KB; memlab reads at most "
      "1,048,576)"),
+    ("tuned_at list", sub("^tuned_at: .*", "tuned_at: [1, 2]"), "42: tuned_at: expected a date, got [1, 2]"),
+    ("conflicts list", sub("^  feasible_configurations: 10", "  feasible_configurations: 10\n  conflicts: [1]"),
+     "42: selection.conflicts: expected the conflicting criteria as text, got [1]"),
+    ("count", sub("^  feasible_configurations: 10", "  feasible_configurations: -1"),
+     "41: selection.feasible_configurations: expected a count, got -1"),
     ("shards", lambda t: (t + "collection: {filters: [], shards: " + "9" * 4000 + "}\n").encode(),
      "43: collection: shards: expected a whole number in [1, 1024], got an integer of about 4001 digits"),
 ]

@@ -396,6 +396,17 @@ def test_a_tuned_files_filter_is_applied_by_the_commands_that_score(asked, tmp_p
 
 
 @pytest.mark.hostile
+def test_another_tenant_given_beside_the_file_is_said(asked, tmp_path, capsys):
+    tuned = alices_file(capsys, asked, tmp_path)
+    assert main(["evaluate", "--spec", str(tuned), "--filter", "user_id=bob", "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert err.splitlines()[0].endswith(
+        "; given beside it, overriding the file: --filter user_id=bob (the file's --filter user_id=alice)"
+    )
+    assert [q["id"] for q in json.loads(out)["questions"]] == ["qb", "qn"]
+
+
+@pytest.mark.hostile
 def test_answer_under_a_tuned_files_filter_never_sends_another_tenants_memory(asked, tmp_path, capsys):
     """Before, answer --spec dropped the filter: bob's memories went to the chat model with
     alice's question. The fake echoes every block it is sent: no bob memory in any of them."""

@@ -17,7 +17,7 @@ import hashlib
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -342,9 +342,20 @@ def load_tuned(path: str | Path) -> TunedSpec:
     selection = data.get("selection") or {}
     if not isinstance(selection, dict):
         raise fail("selection", f"expected a mapping (rule, asked, what it measured), got {selection!r:.60}")
-    for key, kind, what in (("rule", str, "a rule's name"), ("feasible", bool, "true or false")):
+    for key, kind, what in (
+        ("rule", str, "a rule's name"),
+        ("asked", str, "a rule's name"),
+        ("feasible", bool, "true or false"),
+        ("conflicts", str, "the conflicting criteria as text"),
+    ):
         if key in selection and not isinstance(selection[key], kind):
             raise fail(f"selection.{key}", f"expected {what}, got {selection[key]!r:.60}")
+    count = selection.get("feasible_configurations", 0)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise fail("selection.feasible_configurations", f"expected a count, got {count!r:.60}")
+    tuned_at = data.get("tuned_at") or ""
+    if not isinstance(tuned_at, str | date):  # YAML reads an unquoted date as one
+        raise fail("tuned_at", f"expected a date, got {tuned_at!r:.60}")
     collection = data.get("collection") or {}
     if not isinstance(collection, dict) or set(collection) - {"filters", "shards", "shard_key"}:
         raise fail("collection", "expected filters (key=value texts), shards and shard_key")
@@ -363,7 +374,7 @@ def load_tuned(path: str | Path) -> TunedSpec:
         dataset,
         tuple(languages),
         dict(selection),
-        str(data.get("tuned_at") or ""),
+        str(tuned_at),
         path,
         dict(collection),
     )

@@ -324,6 +324,14 @@ def apply_spec_file(args: argparse.Namespace) -> None:
     fields, notes = merge_spec(
         tuned, {n: getattr(args, n) for n in SPEC_FIELDS if n in told and hasattr(args, n)}
     )
+    # another tenant or layout given beside the file: legitimate, and said like a spec field
+    for name, none in (("filters", []), ("shards", 1), ("shard_key", None)):
+        file_value, value = scope.get(name, none), getattr(args, name, none) or none
+        if name in told and file_value != value:
+            notes.append(
+                f"{collection_flags({name: value}) or f'--{name} {value}'} "
+                f"(the file's {collection_flags({name: file_value}) or 'none'})"
+            )
     for name, value in fields.items():
         if hasattr(args, name):
             setattr(args, name, value)
