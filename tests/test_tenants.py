@@ -543,3 +543,27 @@ def test_scale_under_a_filter_is_scale_on_the_tenants_own_store():
     assert a.basis.startswith("3 dataset memories")
     c = scale_study(problem_of(every, spec, memories=mem, questions=qs), [6, 206], (pool, pool_ages), block=10)
     assert c.rows[0]["nohit_max"] > a.rows[0]["nohit_max"]  # bob's memory, unfiltered
+
+
+@pytest.mark.hostile
+def test_a_notebook_or_the_panel_refuses_a_file_tuned_for_one_tenant(asked, tmp_path, capsys):
+    """Before, a notebook's spec_file and the panel dropped the file's filter: every tenant's
+    memories measured for alice's spec, without a word."""
+    from memlab.app.panel import TuningPanel
+    from memlab.core.errors import InputError
+    from memlab.datasets.schema import load_dataset
+    from memlab.scores.sources import ScoreOptions
+    from memlab.tuning.tuned import tuned_problem
+
+    tuned = alices_file(capsys, asked, tmp_path)
+    said = (
+        f"{tuned}: tuned for the collection as --filter user_id=alice, and {{}} takes no tenant filter or "
+        f"shards: it would measure every memory of the dataset; use memlab evaluate, robustness or scale "
+        f"--spec {tuned} (they apply it), or tune again without it"
+    )
+    with pytest.raises(InputError) as e:
+        tuned_problem(str(tuned), str(asked), ScoreOptions("published"))
+    assert str(e.value) == said.format("a notebook's spec_file")
+    with pytest.raises(InputError) as e:
+        TuningPanel(load_dataset(asked), spec_file=str(tuned))
+    assert str(e.value) == said.format("the panel")

@@ -195,6 +195,29 @@ def collection_record(scope) -> dict[str, Any]:
     }
 
 
+def collection_flags(scope: Mapping[str, Any]) -> str:
+    """The collection options of a tuned-spec file's record, as the command line writes them."""
+    flags = [f"--filter {f}" for f in scope.get("filters") or ()]
+    if scope.get("shards"):
+        flags.append(f"--shards {scope['shards']}")
+    if scope.get("shard_key"):
+        flags.append(f"--shard-key {scope['shard_key']}")
+    return " ".join(flags)
+
+
+def refuse_collection(tuned: TunedSpec, reader: str) -> None:
+    """A reader that applies no tenant filter nor shards (a notebook's ``spec_file``, the panel)
+    refuses a file tuned under them in one line, rather than measure every tenant's memories for
+    one tenant's spec."""
+    scope = {k: v for k, v in tuned.collection.items() if v not in (None, 1, [])}
+    if scope:
+        raise InputError(
+            f"{tuned.label}: tuned for the collection as {collection_flags(scope)}, and {reader} takes "
+            f"no tenant filter or shards: it would measure every memory of the dataset; use memlab "
+            f"evaluate, robustness or scale --spec {tuned.label} (they apply it), or tune again without it"
+        )
+
+
 def save_tuned(path: str | Path, tuned: TunedSpec) -> Path:
     """Write the file atomically (YAML; floats written so they read back exactly)."""
     import yaml
@@ -447,6 +470,7 @@ def tuned_problem(
     if not spec_file:
         return build_problem(dataset, options, **fields)
     tuned = load_tuned(spec_file)
+    refuse_collection(tuned, "a notebook's spec_file")
     merged, notes = merge_spec(tuned, off_default(fields))
     print(
         f"spec: from {tuned.label}"

@@ -283,7 +283,7 @@ def apply_spec_file(args: argparse.Namespace) -> None:
     score source, dataset, language and model it was tuned with; each value given beside it
     overrides the file's, and stderr says which. Run once, before the command reads its options."""
     from memlab.scores.problem import SPEC_FIELDS
-    from memlab.tuning.tuned import load_tuned, merge_spec
+    from memlab.tuning.tuned import collection_flags, load_tuned, merge_spec
 
     tuned = load_tuned(args.spec_file)
     args.tuned = tuned
@@ -350,16 +350,6 @@ def apply_spec_file(args: argparse.Namespace) -> None:
         + (f"; given beside it, overriding the file: {', '.join(notes)}" if notes else ""),
         file=sys.stderr,
     )
-
-
-def collection_flags(scope: dict) -> str:
-    """The collection options of a tuned-spec file's record, as the command line writes them."""
-    flags = [f"--filter {f}" for f in scope.get("filters") or ()]
-    if scope.get("shards"):
-        flags.append(f"--shards {scope['shards']}")
-    if scope.get("shard_key"):
-        flags.append(f"--shard-key {scope['shard_key']}")
-    return " ".join(flags)
 
 
 def check_spec_file(args: argparse.Namespace, problem) -> None:
