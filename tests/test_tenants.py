@@ -567,3 +567,21 @@ def test_a_notebook_or_the_panel_refuses_a_file_tuned_for_one_tenant(asked, tmp_
     with pytest.raises(InputError) as e:
         TuningPanel(load_dataset(asked), spec_file=str(tuned))
     assert str(e.value) == said.format("the panel")
+
+
+@pytest.mark.hostile
+def test_a_criteria_file_about_another_tenants_question_is_said(asked, tmp_path, capsys):
+    """Before: "criterion 'bob_drinks' names question 'qb', which is not in the dataset (qa, qn)"."""
+    criteria = tmp_path / "criteria.yaml"
+    criteria.write_text(
+        "- {name: alice_drinks, kind: current_reaches, question: qa}\n"
+        "- {name: bob_drinks, kind: current_reaches, question: qb}\n"
+    )
+    argv = ["sweep", "--dataset", str(asked), "--source", "published", "--bonus", "0:0.1:0.05", "--tau", "14"]
+    assert main([*argv, "--threshold", "0.5", "--filter", "user_id=alice", "--criteria", str(criteria)]) == 0
+    out, err = capsys.readouterr()
+    assert err.splitlines()[0] == (
+        "--criteria: bob_drinks (question qb): about another tenant's question, which the filter leaves "
+        "out: not checked"
+    )
+    assert "alice_drinks=" in out and "bob_drinks" not in out

@@ -469,7 +469,20 @@ def add_criteria_option(p: argparse.ArgumentParser) -> None:
 
 
 def criteria_from(args: argparse.Namespace, dataset):
+    """The ``--criteria`` file's criteria, else the dataset's own; a criterion about a question
+    the tenant filter leaves out (another tenant's) goes with it, as a declared one does, and
+    stderr says so."""
     from memlab.core.criteria import dataset_criteria
     from memlab.datasets.criteria_file import load_criteria
 
-    return load_criteria(args.criteria) if args.criteria else dataset_criteria(dataset)
+    if not args.criteria:
+        return dataset_criteria(dataset)
+    criteria = load_criteria(args.criteria)
+    gone = [c for c in criteria if c.question in dataset.questions_left_out]
+    if gone:
+        print(
+            f"--criteria: {', '.join(f'{c.name} (question {c.question})' for c in gone)}: about another "
+            "tenant's question, which the filter leaves out: not checked",
+            file=sys.stderr,
+        )
+    return tuple(c for c in criteria if c not in gone)
