@@ -418,6 +418,12 @@ def test_answer_under_a_tuned_files_filter_never_sends_another_tenants_memory(as
         argv = ["answer", "--spec", str(tuned), "--chat-url", fake.url, "--conditions", "raw,today,tuned"]
         run = [*argv, "--no-llm-judge", "--cache-dir", str(tmp_path / "cache"), "--boot", "20"]
         assert main([*run, "--format", "json"]) == 0
+        capsys.readouterr()
+        assert main([*run, "--questions", "qb"]) == 2  # was: "no question 'qb'"
+        assert capsys.readouterr().err.splitlines()[-1] == (
+            "memlab: error: question 'qb' is another tenant's: the tenant filter leaves it out (questions "
+            "asked under it: qa, qn)"
+        )
     finally:
         fake.close()
     sent = json.dumps(fake.bodies)
@@ -458,8 +464,8 @@ def test_another_tenants_question_is_named_as_such(asked, capsys):
     prompt = ["prompt", "--dataset", str(asked), "--source", "published", "--filter", "user_id=alice"]
     assert main([*prompt, "--question", "qb"]) == 2
     assert capsys.readouterr().err == (
-        "memlab: error: question 'qb' is another tenant's: its payload does not meet --filter "
-        "user_id=alice, so it is left out (questions asked under it: qa, qn)\n"
+        "memlab: error: question 'qb' is another tenant's: the tenant filter leaves it out (questions "
+        "asked under it: qa, qn)\n"
     )
     assert main([*prompt, "--question", "qz"]) == 2  # and bob's question is not listed
     assert capsys.readouterr().err == "memlab: error: no question 'qz' in dataset 'two-tenants'; questions: qa, qn\n"

@@ -172,19 +172,12 @@ def cmd_table(args: argparse.Namespace) -> int:
 
 
 def cmd_prompt(args: argparse.Namespace) -> int:
-    from memlab.datasets.payload import filter_text
     from memlab.output.prompt import chat_messages, memory_block
     from memlab.tuning.evaluate import evaluate
 
     dataset = load_dataset(args.dataset)
     problem = problem_from(args, dataset)
-    if args.question in problem.dataset.questions_left_out:  # asked by another tenant
-        raise InputError(
-            f"question {args.question!r} is another tenant's: its payload does not meet --filter "
-            f"{filter_text(problem.scope.filters)}, so it is left out (questions asked under it: "
-            f"{', '.join(problem.dataset.question_ids)})"
-        )
-    question = problem.dataset.question(args.question)
+    question = problem.dataset.question(args.question)  # the filter's: another tenant's is said
     ev = evaluate(problem)
     injected = [c.memory_id for c in ev.result(question.id).injected]
     block = memory_block(args.block, dataset, injected, ev.spec.reference_date, args.lang)
