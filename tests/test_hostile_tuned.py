@@ -82,7 +82,9 @@ HOSTILE = [
     ("integer key", sub("^source: published", "source: published\n5: x"), f"20: 5: unknown field ({ALLOWED})"),
     ("huge", lambda t: (t + "#" + "x" * (2 << 20) + "\n").encode(),
      " {size} bytes: not a tuned spec (memlab sweep --save writes about 1 KB; memlab reads at most "
-     "1,048,576)"),
+     "65,536)"),
+    ("just under the size", lambda t: t + "x: [" + ", ".join(["1"] * 20_000) + "]\n",  # 62 KB: 0.6 s
+     f"43: x: unknown field ({ALLOWED})"),
     ("tuned_at list", sub("^tuned_at: .*", "tuned_at: [1, 2]"), "42: tuned_at: expected a date, got [1, 2]"),
     ("conflicts list", sub("^  feasible_configurations: 10", "  feasible_configurations: 10\n  conflicts: [1]"),
      "42: selection.conflicts: expected the conflicting criteria as text, got [1]"),

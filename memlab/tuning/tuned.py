@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from memlab.scores.problem import RetrievalProblem
 
 FORMAT = 1  # the file's format version (key ``memlab_tuned_spec``)
-MAX_BYTES = 1 << 20  # a tuned-spec file is about 1 KB
+MAX_BYTES = 1 << 16  # a tuned-spec file is about 1.5 KB; YAML is parsed at about 100 KB a second
 SPEC_KEYS = ("candidates", "inject", "threshold", "bonus", "tau_days", "decay", "combine")
 TOP_KEYS = (
     "memlab_tuned_spec",
@@ -287,7 +287,7 @@ def load_tuned(path: str | Path) -> TunedSpec:
     path = Path(path)
     try:
         size = path.stat().st_size
-        if size > MAX_BYTES:  # memlab writes under 2 KB; YAML's parser reads about 1 MB a second
+        if size > MAX_BYTES:  # read in bounded time
             raise InputError(
                 f"{path}: {size:,} bytes: not a tuned spec (memlab sweep --save writes about 1 KB; "
                 f"memlab reads at most {MAX_BYTES:,})"
