@@ -108,9 +108,15 @@ def test_a_hostile_tuned_file_is_one_line_in_bounded_time(tmp_path, capsys, base
     assert err == f"memlab: error: {path}:{message}\n"
 
 
-def test_a_directory_is_no_tuned_file(tmp_path, capsys):
+def test_a_directory_or_a_device_is_no_tuned_file(tmp_path, capsys):
     assert main(["evaluate", "--spec", str(tmp_path)]) == 2
     assert capsys.readouterr().err == f"memlab: error: {tmp_path}: cannot read the tuned spec: Is a directory\n"
+    t0 = time.perf_counter()
+    assert main(["evaluate", "--spec", "/dev/zero"]) == 2  # was: read for ever
+    assert time.perf_counter() - t0 < 3
+    assert capsys.readouterr().err == (
+        "memlab: error: /dev/zero: not a regular file: not a tuned spec (write one with memlab sweep --save)\n"
+    )
 
 
 # -- the dataset's hash ---------------------------------------------------------------------------

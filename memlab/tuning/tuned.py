@@ -14,6 +14,7 @@ dataset and evaluating on another is legitimate).
 from __future__ import annotations
 
 import hashlib
+import stat
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -286,7 +287,10 @@ def load_tuned(path: str | Path) -> TunedSpec:
 
     path = Path(path)
     try:
-        size = path.stat().st_size
+        st = path.stat()
+        size = st.st_size
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):  # /dev/zero, a pipe: no end
+            raise InputError(f"{path}: not a regular file: not a tuned spec (write one with memlab sweep --save)")
         if size > MAX_BYTES:  # read in bounded time
             raise InputError(
                 f"{path}: {size:,} bytes: not a tuned spec (memlab sweep --save writes about 1 KB; "
