@@ -591,3 +591,30 @@ def test_a_criteria_file_about_another_tenants_question_is_said(asked, tmp_path,
         "out: not checked"
     )
     assert "alice_drinks=" in out and "bob_drinks" not in out
+
+
+@pytest.mark.hostile
+def test_compare_under_a_filter_is_compare_on_the_tenants_own_store(asked):
+    """Every retriever's route (vector, BM25, the time gate) sees alice's memories only under her
+    filter: the comparison equals the one on a store of her memories alone."""
+    from dataclasses import replace
+
+    from memlab.qdrant.sharding import Scope
+    from memlab.retrieval.inputs import build_inputs
+    from memlab.scores.problem import build_problem
+    from memlab.scores.sources import ScoreOptions
+    from memlab.studies.hybrid import RetrieverGrid, compare
+
+    dataset = load_dataset(asked)
+    problem = build_problem(dataset, ScoreOptions("published"), scope=Scope((("user_id", "alice"),)))
+    raw = problem.scores.raw
+    filtered = build_inputs(problem.dataset, raw, allowed=problem.pool.allowed)
+    alices = np.array([m.payload["user_id"] == "alice" for m in dataset.memories])
+    alone_ds = replace(problem.dataset, memories=tuple(m for m in dataset.memories if m.payload["user_id"] == "alice"))
+    alone = build_inputs(alone_ds, raw[:, alices])
+    assert np.isnan(filtered.keyword[:, ~alices]).all()
+    np.testing.assert_array_equal(filtered.keyword[:, alices], alone.keyword)  # the index: hers alone
+    grid = RetrieverGrid(alphas=(0.0, 0.5), rrf_ks=(10.0,), bonus=(0.0, 0.05), tau_days=(14.0,), threshold_steps=21)
+    a, b = compare(filtered, grid=grid), compare(alone, grid=grid)
+    for x, y in ((a.chosen, b.chosen), (a.questions, b.questions), (a.by_kind, b.by_kind)):
+        assert x.equals(y)

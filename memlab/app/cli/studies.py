@@ -280,7 +280,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     grid = retriever_grid_from(args)
     problem = problem_from(args, decay=None, combine=None)  # the family is a grid axis here
     dataset, scores = problem.dataset, problem.scores
-    inputs = build_inputs(dataset, scores.raw, lang=args.lang, keyword=uses_keywords(retrievers))
+    inputs = build_inputs(  # a tenant filter: the other tenants' memories in no route
+        dataset, scores.raw, lang=args.lang, keyword=uses_keywords(retrievers), allowed=problem.pool.allowed
+    )
     result = compare(inputs, retrievers, grid, progress=sys.stderr.isatty())
     if args.format == "json":
         doc = {
@@ -387,6 +389,7 @@ def add_drift_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_compare_arguments(p: argparse.ArgumentParser) -> None:
     add_source_options(p)
+    add_collection_options(p, shards=False)  # each retriever over the tenant's memories, one shard
     add_parameters(p, ["retrievers"])
     g = p.add_argument_group("grid (start:stop:step with stop included, a comma list, or one value)")
     add_parameters(g, ["alpha_range"])
