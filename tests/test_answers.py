@@ -376,7 +376,9 @@ def test_the_tuned_spec_is_the_sweeps_choice():
     # nothing feasible: as memlab sweep, the fallback (max-utility), and what its spec fails said
     # (was: refused, while the sweep on the same grid fell back)
     with pytest.warns(MemlabWarning) as said:
-        (fallback,) = build_conditions(problem, ("tuned",), tune=TuneGrid("smallest-bonus", "0.03", "30", "0.45"))
+        (fallback,) = build_conditions(
+            problem, ("tuned",), tune=TuneGrid("smallest-bonus", "0.03", "30", "0.45")
+        )
     assert (fallback.spec.bonus, fallback.spec.tau_days) == (0.03, 30.0)
     assert fallback.about.endswith("(max-utility over bonus 0.03, tau 30, threshold 0.45, the fallback)")
     assert [str(w.message) for w in said if w.category is MemlabWarning] == [

@@ -17,7 +17,9 @@ from memlab.app.cli import main
 from memlab.datasets.schema import dataset_dir
 
 pytestmark = pytest.mark.hostile
-ALLOWED = "allowed: memlab_tuned_spec, spec, model, source, dataset, languages, selection, tuned_at, collection"
+ALLOWED = (
+    "allowed: memlab_tuned_spec, spec, model, source, dataset, languages, selection, tuned_at, collection"
+)
 
 
 @pytest.fixture(scope="module")
@@ -43,55 +45,128 @@ def sub(pattern: str, replacement: str):
 
 
 HOSTILE = [
-    ("bomb", lambda t: bomb(13).encode(), "2: uses a YAML alias (*name): a tuned spec holds its values "
-     "written out (memlab sweep --save writes none)"),
-    ("latin-1", lambda t: t.replace("tuning panel.", "tuning panel, café.").encode("latin-1"),
-     "3: not UTF-8 text (byte 0xe9 at column 24): save the file as UTF-8"),
-    ("utf-16", lambda t: t.encode("utf-16"), " is UTF-16 text (it starts with a UTF-16 byte-order mark): "
-     "save it as UTF-8"),
-    ("deep", lambda t: (t + "x: " + "[" * 3000 + "]" * 3000 + "\n").encode(),
-     " nested deeper than memlab reads (about 1000 levels of [ or {)"),
-    ("digits", lambda t: t.replace("candidates: 8", "candidates: " + "9" * 5000).encode(),
-     " holds an integer of more than 4300 digits: not a number memlab reads"),
-    ("selection list", sub(r"^selection:\n(  .*\n)+", "selection: [1, 2]\n"),
-     "32: selection: expected a mapping (rule, asked, what it measured), got [1, 2]"),
-    ("reference 5", sub("reference: seed16", "reference: 5"),
-     "22: dataset.reference: expected a dataset name or folder, got 5"),
-    ("python tag", sub("^source: published", 'source: !!python/object/apply:os.system ["true"]'),
-     "19: invalid YAML: could not determine a constructor for the tag "
-     "'tag:yaml.org,2002:python/object/apply:os.system'"),
-    ("complex key", sub("^source: published", "source: published\n? [a, b]\n: c"),
-     "20: invalid YAML: found unhashable key"),
-    ("identity 5", sub(r"^  identity:\n(    .*\n)+", "  identity: 5\n"),
-     "13: model: expected name, model_id (texts) and identity (a mapping)"),
-    ("model name 5", sub("^  name: Qwen.*", "  name: 5"),
-     "13: model: expected name, model_id (texts) and identity (a mapping)"),
-    ("sha256 5", sub(r"^  sha256:\n(    .*\n)+", "  sha256: 5\n"),
-     "23: dataset.sha256: expected a mapping of file names in the dataset folder to SHA-256 (or null: not there)"),
-    ("sha256 outside", sub("^    memories.jsonl:", "    ../../etc/passwd: x\n    memories.jsonl:"),
-     "23: dataset.sha256: expected a mapping of file names in the dataset folder to SHA-256 (or null: not there)"),
-    ("feasible text", sub("feasible: true", 'feasible: "yes"'),
-     "36: selection.feasible: expected true or false, got 'yes'"),
+    (
+        "bomb",
+        lambda t: bomb(13).encode(),
+        "2: uses a YAML alias (*name): a tuned spec holds its values "
+        "written out (memlab sweep --save writes none)",
+    ),
+    (
+        "latin-1",
+        lambda t: t.replace("tuning panel.", "tuning panel, café.").encode("latin-1"),
+        "3: not UTF-8 text (byte 0xe9 at column 24): save the file as UTF-8",
+    ),
+    (
+        "utf-16",
+        lambda t: t.encode("utf-16"),
+        " is UTF-16 text (it starts with a UTF-16 byte-order mark): save it as UTF-8",
+    ),
+    (
+        "deep",
+        lambda t: (t + "x: " + "[" * 3000 + "]" * 3000 + "\n").encode(),
+        " nested deeper than memlab reads (about 1000 levels of [ or {)",
+    ),
+    (
+        "digits",
+        lambda t: t.replace("candidates: 8", "candidates: " + "9" * 5000).encode(),
+        " holds an integer of more than 4300 digits: not a number memlab reads",
+    ),
+    (
+        "selection list",
+        sub(r"^selection:\n(  .*\n)+", "selection: [1, 2]\n"),
+        "32: selection: expected a mapping (rule, asked, what it measured), got [1, 2]",
+    ),
+    (
+        "reference 5",
+        sub("reference: seed16", "reference: 5"),
+        "22: dataset.reference: expected a dataset name or folder, got 5",
+    ),
+    (
+        "python tag",
+        sub("^source: published", 'source: !!python/object/apply:os.system ["true"]'),
+        "19: invalid YAML: could not determine a constructor for the tag "
+        "'tag:yaml.org,2002:python/object/apply:os.system'",
+    ),
+    (
+        "complex key",
+        sub("^source: published", "source: published\n? [a, b]\n: c"),
+        "20: invalid YAML: found unhashable key",
+    ),
+    (
+        "identity 5",
+        sub(r"^  identity:\n(    .*\n)+", "  identity: 5\n"),
+        "13: model: expected name, model_id (texts) and identity (a mapping)",
+    ),
+    (
+        "model name 5",
+        sub("^  name: Qwen.*", "  name: 5"),
+        "13: model: expected name, model_id (texts) and identity (a mapping)",
+    ),
+    (
+        "sha256 5",
+        sub(r"^  sha256:\n(    .*\n)+", "  sha256: 5\n"),
+        "23: dataset.sha256: expected file names in the dataset folder, each with its SHA-256 (or null)",
+    ),
+    (
+        "sha256 outside",
+        sub("^    memories.jsonl:", "    ../../etc/passwd: x\n    memories.jsonl:"),
+        "23: dataset.sha256: expected file names in the dataset folder, each with its SHA-256 (or null)",
+    ),
+    (
+        "feasible text",
+        sub("feasible: true", 'feasible: "yes"'),
+        "36: selection.feasible: expected true or false, got 'yes'",
+    ),
     ("bad date", sub("^tuned_at: .*", "tuned_at: 2026-13-45"), " invalid YAML: month must be in 1..12"),
-    ("empty", lambda t: b"", " not a tuned spec (no memlab_tuned_spec key; write one with memlab sweep --save)"),
+    (
+        "empty",
+        lambda t: b"",
+        " not a tuned spec (no memlab_tuned_spec key; write one with memlab sweep --save)",
+    ),
     ("two documents", lambda t: (t + "---\na: 1\n").encode(), "43: invalid YAML: but found another document"),
     ("language 5", sub("^- en", "- 5"), "30: languages: expected a list of languages, got [5]"),
-    ("format true", sub("^memlab_tuned_spec: 1", "memlab_tuned_spec: true"),
-     "4: memlab_tuned_spec: format True, this memlab reads 1"),
-    ("nan", sub("threshold: 0.45", "threshold: .nan"), "8: spec.threshold: expected a finite number, got nan"),
-    ("integer key", sub("^source: published", "source: published\n5: x"), f"20: 5: unknown field ({ALLOWED})"),
-    ("huge", lambda t: (t + "#" + "x" * (2 << 20) + "\n").encode(),
-     " {size} bytes: not a tuned spec (memlab sweep --save writes about 1 KB; memlab reads at most "
-     "65,536)"),
-    ("just under the size", lambda t: t + "x: [" + ", ".join(["1"] * 20_000) + "]\n",  # 62 KB: 0.6 s
-     f"43: x: unknown field ({ALLOWED})"),
+    (
+        "format true",
+        sub("^memlab_tuned_spec: 1", "memlab_tuned_spec: true"),
+        "4: memlab_tuned_spec: format True, this memlab reads 1",
+    ),
+    (
+        "nan",
+        sub("threshold: 0.45", "threshold: .nan"),
+        "8: spec.threshold: expected a finite number, got nan",
+    ),
+    (
+        "integer key",
+        sub("^source: published", "source: published\n5: x"),
+        f"20: 5: unknown field ({ALLOWED})",
+    ),
+    (
+        "huge",
+        lambda t: (t + "#" + "x" * (2 << 20) + "\n").encode(),
+        " {size} bytes: not a tuned spec (memlab sweep --save writes about 1 KB; memlab reads at most "
+        "65,536)",
+    ),
+    (
+        "just under the size",
+        lambda t: t + "x: [" + ", ".join(["1"] * 20_000) + "]\n",  # 62 KB: 0.6 s
+        f"43: x: unknown field ({ALLOWED})",
+    ),
     ("tuned_at list", sub("^tuned_at: .*", "tuned_at: [1, 2]"), "42: tuned_at: expected a date, got [1, 2]"),
-    ("conflicts list", sub("^  feasible_configurations: 10", "  feasible_configurations: 10\n  conflicts: [1]"),
-     "42: selection.conflicts: expected the conflicting criteria as text, got [1]"),
-    ("count", sub("^  feasible_configurations: 10", "  feasible_configurations: -1"),
-     "41: selection.feasible_configurations: expected a count, got -1"),
-    ("shards", lambda t: (t + "collection: {filters: [], shards: " + "9" * 4000 + "}\n").encode(),
-     "43: collection: shards: expected a whole number in [1, 1024], got an integer of about 4001 digits"),
+    (
+        "conflicts list",
+        sub("^  feasible_configurations: 10", "  feasible_configurations: 10\n  conflicts: [1]"),
+        "42: selection.conflicts: expected the conflicting criteria as text, got [1]",
+    ),
+    (
+        "count",
+        sub("^  feasible_configurations: 10", "  feasible_configurations: -1"),
+        "41: selection.feasible_configurations: expected a count, got -1",
+    ),
+    (
+        "shards",
+        lambda t: (t + "collection: {filters: [], shards: " + "9" * 4000 + "}\n").encode(),
+        "43: collection: shards: expected a whole number in [1, 1024], got an integer of about 4001 digits",
+    ),
 ]
 
 
@@ -110,7 +185,9 @@ def test_a_hostile_tuned_file_is_one_line_in_bounded_time(tmp_path, capsys, base
 
 def test_a_directory_or_a_device_is_no_tuned_file(tmp_path, capsys):
     assert main(["evaluate", "--spec", str(tmp_path)]) == 2
-    assert capsys.readouterr().err == f"memlab: error: {tmp_path}: cannot read the tuned spec: Is a directory\n"
+    assert (
+        capsys.readouterr().err == f"memlab: error: {tmp_path}: cannot read the tuned spec: Is a directory\n"
+    )
     t0 = time.perf_counter()
     assert main(["evaluate", "--spec", "/dev/zero"]) == 2  # was: read for ever
     assert time.perf_counter() - t0 < 3

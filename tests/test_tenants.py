@@ -453,7 +453,9 @@ def test_sweep_and_feasible_under_a_filter_build_the_criteria_of_its_questions(a
     base = ["--dataset", str(asked), "--source", "published", "--tau", "7,30", "--filter", "user_id=alice"]
     assert main(["sweep", *base, "--bonus", "0:0.1:0.05", "--threshold", "0.5"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("grid: 3 bonus x 2 tau x 1 threshold x 1 candidates x 1 inject = 6 configurations, ")
+    assert out.startswith(
+        "grid: 3 bonus x 2 tau x 1 threshold x 1 candidates x 1 inject = 6 configurations, "
+    )
     assert "6 configurations, 2 questions, swept" in out and "current_qb" not in out
     assert main(["feasible", *base, "--threshold", "0.5"]) == 0
     assert "criteria: nohit, current_qa; " in capsys.readouterr().out
@@ -468,7 +470,10 @@ def test_another_tenants_question_is_named_as_such(asked, capsys):
         "asked under it: qa, qn)\n"
     )
     assert main([*prompt, "--question", "qz"]) == 2  # and bob's question is not listed
-    assert capsys.readouterr().err == "memlab: error: no question 'qz' in dataset 'two-tenants'; questions: qa, qn\n"
+    assert (
+        capsys.readouterr().err
+        == "memlab: error: no question 'qz' in dataset 'two-tenants'; questions: qa, qn\n"
+    )
 
 
 def test_calibrate_under_a_filter_is_calibrate_on_the_tenants_own_store():
@@ -489,7 +494,9 @@ def test_calibrate_under_a_filter_is_calibrate_on_the_tenants_own_store():
     users = ["alice" if i % 2 == 0 else "bob" for i in range(n)]
     every = replace(
         every,
-        memories=tuple(replace(m, payload={"user_id": u}) for m, u in zip(every.memories, users, strict=True)),
+        memories=tuple(
+            replace(m, payload={"user_id": u}) for m, u in zip(every.memories, users, strict=True)
+        ),
     )
     mem = rng.normal(size=(n, 8))
     mem /= np.linalg.norm(mem, axis=1, keepdims=True)
@@ -525,11 +532,15 @@ def test_scale_under_a_filter_is_scale_on_the_tenants_own_store():
 
     rng = np.random.default_rng(5)
     day = 86_400
-    every = make_dataset([800 * day, 10 * day, 1 * day, 2 * day, 3 * day, 4 * day], ["nohit", "hit"], [-1, 2], [[], []])
+    every = make_dataset(
+        [800 * day, 10 * day, 1 * day, 2 * day, 3 * day, 4 * day], ["nohit", "hit"], [-1, 2], [[], []]
+    )
     users = ["alice"] * 3 + ["bob"] * 3
     every = replace(
         every,
-        memories=tuple(replace(m, payload={"user_id": u}) for m, u in zip(every.memories, users, strict=True)),
+        memories=tuple(
+            replace(m, payload={"user_id": u}) for m, u in zip(every.memories, users, strict=True)
+        ),
     )
     qs = rng.normal(size=(2, 16))
     qs /= np.linalg.norm(qs, axis=1, keepdims=True)
@@ -547,7 +558,9 @@ def test_scale_under_a_filter_is_scale_on_the_tenants_own_store():
     b = scale_study(alone, [3, 203, 403], (pool, pool_ages), block=10)
     assert a.rows == b.rows and a.hits == b.hits and a.basis == b.basis
     assert a.basis.startswith("3 dataset memories")
-    c = scale_study(problem_of(every, spec, memories=mem, questions=qs), [6, 206], (pool, pool_ages), block=10)
+    c = scale_study(
+        problem_of(every, spec, memories=mem, questions=qs), [6, 206], (pool, pool_ages), block=10
+    )
     assert c.rows[0]["nohit_max"] > a.rows[0]["nohit_max"]  # bob's memory, unfiltered
 
 
@@ -610,11 +623,15 @@ def test_compare_under_a_filter_is_compare_on_the_tenants_own_store(asked):
     raw = problem.scores.raw
     filtered = build_inputs(problem.dataset, raw, allowed=problem.pool.allowed)
     alices = np.array([m.payload["user_id"] == "alice" for m in dataset.memories])
-    alone_ds = replace(problem.dataset, memories=tuple(m for m in dataset.memories if m.payload["user_id"] == "alice"))
+    alone_ds = replace(
+        problem.dataset, memories=tuple(m for m in dataset.memories if m.payload["user_id"] == "alice")
+    )
     alone = build_inputs(alone_ds, raw[:, alices])
     assert np.isnan(filtered.keyword[:, ~alices]).all()
     np.testing.assert_array_equal(filtered.keyword[:, alices], alone.keyword)  # the index: hers alone
-    grid = RetrieverGrid(alphas=(0.0, 0.5), rrf_ks=(10.0,), bonus=(0.0, 0.05), tau_days=(14.0,), threshold_steps=21)
+    grid = RetrieverGrid(
+        alphas=(0.0, 0.5), rrf_ks=(10.0,), bonus=(0.0, 0.05), tau_days=(14.0,), threshold_steps=21
+    )
     a, b = compare(filtered, grid=grid), compare(alone, grid=grid)
     for x, y in ((a.chosen, b.chosen), (a.questions, b.questions), (a.by_kind, b.by_kind)):
         assert x.equals(y)

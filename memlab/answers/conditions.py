@@ -97,8 +97,8 @@ def tuned_spec(problem: RetrievalProblem, tune: TuneGrid) -> tuple[RetrievalSpec
     from memlab.core.criteria import dataset_criteria
     from memlab.core.grid import Grid, parse_axis
     from memlab.core.selection import choose_streaming
-    from memlab.tuning.tuned import choice_selection, fallback_reason, spec_shortfall
     from memlab.core.sweep_pool import pooled_sweep_chunks
+    from memlab.tuning.tuned import choice_selection, fallback_reason, spec_shortfall
 
     today = problem.spec
     thresholds = tune.threshold_range or problem.defaults.threshold_range

@@ -19,7 +19,8 @@ def shown(value: object) -> str:
         return repr(value)
     if isinstance(value, Integral):  # a thousand digits read back as their count, not in full
         v = int(value)
-        return str(v) if abs(v) < 10**21 else f"an integer of about {int(v.bit_length() * 0.30103) + 1} digits"
+        digits = int(v.bit_length() * 0.30103) + 1  # log10(2): no str() of 5,000 digits
+        return str(v) if abs(v) < 10**21 else f"an integer of about {digits} digits"
     if isinstance(value, Real):
         return f"{float(value):g}"
     return repr(value)

@@ -290,7 +290,9 @@ def load_tuned(path: str | Path) -> TunedSpec:
         st = path.stat()
         size = st.st_size
         if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):  # /dev/zero, a pipe: no end
-            raise InputError(f"{path}: not a regular file: not a tuned spec (write one with memlab sweep --save)")
+            raise InputError(
+                f"{path}: not a regular file: not a tuned spec (write one with memlab sweep --save)"
+            )
         if size > MAX_BYTES:  # read in bounded time
             raise InputError(
                 f"{path}: {size:,} bytes: not a tuned spec (memlab sweep --save writes about 1 KB; "
@@ -358,7 +360,7 @@ def load_tuned(path: str | Path) -> TunedSpec:
         and all(within_folder(k) and (v is None or isinstance(v, str)) for k, v in hashes.items())
     ):
         raise fail(
-            "dataset.sha256", "expected a mapping of file names in the dataset folder to SHA-256 (or null: not there)"
+            "dataset.sha256", "expected file names in the dataset folder, each with its SHA-256 (or null)"
         )
     languages = data.get("languages") or []
     if not isinstance(languages, list) or not languages or not all(_text(x) for x in languages):
@@ -393,7 +395,9 @@ def load_tuned(path: str | Path) -> TunedSpec:
     if isinstance(shards, bool) or not isinstance(shards, int) or not 1 <= shards <= MAX_SHARDS:
         raise fail("collection", f"shards: expected a whole number in [1, {MAX_SHARDS}], got {shown(shards)}")
     if collection.get("shard_key") is not None and not isinstance(collection["shard_key"], str):
-        raise fail("collection", f"shard_key: expected a payload field name, got {collection['shard_key']!r:.60}")
+        raise fail(
+            "collection", f"shard_key: expected a payload field name, got {collection['shard_key']!r:.60}"
+        )
     return TunedSpec(
         checked,
         model,

@@ -8,8 +8,8 @@ import sys
 
 from memlab.app.cli.options import (
     Command,
-    add_criteria_option,
     add_collection_options,
+    add_criteria_option,
     add_family_options,
     add_output_options,
     add_parameters,
