@@ -153,6 +153,16 @@ HOSTILE = [
     ),
     ("tuned_at list", sub("^tuned_at: .*", "tuned_at: [1, 2]"), "42: tuned_at: expected a date, got [1, 2]"),
     (
+        "twice",
+        sub("^source: published", "source: published\nspec: {candidates: 1}"),
+        "20: spec: given twice (first at line 5)",
+    ),
+    (
+        "twice on a line",
+        sub("^source: published", "source: published\nx: {a: 1, a: 2}"),
+        "20: x.a: given twice (first at line 20)",
+    ),
+    (
         "conflicts list",
         sub("^  feasible_configurations: 10", "  feasible_configurations: 10\n  conflicts: [1]"),
         "42: selection.conflicts: expected the conflicting criteria as text, got [1]",

@@ -245,9 +245,17 @@ def _lines(root, path: Path) -> dict[str, int]:
             )
         seen.add(id(node))
         if isinstance(node, yaml.MappingNode):
+            first: dict[str, int] = {}
             for k, v in node.value:
                 key = f"{prefix}{k.value}" if isinstance(k, yaml.ScalarNode) else f"{prefix}?"
-                out.setdefault(key, k.start_mark.line + 1)
+                line = k.start_mark.line + 1
+                if isinstance(k, yaml.ScalarNode):
+                    if k.value in first:  # YAML keeps the last silently: which one was meant?
+                        raise InputError(
+                            f"{path}:{line}: {key}: given twice (first at line {first[k.value]})"
+                        )
+                    first[k.value] = line
+                out.setdefault(key, line)
                 todo += [(k, prefix), (v, key + ".")]
         elif isinstance(node, yaml.SequenceNode):
             todo += [(v, prefix) for v in node.value]
