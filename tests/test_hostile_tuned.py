@@ -163,6 +163,11 @@ HOSTILE = [
         "20: x.a: given twice (first at line 20)",
     ),
     (
+        "escape",
+        sub("^  name: seed16", r'  name: "seed16\\e[2J"'),  # YAML's escape \e: ESC
+        "21: dataset.name: holds the control character U+001B: a tuned spec's values are one line of text",
+    ),
+    (
         "conflicts list",
         sub("^  feasible_configurations: 10", "  feasible_configurations: 10\n  conflicts: [1]"),
         "42: selection.conflicts: expected the conflicting criteria as text, got [1]",

@@ -14,6 +14,7 @@ dataset and evaluating on another is legitimate).
 from __future__ import annotations
 
 import hashlib
+import re
 import stat
 import warnings
 from collections.abc import Mapping, Sequence
@@ -36,6 +37,9 @@ if TYPE_CHECKING:
     from memlab.scores.problem import RetrievalProblem
 
 FORMAT = 1  # the file's format version (key ``memlab_tuned_spec``)
+# what no value of a tuned spec holds, and a terminal would act on when a message prints it back
+# (an escape sequence, a carriage return, a line separator)
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 MAX_BYTES = 1 << 16  # a tuned-spec file is about 1.5 KB; YAML is parsed at about 100 KB a second
 SPEC_KEYS = ("candidates", "inject", "threshold", "bonus", "tau_days", "decay", "combine")
 TOP_KEYS = (
@@ -259,6 +263,12 @@ def _lines(root, path: Path) -> dict[str, int]:
                 todo += [(k, prefix), (v, key + ".")]
         elif isinstance(node, yaml.SequenceNode):
             todo += [(v, prefix) for v in node.value]
+        elif isinstance(node.value, str) and CONTROL.search(node.value):  # printed back in messages
+            bad = CONTROL.search(node.value).group()
+            raise InputError(
+                f"{path}:{node.start_mark.line + 1}: {prefix.rstrip('.') or 'a key'}: holds the control "
+                f"character U+{ord(bad):04X}: a tuned spec's values are one line of text"
+            )
     return out
 
 
