@@ -635,3 +635,36 @@ def test_compare_under_a_filter_is_compare_on_the_tenants_own_store(asked):
     a, b = compare(filtered, grid=grid), compare(alone, grid=grid)
     for x, y in ((a.chosen, b.chosen), (a.questions, b.questions), (a.by_kind, b.by_kind)):
         assert x.equals(y)
+
+
+@pytest.mark.hostile
+def test_robustness_under_a_filter_is_robustness_on_the_tenants_own_store():
+    """The closed-form region under alice's filter (bob's memories unknown scores) equals the one
+    on a store of her memories alone, resample by resample."""
+    from dataclasses import replace
+
+    from helpers import make_dataset, problem_of
+
+    from memlab.core.spec import RetrievalSpec
+    from memlab.qdrant.sharding import Scope
+    from memlab.studies.robustness import robustness
+
+    rng = np.random.default_rng(7)
+    day = 86_400
+    ages = [1 * day, 5 * day, 20 * day, 2 * day, 3 * day, 40 * day]
+    every = make_dataset(ages, ["hit", "hit", "nohit"], [1, 0, -1], [[0], [], []])
+    users = ["alice"] * 3 + ["bob"] * 3
+    every = replace(
+        every,
+        memories=tuple(
+            replace(m, payload={"user_id": u}) for m, u in zip(every.memories, users, strict=True)
+        ),
+    )
+    raw = rng.uniform(0.3, 0.7, size=(3, 6))
+    raw[:, 3:] += 0.2  # bob's memories: above alice's for every question
+    spec = RetrievalSpec(candidates=2, inject=1, bonus=0.02, tau_days=14.0, threshold=0.5)
+    filtered = problem_of(every, spec, raw).with_scope(Scope((("user_id", "alice"),)))
+    alone = problem_of(replace(every, memories=every.memories[:3]), spec, raw[:, :3])
+    a, b = robustness(filtered, n_boot=10), robustness(alone, n_boot=10)
+    assert a.equals(b)
+    assert not robustness(problem_of(every, spec, raw), n_boot=10).equals(a)  # bob's, unfiltered

@@ -137,7 +137,10 @@ def robustness(
     rng = np.random.default_rng(seed)
     named = {m for i in all_q for m in (*labels.stale[i], labels.current[i]) if m >= 0}
     named |= {dataset.memory_index[m] for q in dataset.questions for m in q.relevant}
-    free = np.array([m for m in all_m if m not in named])
+    # the memories a resample draws from: the tenant filter's only (another tenant's are no
+    # memory of this store: drawn, they would thin it out)
+    allowed = problem.pool.allowed
+    free = np.array([m for m in all_m if m not in named and (allowed is None or allowed[m])])
     from tqdm.auto import tqdm
 
     bar = tqdm(total=2 * n_boot, desc="resamples", unit="resample", disable=not progress or n_boot < 1000)
