@@ -29,6 +29,14 @@ def injected(capsys, *extra) -> dict[str, list[str]]:
     return {q["id"]: [c["memory"] for c in q["candidates"] if c["injected"]] for q in out["questions"]}
 
 
+@pytest.mark.hostile
+def test_no_output_under_a_filter_names_another_tenants_memory(capsys):
+    """Not even its date: evaluate's JSON listed every memory's date (bob's four among them)."""
+    assert main([*EVAL, "--filter", "user_id=alice"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["source"]["dates"] == ["2026-09-01", "2026-09-09", "2026-08-01", "2026-07-01", *[None] * 4]
+
+
 def test_the_filter_keeps_each_users_query_to_their_memories(capsys):
     every = injected(capsys, "--candidates", "3", "--inject", "2")
     assert every["qa"] == ["b1", "a2"]  # bob's b1 (final 0.743) outranks alice's memories
