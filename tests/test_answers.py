@@ -23,7 +23,7 @@ from memlab.answers.phrases import contains, fold, phrase_verdict
 from memlab.answers.rates import rates
 from memlab.answers.replay import build_turns, replay
 from memlab.app.cli import main
-from memlab.core.errors import InputError, UnknownNameError
+from memlab.core.errors import InputError, MemlabWarning, UnknownNameError
 from memlab.datasets.schema import DatasetError, load_dataset
 from memlab.embedding.cache import CacheWarning
 from memlab.scores.problem import build_problem
@@ -378,8 +378,20 @@ def test_the_tuned_spec_is_the_sweeps_choice():
     (tuned,) = build_conditions(problem, ("tuned",), tune=grid)
     # the seed's own table: of its four candidates only (0.05, 14) satisfies a, b and c
     assert (tuned.spec.bonus, tuned.spec.tau_days, tuned.spec.threshold) == (0.05, 14.0, 0.45)
-    with pytest.raises(InputError, match="no configuration of the 1 swept satisfies a, b, c on seed16"):
-        build_conditions(problem, ("tuned",), tune=TuneGrid("smallest-bonus", "0.03", "30", "0.45"))
+    # nothing feasible: as memlab sweep, the fallback (max-utility), and what its spec fails said
+    # (was: refused, while the sweep on the same grid fell back)
+    with pytest.warns(MemlabWarning) as said:
+        (fallback,) = build_conditions(
+            problem, ("tuned",), tune=TuneGrid("smallest-bonus", "0.03", "30", "0.45")
+        )
+    assert (fallback.spec.bonus, fallback.spec.tau_days) == (0.03, 30.0)
+    assert fallback.about.endswith("(max-utility over bonus 0.03, tau 30, threshold 0.45, the fallback)")
+    assert [str(w.message) for w in said if w.category is MemlabWarning] == [
+        # on paper: C1 injects m01 (stale; C2's m11 is not); H2, H3, H4 miss m05, m09, m06
+        "the tuned condition's spec is a fallback: nothing in the grid it was tuned on is feasible "
+        "(never hold: c), so max-utility chose it; it fails c on seed16: it injects a stale memory on 1 of "
+        "the 2 questions that have one, misses the current memory on 3 of the 6 questions that have one"
+    ]
 
 
 def cli_prompt(capsys, *args) -> list[dict]:

@@ -29,6 +29,14 @@ def injected(capsys, *extra) -> dict[str, list[str]]:
     return {q["id"]: [c["memory"] for c in q["candidates"] if c["injected"]] for q in out["questions"]}
 
 
+@pytest.mark.hostile
+def test_no_output_under_a_filter_names_another_tenants_memory(capsys):
+    """Not even its date: evaluate's JSON listed every memory's date (bob's four among them)."""
+    assert main([*EVAL, "--filter", "user_id=alice"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["source"]["dates"] == ["2026-09-01", "2026-09-09", "2026-08-01", "2026-07-01", *[None] * 4]
+
+
 def test_the_filter_keeps_each_users_query_to_their_memories(capsys):
     every = injected(capsys, "--candidates", "3", "--inject", "2")
     assert every["qa"] == ["b1", "a2"]  # bob's b1 (final 0.743) outranks alice's memories
@@ -347,3 +355,324 @@ def test_spec_on_shards_says_the_limit_is_per_shard(capsys):
         "collection: 2 shards (Qdrant's id hashing): the query is the same on every shard; its prefetch "
         "limit (candidates) applies per shard, as memlab modelled it"
     )
+
+
+# -- a tuned file's tenant filter in every command that reads it --------------------------------
+
+
+@pytest.fixture
+def asked(tmp_path) -> Path:
+    """two-tenants with qa asked by alice and qb by bob (their payload); qn by no one in particular."""
+    shutil.copytree(DATA, tmp_path / "ds")
+    path = tmp_path / "ds" / "questions.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows[0]["payload"], rows[1]["payload"] = {"user_id": "alice"}, {"user_id": "bob"}
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return tmp_path / "ds"
+
+
+def alices_file(capsys, folder: Path, tmp_path: Path, *extra: str) -> Path:
+    tuned = tmp_path / "alice.yaml"
+    sweep = ["sweep", "--dataset", str(folder), "--source", "published", "--threshold", "0.5:0.7:0.1"]
+    grid = ["--bonus", "0:0.1:0.05", "--tau", "7,30", "--filter", "user_id=alice", *extra]
+    assert main([*sweep, *grid, "--save", str(tuned)]) == 0
+    capsys.readouterr()
+    return tuned
+
+
+BOBS = ("b1", "b2", "b3", "b4", "qb")
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("command", ["robustness", "metrics"])
+def test_a_tuned_files_filter_is_applied_by_the_commands_that_score(asked, tmp_path, capsys, command):
+    """Before, robustness and metrics had no --filter and scored bob's memories and question for
+    alice's spec without a word: now the file's filter is applied (stderr says so) and the output
+    is the one --filter gives."""
+    tuned = alices_file(capsys, asked, tmp_path)
+    extra = ["--boot", "20"] if command == "robustness" else ["--per-question"]
+    assert main([command, "--spec", str(tuned), "--format", "json", *extra]) == 0
+    out, err = capsys.readouterr()
+    assert err.splitlines()[0].endswith("; tuned for the collection as --filter user_id=alice")
+    assert not [word for word in BOBS if f'"{word}"' in out]
+    spec = ["--bonus", "0.05", "--tau", "30", "--threshold", "0.5"]
+    given = [command, "--dataset", str(asked), "--source", "published", *spec, "--format", "json", *extra]
+    assert main([*given, "--filter", "user_id=alice"]) == 0
+    assert capsys.readouterr().out == out
+    assert main(given) == 0
+    assert '"qb"' in capsys.readouterr().out  # without the filter bob's question is measured
+
+
+@pytest.mark.hostile
+def test_another_tenant_given_beside_the_file_is_said(asked, tmp_path, capsys):
+    tuned = alices_file(capsys, asked, tmp_path)
+    assert main(["evaluate", "--spec", str(tuned), "--filter", "user_id=bob", "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert err.splitlines()[0].endswith(
+        "; given beside it, overriding the file: --filter user_id=bob (the file's --filter user_id=alice)"
+    )
+    assert [q["id"] for q in json.loads(out)["questions"]] == ["qb", "qn"]
+
+
+@pytest.mark.hostile
+def test_answer_under_a_tuned_files_filter_never_sends_another_tenants_memory(asked, tmp_path, capsys):
+    """Before, answer --spec dropped the filter: bob's memories went to the chat model with
+    alice's question. The fake echoes every block it is sent: no bob memory in any of them."""
+    from chat_fake import FakeChat
+
+    tuned = alices_file(capsys, asked, tmp_path)
+    fake = FakeChat()
+    try:
+        argv = ["answer", "--spec", str(tuned), "--chat-url", fake.url, "--conditions", "raw,today,tuned"]
+        run = [*argv, "--no-llm-judge", "--cache-dir", str(tmp_path / "cache"), "--boot", "20"]
+        assert main([*run, "--format", "json"]) == 0
+        capsys.readouterr()
+        assert main([*run, "--questions", "qb"]) == 2  # was: "no question 'qb'"
+        assert capsys.readouterr().err.splitlines()[-1] == (
+            "memlab: error: question 'qb' is another tenant's: the tenant filter leaves it out (questions "
+            "asked under it: qa, qn)"
+        )
+    finally:
+        fake.close()
+    sent = json.dumps(fake.bodies)
+    assert fake.bodies and "alice" in sent and "bob" not in sent
+    assert "what does bob drink" not in sent
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("command", ["robustness", "scale", "calibrate"])
+def test_a_file_tuned_on_shards_is_refused_where_shards_are_not_modelled(asked, tmp_path, capsys, command):
+    """Before, scale and calibrate dropped the file's filter and shards without a word; now they
+    take its filter, and a command whose study is one shard's refuses the shards in one line."""
+    tuned = alices_file(capsys, asked, tmp_path, "--shards", "2")
+    assert main([command, "--spec", str(tuned)]) == 2
+    assert capsys.readouterr().err == (
+        f"memlab: error: {tuned}: tuned for the collection as --filter user_id=alice --shards 2, and memlab "
+        f"{command} cannot take --shards: it would measure one shard instead; use a command that takes "
+        "it (evaluate, metrics, answer, explain, ...), or tune again without it\n"
+    )
+    assert main(["metrics", "--spec", str(tuned)]) == 0  # metrics models the shards
+
+
+@pytest.mark.hostile
+def test_sweep_and_feasible_under_a_filter_build_the_criteria_of_its_questions(asked, capsys):
+    """Before, the default criteria were built before the filter dropped bob's question:
+    "criterion 'current_qb' names question 'qb', which is not in the dataset"."""
+    base = ["--dataset", str(asked), "--source", "published", "--tau", "7,30", "--filter", "user_id=alice"]
+    assert main(["sweep", *base, "--bonus", "0:0.1:0.05", "--threshold", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(
+        "grid: 3 bonus x 2 tau x 1 threshold x 1 candidates x 1 inject = 6 configurations, "
+    )
+    assert "6 configurations, 2 questions, swept" in out and "current_qb" not in out
+    assert main(["feasible", *base, "--threshold", "0.5"]) == 0
+    assert "criteria: nohit, current_qa; " in capsys.readouterr().out
+
+
+@pytest.mark.hostile
+def test_another_tenants_question_is_named_as_such(asked, capsys):
+    prompt = ["prompt", "--dataset", str(asked), "--source", "published", "--filter", "user_id=alice"]
+    assert main([*prompt, "--question", "qb"]) == 2
+    assert capsys.readouterr().err == (
+        "memlab: error: question 'qb' is another tenant's: the tenant filter leaves it out (questions "
+        "asked under it: qa, qn)\n"
+    )
+    assert main([*prompt, "--question", "qz"]) == 2  # and bob's question is not listed
+    assert (
+        capsys.readouterr().err
+        == "memlab: error: no question 'qz' in dataset 'two-tenants'; questions: qa, qn\n"
+    )
+
+
+def test_calibrate_under_a_filter_is_calibrate_on_the_tenants_own_store():
+    """Two independent paths agree: the filter's store (alice's 15 of 30 memories, bob's left
+    out) calibrates exactly as a store holding alice's memories alone."""
+    from dataclasses import replace
+
+    from helpers import make_dataset, problem_of
+
+    from memlab.core.spec import RetrievalSpec
+    from memlab.datasets.probes import load_probes
+    from memlab.qdrant.sharding import Scope
+    from memlab.studies.calibration import calibrate
+
+    rng = np.random.default_rng(3)
+    n = 30
+    every = make_dataset(rng.integers(0, 30 * 86400, n), [], [], [])
+    users = ["alice" if i % 2 == 0 else "bob" for i in range(n)]
+    every = replace(
+        every,
+        memories=tuple(
+            replace(m, payload={"user_id": u}) for m, u in zip(every.memories, users, strict=True)
+        ),
+    )
+    mem = rng.normal(size=(n, 8))
+    mem /= np.linalg.norm(mem, axis=1, keepdims=True)
+    probe_set = load_probes()
+    probes = rng.normal(size=(20, 8))  # the first 20 probes of the set: the fits take 0.1 s each
+    probes /= np.linalg.norm(probes, axis=1, keepdims=True)
+    noise = rng.normal(size=(500, 8))
+    basis = (noise / np.linalg.norm(noise, axis=1, keepdims=True), rng.uniform(0, 365, 500), "noise")
+    spec = RetrievalSpec(bonus=0.02, tau_days=14, threshold=0.9)
+    run = {"basis": basis, "n_boot": 20, "false_rate": 0.1}
+    filtered = problem_of(every, spec, memories=mem).with_scope(Scope((("user_id", "alice"),)))
+    alone = replace(every, memories=every.memories[::2])
+    a = calibrate(filtered, probe_set, probes, **run)
+    b = calibrate(problem_of(alone, spec, memories=mem[::2]), probe_set, probes, **run)
+    assert a.summary == b.summary and a.summary["memories"] == 15
+    assert a.probes == b.probes and a.attractors == b.attractors
+    assert {p["memory"] for p in a.probes} <= {m.id for m in alone.memories}
+    every_cal = calibrate(problem_of(every, spec, memories=mem), probe_set, probes, **run)
+    assert {p["memory"] for p in every_cal.probes} - {m.id for m in alone.memories}  # bob's, unfiltered
+
+
+@pytest.mark.hostile
+def test_scale_under_a_filter_is_scale_on_the_tenants_own_store():
+    """N counts the tenant's memories: alice's 3 of 6 under the filter measure and predict as a
+    store of her 3 alone (bob's memories, closer to every query, are never candidates)."""
+    from dataclasses import replace
+
+    from helpers import make_dataset, problem_of
+
+    from memlab.core.spec import RetrievalSpec
+    from memlab.qdrant.sharding import Scope
+    from memlab.studies.scale import scale_sizes, scale_study, store_size
+
+    rng = np.random.default_rng(5)
+    day = 86_400
+    every = make_dataset(
+        [800 * day, 10 * day, 1 * day, 2 * day, 3 * day, 4 * day], ["nohit", "hit"], [-1, 2], [[], []]
+    )
+    users = ["alice"] * 3 + ["bob"] * 3
+    every = replace(
+        every,
+        memories=tuple(
+            replace(m, payload={"user_id": u}) for m, u in zip(every.memories, users, strict=True)
+        ),
+    )
+    qs = rng.normal(size=(2, 16))
+    qs /= np.linalg.norm(qs, axis=1, keepdims=True)
+    mem = rng.normal(size=(6, 16))
+    mem[3:] = qs[[0, 1, 0]] + 0.1 * mem[3:]  # bob's: near the queries
+    mem /= np.linalg.norm(mem, axis=1, keepdims=True)
+    spec = RetrievalSpec(candidates=4, bonus=0.05, tau_days=14.0, threshold=0.6)
+    pool = rng.normal(size=(400, 16)).astype(np.float32)
+    pool /= np.linalg.norm(pool, axis=1, keepdims=True)
+    pool_ages = rng.integers(0, 365, size=400).astype(np.float64)
+    filtered = problem_of(every, spec, memories=mem, questions=qs).with_scope(Scope((("user_id", "alice"),)))
+    alone = problem_of(replace(every, memories=every.memories[:3]), spec, memories=mem[:3], questions=qs)
+    assert store_size(filtered) == 3 and scale_sizes(every, "3,203", stored=3) == [3, 203]
+    a = scale_study(filtered, [3, 203, 403], (pool, pool_ages), block=10)
+    b = scale_study(alone, [3, 203, 403], (pool, pool_ages), block=10)
+    assert a.rows == b.rows and a.hits == b.hits and a.basis == b.basis
+    assert a.basis.startswith("3 dataset memories")
+    c = scale_study(
+        problem_of(every, spec, memories=mem, questions=qs), [6, 206], (pool, pool_ages), block=10
+    )
+    assert c.rows[0]["nohit_max"] > a.rows[0]["nohit_max"]  # bob's memory, unfiltered
+
+
+@pytest.mark.hostile
+def test_a_notebook_or_the_panel_refuses_a_file_tuned_for_one_tenant(asked, tmp_path, capsys):
+    """Before, a notebook's spec_file and the panel dropped the file's filter: every tenant's
+    memories measured for alice's spec, without a word."""
+    from memlab.app.panel import TuningPanel
+    from memlab.core.errors import InputError
+    from memlab.datasets.schema import load_dataset
+    from memlab.scores.sources import ScoreOptions
+    from memlab.tuning.tuned import tuned_problem
+
+    tuned = alices_file(capsys, asked, tmp_path)
+    said = (
+        f"{tuned}: tuned for the collection as --filter user_id=alice, and {{}} takes no tenant filter or "
+        f"shards: it would measure every memory of the dataset; use memlab evaluate, robustness or scale "
+        f"--spec {tuned} (they apply it), or tune again without it"
+    )
+    with pytest.raises(InputError) as e:
+        tuned_problem(str(tuned), str(asked), ScoreOptions("published"))
+    assert str(e.value) == said.format("a notebook's spec_file")
+    with pytest.raises(InputError) as e:
+        TuningPanel(load_dataset(asked), spec_file=str(tuned))
+    assert str(e.value) == said.format("the panel")
+
+
+@pytest.mark.hostile
+def test_a_criteria_file_about_another_tenants_question_is_said(asked, tmp_path, capsys):
+    """Before: "criterion 'bob_drinks' names question 'qb', which is not in the dataset (qa, qn)"."""
+    criteria = tmp_path / "criteria.yaml"
+    criteria.write_text(
+        "- {name: alice_drinks, kind: current_reaches, question: qa}\n"
+        "- {name: bob_drinks, kind: current_reaches, question: qb}\n"
+    )
+    argv = ["sweep", "--dataset", str(asked), "--source", "published", "--bonus", "0:0.1:0.05", "--tau", "14"]
+    assert main([*argv, "--threshold", "0.5", "--filter", "user_id=alice", "--criteria", str(criteria)]) == 0
+    out, err = capsys.readouterr()
+    assert err.splitlines()[0] == (
+        "--criteria: bob_drinks (question qb): about another tenant's question, which the filter leaves "
+        "out: not checked"
+    )
+    assert "alice_drinks=" in out and "bob_drinks" not in out
+
+
+@pytest.mark.hostile
+def test_compare_under_a_filter_is_compare_on_the_tenants_own_store(asked):
+    """Every retriever's route (vector, BM25, the time gate) sees alice's memories only under her
+    filter: the comparison equals the one on a store of her memories alone."""
+    from dataclasses import replace
+
+    from memlab.qdrant.sharding import Scope
+    from memlab.retrieval.inputs import build_inputs
+    from memlab.scores.problem import build_problem
+    from memlab.scores.sources import ScoreOptions
+    from memlab.studies.hybrid import RetrieverGrid, compare
+
+    dataset = load_dataset(asked)
+    problem = build_problem(dataset, ScoreOptions("published"), scope=Scope((("user_id", "alice"),)))
+    raw = problem.scores.raw
+    filtered = build_inputs(problem.dataset, raw, allowed=problem.pool.allowed)
+    alices = np.array([m.payload["user_id"] == "alice" for m in dataset.memories])
+    alone_ds = replace(
+        problem.dataset, memories=tuple(m for m in dataset.memories if m.payload["user_id"] == "alice")
+    )
+    alone = build_inputs(alone_ds, raw[:, alices])
+    assert np.isnan(filtered.keyword[:, ~alices]).all()
+    np.testing.assert_array_equal(filtered.keyword[:, alices], alone.keyword)  # the index: hers alone
+    grid = RetrieverGrid(
+        alphas=(0.0, 0.5), rrf_ks=(10.0,), bonus=(0.0, 0.05), tau_days=(14.0,), threshold_steps=21
+    )
+    a, b = compare(filtered, grid=grid), compare(alone, grid=grid)
+    for x, y in ((a.chosen, b.chosen), (a.questions, b.questions), (a.by_kind, b.by_kind)):
+        assert x.equals(y)
+
+
+@pytest.mark.hostile
+def test_robustness_under_a_filter_is_robustness_on_the_tenants_own_store():
+    """The closed-form region under alice's filter (bob's memories unknown scores) equals the one
+    on a store of her memories alone, resample by resample."""
+    from dataclasses import replace
+
+    from helpers import make_dataset, problem_of
+
+    from memlab.core.spec import RetrievalSpec
+    from memlab.qdrant.sharding import Scope
+    from memlab.studies.robustness import robustness
+
+    rng = np.random.default_rng(7)
+    day = 86_400
+    ages = [1 * day, 5 * day, 20 * day, 2 * day, 3 * day, 40 * day]
+    every = make_dataset(ages, ["hit", "hit", "nohit"], [1, 0, -1], [[0], [], []])
+    users = ["alice"] * 3 + ["bob"] * 3
+    every = replace(
+        every,
+        memories=tuple(
+            replace(m, payload={"user_id": u}) for m, u in zip(every.memories, users, strict=True)
+        ),
+    )
+    raw = rng.uniform(0.3, 0.7, size=(3, 6))
+    raw[:, 3:] += 0.2  # bob's memories: above alice's for every question
+    spec = RetrievalSpec(candidates=2, inject=1, bonus=0.02, tau_days=14.0, threshold=0.5)
+    filtered = problem_of(every, spec, raw).with_scope(Scope((("user_id", "alice"),)))
+    alone = problem_of(replace(every, memories=every.memories[:3]), spec, raw[:, :3])
+    a, b = robustness(filtered, n_boot=10), robustness(alone, n_boot=10)
+    assert a.equals(b)
+    assert not robustness(problem_of(every, spec, raw), n_boot=10).equals(a)  # bob's, unfiltered

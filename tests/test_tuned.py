@@ -52,7 +52,9 @@ def test_sweep_saves_the_whole_choice(tmp_path, capsys):
     )
     assert doc["source"] == "published" and doc["languages"] == ["en"]
     assert doc["dataset"]["name"] == doc["dataset"]["reference"] == "seed16"
-    assert set(doc["dataset"]["sha256"]) == {"memories.jsonl", "questions.jsonl"}
+    hashed = ("memories.jsonl", "questions.jsonl", "dataset.json", "published_scores.jsonl", "published.json")
+    assert set(doc["dataset"]["sha256"]) == {*hashed, "published_table.jsonl"}  # every file scores read
+    assert all(len(doc["dataset"]["sha256"][name]) == 64 for name in hashed)
     assert doc["selection"]["rule"] == doc["selection"]["asked"] == "smallest-bonus"
     assert doc["selection"]["feasible"] is True and doc["tuned_at"].endswith("Z")
     # the spec command exports it unchanged

@@ -16,10 +16,11 @@ injects for the question at the condition's spec: exactly what ``memlab prompt``
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from memlab.core.errors import InputError
+from memlab.core.errors import InputError, MemlabWarning
 from memlab.core.registry import check_names
 from memlab.core.spec import RetrievalSpec
 
@@ -95,8 +96,9 @@ def tuned_spec(problem: RetrievalProblem, tune: TuneGrid) -> tuple[RetrievalSpec
     today's candidates, inject and family, and how it was chosen."""
     from memlab.core.criteria import dataset_criteria
     from memlab.core.grid import Grid, parse_axis
-    from memlab.core.selection import select_streaming
-    from memlab.core.sweep import sweep_chunks
+    from memlab.core.selection import choose_streaming
+    from memlab.core.sweep_pool import pooled_sweep_chunks
+    from memlab.tuning.tuned import choice_selection, fallback_reason, spec_shortfall
 
     today = problem.spec
     thresholds = tune.threshold_range or problem.defaults.threshold_range
@@ -111,20 +113,27 @@ def tuned_spec(problem: RetrievalProblem, tune: TuneGrid) -> tuple[RetrievalSpec
         inject=parse_axis(str(today.inject), "inject", integer=True),
     )
     criteria = dataset_criteria(problem.dataset)
-    frames = sweep_chunks(problem.raw, problem.ages(), problem.labels(), grid, criteria)
-    chosen, _, total = select_streaming(frames, tune.rule)
-    if chosen.empty:
-        raise InputError(
-            f"the tuned condition: no configuration of the {total:,} swept satisfies "
-            f"{', '.join(c.name for c in criteria)} on {problem.dataset.name}; name a spec with --variant "
-            "or leave tuned out of --conditions"
-        )
-    row = chosen.iloc[0]
+    frames = pooled_sweep_chunks(problem.raw, problem.ages(), problem.labels(), grid, criteria, problem.pool)
+    # as memlab sweep chooses: when nothing is feasible, the fallback rule, and the one line that
+    # says what its spec fails (memlab.tuning.tuned.spec_shortfall)
+    choice = choose_streaming(frames, tune.rule, criteria=[c.name for c in criteria])
+    if choice.row.empty:
+        raise InputError(f"the tuned condition: the grid over {problem.dataset.name} is empty")
+    row = choice.row.iloc[0]
     spec = replace(
         today, bonus=float(row["bonus"]), tau_days=float(row["tau_days"]), threshold=float(row["threshold"])
     )
-    how = f"{tune.rule} over bonus {bonuses}, tau {tune.tau_range}, threshold {thresholds}"
-    return problem.with_spec(spec).spec, how
+    how = f"{choice.rule} over bonus {bonuses}, tau {tune.tau_range}, threshold {thresholds}"
+    chosen = problem.with_spec(spec)
+    reason = fallback_reason(choice_selection(choice))
+    if reason is not None:
+        warnings.warn(
+            spec_shortfall(chosen, criteria, what="the tuned condition's spec", fallback=reason),
+            MemlabWarning,
+            stacklevel=2,
+        )
+        how += ", the fallback"
+    return chosen.spec, how
 
 
 def build_conditions(

@@ -41,7 +41,14 @@ from memlab.output.prompt import b_format, memory_line
 from memlab.scores.problem import SPEC_FIELDS, RetrievalProblem
 from memlab.scores.sources import ScoreOptions, ScoreTable, available_sources, load_scores
 from memlab.tuning.evaluate import Evaluation, evaluate
-from memlab.tuning.tuned import check_tuned, dataset_reference, load_tuned, merge_spec, off_default
+from memlab.tuning.tuned import (
+    check_tuned,
+    dataset_reference,
+    load_tuned,
+    merge_spec,
+    off_default,
+    refuse_collection,
+)
 
 NOWRAP = "white-space:nowrap"  # "✓ PASS" on one line
 PASS_MARK = f"<span class='memlab-pass' style='color:{OKABE_ITO['green']};{NOWRAP}'>✓ PASS</span>"
@@ -184,6 +191,7 @@ class TuningPanel:
             given = {k: v for k, v in dict(spec or {}).items() if v is not None}
         self.tuned = load_tuned(spec_file) if spec_file else None
         if self.tuned is not None:  # values at the spec's default take the file's (as a notebook's)
+            refuse_collection(self.tuned, "the panel")
             given, notes = merge_spec(
                 self.tuned, given if isinstance(spec, RetrievalSpec) else off_default(given)
             )

@@ -17,8 +17,10 @@ def shown(value: object) -> str:
     """A value as a message shows it: ``nan``, ``inf``, ``-5``, ``0.5``; anything else as repr."""
     if isinstance(value, bool):
         return repr(value)
-    if isinstance(value, Integral):
-        return str(int(value))
+    if isinstance(value, Integral):  # a thousand digits read back as their count, not in full
+        v = int(value)
+        digits = int(v.bit_length() * 0.30103) + 1  # log10(2): no str() of 5,000 digits
+        return str(v) if abs(v) < 10**21 else f"an integer of about {digits} digits"
     if isinstance(value, Real):
         return f"{float(value):g}"
     return repr(value)
@@ -65,7 +67,7 @@ def check_number(
     if ok and not integer:
         ok = math.isfinite(float(value))
     if ok:
-        x = float(value)
+        x = value if integer else float(value)  # an int compared as itself: 10**400 is no float
         ok = (
             (minimum is None or x >= minimum)
             and (above is None or x > above)

@@ -28,6 +28,8 @@ import numpy as np
 from memlab.core.errors import InputError
 from memlab.core.ranking import candidate_mask, candidate_order, rank_of, select_candidates
 
+MAX_SHARDS = 1024  # the most shards memlab models (a collection's --shards)
+
 
 @dataclass(frozen=True, eq=False)
 class Pool:

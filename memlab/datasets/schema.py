@@ -180,6 +180,11 @@ class Dataset:
     def question(self, question_id: str) -> Question:
         if question_id in self.question_index:
             return self.questions[self.question_index[question_id]]
+        if question_id in self.questions_left_out:  # not "no question": it is there, for another
+            raise UnknownNameError(
+                f"question {question_id!r} is another tenant's: the tenant filter leaves it out "
+                f"(questions asked under it: {', '.join(self.question_ids)})"
+            )
         raise UnknownNameError(
             f"no question {question_id!r} in dataset {self.name!r}; questions: {', '.join(self.question_ids)}"
         )

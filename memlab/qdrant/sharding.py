@@ -35,11 +35,10 @@ import numpy as np
 
 from memlab.core.errors import InputError
 from memlab.core.numbers import check_number
-from memlab.core.shards import ONE_SHARD, Pool
+from memlab.core.shards import MAX_SHARDS, ONE_SHARD, Pool
 from memlab.datasets.payload import PayloadValue, field_type, filter_mask, filter_text
 
 HASH_RING_SHARD_SCALE = 100  # Qdrant's places per shard on the fair ring
-MAX_SHARDS = 1024
 
 
 def siphash(data: bytes) -> int:

@@ -118,14 +118,14 @@ def question_time_ranges(dataset: Dataset, lang: str, explicit: dict[str, DateRa
     return tuple(out)
 
 
-def visible_keyword_scores(dataset: Dataset, lang: str) -> np.ndarray:
+def visible_keyword_scores(dataset: Dataset, lang: str, visible: np.ndarray | None = None) -> np.ndarray:
     """BM25 of every memory for every question, (Q, M), NaN where not retrievable. A question
     asked before some memories were written is scored against an index of only the memories it
     can see, so later memories change neither its term statistics (IDF, mean length) nor its
-    candidates."""
+    candidates; ``visible`` (Q, M): what each question sees (default: ``dataset.visible()``)."""
     from memlab.retrieval.keyword import KeywordIndex
 
-    visible = dataset.visible()
+    visible = dataset.visible() if visible is None else visible
     texts = [m.text(lang) for m in dataset.memories]
     out = np.full(visible.shape, np.nan)
     masks: dict[bytes, list[int]] = {}
@@ -149,16 +149,23 @@ def build_inputs(
     time_ranges: dict[str, DateRange] | None = None,
     criteria: tuple[crit.Criterion, ...] | None = None,
     keyword: bool = True,
+    allowed: np.ndarray | None = None,
 ) -> RetrievalInputs:
     """Inputs for a dataset: ``vector`` is its (Q, M) cosine table (from any score source); BM25
     is computed here over the memory texts in ``lang`` (``keyword=False`` skips it, for the
-    vector-only retrievers, e.g. in a language without a keyword tokenizer)."""
+    vector-only retrievers, e.g. in a language without a keyword tokenizer). ``allowed`` (M,):
+    the memories a tenant filter keeps (None: all); the others are as if never written, for
+    every route: the keyword index holds the tenant's memories only."""
     visible = dataset.visible()
+    ages = dataset.ages()
+    if allowed is not None:
+        visible = visible & allowed
+        ages = np.where(allowed, ages, np.inf)
     return RetrievalInputs(
         dataset.question_ids,
         np.where(visible, np.asarray(vector, dtype=np.float64), np.nan),
-        visible_keyword_scores(dataset, lang) if keyword else None,
-        dataset.ages(),
+        visible_keyword_scores(dataset, lang, visible) if keyword else None,
+        ages,
         tuple(m.date.date() for m in dataset.memories),
         question_time_ranges(dataset, lang, time_ranges),
         Labels.from_dataset(dataset),

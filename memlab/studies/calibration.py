@@ -203,10 +203,15 @@ def calibrate(
             f"but the memory vectors have {memory_vectors.shape[1]}"
         )
     question_scores = problem.scores if dataset.questions else None
-    n = len(dataset.memories)
-    if memory_vectors.shape[0] != n:
-        raise InputError(f"{memory_vectors.shape[0]} memory vectors for {n} memories")
+    if memory_vectors.shape[0] != len(dataset.memories):
+        raise InputError(f"{memory_vectors.shape[0]} memory vectors for {len(dataset.memories)} memories")
     ages = age_days(dataset.memory_dates(), spec.reference_date)
+    memories = dataset.memories
+    kept = problem.pool.allowed  # a tenant filter: the store is the tenant's memories
+    if kept is not None:
+        memory_vectors, ages = memory_vectors[kept], ages[kept]
+        memories = tuple(m for m, k in zip(memories, kept, strict=True) if k)
+    n = len(memories)
     best = probe_best(probe_vectors, memory_vectors, ages, spec)
     t_cal = calibrated_threshold(best.final, false_rate)
     lo, hi = bootstrap_threshold(best.final, false_rate, n_boot, seed)
@@ -218,7 +223,7 @@ def calibrate(
     probes = []
     for i in order:
         m = int(best.memory[i])
-        memory = dataset.memories[m] if m >= 0 else None
+        memory = memories[m] if m >= 0 else None
         probes.append(
             {
                 "probe": probe_set.probes[i].id,
@@ -235,8 +240,8 @@ def calibrate(
     hits = Counter(int(m) for m in best.memory if m >= 0)
     attractors = tuple(
         {
-            "memory": dataset.memories[m].id,
-            "text": dataset.memories[m].text(shown),
+            "memory": memories[m].id,
+            "text": memories[m].text(shown),
             "probes": c,
             "best_final": float(best.final[best.memory == m].max()),
         }
@@ -298,20 +303,25 @@ def calibrate(
         "basis": f"extreme-value laws fitted on blocks of {block} of {b_text}",
     }
     labelled = (
-        None if question_scores is None else compare_labels(dataset, question_scores, spec, t_cal, lang)
+        None
+        if question_scores is None
+        else compare_labels(dataset, question_scores, spec, t_cal, lang, problem.pool)
     )
     return Calibration(summary, tuple(probes), attractors, tuple(scale), labelled, spec)
 
 
-def compare_labels(dataset, scores, spec: RetrievalSpec, t_cal: float, lang: str) -> dict[str, Any] | None:
+def compare_labels(
+    dataset, scores, spec: RetrievalSpec, t_cal: float, lang: str, pool=None
+) -> dict[str, Any] | None:
     """The labels' view of the calibrated threshold: the no-hit questions' best scores (headroom at
-    the spec's threshold, the threshold they would choose) and every current memory it cuts."""
+    the spec's threshold, the threshold they would choose) and every current memory it cuts
+    (``pool``: the tenant filter's memories only)."""
     from memlab.tuning.evaluate import evaluate
 
     if not dataset.questions:
         return None
-    ev = evaluate(dataset, scores, spec, criteria=(), lang=lang)
-    at_cal = evaluate(dataset, scores, replace(spec, threshold=t_cal), criteria=(), lang=lang)
+    ev = evaluate(dataset, scores, spec, criteria=(), lang=lang, pool=pool)
+    at_cal = evaluate(dataset, scores, replace(spec, threshold=t_cal), criteria=(), lang=lang, pool=pool)
     nohit = [max((c.final for c in r.candidates), default=-np.inf) for r in ev.results if r.kind == "nohit"]
     nohit_max = max(nohit, default=None)
     current = []

@@ -24,6 +24,7 @@ from memlab.core.feasible import feasible_bonus
 from memlab.core.grid import Grid
 from memlab.core.labels import Labels
 from memlab.core.numbers import check_number, check_work
+from memlab.core.shards import narrow
 from memlab.core.spec import RetrievalSpec
 from memlab.core.sweep import sweep
 
@@ -103,7 +104,8 @@ def robustness(
     left out, feasible, lo, hi, headroom, min_margin."""
     import pandas as pd
 
-    dataset, raw, spec = problem.dataset, problem.scores.raw, problem.spec
+    # a tenant filter leaves the other tenants' memories out (unknown scores), as in every command
+    dataset, raw, spec = problem.dataset, narrow(problem.scores.raw, problem.pool), problem.spec
     if len(dataset.questions) < 2:
         raise InputError(
             f"robustness needs at least 2 questions, {dataset.name!r} has {len(dataset.questions)}: "
@@ -135,7 +137,10 @@ def robustness(
     rng = np.random.default_rng(seed)
     named = {m for i in all_q for m in (*labels.stale[i], labels.current[i]) if m >= 0}
     named |= {dataset.memory_index[m] for q in dataset.questions for m in q.relevant}
-    free = np.array([m for m in all_m if m not in named])
+    # the memories a resample draws from: the tenant filter's only (another tenant's are no
+    # memory of this store: drawn, they would thin it out)
+    allowed = problem.pool.allowed
+    free = np.array([m for m in all_m if m not in named and (allowed is None or allowed[m])])
     from tqdm.auto import tqdm
 
     bar = tqdm(total=2 * n_boot, desc="resamples", unit="resample", disable=not progress or n_boot < 1000)

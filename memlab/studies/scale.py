@@ -95,16 +95,25 @@ MAX_POOL = 200_000  # real distractors embedded: about 10 minutes with the defau
 SCALE_WORK = 4 * 10**12  # multiply-adds of the distractors' scoring: about 12 minutes at 5e9/s
 
 
-def scale_sizes(dataset, n_range, pool: int | None = None, name: str = "n_range") -> list[int]:
+def store_size(problem: RetrievalProblem) -> int:
+    """The memories a query of the problem sees: the dataset's, or the tenant filter's."""
+    kept = problem.pool.allowed
+    return len(problem.dataset.memories) if kept is None else int(kept.sum())
+
+
+def scale_sizes(
+    dataset, n_range, pool: int | None = None, name: str = "n_range", stored: int | None = None
+) -> list[int]:
     """The sizes N to measure, sorted, checked against the dataset before anything is embedded
     (a pool takes minutes): at most ``MAX_SIZES`` of them (counted before any is generated),
-    every N counting the dataset's own memories, so none below their number; ``pool`` (the real
+    every N counting the dataset's own memories (``stored``: those a tenant filter keeps,
+    ``store_size``), so none below their number; ``pool`` (the real
     distractors) must hold ``MIN_POOL`` for the prediction. ``n_range``: text
     (``start:stop:step`` or a comma list), a ``memlab.core.grid.Axis`` or numbers; empty (the
     default): the dataset's own size, then each of ``DEFAULT_SIZES`` above it."""
     from memlab.core.grid import Axis, parse_axis
 
-    n0 = len(dataset.memories)
+    n0 = len(dataset.memories) if stored is None else stored
     if isinstance(n_range, str) and not n_range.strip():
         n_range = [n0, *(n for n in DEFAULT_SIZES if n > n0)]
     axis = (
@@ -492,10 +501,16 @@ def scale_study(
     spec = spec.with_reference(dataset.reference_date)
     ages = dataset.ages()
     raw = np.where(dataset.visible(), scores_raw, np.nan)
+    ids = tuple(dataset.memory_ids)
+    kept = problem.pool.allowed
+    if kept is not None:  # a tenant filter: the tenant's memories are the store N counts from
+        raw, ages = raw[:, kept], ages[:, kept]
+        ids = tuple(np.asarray(ids, dtype=object)[kept])
+    column = {m: j for j, m in enumerate(ids)}
     kinds = [q.kind for q in dataset.questions]
     nohit = np.array([k == "nohit" for k in kinds])
     model = GaussianVectors.fit(pool)
-    n0 = len(dataset.memories)
+    n0 = raw.shape[1]
 
     # measured: dataset memories + real pool (then model beyond), and dataset + model only
     base = (raw, ages)
@@ -541,13 +556,13 @@ def scale_study(
     for i, q in enumerate(dataset.questions):
         if not q.current:
             continue
-        c = dataset.memory_index[q.current]
-        if not np.isfinite(raw[i, c]):
+        c = column.get(q.current)
+        if c is None or not np.isfinite(raw[i, c]):  # another tenant's: never a candidate here
             continue
         current_final = float(spec.final(raw[i, c], ages[i, c]))
         n_pass = max(1.0, median_crossing(laws[i], current_final))  # one distractor at least
         margin = current_final - spec.threshold
-        lost = lost_now(raw[i], ages[i], dataset.memory_ids, spec, c)
+        lost = lost_now(raw[i], ages[i], ids, spec, c)
         hits.append(
             {
                 "question": q.id,

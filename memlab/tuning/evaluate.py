@@ -236,7 +236,10 @@ def evaluate(
     )
     nohit = np.array([k == "nohit" for k in kinds])
     room = float(crit.headroom(summary.best_final, nohit, spec.threshold))
-    details = {**scores.details, "dates": [m.date.date().isoformat() for m in dataset.memories]}
+    dates = [m.date.date().isoformat() for m in dataset.memories]
+    if pool is not None and pool.allowed is not None:  # another tenant's memories: not even a date
+        dates = [d if kept else None for d, kept in zip(dates, pool.allowed, strict=True)]
+    details = {**scores.details, "dates": dates}
     return Evaluation(spec, scores.source, lang, results, checked, _finite_or_none(room), details)
 
 

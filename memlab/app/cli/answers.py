@@ -6,10 +6,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from urllib.parse import urlsplit, urlunsplit
 
 from memlab.app.cli.options import (
     Command,
+    add_collection_options,
     add_family_options,
     add_output_options,
     add_parameters,
@@ -17,8 +19,10 @@ from memlab.app.cli.options import (
     add_spec_options,
     emit,
     problem_from,
+    spec_file_shortfall,
 )
 from memlab.app.parameters import BY_NAME
+from memlab.core.errors import MemlabWarning
 from memlab.core.numbers import counted
 from memlab.output.io import json_ready
 
@@ -86,6 +90,9 @@ def cmd_answer(args: argparse.Namespace) -> int:
     from memlab.output.io import TableWriter
 
     problem = problem_from(args, used_elsewhere=("cache_dir",))  # the reply cache lives there too
+    shortfall = spec_file_shortfall(args, problem)  # today's spec is the sweep's fallback: said
+    if shortfall:
+        warnings.warn(shortfall, MemlabWarning, stacklevel=1)
     chat, judge = clients_from(args)
     names = tuple(n.strip() for n in args.conditions.split(",") if n.strip())
     tune = TuneGrid(args.select, BY_NAME["bonus_range"].default, BY_NAME["tau_range"].default)
@@ -177,6 +184,7 @@ def add_answer_arguments(p: argparse.ArgumentParser) -> None:
     add_source_options(p)
     add_spec_options(p)
     add_family_options(p)
+    add_collection_options(p)
     g = p.add_argument_group("chat (OpenAI-compatible POST /v1/chat/completions, streamed)")
     add_parameters(g, CHAT, defaults={"chat_url": None, "chat_model": None, "chat_api_key_env": None})
     add_parameters(g, CHAT_MORE)

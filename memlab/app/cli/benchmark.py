@@ -12,6 +12,7 @@ import numpy as np
 
 from memlab.app.cli.options import (
     Command,
+    add_collection_options,
     add_family_options,
     add_output_options,
     add_parameters,
@@ -255,6 +256,7 @@ def add_metrics_arguments(p: argparse.ArgumentParser) -> None:
     add_source_options(p)
     add_spec_options(p)
     add_family_options(p)
+    add_collection_options(p)
     p.add_argument("--k", default="5,10", help="cutoffs, a comma list (default: %(default)s)")
     p.add_argument(
         "--by",

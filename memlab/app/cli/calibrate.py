@@ -11,6 +11,7 @@ from pathlib import Path
 from memlab.app.cli.options import (
     Command,
     Given,
+    add_collection_options,
     add_family_options,
     add_output_options,
     add_spec_options,
@@ -18,6 +19,7 @@ from memlab.app.cli.options import (
     emit,
     fmt,
     qdrant_dataset,
+    scope_from,
     spec_fields,
 )
 from memlab.core.errors import InputError
@@ -59,14 +61,16 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         else:
             dataset = load_dataset(args.dataset)
         # the store's memory vectors (stored, or embedded), the model that made them, the whole spec
-        problem = build_problem(dataset, options, **spec_fields(args))
+        problem = build_problem(dataset, options, scope=scope_from(args, dataset), **spec_fields(args))
         check_spec_file(args, problem)
         problem.memory_vectors()  # read (or embed) them now: the collection's copy is temporary
     basis = None
-    if len(dataset.memories) < MIN_STORE_BASIS:
+    allowed = problem.pool.allowed  # a tenant filter: the tenant's memories are the store
+    stored = len(dataset.memories) if allowed is None else int(allowed.sum())
+    if stored < MIN_STORE_BASIS:
         # the one slow step of a small store: said before it starts (the embeddings are cached)
         print(
-            f"the store has {counted(len(dataset.memories), 'memory')} (fewer than {MIN_STORE_BASIS}): the "
+            f"the store has {counted(stored, 'memory')} (fewer than {MIN_STORE_BASIS}): the "
             f"tails are fitted on {args.pool:,} template distractors embedded with {problem.model_id}, "
             "about a minute on 2 cores the first time, cached after",
             file=sys.stderr,
@@ -202,6 +206,7 @@ def add_calibrate_arguments(p: argparse.ArgumentParser) -> None:
     )
     add_spec_options(p)
     add_family_options(p)
+    add_collection_options(p, shards=False)  # each probe's best over the tenant's whole store
     c = p.add_argument_group("calibration")
     c.add_argument(
         "--false-rate", type=float, default=0.01, help="target false-injection rate (default: %(default)s)"

@@ -145,10 +145,12 @@ def add_spec_options(p: argparse.ArgumentParser, spec_file: bool = True) -> None
     add_group(p, "spec", omit=() if spec_file else ("spec_file",))
 
 
-def add_collection_options(p: argparse.ArgumentParser) -> None:
+def add_collection_options(p: argparse.ArgumentParser, shards: bool = True) -> None:
     """``--filter key=value`` (repeatable), ``--shards N``, ``--shard-key FIELD``: which memories
-    a query sees and how the collection splits them (``memlab.qdrant.sharding.Scope``)."""
-    add_group(p, "collection")
+    a query sees and how the collection splits them (``memlab.qdrant.sharding.Scope``).
+    ``shards`` false: the tenant filter only, for a study that does not model the shards (a
+    tuned-spec file recording shards is then refused, ``apply_spec_file``)."""
+    add_group(p, "collection", omit=() if shards else ("shards", "shard_key"))
 
 
 def scope_from(args: argparse.Namespace, dataset):
@@ -281,7 +283,7 @@ def apply_spec_file(args: argparse.Namespace) -> None:
     score source, dataset, language and model it was tuned with; each value given beside it
     overrides the file's, and stderr says which. Run once, before the command reads its options."""
     from memlab.scores.problem import SPEC_FIELDS
-    from memlab.tuning.tuned import load_tuned, merge_spec
+    from memlab.tuning.tuned import collection_flags, load_tuned, merge_spec
 
     tuned = load_tuned(args.spec_file)
     args.tuned = tuned
@@ -303,14 +305,33 @@ def apply_spec_file(args: argparse.Namespace) -> None:
     for name, value in scored.items():
         if hasattr(args, name) and name not in told:
             setattr(args, name, value)
-    # the collection it was tuned for (tenant filter, shards), where the command takes them
+    # the collection it was tuned for (tenant filter, shards): applied, or refused where the
+    # command cannot take them (measuring every user's memories for one user's spec, silently,
+    # would put another tenant's memories in its numbers, or in its prompts)
     scope = {k: v for k, v in tuned.collection.items() if v not in (None, 1, [])}
-    taken = [k for k in scope if hasattr(args, k) and k not in told]
+    untaken = [k for k in scope if not hasattr(args, k)]
+    if untaken:
+        flag = {"filters": "--filter", "shards": "--shards", "shard_key": "--shard-key"}[untaken[0]]
+        instead = "every tenant's memories" if flag == "--filter" else "one shard"
+        raise InputError(
+            f"{args.spec_file}: tuned for the collection as {collection_flags(scope)}, and memlab "
+            f"{args.command} cannot take {flag}: it would measure {instead} instead; use a command "
+            "that takes it (evaluate, metrics, answer, explain, ...), or tune again without it"
+        )
+    taken = [k for k in scope if k not in told]
     for name in taken:
         setattr(args, name, scope[name])
     fields, notes = merge_spec(
         tuned, {n: getattr(args, n) for n in SPEC_FIELDS if n in told and hasattr(args, n)}
     )
+    # another tenant or layout given beside the file: legitimate, and said like a spec field
+    for name, none in (("filters", []), ("shards", 1), ("shard_key", None)):
+        file_value, value = scope.get(name, none), getattr(args, name, none) or none
+        if name in told and file_value != value:
+            notes.append(
+                f"{collection_flags({name: value}) or f'--{name} {value}'} "
+                f"(the file's {collection_flags({name: file_value}) or 'none'})"
+            )
     for name, value in fields.items():
         if hasattr(args, name):
             setattr(args, name, value)
@@ -331,16 +352,6 @@ def apply_spec_file(args: argparse.Namespace) -> None:
     )
 
 
-def collection_flags(scope: dict) -> str:
-    """The collection options of a tuned-spec file's record, as the command line writes them."""
-    flags = [f"--filter {f}" for f in scope.get("filters") or ()]
-    if scope.get("shards"):
-        flags.append(f"--shards {scope['shards']}")
-    if scope.get("shard_key"):
-        flags.append(f"--shard-key {scope['shard_key']}")
-    return " ".join(flags)
-
-
 def check_spec_file(args: argparse.Namespace, problem) -> None:
     """The ``--spec`` file (if any) against the problem: another model refused, another dataset
     a warning."""
@@ -349,6 +360,19 @@ def check_spec_file(args: argparse.Namespace, problem) -> None:
         from memlab.tuning.tuned import check_tuned
 
         check_tuned(tuned, problem)
+
+
+def spec_file_shortfall(args: argparse.Namespace, problem, criteria=None) -> str | None:
+    """The ``--spec`` file holds a spec that fails its criteria (the sweep's fallback, when
+    nothing was feasible): what it fails on the problem's questions, in the one line every command
+    says it in (``memlab.tuning.tuned.spec_shortfall``); None otherwise."""
+    from memlab.tuning.tuned import fallback_reason, spec_shortfall
+
+    tuned = getattr(args, "tuned", None)
+    reason = None if tuned is None else fallback_reason(tuned.selection)
+    if reason is None or not problem.dataset.questions:
+        return None
+    return spec_shortfall(problem, criteria, what=tuned.label, fallback=reason)
 
 
 def qdrant_dataset(args: argparse.Namespace, tmp: Path) -> Dataset:
@@ -445,7 +469,20 @@ def add_criteria_option(p: argparse.ArgumentParser) -> None:
 
 
 def criteria_from(args: argparse.Namespace, dataset):
+    """The ``--criteria`` file's criteria, else the dataset's own; a criterion about a question
+    the tenant filter leaves out (another tenant's) goes with it, as a declared one does, and
+    stderr says so."""
     from memlab.core.criteria import dataset_criteria
     from memlab.datasets.criteria_file import load_criteria
 
-    return load_criteria(args.criteria) if args.criteria else dataset_criteria(dataset)
+    if not args.criteria:
+        return dataset_criteria(dataset)
+    criteria = load_criteria(args.criteria)
+    gone = [c for c in criteria if c.question in dataset.questions_left_out]
+    if gone:
+        print(
+            f"--criteria: {', '.join(f'{c.name} (question {c.question})' for c in gone)}: about another "
+            "tenant's question, which the filter leaves out: not checked",
+            file=sys.stderr,
+        )
+    return tuple(c for c in criteria if c not in gone)

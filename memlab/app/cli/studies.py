@@ -8,6 +8,7 @@ import sys
 
 from memlab.app.cli.options import (
     Command,
+    add_collection_options,
     add_criteria_option,
     add_family_options,
     add_output_options,
@@ -21,6 +22,7 @@ from memlab.app.cli.options import (
     fmt,
     problem_from,
     server_from,
+    spec_file_shortfall,
     spec_line,
 )
 from memlab.core.errors import InputError
@@ -129,7 +131,7 @@ def retriever_grid_from(args: argparse.Namespace, bonus: str | None = None, tau:
 
 def cmd_scale(args: argparse.Namespace) -> int:
     from memlab.core.grid import parse_axis
-    from memlab.studies.scale import check_scale_work, distractor_pool, scale_sizes, scale_study
+    from memlab.studies.scale import check_scale_work, distractor_pool, scale_sizes, scale_study, store_size
 
     n_range = args.n_range or ""  # empty: the dataset's own size, then the default sizes above it
     if n_range.strip():
@@ -140,7 +142,10 @@ def cmd_scale(args: argparse.Namespace) -> int:
             "(published scores come from another model and cannot be mixed with them)"
         )
     problem = problem_from(args)
-    sizes = scale_sizes(problem.dataset, n_range, args.pool, name="--n")  # before any embedding
+    spec = problem.spec
+    sizes = scale_sizes(  # before any embedding
+        problem.dataset, n_range, args.pool, name="--n", stored=store_size(problem)
+    )
     check_scale_work(problem, sizes[-1])  # before the pool is embedded
     pool = distractor_pool(problem, args.pool, seed=args.seed)  # embedded with the problem's model
     result = scale_study(problem, sizes, pool, seed=args.seed, progress=sys.stderr.isatty())
@@ -215,9 +220,10 @@ def cmd_robustness(args: argparse.Namespace) -> int:
 
     problem = problem_from(args)
     spec = problem.spec
+    criteria = criteria_from(args, problem.dataset)
     df = robustness(
         problem,
-        criteria_from(args, problem.dataset),
+        criteria,
         n_boot=args.boot,
         seed=args.seed,
         progress=sys.stderr.isatty(),
@@ -257,9 +263,11 @@ def cmd_robustness(args: argparse.Namespace) -> int:
         )
         lines.append(f"  without {r['left_out']}: {interval}")
     if summary["lo_median"].isna().iloc[0]:
+        # the sweep's fallback: that sweep found nothing feasible, so say what this one fails
+        shortfall = spec_file_shortfall(args, problem, criteria)
         lines.append(
             "the spec is not feasible on all the questions (no bonus meets every criterion at this "
-            "tau and threshold): memlab sweep or memlab feasible finds one that is"
+            "tau and threshold): " + (shortfall or "memlab sweep or memlab feasible finds one that is")
         )
     emit("\n".join(lines), args.output)
     return 0
@@ -303,7 +311,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     grid = retriever_grid_from(args)
     problem = problem_from(args, decay=None, combine=None)  # the family is a grid axis here
     dataset, scores = problem.dataset, problem.scores
-    inputs = build_inputs(dataset, scores.raw, lang=args.lang, keyword=uses_keywords(retrievers))
+    inputs = build_inputs(  # a tenant filter: the other tenants' memories in no route
+        dataset, scores.raw, lang=args.lang, keyword=uses_keywords(retrievers), allowed=problem.pool.allowed
+    )
     result = compare(inputs, retrievers, grid, progress=sys.stderr.isatty())
     if args.format == "json":
         doc = {
@@ -374,6 +384,7 @@ def add_scale_arguments(p: argparse.ArgumentParser) -> None:
     add_source_options(p)
     add_spec_options(p)
     add_family_options(p)
+    add_collection_options(p, shards=False)  # N counts the tenant's memories, on one shard
     add_parameters(p, ["n_range", "pool", "seed"])
     add_output_options(p, ["table", "json"])
 
@@ -382,6 +393,7 @@ def add_robustness_arguments(p: argparse.ArgumentParser) -> None:
     add_source_options(p)
     add_spec_options(p)
     add_family_options(p)
+    add_collection_options(p, shards=False)  # the feasible region of one shard
     add_parameters(p, ["boot", "seed"])
     add_criteria_option(p)
     add_output_options(p, ["table", "json"])
@@ -408,6 +420,7 @@ def add_drift_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_compare_arguments(p: argparse.ArgumentParser) -> None:
     add_source_options(p)
+    add_collection_options(p, shards=False)  # each retriever over the tenant's memories, one shard
     add_parameters(p, ["retrievers"])
     g = p.add_argument_group("grid (start:stop:step with stop included, a comma list, or one value)")
     add_parameters(g, ["alpha_range"])

@@ -155,7 +155,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from memlab.core.sweep_pool import pooled_sweep_chunks
     from memlab.output.io import TableWriter
     from memlab.scores.problem import build_problem
-    from memlab.tuning.tuned import dataset_reference, save_tuned, tuned_spec
+    from memlab.tuning.tuned import choice_selection, dataset_reference, save_tuned, tuned_spec
 
     unused = [f for f, v in (("--format " + str(args.format), args.format), ("--long", args.long)) if v]
     if unused and not args.output:  # they shape the -o table: without one they would be ignored
@@ -166,12 +166,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     args.format = args.format or "csv"
     dataset = load_dataset(args.dataset)
     require_questions(args, dataset)
-    criteria = criteria_from(args, dataset)
     langs = languages_of(args, dataset)
     options = options_from(args)
     fields = {**spec_fields(args), "decay": None, "combine": None}  # the family is a grid axis here
     scope = scope_from(args, dataset)
     problems = [build_problem(dataset, replace(options, lang=lang), scope=scope, **fields) for lang in langs]
+    dataset = problems[0].dataset  # the questions the tenant filter asks, and their criteria
+    criteria = criteria_from(args, dataset)
     grid = grid_from(args, problems[0])
     progress = grid.size >= 1_000_000 and sys.stderr.isatty()
     check_sweep_work(grid.size, len(dataset.questions))  # refused before the estimate, not after
@@ -291,6 +292,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             "decision_margin": float(decisions[closest].margin),
             "configurations": int(total),
             "feasible_configurations": int(choice.feasible),
+            # the criteria that conflict, when none holds: what every command reading it says
+            **{k: v for k, v in choice_selection(choice).items() if k == "conflicts"},
         }
         path = save_tuned(args.save, tuned_spec(problems[0], spec, languages=langs, selection=selection))
         print(f"wrote {path} (the tuned spec: read it with --spec {path})", file=say)
@@ -327,9 +330,9 @@ def cmd_feasible(args: argparse.Namespace) -> int:
     Grid(tau_days=taus, candidates=(args.candidates,), inject=(args.inject,), decay=decays, combine=combines)
     dataset = load_dataset(args.dataset)
     require_questions(args, dataset)
-    criteria = criteria_from(args, dataset)
     fields = {**spec_fields(args), "decay": None, "combine": None}  # the family is an axis here
-    problem = build_problem(dataset, options_from(args), **fields)
+    problem = build_problem(dataset, options_from(args), scope=scope_from(args, dataset), **fields)
+    criteria = criteria_from(args, problem.dataset)  # the questions the tenant filter asks
     thresholds = parse_axis(args.threshold_range or str(problem.spec.threshold), "threshold")
     ages, raw, labels = problem.ages(), problem.raw, problem.labels()
     rows = []
@@ -515,6 +518,7 @@ def add_feasible_arguments(p: argparse.ArgumentParser) -> None:
     )
     add_parameters(p, ["candidates", "inject"])
     add_family_options(p, many=True)
+    add_collection_options(p, shards=False)  # the closed-form region of one shard
     add_criteria_option(p)
     add_output_options(p, ["table", "json"])
 

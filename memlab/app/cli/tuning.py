@@ -19,6 +19,7 @@ from memlab.app.cli.options import (
     fmt,
     problem_from,
     scope_from,
+    spec_file_shortfall,
     spec_line,
 )
 from memlab.core.criteria import CRITERION_KINDS, value_edge
@@ -186,8 +187,9 @@ def cmd_prompt(args: argparse.Namespace) -> int:
         raise InputError(
             f"prompt needs --question ID, one of the dataset's questions: {shown or '(none: add some)'}"
         )
-    question = dataset.question(args.question)
-    ev = evaluate(problem_from(args, dataset))
+    problem = problem_from(args, dataset)
+    question = problem.dataset.question(args.question)  # the filter's: another tenant's is said
+    ev = evaluate(problem)
     injected = [c.memory_id for c in ev.result(question.id).injected]
     block = memory_block(args.block, dataset, injected, ev.spec.reference_date, args.lang)
     if not block:
@@ -256,6 +258,9 @@ def cmd_spec(args: argparse.Namespace) -> int:
     # the question is embedded with the model the dataset's vectors came from
     problem = problem_from(args, dataset, questions=False)
     spec = problem.spec
+    shortfall = spec_file_shortfall(args, problem)  # the sweep's fallback, exported: said
+    if shortfall:
+        warnings.warn(shortfall, MemlabWarning, stacklevel=1)
     vector = problem.embed_queries([question.text(args.lang)])[0] if question is not None else None
     if args.format == "qdrant-json":
         holes = (["the query vector (pass --question ID to embed one)"] if vector is None else []) + (
