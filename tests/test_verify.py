@@ -56,7 +56,8 @@ QUESTIONS = [
      "current": "b2", "payload": {"user_id": "bob"}},
     {"id": "qb2", "kind": "hit", "text": "Where is the flat he moved into?", "relevant": ["b4"],
      "current": "b4", "payload": {"user_id": "bob"}},
-    {"id": "qb3", "kind": "nohit", "text": "Which car does he drive?", "relevant": [], "payload": {"user_id": "bob"}},
+    {"id": "qb3", "kind": "nohit", "text": "Which car does he drive?", "relevant": [],
+     "payload": {"user_id": "bob"}},
 ]  # fmt: skip
 LAYOUTS = {
     # integer point ids, ISO dates, the one unnamed vector; memories named by their point ids
@@ -91,7 +92,8 @@ def dataset_id(layout: str, i: int, memory: str) -> str:
 
 def vectors() -> np.ndarray:
     rng = np.random.default_rng(7)
-    return np.array([embed(text) for *_, text in MEMORIES]) + rng.normal(scale=0.05, size=(len(MEMORIES), DIM))
+    noise = rng.normal(scale=0.05, size=(len(MEMORIES), DIM))
+    return np.array([embed(text) for *_, text in MEMORIES]) + noise
 
 
 def build_collection(path: Path, layout: str) -> None:
@@ -99,7 +101,8 @@ def build_collection(path: Path, layout: str) -> None:
     lay = LAYOUTS[layout]
     client = QdrantClient(path=str(path))
     params = models.VectorParams(size=DIM, distance=models.Distance.COSINE)
-    client.create_collection(lay["collection"], vectors_config={lay["named"]: params} if lay["named"] else params)
+    config = {lay["named"]: params} if lay["named"] else params
+    client.create_collection(lay["collection"], vectors_config=config)
     points = []
     for i, ((mid, user, day, text), vec) in enumerate(zip(MEMORIES, vectors(), strict=True)):
         when = datetime.fromisoformat(day).replace(hour=9, tzinfo=UTC)
@@ -163,7 +166,8 @@ def stores(tmp_path_factory, server):
         argv += ["--model", MODEL, "--questions", questions_file(root / "q.jsonl", layout)]
         argv += ["--reference-date", "2026-09-10", "-o", root / "ds"]
         assert main([str(a) for a in argv]) == 0
-        embedding = ["--embed-url", server, "--embed-model", MODEL, "--no-embed-fallback", "--cache-dir", cache]
+        embedding = ["--embed-url", server, "--embed-model", MODEL, "--no-embed-fallback"]
+        embedding += ["--cache-dir", cache]
         out[layout] = {"root": root, "app": root / "app", "ds": root / "ds", "embed": embedding, **lay}
     return out
 
@@ -218,7 +222,8 @@ def test_under_a_tenant_filter_only_the_tenants_questions_and_memories(stores, c
     assert report["filter"] == {"must": [{"key": "user_id", "match": {"value": "alice"}}]}
     returned = {r["memory"] for q in report["questions"] for r in q["returned"]}
     assert returned and all(m.startswith("note-a") for m in returned)
-    code, out, err = run(capsys, *base[:-2], "--dataset", store["ds"], "--filter", "user_id=bob", "--threshold", "0.3")
+    bob = ["--dataset", store["ds"], "--filter", "user_id=bob", "--threshold", "0.3"]
+    code, out, err = run(capsys, *base[:-2], *bob)
     assert (code, out) == (0, "3 of 3 questions agree\n"), err
 
 
@@ -278,9 +283,12 @@ def test_on_qdrants_own_engine_a_shard_folder(stores, capsys, tmp_path, layout):
         )
     )
     shard.close()
+    before = digest(tmp_path / "shard")
     base = ["verify", *store["embed"], "--edge-path", tmp_path / "shard"]
     code, out, err = run(capsys, *base, "--spec", tuned(capsys, store, "edge.yaml"))
     assert (code, out) == (0, "7 of 7 questions agree\n"), err
+    # the engine rewrites a shard it loads (its config, its journals): it loaded a copy
+    assert digest(tmp_path / "shard") == before
     assert f"on the qdrant-edge shard, Qdrant's own engine at {tmp_path / 'shard'};" in err
     code, out, err = run(capsys, *base, "--spec", tuned(capsys, store, "bob.yaml", "--filter", "user_id=bob"))
     assert (code, out) == (0, "3 of 3 questions agree\n"), err
@@ -332,7 +340,8 @@ def test_bad_stores_are_one_line(stores, capsys, tmp_path, extra, message):
     shutil.copytree(store["app"], app)
     empty.mkdir()
     client = QdrantClient(path=str(app))
-    client.create_collection("small", vectors_config=models.VectorParams(size=8, distance=models.Distance.COSINE))
+    small = models.VectorParams(size=8, distance=models.Distance.COSINE)
+    client.create_collection("small", vectors_config=small)
     client.close()
     fill = {"app": str(app), "empty": str(empty)}
     argv = ["verify", "--dataset", store["ds"], *store["embed"], *(a.format(**fill) for a in extra)]

@@ -3,7 +3,8 @@ question, run on their collection and compared with memlab's reference.
 
 ``open_store`` opens the store read-only in practice (only queries are sent): a local Qdrant
 folder through qdrant-client (its local mode: a Python re-implementation of Qdrant's search), a
-Qdrant server, or a qdrant-edge shard folder (Qdrant's own engine, in-process). It checks that
+Qdrant server, or a qdrant-edge shard folder (Qdrant's own engine, in-process, on a copy of the
+folder: the engine rewrites files of a shard it loads). It checks that
 the collection is the one the dataset was imported from in what the query relies on: the vector
 (named as ``dataset.json`` records it) and its dimension.
 
@@ -20,6 +21,8 @@ either side; it is left out of the comparison.
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -126,9 +129,9 @@ class EdgeStore(UserStore):
     kind = "qdrant-edge shard, Qdrant's own engine"
     exact = True  # a shard the application optimised has an HNSW index: search it exactly
 
-    def __init__(self, shard, where: str):
+    def __init__(self, shard, where: str, copy: Path):
         super().__init__(where, None)
-        self.shard = shard
+        self.shard, self.copy = shard, copy
 
     def run(self, body: dict[str, Any]) -> list[tuple[int | str, float]]:
         from memlab.qdrant import edge
@@ -139,7 +142,10 @@ class EdgeStore(UserStore):
             raise InputError(f"--edge-path {self.where}: the engine refused the query: {e}") from None
 
     def close(self) -> None:
-        self.shard.close()
+        try:
+            self.shard.close()
+        finally:
+            shutil.rmtree(self.copy, ignore_errors=True)
 
 
 def _check_vectors(where: str, vectors: Mapping[str, int] | int, schema: CollectionSchema, dim: int) -> None:
@@ -228,11 +234,21 @@ def _open_edge(path: str, schema: CollectionSchema, dim: int) -> EdgeStore:
         raise InputError(f"--edge-path {path}: edge_config.json: not a shard's configuration ({e})") from None
     unnamed = set(sizes) == {""}
     _check_vectors(f"the shard at {path}", sizes[""] if unnamed else sizes, schema, dim)
+    # the engine tidies a shard it loads (rewrites its config, folds journals into segments): it
+    # loads a copy, so the user's folder is never written
+    qe = engine()
+    copy = Path(tempfile.mkdtemp(prefix="memlab-verify-"))
     try:
-        shard = engine().EdgeShard.load(str(folder))
-    except Exception as e:  # qdrant_edge raises bare Exceptions, with the engine's reason
-        raise InputError(f"--edge-path {path}: the engine cannot load the shard: {e}") from None
-    return EdgeStore(shard, path)
+        shutil.copytree(folder, copy / "shard", symlinks=True)
+        shard = qe.EdgeShard.load(str(copy / "shard"))
+    except BaseException as e:
+        shutil.rmtree(copy, ignore_errors=True)
+        if isinstance(e, OSError):
+            raise InputError(f"--edge-path {path}: cannot copy the shard to load it: {e}") from None
+        if type(e) is Exception:  # qdrant_edge raises bare Exceptions, with the engine's reason
+            raise InputError(f"--edge-path {path}: the engine cannot load the shard: {e}") from None
+        raise
+    return EdgeStore(shard, path, copy)
 
 
 def _levels(items: Sequence[tuple[str, float]]) -> list[tuple[float, list[str]]]:
