@@ -292,6 +292,11 @@ def test_on_qdrants_own_engine_a_shard_folder(stores, capsys, tmp_path, layout):
     assert f"on the qdrant-edge shard, Qdrant's own engine at {tmp_path / 'shard'};" in err
     code, out, err = run(capsys, *base, "--spec", tuned(capsys, store, "bob.yaml", "--filter", "user_id=bob"))
     assert (code, out) == (0, "3 of 3 questions agree\n"), err
+    # a shard folder that holds no points: one line, not every question differing
+    edge.create_shard(tmp_path / "vacant", DIM, schema).close()
+    code, out, err = run(capsys, *base[:-1], tmp_path / "vacant", "--dataset", store["ds"])
+    message = f"memlab: error: --edge-path {tmp_path / 'vacant'}: the shard holds no points\n"
+    assert (code, out, err) == (2, "", message)
 
 
 @pytest.mark.hostile
@@ -300,7 +305,7 @@ def test_on_qdrants_own_engine_a_shard_folder(stores, capsys, tmp_path, layout):
     [
         (
             ["--qdrant-path", "{app}", "--collection", "nope"],
-            "no collection 'nope' in {app} (collections: notes, small)",
+            "no collection 'nope' in {app} (collections: notes, small, vacant)",
         ),
         (
             ["--qdrant-path", "{app}", "--collection", "small"],
@@ -329,6 +334,15 @@ def test_on_qdrants_own_engine_a_shard_folder(stores, capsys, tmp_path, layout):
             ["--edge-path", "{app}/missing"],
             "--edge-path {app}/missing: no such folder (a qdrant-edge shard folder)",
         ),
+        (
+            ["--edge-path", "{bad}"],
+            '--edge-path {bad}: edge_config.json is not a shard\'s configuration (no "vectors" object '
+            "naming each vector's size)",
+        ),
+        (
+            ["--qdrant-path", "{app}", "--collection", "vacant"],
+            "collection 'vacant' in {app} holds no points",
+        ),
     ],
 )
 def test_bad_stores_are_one_line(stores, capsys, tmp_path, extra, message):
@@ -342,8 +356,12 @@ def test_bad_stores_are_one_line(stores, capsys, tmp_path, extra, message):
     client = QdrantClient(path=str(app))
     small = models.VectorParams(size=8, distance=models.Distance.COSINE)
     client.create_collection("small", vectors_config=small)
+    client.create_collection("vacant", vectors_config=models.VectorParams(size=DIM, distance=small.distance))
     client.close()
-    fill = {"app": str(app), "empty": str(empty)}
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "edge_config.json").write_text('{"vectors": [64]}')
+    fill = {"app": str(app), "empty": str(empty), "bad": str(bad)}
     argv = ["verify", "--dataset", store["ds"], *store["embed"], *(a.format(**fill) for a in extra)]
     code, out, err = run(capsys, *argv)
     assert (code, out, err) == (2, "", f"memlab: error: {message.format(**fill)}\n")

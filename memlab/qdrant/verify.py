@@ -30,7 +30,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memlab.core.errors import InputError, MissingFileError
+from memlab.core.errors import InputError, MissingFileError, UnreachableError
 from memlab.core.spec import Candidate, RetrievalSpec
 from memlab.core.urls import redact
 from memlab.qdrant.client import local_storage, open_client
@@ -107,16 +107,25 @@ class ClientStore(UserStore):
 
     def run(self, body: dict[str, Any]) -> list[tuple[int | str, float]]:
         from qdrant_client import models
+        from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
         req = models.QueryRequest.model_validate(body)
-        res = self.client.query_points(
-            self.collection,
-            prefetch=req.prefetch,
-            query=req.query,
-            score_threshold=req.score_threshold,
-            limit=req.limit,
-            with_payload=False,
-        )
+        try:
+            res = self.client.query_points(
+                self.collection,
+                prefetch=req.prefetch,
+                query=req.query,
+                score_threshold=req.score_threshold,
+                limit=req.limit,
+                with_payload=False,
+            )
+        except UnexpectedResponse as e:  # the server refused it (a date it cannot read, ...)
+            reason = (e.content or b"").decode("utf-8", "replace")[:300]
+            raise InputError(
+                f"{self.describe()} refused the query: HTTP {e.status_code} {e.reason_phrase} {reason}"
+            ) from None
+        except ResponseHandlingException as e:  # the connection went away
+            raise UnreachableError(f"{self.describe()}: the query got no answer: {redact(str(e))}") from None
         return [(p.id, float(p.score)) for p in res.points]
 
     def close(self) -> None:
@@ -212,6 +221,8 @@ def open_store(
         cfg = client.get_collection(collection).config.params.vectors
         sizes = {k: v.size for k, v in cfg.items()} if isinstance(cfg, dict) else cfg.size
         _check_vectors(f"collection {collection!r} in {where}", sizes, schema, dim)
+        if client.count(collection, exact=True).count == 0:
+            raise InputError(f"collection {collection!r} in {where} holds no points")
     except BaseException:
         client.close()
         raise
@@ -229,9 +240,12 @@ def _open_edge(path: str, schema: CollectionSchema, dim: int) -> EdgeStore:
         raise MissingFileError(f"--edge-path {path}: holds no qdrant-edge shard (no edge_config.json)")
     try:
         vectors = json.loads(config.read_text(encoding="utf-8"))["vectors"]
-        sizes = {k: int(v["size"]) for k, v in vectors.items()}
-    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as e:
-        raise InputError(f"--edge-path {path}: edge_config.json: not a shard's configuration ({e})") from None
+        sizes = {str(k): int(v["size"]) for k, v in vectors.items()}
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
+        raise InputError(
+            f"--edge-path {path}: edge_config.json is not a shard's configuration "
+            "(no \"vectors\" object naming each vector's size)"
+        ) from None
     unnamed = set(sizes) == {""}
     _check_vectors(f"the shard at {path}", sizes[""] if unnamed else sizes, schema, dim)
     # the engine tidies a shard it loads (rewrites its config, folds journals into segments): it
@@ -248,7 +262,11 @@ def _open_edge(path: str, schema: CollectionSchema, dim: int) -> EdgeStore:
         if type(e) is Exception:  # qdrant_edge raises bare Exceptions, with the engine's reason
             raise InputError(f"--edge-path {path}: the engine cannot load the shard: {e}") from None
         raise
-    return EdgeStore(shard, path, copy)
+    store = EdgeStore(shard, path, copy)
+    if shard.info().points_count == 0:  # every question would differ: say why instead
+        store.close()
+        raise InputError(f"--edge-path {path}: the shard holds no points")
+    return store
 
 
 def _levels(items: Sequence[tuple[str, float]]) -> list[tuple[float, list[str]]]:
