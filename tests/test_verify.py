@@ -340,6 +340,10 @@ def test_on_qdrants_own_engine_a_shard_folder(stores, capsys, tmp_path, layout):
             "naming each vector's size)",
         ),
         (
+            ["--edge-path", "{bad}", "--collection", "notes"],
+            "--collection: a qdrant-edge shard folder is one collection of its own; drop it",
+        ),
+        (
             ["--qdrant-path", "{app}", "--collection", "vacant"],
             "collection 'vacant' in {app} holds no points",
         ),
@@ -409,3 +413,94 @@ def test_what_agrees_with_the_reference(rows, returned, same):
 
     got = [Returned(i, m, s) for i, (m, s) in enumerate(returned)]
     assert agrees(got, candidates(*rows), 0.5, 2) is same
+
+
+class RestOverLocal:
+    """A Qdrant REST server on 127.0.0.1 answering from a local-mode folder: the few endpoints
+    qdrant-client calls to open a collection and query it, each reply the local model's JSON.
+    ``queries`` keeps every query body it was sent, ``writes`` any other POST or PUT."""
+
+    def __init__(self, path: Path):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        local = QdrantClient(path=str(path))
+        lock = threading.Lock()
+        self.queries, self.writes = [], []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def reply(self, result, status=200):
+                body = json.dumps({"result": result, "status": "ok", "time": 0.0}).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self):
+                parts = self.path.split("?")[0].strip("/").split("/")
+                with lock:
+                    if parts == ["collections"]:
+                        return self.reply(local.get_collections().model_dump(mode="json"))
+                    if len(parts) == 3 and parts[2] == "exists":
+                        return self.reply({"exists": local.collection_exists(parts[1])})
+                    if len(parts) == 2:
+                        return self.reply(local.get_collection(parts[1]).model_dump(mode="json"))
+                self.reply(None, 404)
+
+            def do_POST(self):
+                parts = self.path.split("?")[0].strip("/").split("/")
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"{}")
+                with lock:
+                    if parts[2:] == ["points", "count"]:
+                        return self.reply(local.count(parts[1], exact=True).model_dump(mode="json"))
+                    if parts[2:] == ["points", "query"]:
+                        outer.queries.append(body)
+                        req = models.QueryRequest.model_validate(body)
+                        res = local.query_points(
+                            parts[1], prefetch=req.prefetch, query=req.query,
+                            score_threshold=req.score_threshold, limit=req.limit,
+                        )  # fmt: skip
+                        return self.reply(res.model_dump(mode="json"))
+                outer.writes.append((self.command, self.path))
+                self.reply(None, 404)
+
+            do_PUT = do_POST
+
+            def log_message(self, *args):
+                pass
+
+        self.local, self.httpd = local, ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.local.close()
+
+
+def test_on_a_qdrant_server_the_query_asks_for_exact_search(stores, capsys, tmp_path):
+    """--qdrant-url: the same body, with params.exact in the prefetch (a server's HNSW index is
+    approximate), one query per question, and nothing but queries and reads sent."""
+    import shutil
+    import warnings
+
+    store = stores["uuids"]
+    shutil.copytree(store["app"], tmp_path / "app")
+    rest = RestOverLocal(tmp_path / "app")
+    try:
+        with warnings.catch_warnings():  # local mode, behind the fake server, says it is exact anyway
+            warnings.simplefilter("ignore")
+            code, out, err = run(
+                capsys, "verify", "--spec", tuned(capsys, store, "server.yaml"), *store["embed"],
+                "--qdrant-url", rest.url,
+            )  # fmt: skip
+    finally:
+        rest.close()
+    assert (code, out) == (0, "7 of 7 questions agree\n"), err
+    assert f"on collection 'memories' in {rest.url} (Qdrant server)" in err
+    assert len(rest.queries) == 7 and rest.writes == []
+    assert all(q["prefetch"]["params"] == {"exact": True} for q in rest.queries)
+    assert all(q["prefetch"]["using"] == "dense" for q in rest.queries)

@@ -37,6 +37,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     where = {"path": args.qdrant_path, "url": args.qdrant_url, "edge_path": args.edge_path}
     if sum(bool(v) for v in where.values()) != 1:  # said before anything is embedded
         open_store(schema=CollectionSchema(), dim=0, **where)
+    if args.edge_path and args.collection:
+        raise InputError("--collection: a qdrant-edge shard folder is one collection of its own; drop it")
     dataset = load_dataset(args.dataset)
     require_questions(args, dataset)
     grouped = [q.id for q in dataset.questions if q.haystack is not None]
