@@ -504,3 +504,23 @@ def test_on_a_qdrant_server_the_query_asks_for_exact_search(stores, capsys, tmp_
     assert len(rest.queries) == 7 and rest.writes == []
     assert all(q["prefetch"]["params"] == {"exact": True} for q in rest.queries)
     assert all(q["prefetch"]["using"] == "dense" for q in rest.queries)
+
+
+@pytest.mark.hostile
+def test_an_import_without_point_ids_is_refused_not_renumbered(stores, capsys, tmp_path):
+    """A dataset imported before point ids were recorded: naming points by their position would
+    call every answer wrong; it says what to do instead."""
+    import shutil
+
+    store = stores["ints"]
+    shutil.copytree(store["ds"], tmp_path / "ds")
+    path = tmp_path / "ds" / "memories.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    path.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "point_id"}) + "\n" for r in rows))
+    argv = ["verify", "--dataset", tmp_path / "ds", *store["embed"], "--qdrant-path", store["app"]]
+    assert run(capsys, *argv) == (
+        2,
+        "",
+        "memlab: error: dataset 'notes' was imported from Qdrant, but memories 100, 107, 114 record no "
+        "point_id: import the collection again (memlab import-qdrant records them)\n",
+    )

@@ -62,6 +62,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
     ]
     # each point by the memory id import-qdrant recorded for it: no renumbering
     memories = dataset.memories
+    unnamed = [m.id for m in memories if m.point_id is None]
+    if dataset.qdrant and unnamed:  # imported, but without the point ids (an older memlab)
+        raise InputError(
+            f"dataset {dataset.name!r} was imported from Qdrant, but memories {', '.join(unnamed[:3])} "
+            "record no point_id: import the collection again (memlab import-qdrant records them)"
+        )
     memory_of = {point_key(p): m.id for p, m in zip(point_ids(memories), memories, strict=True)}
     collection = args.collection or (dataset.qdrant or {}).get("collection")
     store = open_store(schema=schema, dim=int(vectors.shape[1]), collection=collection, **where)
