@@ -194,11 +194,10 @@ def test_a_users_own_collection_agrees_with_the_reference(stores, capsys, layout
     assert (code, out) == (0, "7 of 7 questions agree\n"), err
     assert f"on collection {store['collection']!r} in {store['app']} (qdrant-client local mode);" in err
     assert digest(store["app"]) == before
-    # the JSON: each question's returned points by their own ids, named by the dataset's memory ids
-    code, out, _ = run(
-        capsys, "verify", "--spec", spec, *store["embed"], "--qdrant-path", store["app"],
-        "--format", "json",
-    )  # fmt: skip  (the collection: the one dataset.json records)
+    # the JSON: each question's returned points by their own ids, named by the dataset's memory
+    # ids; no --collection: the one dataset.json records
+    argv = ["verify", "--spec", spec, *store["embed"], "--qdrant-path", store["app"], "--format", "json"]
+    code, out, _ = run(capsys, *argv)
     report = json.loads(out)
     assert code == 0 and (report["agree"], report["total"]) == (7, 7)
     injected = [r for q in report["questions"] for r in q["returned"]]
