@@ -6,7 +6,8 @@ download; it is never committed). Without it the script says so in one line and 
 
 Steps, each a whole ``memlab`` command in its own process (what a user waits for):
 - ``import-locomo`` of the observations and of the turns (this tree only: the folders are shared);
-- warm (the embedding cache filled first, by this tree): ``metrics`` on the turns,
+- warm (the default embedding cache, or ``$MEMLAB_BENCH_CACHE``, filled first by this tree):
+  ``metrics`` on the turns,
   ``tune-benchmark`` on the observations (5 folds, 1,000 resamples, every system and the hybrids),
   ``compare`` and ``calibrate`` on the observations;
 - cold (a fresh cache for each run): ``metrics`` on the observations, beside the time that
@@ -138,7 +139,8 @@ def main() -> None:
         obs, turn = tmp / "locomo-observation", tmp / "locomo-turn"
         memlab(ROOT, ["import-locomo", source, "-o", str(obs)])
         memlab(ROOT, ["import-locomo", source, "--granularity", "turn", "-o", str(turn)])
-        warm = tmp / "cache"
+        # warm: the embedding cache memlab uses by default (filled first, untimed, if it is not)
+        warm = Path(os.environ.get("MEMLAB_BENCH_CACHE", Path.home() / ".cache" / "memlab"))
         commands = {
             "metrics": ["metrics", "--dataset", str(turn), "--cache-dir", str(warm)],
             "tune": ["tune-benchmark", "--dataset", str(obs), "--cache-dir", str(warm)],
