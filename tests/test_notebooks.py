@@ -129,8 +129,14 @@ def test_03_tune_renders_its_default_view_headless(tmp_path):
     out = execute("03_tune", tmp_path, source="published", bonus=0.04)
     crit = {r["criterion"]: r["pass"] for r in records(out / "tables" / "criteria.json")}
     assert crit == {"a": True, "b": True, "c": False}  # 0.04 / 14 days fails (c), as in the seed
-    fig = json.loads((out / "figures" / "default_view.json").read_text())
-    assert fig["layout"]["title"]["text"].startswith("bonus 0.04, tau 14 days, threshold 0.45")
+    # its figure is not 01_reproduce's bars: each question's margin to the threshold, at the spec
+    report = json.loads((out / "report.json").read_text())
+    assert [e["name"] for e in report["entries"] if e["type"] == "figure"] == ["margins"]
+    fig = json.loads((out / "figures" / "margins.json").read_text())
+    assert "<sup>bonus 0.04, tau 14 days, threshold 0.45" in fig["layout"]["title"]["text"]
+    bars = {t["name"]: dict(zip(t["y"], t["text"], strict=True)) for t in fig["data"]}
+    # at bonus 0.04, H2's current memory (0.4455) misses 0.45: criterion c fails, here by 0.005
+    assert bars["does not"]["How did that thing you were working on go? (H2)"] == "-0.005 · below the threshold"
     executed = nbformat.read(tmp_path / "03_tune.ipynb", as_version=4)
     text = "".join(o.get("text", "") for c in executed.cells for o in c.get("outputs", []))
     assert (
