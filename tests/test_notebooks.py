@@ -269,7 +269,10 @@ def test_08_benchmark_without_a_file_says_so_and_stops(tmp_path):
     out = execute("08_benchmark", tmp_path)
     report = json.loads((out / "report.json").read_text())
     assert report["entries"] == [] and report["finished"] is True
-    assert report["skipped"] == "no benchmark file given (-p benchmark_file=FILE.json)"
+    assert report["skipped"] == "no benchmark file given"
+    # the results page tells the user what fills it
+    assert report["fill"]["parameters"] == {"benchmark_file": "data/external/locomo10.json"}
+    assert "LoCoMo" in report["fill"]["how"] and "docs/benchmarks.md" in report["fill"]["how"]
     executed = nbformat.read(tmp_path / "08_benchmark.ipynb", as_version=4)
     text = "".join(o.get("text", "") for c in executed.cells for o in c.get("outputs", []))
     assert "benchmark_file is empty: nothing to do" in text
@@ -417,14 +420,11 @@ def test_saving_a_used_notebook_through_the_repositorys_jupyter_config_writes_it
 def test_09_answers_without_a_chat_endpoint_says_so_and_stops(tmp_path):
     out = execute("09_answers", tmp_path)
     report = json.loads((out / "report.json").read_text())
-    assert report["entries"] == [
-        {
-            "type": "value",
-            "name": "skipped",
-            "caption": "no chat endpoint given",
-            "value": "chat_url is empty",
-        }
-    ]
+    # skipped, as 08 is (it was an "ok" section with a value), with what fills it
+    assert report["entries"] == [] and report["finished"] is True
+    assert report["skipped"] == "no chat endpoint given (chat_url is empty)"
+    assert report["fill"]["parameters"] == {"chat_url": "http://127.0.0.1:8080/v1"}
+    assert "python -m memlab.answers.local_server --port 8080" in report["fill"]["how"]
     executed = nbformat.read(tmp_path / "09_answers.ipynb", as_version=4)
     text = "".join(o.get("text", "") for c in executed.cells for o in c.get("outputs", []))
     assert "chat_url is empty: nothing to do" in text
