@@ -115,8 +115,9 @@ def test_02_sweep_writes_bands_and_the_choice(tmp_path):
     for name in ("feasibility", "headroom", "threshold_bonus", "chosen_bars"):
         assert (out / "figures" / f"{name}.html").is_file()
     feasibility = json.loads((out / "figures" / "feasibility.json").read_text())
-    star = [d for d in feasibility["data"] if d.get("name") == "chosen"]
+    star = [d for d in feasibility["data"] if d.get("name", "").startswith("chosen")]
     assert [(d["x"], d["y"]) for d in star] == [([0.04], [7.0])]  # drawn at the chosen threshold
+    assert star[0]["name"] == "chosen: bonus 0.04, tau 7 days"  # its values in the legend
     assert "threshold 0.44" in feasibility["layout"]["title"]["text"]
     assert next(e["value"] for e in report["entries"] if e["name"] == "edges") == [
         "tau_days at the lowest value of its range (7): widen tau_range",
