@@ -304,4 +304,7 @@ def test_03s_margins_say_what_01s_bars_do_not(seed, published):
     assert "How do I take my coffee again? (C1)" in not_ok.y
     assert "+0.017 · stale injected" in not_ok.text
     assert fig.layout.xaxis.title.text == "margin to the threshold (cosine units)"
-    assert figures.question_bars(figures.question_frame(ev, seed), 0.45).layout.title.text != fig.layout.title.text
+    assert (
+        figures.question_bars(figures.question_frame(ev, seed), 0.45).layout.title.text
+        != fig.layout.title.text
+    )

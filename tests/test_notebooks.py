@@ -137,7 +137,9 @@ def test_03_tune_renders_its_default_view_headless(tmp_path):
     assert "<sup>bonus 0.04, tau 14 days, threshold 0.45" in fig["layout"]["title"]["text"]
     bars = {t["name"]: dict(zip(t["y"], t["text"], strict=True)) for t in fig["data"]}
     # at bonus 0.04, H2's current memory (0.4455) misses 0.45: criterion c fails, here by 0.005
-    assert bars["does not"]["How did that thing you were working on go? (H2)"] == "-0.005 · below the threshold"
+    assert (
+        bars["does not"]["How did that thing you were working on go? (H2)"] == "-0.005 · below the threshold"
+    )
     executed = nbformat.read(tmp_path / "03_tune.ipynb", as_version=4)
     text = "".join(o.get("text", "") for c in executed.cells for o in c.get("outputs", []))
     assert (

@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from memlab.tuning.evaluate import Evaluation
 
 from memlab.output.figures.style import (
-    DIVERGING,
     CHAR_EM,
+    DIVERGING,
     FEASIBLE_SCALE,
     OKABE_ITO,
     days,
@@ -337,9 +337,7 @@ def feasibility_heatmap(
             font={"size": 18},
         )
     return legend_below(
-        style(
-        fig, f"Feasible (bonus, tau) at threshold {threshold:g}", "bonus (cosine units)", "tau (days)"
-    )
+        style(fig, f"Feasible (bonus, tau) at threshold {threshold:g}", "bonus (cosine units)", "tau (days)")
     )
 
 
@@ -386,8 +384,11 @@ def headroom_heatmap(
     _star_in_view(fig, grid, chosen, "tau_days")
     return legend_below(
         style(
-        fig, f"Headroom on no-hit questions at threshold {threshold:g}", "bonus (cosine units)", "tau (days)"
-    )
+            fig,
+            f"Headroom on no-hit questions at threshold {threshold:g}",
+            "bonus (cosine units)",
+            "tau (days)",
+        )
     )
 
 
@@ -420,11 +421,11 @@ def threshold_bonus_plane(
     _star_in_view(fig, grid, chosen, "threshold")
     return legend_below(
         style(
-        fig,
-        f"Smallest criterion margin over threshold × bonus at tau {days(tau_days)}",
-        "bonus (cosine units)",
-        "threshold (post-bonus cosine)",
-    )
+            fig,
+            f"Smallest criterion margin over threshold × bonus at tau {days(tau_days)}",
+            "bonus (cosine units)",
+            "threshold (post-bonus cosine)",
+        )
     )
 
 
