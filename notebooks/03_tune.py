@@ -76,7 +76,8 @@ panel.view()
 
 # %%
 report.table("criteria", tables.criteria_table(panel.state), "Criteria at the default view")
-report.figure("default_view", panel.static_figure(), "Per-question scores at the default view")
+# the bars are 01_reproduce's figure; what tuning adds is how far each question is from flipping
+report.figure("margins", panel.margin_figure(), "Per-question margin to the threshold at the default view")
 print(panel.prompt())
 
 # %%

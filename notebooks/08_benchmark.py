@@ -65,7 +65,13 @@ report = Report(out_dir, fig_formats)
 run = bool(benchmark_file)
 if not run:
     print("benchmark_file is empty: nothing to do (run with -p benchmark_file=data/external/FILE.json)")
-    report.skip("no benchmark file given (-p benchmark_file=FILE.json)", {"benchmark_file": benchmark_file})
+    report.skip(
+        "no benchmark file given",
+        {"benchmark_file": benchmark_file},
+        fill={"benchmark_file": "data/external/locomo10.json"},
+        how="download LoCoMo's locomo10.json or a LongMemEval file into data/external/ "
+        "(memlab never downloads them; docs/benchmarks.md#notebook-08)",
+    )
 
 # %%
 server = server_config(embed_url, embed_model)  # None: the local model only

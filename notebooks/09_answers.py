@@ -76,8 +76,13 @@ report = Report(out_dir, fig_formats)
 run = bool(chat_url)
 if not run:
     print("chat_url is empty: nothing to do (run with -p chat_url=http://127.0.0.1:8080/v1)")
-    report.value("skipped", "chat_url is empty", "no chat endpoint given")
-    report.finish({"chat_url": chat_url})
+    report.skip(
+        "no chat endpoint given (chat_url is empty)",
+        {"chat_url": chat_url},
+        fill={"chat_url": "http://127.0.0.1:8080/v1"},
+        how="serve an OpenAI-compatible chat model (python -m memlab.answers.local_server --port 8080 "
+        "serves SmolLM2-135M with the chat extra; docs/answers.md)",
+    )
 
 # %%
 if run:

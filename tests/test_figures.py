@@ -184,3 +184,127 @@ def test_without_arial_the_text_falls_back_to_a_sans_serif_not_a_monospace():
     families = [f.strip().strip('"') for f in figures.FONT["family"].split(",")]
     assert families[:3] == ["Arial", "Liberation Sans", "DejaVu Sans"]
     assert families.index("DejaVu Sans") < families.index("IPAGothic") and families[-1] == "sans-serif"
+
+
+def scale_rows():
+    n = [16, 100, 1000]
+    return pd.DataFrame(
+        {
+            "n": n,
+            "nohit_max": [0.84, 0.85, 0.86],
+            "nohit_max_real": [0.84, 0.85, np.nan],
+            "predicted_nohit_max": [0.84, 0.86, 0.88],
+            "predicted_lo": [0.83, 0.85, 0.86],
+            "predicted_hi": [0.85, 0.87, 0.9],
+        }
+    )
+
+
+def drift_rows():
+    return pd.DataFrame(
+        [
+            {"system": s, "write_policy": "store-everything", "budget": b, "oracle": False, "recall": 0.5}
+            | {"recall_lo": 0.4, "recall_hi": 0.6}
+            for s in ("top-k", "dedup")
+            for b in (32, 64)
+        ]
+    )
+
+
+def sweep_rows():
+    """Bonus 0..0.1 by 0.01 x tau 1..4 days x thresholds 0.44, 0.45: feasible from bonus 0.05 up."""
+    rows = [
+        {"bonus": b, "tau_days": t, "threshold": thr, "feasible": b >= 0.05, "headroom": 0.01}
+        | {"min_margin": b - 0.045}
+        for b in np.round(np.arange(0, 0.1001, 0.01), 2)
+        for t in (1.0, 2.0, 3.0, 4.0)
+        for thr in (0.44, 0.45)
+    ]
+    return pd.DataFrame(rows)
+
+
+BANDS = pd.DataFrame({"tau_days": [1.0, 2.0, 3.0, 4.0], "intervals": [[(0.05, 0.1)]] * 4})
+
+
+def figure_builders(seed, published):
+    ev = evaluate(seed, published)
+    chosen = {"bonus": 0.1, "tau_days": 1.0, "threshold": 0.45}
+    return {
+        "scale_curve": figures.scale_curve(scale_rows(), 0.845, 500.0, "16 dataset memories, then 500 " * 5),
+        "budget_curves": figures.budget_curves(drift_rows(), "recall"),
+        "question_bars": bars(seed, published),
+        "margin_bars": figures.margin_bars(figures.margin_frame(ev, seed), 0.45),
+        "feasibility": figures.feasibility_heatmap(sweep_rows(), 0.45, BANDS, chosen),
+        "headroom": figures.headroom_heatmap(sweep_rows(), 0.45, BANDS, chosen),
+        "threshold_bonus": figures.threshold_bonus_plane(sweep_rows(), 1.0, chosen=chosen),
+    }
+
+
+@pytest.mark.hostile
+def test_axis_titles_fit_along_their_axes(seed, published):
+    """A y title longer than the plot is tall ran past the figure's top (04_scale's "best
+    post-bonus cosine on no-hit questions", 42 characters, about 390 px in DejaVu Sans, on a
+    plot 380 px tall); each title is wrapped onto the lines it needs."""
+    from memlab.output.figures.style import plot_area, title_length
+
+    for name, fig in figure_builders(seed, published).items():
+        width, height = plot_area(fig)
+        for axis, room in ((fig.layout.xaxis, width), (fig.layout.yaxis, height)):
+            if axis.title.text:
+                assert title_length(axis.title.text) <= room, (name, axis.title.text, room)
+    fig = figure_builders(seed, published)["scale_curve"]
+    assert fig.layout.yaxis.title.text == "best post-bonus cosine<br>on no-hit questions"  # even lines
+    # 600 px less 70 + 150 of margins: 380 px; 42 characters at 0.62 x 15 px: 390.6 px, too long
+    assert plot_area(fig) == (800, 380) and title_length("best post-bonus cosine on no-hit questions") > 380
+    # a title that fits is left alone
+    assert bars(seed, published).layout.yaxis.title.text == "cosine score"
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("name", ["feasibility", "headroom", "threshold_bonus"])
+def test_a_chosen_point_at_the_grids_corner_is_drawn_whole_and_named_in_the_legend(seed, published, name):
+    """The published run's star sat at (0.1, 2), the grid's corner: half of it outside the plot
+    and its label over the band's edge. The axis now reaches past it and its values are in the
+    legend, which sits under the plot, clear of the title."""
+    fig = figure_builders(seed, published)[name]
+    (star,) = [t for t in fig.data if t.name and t.name.startswith("chosen")]
+    assert star.mode == "markers" and star.text is None  # nothing written over the band
+    tau = "threshold 0.45" if name == "threshold_bonus" else "tau 1 day"
+    assert star.name == f"chosen: bonus 0.1, {tau}"
+    # the bands' bonus range 0..0.1 ended at the star; now 4% of it beyond. Without bands the
+    # cells' own edges (half a cell, 0.005, beyond) already leave the star's 0.0044 of room
+    expected = 0.104 if name != "threshold_bonus" else 0.105
+    assert fig.layout.xaxis.range[1] == pytest.approx(expected)
+    if name != "threshold_bonus":  # tau 1 day, the lowest row: its cells' edge at 0.5 holds it
+        assert list(fig.layout.yaxis.range) == pytest.approx([0.5, 4.5])
+    assert fig.layout.legend.y < 0 and fig.layout.legend.yanchor == "top"
+
+
+@pytest.mark.hostile
+def test_03s_margins_say_what_01s_bars_do_not(seed, published):
+    """01_reproduce and 03_tune drew the same bars; 03's figure is now each question's margin to
+    the threshold on the side it needs, and why one does not get what it should."""
+    ev = evaluate(seed, published)
+    assert ev.spec.threshold == 0.45
+    frame = figures.margin_frame(ev, seed).set_index("question")
+    # C1: the current memory m01 at 0.467 clears 0.45 by 0.017, but stale m02 is injected beside it
+    assert round(frame.loc["C1", "margin"], 4) == 0.0173 and not frame.loc["C1", "ok"]
+    assert frame.loc["C1", "why"] == "stale injected"
+    assert round(frame.loc["H2", "margin"], 4) == 0.0046 and frame.loc["H2", "ok"]  # criterion c's
+    # a no-hit question: the threshold minus its best candidate (N1: 0.45 - 0.434)
+    assert round(frame.loc["N1", "margin"], 4) == 0.0157 and frame.loc["N1", "ok"]
+    # H3's current memory m09 has no published score: the bars showed the best candidate instead
+    assert np.isnan(frame.loc["H3", "margin"]) and frame.loc["H3", "why"] == "m09 not a candidate"
+    fig = figures.margin_bars(frame.reset_index(), 0.45)
+    assert [a.text for a in fig.layout.annotations] == ["threshold 0.45"]
+    assert [s.x0 for s in fig.layout.shapes] == [0]
+    ok, not_ok = fig.data
+    assert (ok.name, not_ok.name) == ("gets what it should", "does not")
+    assert ok.marker.color != not_ok.marker.color
+    assert "How do I take my coffee again? (C1)" in not_ok.y
+    assert "+0.017 · stale injected" in not_ok.text
+    assert fig.layout.xaxis.title.text == "margin to the threshold (cosine units)"
+    assert (
+        figures.question_bars(figures.question_frame(ev, seed), 0.45).layout.title.text
+        != fig.layout.title.text
+    )

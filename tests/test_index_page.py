@@ -178,7 +178,11 @@ def fake_run(tmp_path, statics=()):
     rep.value("headroom_value", 0.0123, "headroom at the choice")
     rep.value("chosen", {"bonus": 0.05, "tau_days": 14.0}, "the choice")
     rep.finish()
-    add("08_benchmark").skip("no benchmark file given")
+    add("08_benchmark").skip(
+        "no benchmark file given",
+        fill={"benchmark_file": "data/external/locomo10.json"},
+        how="download LoCoMo's locomo10.json",
+    )
     broken = add("01_reproduce", "failed", "ValueError: boom")
     broken.table("criteria", pd.DataFrame({"criterion": ["a"], "pass": [True]}), "criteria before it failed")
     for nb in notebooks:
@@ -212,14 +216,63 @@ def test_one_figure_per_section_the_rest_behind_a_disclosure(tmp_path, monkeypat
     assert page.count("class='plot'") == 3 and page.count("type='application/json'") == 3
     # a skipped notebook is one line; a failed one shows what it wrote before it failed
     assert (
-        "<p id='r-08_benchmark' class='skipped'><b>08_benchmark</b> · skipped: no benchmark file given</p>"
-        in page
+        "<p id='r-08_benchmark' class='skipped'><b>08_benchmark</b> · skipped: no benchmark file given. "
+        "To fill it: download LoCoMo&#x27;s locomo10.json, then run<br>"
+        "<code>memlab run --config b.yaml -p benchmark_file=data/external/locomo10.json</code></p>" in page
     )
     assert "<h3 id='r-08_benchmark'" not in page
     failed = page.split("<h3 id='r-01_reproduce'>", 1)[1]
     assert "ValueError: boom" in failed and "what the notebook wrote before it failed" in failed
     assert "criteria before it failed" in failed
     assert reports[2]["finished"] is False and reports[0]["finished"] is True
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize(
+    "batch, fill, how, line",
+    [
+        # the batch the run read, the parameter with its example value
+        (
+            "notebooks/batch.yaml",
+            {"chat_url": "http://127.0.0.1:8080/v1"},
+            "serve a chat model",
+            "To fill it: serve a chat model, then run<br>"
+            "<code>memlab run --config notebooks/batch.yaml -p chat_url=http://127.0.0.1:8080/v1</code>",
+        ),
+        # no batch file (memlab run's defaults): no --config; a value with a space is quoted
+        (
+            "(defaults)",
+            {"benchmark_file": "my data/locomo10.json"},
+            "",
+            "To fill it: run<br><code>memlab run -p &#x27;benchmark_file=my data/locomo10.json&#x27;</code>",
+        ),
+        # words only, and a reason alone (as before)
+        ("b.yaml", {}, "give it a log", "To fill it: give it a log</p>"),
+        ("b.yaml", {}, "", "skipped: nothing to do</p>"),
+    ],
+)
+def test_a_skipped_notebooks_line_says_what_fills_it(tmp_path, batch, fill, how, line):
+    """08_benchmark and 09_answers were lines saying only that they were skipped; a user reading
+    the page is now told what to provide and the command that runs them with it."""
+    from memlab.output.index_page import render_index
+    from memlab.output.report import Report
+
+    out = tmp_path / "out"
+    Report(out / "r" / "nb", ["html"]).skip("nothing to do", {"x": ""}, fill=fill, how=how)
+    report = json.loads((out / "r" / "nb" / "report.json").read_text())
+    assert report.get("fill") == ({"parameters": fill, "how": how} if fill or how else None)
+    manifest = {
+        "notebooks": [
+            {"run": "r", "notebook": "nb", "status": "ok", "output": str(out / "r" / "nb.ipynb")}
+            | {"out_dir": str(out / "r" / "nb"), "duration_s": 1.0}
+        ],
+        "started": "now",
+        "duration_s": 1.0,
+        "status": "ok",
+        "batch": batch,
+    }
+    page = render_index(manifest, [report], out)
+    assert line in page and "<p id='r-nb' class='skipped'><b>nb</b> · skipped: nothing to do" in page
 
 
 def test_a_figure_json_cannot_end_its_script_element(tmp_path, monkeypatch):

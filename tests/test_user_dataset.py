@@ -103,5 +103,5 @@ def test_every_notebook_runs_on_a_users_dataset(tmp_path, cache_dir, monkeypatch
     for lang in ("en", "ja"):  # nothing said about the seed on a dataset that is not it
         report = json.loads((out / lang / "01_reproduce" / "report.json").read_text())
         assert not [e["caption"] for e in report["entries"] if "seed" in e.get("caption", "")]
-    view = json.loads((out / "en" / "03_tune" / "figures" / "default_view.json").read_text())
+    view = json.loads((out / "en" / "03_tune" / "figures" / "margins.json").read_text())
     assert "example-companion" in view["layout"]["title"]["text"]

@@ -79,7 +79,9 @@ NOTEBOOKS: dict[str, Notebook] = {
             "03_tune",
             "the live tuning panel (sliders, bars, criteria, the injected prompt)",
             (*SCORES, *SPEC, *FAMILY, *SWEEP, *TUNED, *OUTPUT),
-            default_view="The tuning panel's figure at its starting values.",
+            margins="Per question at the panel's starting values: how far it stays from the threshold on "
+            "the side it needs (its current memory above, a no-hit question's best candidate below), "
+            "orange where it does not get what it should and why; the shortest bar flips first.",
         ),
         _nb(
             "04_scale",

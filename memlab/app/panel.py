@@ -36,7 +36,7 @@ import numpy as np
 from memlab.core.criteria import Criterion, dataset_criteria
 from memlab.core.spec import COMBINES, DECAYS, RetrievalSpec
 from memlab.datasets.schema import Dataset, load_dataset
-from memlab.output.figures import OKABE_ITO, question_bars, question_frame
+from memlab.output.figures import OKABE_ITO, margin_bars, margin_frame, question_bars, question_frame
 from memlab.output.prompt import b_format, memory_line
 from memlab.scores.problem import SPEC_FIELDS, RetrievalProblem
 from memlab.scores.sources import ScoreOptions, ScoreTable, available_sources, load_scores
@@ -344,6 +344,13 @@ class TuningPanel:
         ev = ev or self.state
         frame = question_frame(ev, self.dataset)
         return question_bars(frame, ev.spec.threshold, self.title(ev), self.y_range(), width=FIGURE_WIDTH)
+
+    def margin_figure(self, ev: Evaluation | None = None):
+        """What the bars do not show at a glance: per question, how far the spec keeps it from
+        the threshold on the side it needs, and which one a small change would flip first."""
+        ev = ev or self.state
+        title = f"Margin to the threshold per question<br><sup>{html.escape(self.title(ev))}</sup>"
+        return margin_bars(margin_frame(ev, self.dataset), ev.spec.threshold, title)
 
     def set(self, **changes: Any) -> Evaluation:
         """Change controls (dataset, source, lang, question or any spec field) and recompute."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,8 @@ body{font-family:Arial,"Liberation Sans","DejaVu Sans",Helvetica,sans-serif;max-
   padding:0 1em;color:#222;font-size:15px;line-height:1.4}
 h1{font-size:1.6em} h2{border-bottom:2px solid #0072B2;padding-bottom:.2em;margin-top:2em}
 h3{margin-top:1.6em} h4{margin:1.2em 0 .3em} .ok{color:#009E73;font-weight:bold}
-.failed{color:#D55E00;font-weight:bold} .skipped{color:#666}
+.failed{color:#D55E00;font-weight:bold} .skipped{color:#666} .skipped code{color:#222;
+  background:#f6f6f6;padding:1px 4px;white-space:nowrap}
 nav.toc{background:#f4f8fb;padding:.6em 1em;border:1px solid #d6e4ef}
 nav.toc ul{margin:.2em 0;padding-left:1.2em} nav.toc li{margin:.1em 0}
 figure{margin:1em 0} figure img{width:100%;border:1px solid #ddd}
@@ -186,9 +188,10 @@ def lead_figure(figures: list[dict[str, Any]], notes: Mapping[str, str]) -> dict
 class _Page:
     """One page being written: the inline figures it draws (each needs a unique id)."""
 
-    def __init__(self, out: Path, figure_notes: Mapping[str, Mapping[str, str]]):
+    def __init__(self, out: Path, figure_notes: Mapping[str, Mapping[str, str]], batch: str = ""):
         self.out = out
         self.figure_notes = figure_notes
+        self.batch = batch  # the batch file the run read ("(defaults)": none), for the commands it suggests
         self.inline = 0
 
     def figure(self, entry: dict[str, Any], base: Path, notebook: str) -> str:
@@ -232,6 +235,18 @@ class _Page:
             f"</figcaption>{f'<p class=about>{e(about)}</p>' if about else ''}</figure>"
         )
 
+    def fill(self, fill: dict[str, Any]) -> str:
+        """What fills a skipped notebook: what to provide, and the command that runs it with it
+        (this batch, each parameter with its example value)."""
+        params = fill.get("parameters") or {}
+        if not params:
+            return f". To fill it: {html.escape(fill['how'])}" if fill.get("how") else ""
+        config = ["--config", self.batch] if self.batch and not self.batch.startswith("(") else []
+        given = [x for k, v in params.items() for x in ("-p", f"{k}={v}")]
+        command = shlex.join(["memlab", "run", *config, *given])
+        how = f"{html.escape(fill['how'])}, then run" if fill.get("how") else "run"
+        return f". To fill it: {how}<br><code>{html.escape(command)}</code>"
+
     def entry(self, entry: dict[str, Any], base: Path, notebook: str) -> str:
         e = html.escape
         caption = entry.get("caption") or entry["name"]
@@ -256,7 +271,10 @@ class _Page:
         nb, status = n["notebook"], n["status"]
         here = anchor(n["run"], nb)
         if status == "ok" and report.get("skipped"):
-            return [f"<p id='{here}' class='skipped'><b>{e(nb)}</b> · skipped: {e(report['skipped'])}</p>"]
+            return [
+                f"<p id='{here}' class='skipped'><b>{e(nb)}</b> · skipped: {e(report['skipped'])}"
+                f"{self.fill(report.get('fill') or {})}</p>"
+            ]
         rel_nb = Path(n["output"]).relative_to(self.out).as_posix()
         parts = [
             f"<h3 id='{here}'>{e(nb)} "
@@ -311,7 +329,7 @@ def render_index(
     its figures shows (the notebook registry's; the first one a notebook lists is the figure its
     section shows). One figure per notebook is shown, the rest behind a disclosure; figures are
     their PNG, else drawn inline by one plotly.min.js (``out/plotly.min.js``): no iframes."""
-    page = _Page(out, figure_notes or {})
+    page = _Page(out, figure_notes or {}, str(manifest.get("batch") or ""))
     e = html.escape
     nbs = manifest["notebooks"]
     runs = list(dict.fromkeys(n["run"] for n in nbs))

@@ -52,6 +52,8 @@ class Report:
         self.table_formats = table_formats
         self.entries: list[dict[str, Any]] = []
         self.skipped: str | None = None
+        self.fill: dict[str, str] = {}  # the parameters that fill a skipped notebook, an example each
+        self.how = ""  # what the user provides to fill it, in words
         self.deferred = os.environ.get("MEMLAB_DEFER_STATIC") == "1"
         (self.out_dir / "figures").mkdir(parents=True, exist_ok=True)
         (self.out_dir / "tables").mkdir(parents=True, exist_ok=True)
@@ -104,9 +106,20 @@ class Report:
         self._save()
         return value
 
-    def skip(self, reason: str, parameters: dict[str, Any] | None = None) -> Path:
-        """The notebook has nothing to do (``reason`` says why): the page gives it one line."""
+    def skip(
+        self,
+        reason: str,
+        parameters: dict[str, Any] | None = None,
+        fill: dict[str, str] | None = None,
+        how: str = "",
+    ) -> Path:
+        """The notebook has nothing to do (``reason`` says why): the page gives it one line,
+        with what fills it: ``how`` (what the user provides, in words) and ``fill`` (the
+        parameters to pass, each with an example value), which the page writes as the
+        ``memlab run ... -p key=value`` command."""
         self.skipped = reason
+        self.fill = dict(fill or {})
+        self.how = how
         return self.finish(parameters)
 
     def finish(self, parameters: dict[str, Any] | None = None) -> Path:
@@ -117,6 +130,8 @@ class Report:
         doc: dict[str, Any] = {"parameters": parameters or {}, "entries": self.entries, "finished": finished}
         if self.skipped is not None:
             doc["skipped"] = self.skipped
+            if self.fill or self.how:
+                doc["fill"] = {"parameters": self.fill, "how": self.how}
         return atomic_write_text(
             self.out_dir / "report.json",
             json.dumps(json_ready(doc), indent=2, ensure_ascii=False) + "\n",

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 
 
 from memlab.core.registry import lookup
-from memlab.output.figures.style import OKABE_ITO, short_text, style
+from memlab.output.figures.style import OKABE_ITO, fit_titles, short_text, style
 
 DRIFT_METRICS = {
     "recall": (
@@ -167,4 +167,4 @@ def _curves(
             showarrow=False,
             font={"size": 12, "color": "#555"},
         )
-    return fig
+    return fit_titles(fig)

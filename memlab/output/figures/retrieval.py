@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-from memlab.output.figures.style import KIND_COLOURS, OKABE_ITO, style
+from memlab.output.figures.style import KIND_COLOURS, OKABE_ITO, fit_titles, style
 
 DATASET_PATTERNS = ("", "/", ".", "x", "-", "+")
 RETRIEVER_METRICS = {
@@ -106,7 +106,7 @@ def retriever_bars(by_kind: pd.DataFrame, metric: str) -> go.Figure:
         margin={"b": 130},
         height=600,
     )
-    return fig
+    return fit_titles(fig)
 
 
 def fusion_landscape_figure(landscape: pd.DataFrame, title_suffix: str = "") -> go.Figure:
@@ -162,4 +162,4 @@ def fusion_landscape_figure(landscape: pd.DataFrame, title_suffix: str = "") -> 
         margin={"b": 150},
         legend={"orientation": "h", "x": 0, "xanchor": "left", "y": -0.18, "yanchor": "top"},
     )
-    return fig
+    return fit_titles(fig)

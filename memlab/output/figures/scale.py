@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-from memlab.output.figures.style import OKABE_ITO, marked_line, style, threshold_line
+from memlab.output.figures.style import OKABE_ITO, fit_titles, marked_line, style, threshold_line
 
 
 def scale_curve(rows: pd.DataFrame, threshold: float, n_zero: float | None, basis: str = "") -> go.Figure:
@@ -89,7 +89,7 @@ def scale_curve(rows: pd.DataFrame, threshold: float, n_zero: float | None, basi
             align="left",
         )
         fig.update_layout(margin={"b": 150}, height=600)
-    return fig
+    return fit_titles(fig)
 
 
 RESAMPLING_WORDS = {

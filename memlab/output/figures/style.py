@@ -56,7 +56,58 @@ def style(fig: go.Figure, title: str, x: str, y: str, **layout: Any) -> go.Figur
         height=520,
         **layout,
     )
+    return fit_titles(fig)
+
+
+# An axis title is drawn in the layout's font size (plotly's default); a Latin character
+# of Arial, Liberation Sans or the wider DejaVu Sans takes at most about 0.62 of that size.
+TITLE_SCALE = 1.0
+CHAR_EM = 0.62
+
+
+def title_length(text: str, size: float = FONT["size"] * TITLE_SCALE) -> float:
+    """About how long ``text``'s longest line is drawn at font ``size``, in px."""
+    return max(text_width(line) for line in text.split("<br>")) * CHAR_EM * size
+
+
+def plot_area(fig: go.Figure) -> tuple[float, float]:
+    """The plot area's width and height in px: the figure's size less its margins."""
+    layout, m = fig.layout, fig.layout.margin
+    return layout.width - m.l - m.r, layout.height - m.t - m.b
+
+
+def fit_titles(fig: go.Figure) -> go.Figure:
+    """Each axis title wrapped at spaces onto the lines it needs to fit along its axis: a y title
+    longer than the plot is tall would run past the figure's top or into the legend (plotly's
+    automargin makes room across an axis, never along it). Call it again after a change of size
+    or margins."""
+    import textwrap
+
+    width, height = plot_area(fig)
+    for axis, room in ((fig.layout.xaxis, width), (fig.layout.yaxis, height)):
+        text = axis.title.text
+        if not text or title_length(text) <= room:
+            continue
+        flat = " ".join(text.replace("<br>", " ").split())
+        chars = max(8, int(room / (CHAR_EM * FONT["size"] * TITLE_SCALE)))
+        lines = textwrap.wrap(flat, chars)
+        # as few lines as that takes, of even length ("best post-bonus cosine / on no-hit
+        # questions", not a last line of one word)
+        shortest = -(-len(flat) // len(lines))
+        even = next(w for w in range(shortest, chars + 1) if len(textwrap.wrap(flat, w)) <= len(lines))
+        axis.title.text = "<br>".join(textwrap.wrap(flat, even))
     return fig
+
+
+def legend_below(fig: go.Figure) -> go.Figure:
+    """The legend under the plot, clear of the title: a legend with long entries that wraps onto
+    two lines above the plot would run over the title."""
+    fig.update_layout(
+        legend={"orientation": "h", "x": 0, "xanchor": "left", "y": -0.2, "yanchor": "top"},
+        margin={"b": 130},
+        height=fig.layout.height + 70,
+    )
+    return fit_titles(fig)
 
 
 def marked_line(fig: go.Figure, y: float, label: str, colour: str = OKABE_ITO["vermillion"]) -> go.Figure:

@@ -18,12 +18,17 @@ if TYPE_CHECKING:
     from memlab.tuning.evaluate import Evaluation
 
 from memlab.output.figures.style import (
+    CHAR_EM,
     DIVERGING,
     FEASIBLE_SCALE,
     OKABE_ITO,
     days,
+    fit_titles,
     html_text,
+    legend_below,
+    short_text,
     style,
+    text_width,
     threshold_line,
     wrap_label,
 )
@@ -172,6 +177,123 @@ def question_bars(
     return threshold_line(fig, threshold)
 
 
+def margin_frame(ev: Evaluation, dataset: Dataset) -> pd.DataFrame:
+    """Per question, how far it is from the threshold on the side it should be, in cosine units.
+
+    A question with a current memory (else labelled ones) should have it injected: its margin is
+    that memory's post-bonus score minus the threshold (NaN: not a candidate); ``ok`` when it is
+    injected and no stale memory is. A no-hit question should get nothing: its margin is the
+    threshold minus its best candidate's score (NaN: no candidate); ``ok`` when nothing is
+    injected. Positive margins are on the right side; ``ok`` can still be False at a positive
+    margin (a stale memory injected beside it, or it ranked past ``inject``): ``why`` says."""
+    import pandas as pd
+
+    thr = ev.spec.threshold
+    rows = []
+    for q, r in zip(dataset.questions, ev.results, strict=True):
+        if r.kind == "nohit":
+            best = r.candidates[0] if r.candidates else None
+            margin = np.nan if best is None else thr - best.final
+            ok, memory = not r.injected, None if best is None else best.memory_id
+            wants = "nothing injected"
+            why = "" if ok else f"{len(r.injected)} injected"
+        else:
+            wanted = [c for c in r.candidates if c.memory_id == q.current] if q.current else []
+            fresh = [c for c in r.candidates if c.memory_id in r.labelled and c.memory_id not in r.stale]
+            target = (wanted or fresh or [None])[0]
+            margin = np.nan if target is None else target.final - thr
+            ok = target is not None and target.injected and not r.stale_injected
+            memory = q.current if target is None else target.memory_id
+            wants = f"{memory} injected" + (", no stale memory" if r.stale else "")
+            why = "" if ok else _why_not(target, memory, r, thr, ev.spec.inject)
+        rows.append(
+            {
+                "question": r.question_id,
+                "text": r.text,
+                "kind": r.kind,
+                "memory": memory,
+                "wants": wants,
+                "margin": margin,
+                "ok": bool(ok),
+                "why": why,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _why_not(target, memory: str | None, r, threshold: float, inject: int) -> str:
+    """Why a question with a memory to inject does not get what it should, in a few words."""
+    if target is None:
+        return f"{memory or 'no labelled memory'} not a candidate"
+    if r.stale_injected:
+        return "stale injected"
+    return "below the threshold" if target.final < threshold else f"past inject {inject}"
+
+
+LABEL_FONT = 13  # the question labels of a horizontal bar chart
+
+
+def margin_bars(frame: pd.DataFrame, threshold: float, title: str | None = None) -> go.Figure:
+    """Per question (by its words, top to bottom), its margin to the threshold from
+    ``margin_frame``: blue when the question gets what it should, vermillion when it does not;
+    the threshold at zero. The question that flips first under a change of the spec is the
+    shortest bar."""
+    labels = [
+        f"{html_text(short_text(str(t), 44))} ({q})"
+        for t, q in zip(frame["text"], frame["question"], strict=True)
+    ]
+    fig = go.Figure()
+    for ok, name, colour in (
+        (True, "gets what it should", OKABE_ITO["blue"]),
+        (False, "does not", OKABE_ITO["vermillion"]),
+    ):
+        rows = frame["ok"].to_numpy() == ok
+        if not rows.any():
+            continue
+        margins = frame["margin"].to_numpy(dtype=float)[rows]
+        fig.add_trace(
+            go.Bar(
+                y=[label for label, keep in zip(labels, rows, strict=True) if keep],
+                x=np.nan_to_num(margins, nan=0.0),  # no memory to measure: its words at zero
+                orientation="h",
+                name=name,
+                marker_color=colour,
+                text=[
+                    " · ".join(x for x in ("" if np.isnan(m) else f"{m:+.3f}", why) if x)
+                    for m, why in zip(margins, frame.loc[rows, "why"], strict=True)
+                ],
+                textposition="outside",
+                customdata=frame.loc[rows, ["kind", "wants"]].to_numpy(),
+                hovertemplate="%{y}<br>%{customdata[0]}: wants %{customdata[1]}<br>margin %{x:+.4f}"
+                "<extra></extra>",
+            )
+        )
+    values = frame["margin"].to_numpy(dtype=float)
+    finite = values[np.isfinite(values)]
+    lo, hi = (min(0.0, finite.min()), max(0.0, finite.max())) if finite.size else (0.0, 0.0)
+    pad = 0.3 * max(hi - lo, 0.01)  # room for the value labels outside the bars
+    fig.add_vline(
+        x=0,
+        line={"dash": "dash", "color": OKABE_ITO["black"], "width": 2},
+        layer="above",
+        annotation_text=f"threshold {threshold:g}",
+        annotation_position="top",
+    )
+    style(
+        fig,
+        title or "Margin to the threshold per question",
+        "margin to the threshold (cosine units)",
+        "",
+        barmode="overlay",
+    )
+    # the labels' room set here, not by automargin, so the titles are fitted to the plot's width
+    left = 20 + int(max(text_width(x) for x in labels) * CHAR_EM * LABEL_FONT) if labels else 70
+    fig.update_layout(height=max(360, 160 + 34 * len(frame)), margin={"l": left, "t": 100})
+    fig.update_xaxes(range=[float(lo - pad), float(hi + pad)], zeroline=False)
+    fig.update_yaxes(categoryorder="array", categoryarray=labels[::-1], tickfont={"size": LABEL_FONT})
+    return fit_titles(fig)
+
+
 def _pivot(df: pd.DataFrame, value: str, x: str = "bonus", y: str = "tau_days") -> pd.DataFrame:
     return df.pivot_table(index=y, columns=x, values=value, aggfunc="first").sort_index()
 
@@ -203,6 +325,7 @@ def feasibility_heatmap(
     if zoom is not None:  # a sliver of a wide grid: show where the criteria hold, with room
         fig.update_xaxes(range=zoom[0])
         fig.update_yaxes(range=zoom[1])
+    _star_in_view(fig, grid, chosen, "tau_days")
     if not np.nansum(grid.to_numpy()):
         fig.add_annotation(
             text="no (bonus, tau) on this grid satisfies every criterion",
@@ -213,8 +336,8 @@ def feasibility_heatmap(
             y=0.5,
             font={"size": 18},
         )
-    return style(
-        fig, f"Feasible (bonus, tau) at threshold {threshold:g}", "bonus (cosine units)", "tau (days)"
+    return legend_below(
+        style(fig, f"Feasible (bonus, tau) at threshold {threshold:g}", "bonus (cosine units)", "tau (days)")
     )
 
 
@@ -258,8 +381,14 @@ def headroom_heatmap(
     fig = _diverging(grid, "headroom", "bonus %{x:.4f}<br>tau %{y:g} days<br>headroom %{z:.3f}")
     _add_bands(fig, bands, (float(grid.columns.min()), float(grid.columns.max())))
     _add_chosen(fig, chosen)
-    return style(
-        fig, f"Headroom on no-hit questions at threshold {threshold:g}", "bonus (cosine units)", "tau (days)"
+    _star_in_view(fig, grid, chosen, "tau_days")
+    return legend_below(
+        style(
+            fig,
+            f"Headroom on no-hit questions at threshold {threshold:g}",
+            "bonus (cosine units)",
+            "tau (days)",
+        )
     )
 
 
@@ -289,11 +418,14 @@ def threshold_bonus_plane(
         )
     )
     _add_chosen(fig, chosen, y="threshold")
-    return style(
-        fig,
-        f"Smallest criterion margin over threshold × bonus at tau {days(tau_days)}",
-        "bonus (cosine units)",
-        "threshold (post-bonus cosine)",
+    _star_in_view(fig, grid, chosen, "threshold")
+    return legend_below(
+        style(
+            fig,
+            f"Smallest criterion margin over threshold × bonus at tau {days(tau_days)}",
+            "bonus (cosine units)",
+            "threshold (post-bonus cosine)",
+        )
     )
 
 
@@ -337,16 +469,17 @@ def _add_bands(fig: go.Figure, bands: pd.DataFrame | None, x_range: tuple[float,
 
 
 def _add_chosen(fig: go.Figure, chosen: dict[str, float] | None, y: str = "tau_days") -> None:
+    """The chosen configuration as a star, its values in the legend: a label beside the star
+    would cover the band's edges, which it usually sits on."""
     if not chosen:
         return
+    value = days(chosen[y]) if y == "tau_days" else f"{chosen[y]:.4g}"
     fig.add_trace(
         go.Scatter(
             x=[chosen["bonus"]],
             y=[chosen[y]],
-            mode="markers+text",
-            name="chosen",
-            text=[f"chosen ({chosen['bonus']:.4g}, {chosen[y]:.4g})"],
-            textposition="top left",
+            mode="markers",
+            name=f"chosen: bonus {chosen['bonus']:.4g}, {'tau' if y == 'tau_days' else y} {value}",
             marker={
                 "symbol": "star",
                 "size": 18,
@@ -355,6 +488,27 @@ def _add_chosen(fig: go.Figure, chosen: dict[str, float] | None, y: str = "tau_d
             },
         )
     )
+
+
+STAR_ROOM = 0.04  # share of an axis kept between the star and the plot's edge (its radius, 9 px)
+
+
+def _star_in_view(fig: go.Figure, grid: pd.DataFrame, chosen: dict[str, float] | None, y: str) -> None:
+    """Widen an axis whose end the chosen point sits on (often: a selection rule's choice at the
+    grid's edge), so the whole star is drawn, not half of it."""
+    if not chosen:
+        return
+    for axis, values, at in (
+        (fig.layout.xaxis, np.asarray(grid.columns, dtype=float), chosen["bonus"]),
+        (fig.layout.yaxis, np.asarray(grid.index, dtype=float), chosen[y]),
+    ):
+        if axis.range is not None:
+            lo, hi = (float(v) for v in axis.range)
+        else:  # the heatmap's own extent: half a cell beyond the first and last value
+            step = float(np.min(np.diff(values))) if len(values) > 1 else 1.0
+            lo, hi = float(values[0] - step / 2), float(values[-1] + step / 2)
+        room = STAR_ROOM * (hi - lo)
+        axis.range = [min(lo, at - room), max(hi, at + room)]
 
 
 # ---------------------------------------------------------------------------------------------
