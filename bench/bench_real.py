@@ -16,8 +16,9 @@ Steps, each a whole ``memlab`` command in its own process (what a user waits for
 - ``explain`` on 10^5 logged queries (vectors in the log) against 10^5 stored memories of 384
   dimensions, two specs, every summary (``--explain-size`` sets both).
 
-Every command's standard output is compared between the trees: ``same_output`` says whether the
-numbers printed before are printed now. The last line is one JSON object.
+Every command's standard output is compared between the trees: ``same_output`` says whether it is
+the same, ``lines_differing`` how many lines moved (each side's output is kept in
+``$TMPDIR/memlab-bench-real/`` for a diff). The last line is one JSON object.
 
 Usage: python bench/bench_real.py [--against REV] [--repeat 3] [--steps metrics,tune,...]
        [--explain-size 100000]
@@ -26,6 +27,7 @@ Usage: python bench/bench_real.py [--against REV] [--repeat 3] [--steps metrics,
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import shutil
@@ -41,6 +43,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 BASE = "d051f6f"  # main before issue 38: score tables read back from Qdrant point by point
 STEPS = ("metrics", "tune", "compare", "calibrate", "cold", "explain")
+OUTPUTS = Path(tempfile.gettempdir()) / "memlab-bench-real"  # each step's output per side
 TARGETS = {"metrics": 10.0, "tune": 30.0, "compare": 30.0, "calibrate": 30.0, "explain": 60.0}
 
 
@@ -133,6 +136,7 @@ def main() -> None:
         print(json.dumps({"skipped": "LOCOMO_JSON not set"}))
         return
     results: dict = {"against": args.against, "repeat": args.repeat, "load": os.getloadavg()}
+    OUTPUTS.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="memlab-bench-real-") as tmp:
         tmp = Path(tmp)
         trees = {"now": ROOT, args.against: export(args.against, tmp / "tree")}
@@ -164,10 +168,17 @@ def main() -> None:
                     seconds, out, rss = memlab(tree, commands[step])
                     times[side].append(seconds)
                     outputs[side], peak[f"{side}_rss_mb"] = out, rss
+            for side, text in outputs.items():  # kept for a diff by hand
+                (OUTPUTS / f"{step}-{side}.txt").write_text(text)
+            differ = [
+                ln for ln in difflib.unified_diff(outputs[args.against].splitlines(), outputs["now"].splitlines(), n=0)
+                if ln[:1] in "+-" and not ln.startswith(("+++", "---"))
+            ]
             results[step] = {
                 **{side: median(t) for side, t in times.items()},
                 **peak,
                 "same_output": outputs["now"] == outputs[args.against],
+                "lines_differing": len(differ) // 2,
                 "target_s": TARGETS[step],
             }
             print(step, json.dumps(results[step]), flush=True)
