@@ -151,9 +151,14 @@ def main() -> None:
             # every retriever but gate-decay, whose table at 201 thresholds (27 GiB for LoCoMo's
             # per-question criteria) memlab refuses before it starts, as tune-benchmark leaves it out
             "compare": [
-                "compare", "--dataset", str(obs), "--cache-dir", str(warm), "--retrievers",
+                "compare",
+                "--dataset",
+                str(obs),
+                "--cache-dir",
+                str(warm),
+                "--retrievers",
                 "vector,vector-decay,hybrid-weighted,hybrid-rrf,rrf-time,gate-vector-decay",
-            ],  # fmt: skip
+            ],
             "calibrate": ["calibrate", "--dataset", str(obs), "--cache-dir", str(warm)],
         }
         if any(s in commands for s in steps):  # fill the cache once, untimed
@@ -171,7 +176,10 @@ def main() -> None:
             for side, text in outputs.items():  # kept for a diff by hand
                 (OUTPUTS / f"{step}-{side}.txt").write_text(text)
             differ = [
-                ln for ln in difflib.unified_diff(outputs[args.against].splitlines(), outputs["now"].splitlines(), n=0)
+                ln
+                for ln in difflib.unified_diff(
+                    outputs[args.against].splitlines(), outputs["now"].splitlines(), n=0
+                )
                 if ln[:1] in "+-" and not ln.startswith(("+++", "---"))
             ]
             results[step] = {

@@ -14,7 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "golden"))
 
-from make_golden import HERE, commands, run  # noqa: E402
+from make_golden import HERE, commands, run
 
 
 def holds(now, recorded) -> bool:

@@ -112,9 +112,16 @@ def test_evaluate_never_touches_a_collection_it_did_not_create(tmp_path, monkeyp
     # and the scores are the product's (memlab.core.vectors.cosine_table), to float32 precision
     assert main([*argv[:3], "--format", "json", "-o", str(tmp_path / "b.json")]) == 0
     a, b = (json.loads((tmp_path / f).read_text())["questions"] for f in ("a.json", "b.json"))
-    assert [[c["memory"] for c in q["candidates"]] for q in a] == [[c["memory"] for c in q["candidates"]] for q in b]
-    assert [[c["injected"] for c in q["candidates"]] for q in a] == [[c["injected"] for c in q["candidates"]] for q in b]
-    raw = [[(c["raw"], d["raw"]) for c, d in zip(p["candidates"], q["candidates"], strict=True)] for p, q in zip(a, b, strict=True)]
+    assert [[c["memory"] for c in q["candidates"]] for q in a] == [
+        [c["memory"] for c in q["candidates"]] for q in b
+    ]
+    assert [[c["injected"] for c in q["candidates"]] for q in a] == [
+        [c["injected"] for c in q["candidates"]] for q in b
+    ]
+    raw = [
+        [(c["raw"], d["raw"]) for c, d in zip(p["candidates"], q["candidates"], strict=True)]
+        for p, q in zip(a, b, strict=True)
+    ]
     assert max(abs(x - y) for row in raw for x, y in row) < 2e-7
 
 

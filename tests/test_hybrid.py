@@ -579,7 +579,9 @@ def test_compacted_inputs_choose_the_same_memories_for_every_retriever(tmp_path)
     ds = load_dataset(tmp_path / "ds")
     mem = np.array([embed(m.text("en")) for m in ds.memories])
     qs = np.array([embed(q.text("en")) for q in ds.questions])
-    raw = (qs / np.linalg.norm(qs, axis=1, keepdims=True)) @ (mem / np.linalg.norm(mem, axis=1, keepdims=True)).T
+    raw = (qs / np.linalg.norm(qs, axis=1, keepdims=True)) @ (
+        mem / np.linalg.norm(mem, axis=1, keepdims=True)
+    ).T
     whole = build_inputs(ds, raw)
     narrow = compact(whole)
     assert narrow.vector.shape[1] < whole.vector.shape[1]  # a question sees a quarter of the turns

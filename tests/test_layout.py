@@ -83,5 +83,3 @@ def test_core_needs_numpy_only():
     for path in (ROOT / "core").glob("*.py"):
         for module, _, line in imports(path):
             assert module.split(".")[0] in allowed, f"core/{path.name}:{line}: imports {module}"
-
-

@@ -244,7 +244,7 @@ def _open_edge(path: str, schema: CollectionSchema, dim: int) -> EdgeStore:
     except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
         raise InputError(
             f"--edge-path {path}: edge_config.json is not a shard's configuration "
-            "(no \"vectors\" object naming each vector's size)"
+            '(no "vectors" object naming each vector\'s size)'
         ) from None
     unnamed = set(sizes) == {""}
     _check_vectors(f"the shard at {path}", sizes[""] if unnamed else sizes, schema, dim)

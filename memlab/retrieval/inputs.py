@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import TYPE_CHECKING, Any
@@ -90,7 +89,9 @@ def compact(inputs: RetrievalInputs) -> RetrievalInputs:
         lab.kinds,
         np.array([column(q, int(m)) if m >= 0 else -1 for q, m in enumerate(lab.current)], dtype=np.int64),
         tuple(tuple(column(q, m) for m in stale) for q, stale in enumerate(lab.stale)),
-        None if lab.relevant is None else tuple(tuple(column(q, m) for m in r) for q, r in enumerate(lab.relevant)),
+        None
+        if lab.relevant is None
+        else tuple(tuple(column(q, m) for m in r) for q, r in enumerate(lab.relevant)),
     )
     return replace(
         inputs,

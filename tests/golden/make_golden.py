@@ -90,7 +90,15 @@ def run(tmp: Path, python: str = sys.executable, env: dict | None = None) -> dic
     memlab(["import-locomo", str(source), "-o", str(obs)])
     memlab(["import-locomo", str(source), "--granularity", "turn", "-o", str(turn)])
     with EmbedServer() as url:
-        server = ["--embed-url", url, "--embed-model", MODEL, "--no-embed-fallback", "--cache-dir", str(cache)]
+        server = [
+            "--embed-url",
+            url,
+            "--embed-model",
+            MODEL,
+            "--no-embed-fallback",
+            "--cache-dir",
+            str(cache),
+        ]
         return {name: clean(memlab([*args, *server]), tmp, url) for name, args in commands(obs, turn).items()}
 
 

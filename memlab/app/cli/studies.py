@@ -142,7 +142,6 @@ def cmd_scale(args: argparse.Namespace) -> int:
             "(published scores come from another model and cannot be mixed with them)"
         )
     problem = problem_from(args)
-    spec = problem.spec
     sizes = scale_sizes(  # before any embedding
         problem.dataset, n_range, args.pool, name="--n", stored=store_size(problem)
     )

@@ -79,8 +79,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     summary = f"{agreeing} of {len(checks)} questions agree"
     print(
         f"verify: the query memlab spec prints, filled per question, on {store.describe()}; "
-        f"spec {spec_line(spec)}"
-        + (f"; {problem.scope.describe()}" if not problem.scope.trivial else ""),
+        f"spec {spec_line(spec)}" + (f"; {problem.scope.describe()}" if not problem.scope.trivial else ""),
         file=sys.stderr,
     )
     if args.format == "json":
