@@ -185,3 +185,31 @@ def test_the_declared_bound_is_the_enforced_one():
     assert DECLARED_MAX == MAX_CONCURRENCY == 64
     assert BY_NAME["concurrency"].bounds == {"minimum": 1, "maximum": MAX_CONCURRENCY}
     assert BY_NAME["concurrency"].default == 1 and BY_NAME["concurrency"].notebook
+
+
+def test_ctrl_c_stops_the_requests_in_flight_and_sends_no_more(tmp_path):
+    import signal
+
+    def slow(body):
+        time.sleep(1.0)
+        return "late"
+
+    server = FakeChat(slow)
+    client = ChatClient(ChatConfig(server.url, "m"))
+    asks = [([{"role": "user", "content": f"question {i}"}], 0) for i in range(12)]
+    main_thread = threading.main_thread().ident
+    timer = threading.Timer(0.5, signal.pthread_kill, (main_thread, signal.SIGINT))
+    start = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            complete_all(client, ReplyCache(tmp_path), "reply", asks, concurrency=4)
+        stopped = time.monotonic() - start
+    finally:
+        timer.cancel()
+        client.close()
+        server.close()
+    # the ones in flight were stopped (12 requests, 4 at a time, take 3 s) and no fifth was sent
+    assert stopped < 2.5 and 1 <= len(server.bodies) <= 4
+    assert not [t for t in threading.enumerate() if t.name.startswith("memlab-chat")]
+    assert not list((tmp_path / "chat").rglob("*.json"))  # nothing half-done stored
