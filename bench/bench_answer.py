@@ -128,19 +128,26 @@ def main() -> None:
                         seconds, got = plain_run(config, bodies, n4)
                     runs[name].append(len(turns) / seconds)
                     texts.setdefault(name, got)
-                    print(f"round {r + 1} {name:<10} {seconds:7.2f} s  {len(turns) / seconds:6.2f} requests/s", flush=True)
+                    print(
+                        f"round {r + 1} {name:<10} {seconds:7.2f} s  {len(turns) / seconds:6.2f} requests/s",
+                        flush=True,
+                    )
         finally:
             server.stop()
     rps = {k: statistics.median(v) for k, v in runs.items()}
     c1, c4, plain = rps["memlab_c1"], rps[f"memlab_c{n4}"], rps[f"plain_c{n4}"]
     same_c1 = sum(a == b for a, b in zip(texts["memlab_c1"], texts[f"memlab_c{n4}"], strict=True))
     same_plain = sum(a == b for a, b in zip(texts[f"plain_c{n4}"], texts[f"memlab_c{n4}"], strict=True))
-    print(f"\nthroughput, median of {args.rounds} rounds ({len(turns)} requests, max_tokens {args.max_tokens})")
+    print(
+        f"\nthroughput, median of {args.rounds} rounds ({len(turns)} requests, max_tokens {args.max_tokens})"
+    )
     for k, v in rps.items():
         print(f"  {k:<10} {v:6.2f} requests/s")
     print(f"  memlab at {n4} / plain at {n4}: {c4 / plain:.2f} (target >= 0.8)")
     print(f"  memlab at {n4} / memlab at 1: {c4 / c1:.2f} (target >= 2.5)")
-    print(f"  replies equal: memlab 1 vs {n4} {same_c1}/{len(turns)}, plain vs memlab {same_plain}/{len(turns)}")
+    print(
+        f"  replies equal: memlab 1 vs {n4} {same_c1}/{len(turns)}, plain vs memlab {same_plain}/{len(turns)}"
+    )
     load = os.getloadavg()
     print(f"  load average during the run: {load[0]:.1f} (2 cores shared with other work)")
     out = {

@@ -84,7 +84,9 @@ def test_four_in_flight_give_what_one_at_a_time_gives(tmp_path, capsys, fmt):
     try:
         for n in (1, 4):
             gauge.hold, gauge.most, server.bodies = n, 0, []
-            code, out, err = answer(server.url, tmp_path / str(n), capsys, "--format", fmt, "--concurrency", str(n))
+            code, out, err = answer(
+                server.url, tmp_path / str(n), capsys, "--format", fmt, "--concurrency", str(n)
+            )
             assert code == 0, err
             bodies = sorted(json.dumps(b, sort_keys=True) for b in server.bodies)
             runs[n] = (out, entries(tmp_path / str(n)), bodies, gauge.most)
@@ -174,7 +176,9 @@ def test_the_first_error_in_input_order_is_the_one_line_and_nothing_is_left_runn
 @pytest.mark.parametrize("given", ["0", "65", "-1"])
 def test_concurrency_is_bounded_in_one_line(capsys, given):
     start = time.monotonic()
-    code = main(["answer", "--source", "published", "--chat-url", "http://127.0.0.1:9/v1", "--concurrency", given])
+    code = main(
+        ["answer", "--source", "published", "--chat-url", "http://127.0.0.1:9/v1", "--concurrency", given]
+    )
     assert code == 2 and time.monotonic() - start < 10
     assert capsys.readouterr().err == (
         f"memlab: error: --concurrency: expected an integer in [1, 64], got {given}\n"

@@ -48,12 +48,13 @@ def test_four_in_flight_on_llama_server_print_what_one_at_a_time_prints(parallel
     one, four = out[1], out[4]
     server_said = ("reply", "finish_reason", "completion_tokens", "phrases", "phrases_reason", "f1")
     server_said += ("judge", "judge_reason")
-    assert [r["question_id"] + r["condition"] for r in four["replies"]] == [
-        "H2off", "H2today", "C1off", "C1today", "N1off", "N1today"
-    ]  # fmt: skip  (the dataset's order)
-    assert {r["model_id"] for r in four["replies"]} == {r["judge_model_id"] for r in four["replies"]} == {
-        MODEL_ALIAS
-    }
+    order = ["H2off", "H2today", "C1off", "C1today", "N1off", "N1today"]  # the dataset's order
+    assert [r["question_id"] + r["condition"] for r in four["replies"]] == order
+    assert (
+        {r["model_id"] for r in four["replies"]}
+        == {r["judge_model_id"] for r in four["replies"]}
+        == {MODEL_ALIAS}
+    )
     assert all(r["reply"] and r["judge"] in (True, False) for r in four["replies"])
 
     def ours(rows):

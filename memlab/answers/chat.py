@@ -50,7 +50,7 @@ class ChatError(MemlabError, RuntimeError):
     """A chat server that answered something that is not a chat reply."""
 
 
-class Stopped(Exception):  # noqa: N818  (not an error of its own: an earlier one's consequence)
+class Stopped(Exception):
     """A request of a replay stopped before it was sent (again): an earlier request failed
     (``memlab.answers.inflight``). Never retried, never shown: the earlier error is."""
 

