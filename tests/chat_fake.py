@@ -109,7 +109,7 @@ class FakeChat:
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = QuietServer(("127.0.0.1", 0), Handler)
         serve = {"poll_interval": 0.02}  # shutdown waits one poll: 0.5 s by default
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs=serve, daemon=True)
         self.thread.start()
@@ -121,6 +121,17 @@ class FakeChat:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class QuietServer(ThreadingHTTPServer):
+    """A client that hangs up mid-reply (a deadline, a replay stopped at an earlier error) is no
+    error of the fake's: nothing printed (socketserver would print a traceback to stderr)."""
+
+    def handle_error(self, request, client_address):
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 def _pieces(text: str) -> list[str]:

@@ -228,6 +228,36 @@ def test_a_link_in_the_cache_is_never_written_through(tmp_path, monkeypatch):
         np.testing.assert_array_equal(Embedder(cache_dir=cache).encode_documents(["hello"]), vec)
 
 
+@pytest.mark.hostile
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_a_fifo_or_a_folder_planted_as_a_cache_entry_is_refused_not_waited_on(tmp_path, monkeypatch, kind):
+    # a FIFO was opened blocking (memlab hung until a writer came); a folder was an IsADirectoryError
+    monkeypatch.setattr(Embedder, "_encode", fake_vectors)
+    emb = Embedder(cache_dir=tmp_path / "cache")
+    entry = emb.namespace("document") / f"{Embedder.text_key('hello')}.npy"
+    os.mkfifo(entry) if kind == "fifo" else entry.mkdir()
+    outcome: dict = {}
+
+    def run() -> None:
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                outcome["vec"] = emb.encode_documents(["hello"])
+        except EmbeddingError as e:
+            outcome["error"] = str(e)
+        outcome["warnings"] = [str(w.message) for w in caught]
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(20)
+    assert not worker.is_alive(), "memlab waited on the FIFO"
+    assert outcome["warnings"] == [f"embedding cache: {entry}: not a regular file; embedding it again"]
+    if kind == "fifo":
+        assert outcome["vec"].shape == (1, 4) and entry.is_file()  # the FIFO replaced by the entry
+    else:
+        assert outcome["error"] == f"embedding cache: {entry} is a folder, not an entry: remove it"
+
+
 def test_a_cache_entry_of_another_user_is_not_read(tmp_path, monkeypatch):
     if os.getuid() != 0:
         pytest.skip("giving a file to another user needs root")

@@ -251,8 +251,11 @@ def test_replies_memlab_cannot_read_stop_at_once(tmp_path, tiny_server, reply, m
         ({"roles": "prompt"}, "--embed-roles: expected one of input-type, e5-prefix, none, got 'prompt'"),
         ({"encoding": "int8"}, "--embed-encoding: expected float or base64, got 'int8'"),
         ({"batch_size": 0}, "embedding server batch size must be >= 1, got 0"),
-        ({"attempts": 0}, "embedding server attempts must be >= 1, got 0"),
+        ({"attempts": 0}, "--embed-attempts: expected an integer in [1, 10], got 0"),
+        # a billion tries (the backoff at 30 s) never ended; a timeout of 1e12 s overflowed a join
+        ({"attempts": 10**9}, "--embed-attempts: expected an integer in [1, 10], got 1000000000"),
         ({"timeout": 0}, "embedding server timeout must be > 0 s, got 0"),
+        ({"timeout": 1e12}, "--embed-timeout: expected a finite number <= 3600, got 1e+12"),
     ],
 )
 def test_bad_server_options(kwargs, message):

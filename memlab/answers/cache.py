@@ -28,7 +28,7 @@ from memlab.answers.chat import Reply, reply_problem
 from memlab.core.errors import EmbeddingError, MemlabError
 from memlab.core.files import NOFOLLOW, write_new_file
 from memlab.core.http import MAX_REPLY_BYTES
-from memlab.embedding.cache import CacheWarning, cache_folder, default_cache_dir, entry_problem
+from memlab.embedding.cache import NONBLOCK, CacheWarning, cache_folder, default_cache_dir, entry_problem
 
 FORMAT = 1
 # an entry holds a request and a reply of at most MAX_REPLY_BYTES: one far larger was not written here
@@ -105,8 +105,7 @@ def read_entry(path: Path) -> tuple[Any, str | None]:
     only a regular file of the current user is read, opened without following a link (its
     folders are checked before: ``ReplyCache.checked_path``)."""
     try:
-        # O_NONBLOCK: a FIFO planted as an entry is opened at once (and refused), not waited on
-        fd = os.open(path, os.O_RDONLY | NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW | NONBLOCK)  # a FIFO: opened at once, refused
     except FileNotFoundError:
         return None, None
     except OSError as e:  # ELOOP: a symbolic link; EISDIR ...

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -48,6 +48,11 @@ CHAT_PATH = "chat/completions"
 
 class ChatError(MemlabError, RuntimeError):
     """A chat server that answered something that is not a chat reply."""
+
+
+class Stopped(Exception):
+    """A request of a replay stopped before it was sent (again): an earlier request failed
+    (``memlab.answers.inflight``). Never retried, never shown: the earlier error is."""
 
 
 class ChatUnavailable(ServerFailure, UnreachableError):
@@ -174,13 +179,23 @@ def reply_problem(d: Any) -> str | None:
 class ChatClient:
     """Sends chat requests to one endpoint, with retries and a deadline per request
     (``memlab.core.http``); ``complete`` returns a ``Reply``. One request (``exchange``) reads
-    nothing of the client but its configuration, so requests could run side by side."""
+    nothing of the client but its configuration; requests side by side each go through their own
+    client (``twin``, ``memlab.answers.inflight``)."""
 
     def __init__(self, config: ChatConfig):
         self.config = config
         self.requests = 0
         self._model = config.model
         self.http = HttpClient(config.connection, ChatUnavailable)
+        # asked before every try of a request: True stops it (``Stopped``), an earlier one failed
+        self.stopped: Callable[[], bool] = lambda: False
+
+    def twin(self) -> ChatClient:
+        """Another client of the same server and model (the model settled here, once), with its
+        own HTTP client: for a request sent beside this one's."""
+        other = ChatClient(self.config)
+        other._model = self.model
+        return other
 
     @property
     def endpoint(self) -> str:
@@ -224,6 +239,8 @@ class ChatClient:
 
     def exchange(self, client, body: dict[str, Any]) -> Reply:
         """One request on ``client`` and its reply, checked (``whole_reply``, ``stream_reply``)."""
+        if self.stopped():
+            raise Stopped()
         cfg = self.config
         where = f"chat server {self.endpoint}"
         content = json.dumps(body, ensure_ascii=False).encode()

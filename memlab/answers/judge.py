@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memlab.answers.cache import ReplyCache, cached_complete
+from memlab.answers.cache import ReplyCache
+from memlab.answers.inflight import complete_all
 from memlab.core.registry import lookup
 
 if TYPE_CHECKING:
@@ -173,25 +174,23 @@ def judge_replies(
     cache: ReplyCache | None = None,
     nearest: dict[str, tuple[str, ...]] | None = None,
     progress: bool = False,
+    concurrency: int = 1,
 ) -> pd.DataFrame:
-    """``replies`` with ``judge`` (True, False or None), ``judge_reason`` and ``judge_model_id``."""
+    """``replies`` with ``judge`` (True, False or None), ``judge_reason`` and ``judge_model_id``;
+    ``concurrency`` requests in flight (``memlab.answers.inflight``: the same verdicts, in order)."""
     import sys
 
     from tqdm.auto import tqdm
 
     verdicts, reasons, models = [], [], []
-    rows = tqdm(
-        replies.itertuples(index=False),
-        total=len(replies),
-        desc="judge",
-        disable=not progress,
-        file=sys.stderr,
-    )
-    for row in rows:
+    fmt = next((k for k, v in JUDGE_FORMATS.items() if v == client.config.response_format), "json-object")
+    asks = []
+    for row in replies.itertuples(index=False):
         q = dataset.question(row.question_id)
-        fmt = next((k for k, v in JUDGE_FORMATS.items() if v == client.config.response_format), "json-object")
-        messages = judge_messages(q, row.reply, dataset, lang, (nearest or {}).get(q.id, ()), fmt)
-        answer = cached_complete(client, cache, "judge", messages)
+        asks.append((judge_messages(q, row.reply, dataset, lang, (nearest or {}).get(q.id, ()), fmt), 0))
+    with tqdm(total=len(replies), desc="judge", disable=not progress, file=sys.stderr) as bar:
+        answers = complete_all(client, cache, "judge", asks, concurrency, bar)
+    for answer in answers:
         verdict, reason = parse_verdict(answer.text)
         verdicts.append(verdict)
         reasons.append(reason)

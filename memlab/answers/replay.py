@@ -3,8 +3,9 @@
 ``build_turns`` settles, per question and condition, the memories the condition's spec injects
 (``memlab.tuning.evaluate``) and the messages sent (``memlab.output.prompt.chat_messages``): the
 same ones ``memlab prompt --format messages`` prints. ``replay`` sends each turn ``repeats``
-times (repeat r with seed + r) through the reply cache and returns one row per reply, with the
-model id the server gave, the temperature and the timings.
+times (repeat r with seed + r) through the reply cache, ``concurrency`` requests in flight
+(``memlab.answers.inflight``), and returns one row per reply, with the model id the server gave,
+the temperature and the timings.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memlab.answers.cache import ReplyCache, cached_complete
+from memlab.answers.cache import ReplyCache
+from memlab.answers.inflight import check_concurrency, complete_all
 from memlab.core.numbers import check_number, check_work
 from memlab.output.prompt import chat_messages, memory_block
 
@@ -91,13 +93,16 @@ def replay(
     cache: ReplyCache | None = None,
     repeats: int = 1,
     progress: bool | None = None,
+    concurrency: int = 1,
 ) -> pd.DataFrame:
     """One row per turn and repeat: the reply, the server's model id, the seed, the temperature,
-    the timings, and whether it came from the cache."""
+    the timings, and whether it came from the cache. ``concurrency``: requests in flight at once
+    (``memlab.answers.inflight``: the same rows, in the same order)."""
     import pandas as pd
     from tqdm.auto import tqdm
 
     check_number(repeats, "--repeats", integer=True, minimum=1, maximum=MAX_REPEATS)
+    check_concurrency(concurrency)
     check_work(
         len(turns) * repeats,
         "--repeats",
@@ -108,12 +113,13 @@ def replay(
     progress = sys.stderr.isatty() if progress is None else progress
     rows = []
     cfg = client.config
-    bar = tqdm(
-        total=len(turns) * repeats, desc="replies", unit="reply", disable=not progress, file=sys.stderr
-    )
+    asks = [(list(t.messages), r) for t in turns for r in range(repeats)]
+    total = len(asks)
+    with tqdm(total=total, desc="replies", unit="reply", disable=not progress, file=sys.stderr) as bar:
+        replies = iter(complete_all(client, cache, "reply", asks, concurrency, bar))
     for t in turns:
         for r in range(repeats):
-            reply = cached_complete(client, cache, "reply", list(t.messages), r)
+            reply = next(replies)
             rows.append(
                 {
                     "question_id": t.question_id,
@@ -136,6 +142,4 @@ def replay(
                     "cached": reply.cached,
                 }
             )
-            bar.update(1)
-    bar.close()
     return pd.DataFrame(rows)

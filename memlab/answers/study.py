@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memlab.answers.cache import ReplyCache
+from memlab.answers.inflight import check_concurrency
 from memlab.answers.judge import check_replies, judge_replies
 from memlab.answers.rates import rates
 from memlab.answers.replay import build_turns, replay
@@ -48,6 +49,16 @@ class AnswerStudy:
         return sorted(set(self.replies["judge_model_id"]))
 
 
+def concurrency_note(concurrency: int) -> str:
+    """What the chat's times are when requests went side by side."""
+    return (
+        f"chat times measured with up to {concurrency} requests in flight (--concurrency "
+        f"{concurrency}): each from its own send (memlab's queue left out), but the server shared "
+        "its time among them, so they are longer than one user's turn; --concurrency 1 times a "
+        "single user's turn"
+    )
+
+
 def nearest_memories(problem: RetrievalProblem, k: int = NEAREST) -> dict[str, tuple[str, ...]]:
     """Per question, the ``k`` memories nearest it at today's spec (after the re-sort)."""
     from memlab.tuning.evaluate import evaluate
@@ -70,19 +81,26 @@ def answer_study(
     seed: int = 0,
     timing: bool = True,
     progress: bool | None = None,
+    concurrency: int = 1,
 ) -> AnswerStudy:
     """Replay, judge (the LLM judge when ``judge`` is given; the phrases and F1 always), rate,
-    time."""
+    time. ``concurrency``: chat requests in flight at once, the replies' and the judge's (the same
+    replies, verdicts and rates as one at a time)."""
+    check_concurrency(concurrency)
     progress = sys.stderr.isatty() if progress is None else progress
     turns = build_turns(problem, conditions, questions)
-    replies = replay(turns, chat, cache, repeats, progress)
+    replies = replay(turns, chat, cache, repeats, progress, concurrency)
     replies = check_replies(replies, problem.dataset, problem.lang)
     if judge is not None:
         near = nearest_memories(problem)
-        replies = judge_replies(replies, problem.dataset, problem.lang, judge, cache, near, progress)
+        replies = judge_replies(
+            replies, problem.dataset, problem.lang, judge, cache, near, progress, concurrency
+        )
     order = [c.name for c in conditions]
     table = rates(replies, boot, seed, order=order)
     notes: list[str] = []
+    if concurrency > 1:
+        notes.append(concurrency_note(concurrency))
     embedding = queries = None
     if timing and any(c.spec is not None for c in conditions):
         try:

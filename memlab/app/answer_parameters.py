@@ -9,6 +9,7 @@ from typing import Any
 from memlab.core.http import MAX_ATTEMPTS, MAX_TIMEOUT
 
 MAX_REPEATS = 100  # memlab.answers.replay.MAX_REPEATS (tests/test_hostile_chat.py holds them equal)
+MAX_CONCURRENCY = 64  # memlab.answers.inflight.MAX_CONCURRENCY (held equal there too)
 
 
 def _p(name: str, type: str, default: Any, help: str, flag: str | None = None, **more: Any) -> dict[str, Any]:
@@ -107,6 +108,16 @@ ANSWER_PARAMETERS: tuple[dict[str, Any], ...] = (
         "--chat-attempts",
         notebook=False,
         bounds={"minimum": 1, "maximum": MAX_ATTEMPTS},
+        group="chat",
+    ),
+    _p(
+        "concurrency",
+        "int",
+        1,
+        "answers: chat requests in flight at once, the replies' and the judge's (the same replies, "
+        "verdicts and tables as at 1; the chat's times then include the server's sharing)",
+        "--concurrency",
+        bounds={"minimum": 1, "maximum": MAX_CONCURRENCY},
         group="chat",
     ),
     _p(

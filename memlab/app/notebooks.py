@@ -31,6 +31,7 @@ CHAT = (
     "max_tokens",
     "repeats",
     "questions",
+    "concurrency",
     "conditions",
     "judge_url",
     "judge_model",

@@ -31,6 +31,9 @@ from memlab.core.errors import EmbeddingError, MemlabWarning
 from memlab.core.files import NOFOLLOW, write_new_file
 from memlab.core.vectors import NORM_TOLERANCE
 
+# an entry is opened non-blocking: a FIFO planted as one is opened at once (and refused), not waited on
+NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
 FIXED_BATCH_ROWS = 8  # rows of every fixed-shape batch (bench/bench_embed_batching.py)
 
 
@@ -50,10 +53,10 @@ class CacheWarning(MemlabWarning):
 def read_vector(path: Path, dim: int | None = None) -> np.ndarray | None:
     """The cached vector at ``path``, or None when it is missing or unusable (then a
     ``CacheWarning`` names the file and why). Only a regular file the current user owns is read,
-    opened without following a link (``O_NOFOLLOW``): a symbolic link, a folder or someone
+    opened without following a link (``O_NOFOLLOW``): a symbolic link, a folder, a FIFO or someone
     else's file is refused, and embedding again replaces the entry, never a link's target."""
     try:
-        fd = os.open(path, os.O_RDONLY | NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW | NONBLOCK)
     except FileNotFoundError:
         return None
     except OSError as e:  # ELOOP: a symbolic link; EISDIR ...
@@ -62,14 +65,17 @@ def read_vector(path: Path, dim: int | None = None) -> np.ndarray | None:
         )
         warnings.warn(f"embedding cache: {path}: {problem}; embedding it again", CacheWarning, stacklevel=3)
         return None
+    problem = entry_problem(os.fstat(fd))  # before fdopen, which refuses a folder by raising
+    if problem is not None:
+        os.close(fd)
+        warnings.warn(f"embedding cache: {path}: {problem}; embedding it again", CacheWarning, stacklevel=3)
+        return None
     with os.fdopen(fd, "rb") as fh:
-        problem = entry_problem(os.fstat(fh.fileno()))
         vec = None
-        if problem is None:
-            try:
-                vec = np.load(fh, allow_pickle=False)
-            except (ValueError, OSError, EOFError) as e:  # 0 bytes, truncated, not .npy at all
-                problem = f"unreadable ({type(e).__name__}: {e})"
+        try:
+            vec = np.load(fh, allow_pickle=False)
+        except (ValueError, OSError, EOFError) as e:  # 0 bytes, truncated, not .npy at all
+            problem = f"unreadable ({type(e).__name__}: {e})"
     if vec is not None:
         problem = vector_problem(vec, dim)
     if problem is not None:
@@ -125,12 +131,13 @@ def read_entry_text(path: Path) -> str | None:
     """A small cache file's text (``meta.json``, ``fingerprints.json``), None when missing or not
     a regular file of the current user (then it is written again)."""
     try:
-        fd = os.open(path, os.O_RDONLY | NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW | NONBLOCK)
     except OSError:
         return None
+    if entry_problem(os.fstat(fd)) is not None:
+        os.close(fd)
+        return None
     with os.fdopen(fd, "rb") as fh:
-        if entry_problem(os.fstat(fh.fileno())) is not None:
-            return None
         try:
             return fh.read().decode("utf-8")
         except UnicodeDecodeError:

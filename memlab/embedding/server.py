@@ -33,12 +33,15 @@ import numpy as np
 
 from memlab.core.errors import EmbeddingError, InputError
 from memlab.core.http import (
+    MAX_ATTEMPTS,
+    MAX_TIMEOUT,
     Connection,
     HttpClient,
     ServerFailure,
     api_key,
     check_http_url,
 )
+from memlab.core.numbers import check_number
 from memlab.core.urls import excerpt, join_path, redact, reveal
 from memlab.core.vectors import raw_vector_problem
 
@@ -74,11 +77,13 @@ class ServerConfig:
             raise InputError(f"--embed-roles: expected one of {', '.join(SERVER_ROLES)}, got {self.roles!r}")
         if self.encoding not in ENCODINGS:
             raise InputError(f"--embed-encoding: expected float or base64, got {self.encoding!r}")
-        for name, value, low in (("batch size", self.batch_size, 1), ("attempts", self.attempts, 1)):
-            if value < low:
-                raise InputError(f"embedding server {name} must be >= {low}, got {value}")
+        if self.batch_size < 1:
+            raise InputError(f"embedding server batch size must be >= 1, got {self.batch_size}")
+        # bounded as --chat-attempts is: a billion tries with the backoff at 30 s never end
+        check_number(self.attempts, "--embed-attempts", integer=True, minimum=1, maximum=MAX_ATTEMPTS)
         if self.timeout <= 0:
             raise InputError(f"embedding server timeout must be > 0 s, got {self.timeout:g}")
+        check_number(self.timeout, "--embed-timeout", maximum=MAX_TIMEOUT)
 
     @property
     def endpoint(self) -> str:

@@ -27,7 +27,7 @@ from memlab.core.numbers import counted
 from memlab.output.io import json_ready
 
 CHAT = ("chat_url", "chat_model", "chat_api_key_env", "temperature", "max_tokens", "repeats", "questions")
-CHAT_MORE = ("chat_timeout", "chat_attempts")
+CHAT_MORE = ("chat_timeout", "chat_attempts", "concurrency")
 JUDGE = ("judge_url", "judge_model", "judge_api_key_env", "judge_format", "llm_judge")
 
 
@@ -85,10 +85,12 @@ def clients_from(args: argparse.Namespace):
 def cmd_answer(args: argparse.Namespace) -> int:
     from memlab.answers.cache import ReplyCache
     from memlab.answers.conditions import TuneGrid, build_conditions
+    from memlab.answers.inflight import check_concurrency
     from memlab.answers.study import answer_study
     from memlab.answers.tables import study_text
     from memlab.output.io import TableWriter
 
+    check_concurrency(args.concurrency)  # before the scores are built
     problem = problem_from(args, used_elsewhere=("cache_dir",))  # the reply cache lives there too
     shortfall = spec_file_shortfall(args, problem)  # today's spec is the sweep's fallback: said
     if shortfall:
@@ -111,6 +113,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
             boot=args.boot,
             seed=args.seed,
             progress=sys.stderr.isatty(),
+            concurrency=args.concurrency,
         )
     finally:
         chat.close()
