@@ -42,7 +42,6 @@ from typing import Any, Protocol
 import numpy as np
 
 from memlab.core.errors import EmbeddingError, InputError
-from memlab.core.files import NOFOLLOW
 from memlab.core.registry import lookup
 from memlab.embedding.cache import (
     FIXED_BATCH_ROWS,
@@ -179,10 +178,10 @@ CONFIG_BYTES = 1 << 20  # a configuration file memlab reads, at most (1 MiB; the
 
 def _config(path: Path) -> tuple[Any, str | None]:
     """(the JSON in the configuration file ``path``, None) or (None, why it cannot be read);
-    (None, None) when there is none. A regular file only, not followed through a link, of at most
-    ``CONFIG_BYTES``."""
+    (None, None) when there is none. A regular file only (a link to one is read: a Hugging Face
+    snapshot's files are links), opened without waiting on a FIFO, of at most ``CONFIG_BYTES``."""
     try:
-        fd = os.open(path, os.O_RDONLY | NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         return None, None
     except OSError as e:

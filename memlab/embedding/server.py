@@ -167,9 +167,9 @@ class ServerClient:
         content = json.dumps(body, ensure_ascii=False).encode()
         with client.stream("POST", self.config.endpoint, content=content) as response:
             self.requests += 1
-            raise_for_status(response, limit, where)
             kind = response.headers.get("content-type", "")
             try:
+                raise_for_status(response, limit, where)  # an error's body, up to the limit too
                 data = b"".join(read_limited(response.iter_bytes(), limit, where))
             except TooLarge as e:  # never retried: the same request gets the same reply
                 raise EmbeddingError(
