@@ -269,6 +269,7 @@ def test_table(hand, capsys):
         ),
         ({"vector": [0, 0, 0], "time": "2026-09-10"}, "log.jsonl:2: vector: a zero vector"),
         ({"vector": [1, "x"], "time": "2026-09-10"}, "log.jsonl:2: vector: expected a list of numbers"),
+        ({"vector": [1, True], "time": "2026-09-10"}, "log.jsonl:2: vector: expected a list of numbers"),
         (
             {"vector": [1, 0], "time": "2026-09-10"},
             "log.jsonl:2: vector: 2 dimensions, where line 1's vector has 3",

@@ -193,7 +193,9 @@ def test_a_hostile_tuned_file_is_one_line_in_bounded_time(tmp_path, capsys, base
     message = message.replace("{size}", f"{path.stat().st_size:,}")
     t0 = time.perf_counter()
     assert main(["evaluate", "--spec", str(path)]) == 2
-    assert time.perf_counter() - t0 < 3  # was: 28 s for the bomb, and a traceback for most
+    # bounded: 0.6 s for the largest here on a quiet machine (was: 28 s for the bomb, and a
+    # traceback for most); the bound leaves room for a loaded one
+    assert time.perf_counter() - t0 < 10
     err = capsys.readouterr().err
     assert err == f"memlab: error: {path}:{message}\n"
 
@@ -205,7 +207,7 @@ def test_a_directory_or_a_device_is_no_tuned_file(tmp_path, capsys):
     )
     t0 = time.perf_counter()
     assert main(["evaluate", "--spec", "/dev/zero"]) == 2  # was: read for ever
-    assert time.perf_counter() - t0 < 3
+    assert time.perf_counter() - t0 < 10
     assert capsys.readouterr().err == (
         "memlab: error: /dev/zero: not a regular file: not a tuned spec (write one with memlab sweep --save)\n"
     )

@@ -22,7 +22,6 @@ from memlab.core.vectors import raw_vector_problem
 from memlab.datasets.records import (
     DATE_FORMATS,
     JsonRecord,
-    is_number,
     jsonl_format_problem,
     parse_instant,
     read_jsonl,
@@ -59,11 +58,16 @@ class QueryLog:
         return len(self.queries)
 
 
+NUMBER_TYPES = {int, float}
+
+
 def _vector(rec: JsonRecord, value: Any, dim: list[int]) -> np.ndarray | None:
-    if not isinstance(value, list) or not value or not all(is_number(x) for x in value):
+    # JSON gives int, float or bool: the types alone tell (a set of them, not a call per number)
+    if not isinstance(value, list) or not value or not set(map(type, value)) <= NUMBER_TYPES:
         rec.problem("vector", "expected a list of numbers")
         return None
-    problem = raw_vector_problem(np.asarray(value, dtype=np.float64))
+    vec = np.asarray(value, dtype=np.float64)
+    problem = raw_vector_problem(vec)
     if problem is not None:
         rec.problem("vector", problem)
         return None
@@ -72,7 +76,6 @@ def _vector(rec: JsonRecord, value: Any, dim: list[int]) -> np.ndarray | None:
         return None
     if not dim:
         dim += [len(value), int(rec.where.rsplit(":", 1)[1])]
-    vec = np.asarray(value, dtype=np.float64)
     return (vec / np.linalg.norm(vec)).astype(np.float32)
 
 

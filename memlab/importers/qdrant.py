@@ -29,16 +29,7 @@ from memlab.core.vectors import raw_vector_problem
 from memlab.datasets.payload import read_payload
 from memlab.datasets.records import DATE_FORMATS, is_number, parse_instant, text_too_long, unicode_problem
 from memlab.datasets.schema import DatasetError, parse_datetime
-from memlab.qdrant.client import open_client
-
-
-def _local_storage(path: str) -> None:
-    """Refuse a folder that holds no local Qdrant storage (qdrant-client would create one)."""
-    folder = Path(path)
-    if not folder.is_dir():
-        raise MissingFileError(f"--path {path}: no such folder (a local Qdrant storage folder)")
-    if not (folder / "meta.json").is_file():
-        raise MissingFileError(f"--path {path}: holds no local Qdrant storage (no meta.json)")
+from memlab.qdrant.client import local_storage, open_client
 
 
 def _field_missing(where: str, what: str, name: str, points: list) -> InputError:
@@ -76,7 +67,7 @@ def import_qdrant(
         raise InputError("give exactly one of --path (local Qdrant folder) or --url (Qdrant server)")
     lookup(DATE_FORMATS, date_format, "date format")
     if path:
-        _local_storage(path)
+        local_storage(path, "--path")
     if questions is not None and not Path(questions).is_file():
         raise MissingFileError(f"--questions {questions}: no such file")
     out = Path(out)

@@ -2,8 +2,19 @@
 
 from __future__ import annotations
 
-from memlab.core.errors import UnreachableError
+from pathlib import Path
+
+from memlab.core.errors import MissingFileError, UnreachableError
 from memlab.core.urls import check_url, excerpt, join_path, redact
+
+
+def local_storage(path: str, flag: str) -> None:
+    """Refuse a folder that holds no local Qdrant storage (qdrant-client would create one)."""
+    folder = Path(path)
+    if not folder.is_dir():
+        raise MissingFileError(f"{flag} {path}: no such folder (a local Qdrant storage folder)")
+    if not (folder / "meta.json").is_file():
+        raise MissingFileError(f"{flag} {path}: holds no local Qdrant storage (no meta.json)")
 
 
 def open_client(path: str | None = None, url: str | None = None):

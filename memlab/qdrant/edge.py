@@ -12,7 +12,8 @@ Engine facts the test tier holds memlab to (``tests/test_qdrant_edge.py``): scor
 a nearest search keeps ``score > score_threshold`` but a formula or fusion stage keeps
 ``score >= score_threshold``; ties come back in no defined order.
 
-The engine is a test dependency (the ``test`` extra), imported when first used.
+The engine is a base dependency (``memlab verify --edge-path`` runs the export on it without a
+server), imported when first used.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ def engine():
     """The qdrant_edge module (imported when first used)."""
     try:
         import qdrant_edge
-    except ImportError:  # pragma: no cover - the test extra installs it
-        raise InputError("the real-engine tier needs qdrant-edge-py: pip install 'memlab[test]'") from None
+    except ImportError:  # pragma: no cover - a base dependency: only a broken install lacks it
+        raise InputError("Qdrant's engine needs qdrant-edge-py: pip install 'qdrant-edge-py>=0.9'") from None
     return qdrant_edge
 
 

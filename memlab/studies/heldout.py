@@ -218,10 +218,13 @@ def held_out(
     probes: str = "offtopic",
     probe_vectors: np.ndarray | None = None,
     hybrids: Sequence[str] = HYBRIDS,
+    progress: bool = False,
 ) -> HeldOut:
     """Tune every system on the other folds and evaluate it on each fold (see the module);
-    ``folds`` None: ``DEFAULT_FOLDS``, or one per haystack when there are fewer."""
+    ``folds`` None: ``DEFAULT_FOLDS``, or one per haystack when there are fewer; ``progress``: a
+    bar over the folds' tunings (on a terminal)."""
     import pandas as pd
+    from tqdm.auto import tqdm
 
     check_number(false_rate, "false_rate", minimum=0, below=1)
     check_number(n_boot, "n_boot", integer=True, minimum=1)
@@ -247,6 +250,7 @@ def held_out(
 
     injected: dict[str, dict[int, tuple[int, ...]]] = {name: {} for name in SYSTEMS}
     chosen = []
+    bar = tqdm(total=folds * (3 + len(hybrids)), desc="tuning", unit="system", disable=not progress)
     for f in range(folds):
         train, test = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
         tr, te = subset(inputs, train), subset(inputs, test)
@@ -264,10 +268,12 @@ def held_out(
             r = RETRIEVERS[name]
             row, value = tune(r, subset(source, train), grid)
             tuned[system] = (r, subset(source, train), subset(source, test), row, value)
+            bar.update(1)
         best = None
         for name in hybrids:
             r = RETRIEVERS[name]
             row, value = tune(r, tr, grid)
+            bar.update(1)
             if best is None or value > best[4]:
                 best = (r, tr, te, row, value)
         if best is not None:
@@ -312,6 +318,7 @@ def held_out(
                     "tuning_questions": len(train),
                 }
             )
+    bar.close()
     questions = question_values(problem, injected, fold, units)
     table = compare_systems(questions, n_boot, seed)
     details = {

@@ -235,6 +235,7 @@ def cmd_tune_benchmark(args: argparse.Namespace) -> int:
         false_rate=args.false_rate,
         probes=args.probes,
         hybrids=hybrids,
+        progress=sys.stderr.isatty(),
     )
     elapsed = time.perf_counter() - t0
     if args.format == "json":
