@@ -16,7 +16,9 @@ import numpy as np
 import pytest
 
 from memlab.app.cli import main
+from memlab.app.parameters import BY_NAME
 from memlab.core.errors import EmbeddingError
+from memlab.core.http import MAX_ATTEMPTS, MAX_TIMEOUT
 from memlab.embedding.embedder import Embedder
 from memlab.embedding.engines import CONFIG_BYTES, model_folder_problem
 from memlab.embedding.server import MAX_DIMENSION, ServerClient, ServerConfig
@@ -200,6 +202,13 @@ def test_server_flags_that_are_no_deadline_or_count_are_refused_naming_the_flag(
     assert time.perf_counter() - t0 < 5
     assert capsys.readouterr().err == f"memlab: error: {message}\n"
     assert seen == []  # refused before the first request
+
+
+def test_the_parameter_tables_state_the_limits_the_server_checks():
+    assert BY_NAME["embed_attempts"].bounds == {"minimum": 1, "maximum": MAX_ATTEMPTS}
+    assert BY_NAME["embed_timeout"].bounds == {"above": 0, "maximum": MAX_TIMEOUT}
+    assert BY_NAME["embed_batch"].bounds == {"minimum": 1}
+    assert (MAX_ATTEMPTS, MAX_TIMEOUT) == (10, 3600)
 
 
 # -- the size of a reply ---------------------------------------------------------------------------
