@@ -223,7 +223,7 @@ def test_a_client_error_is_not_retried(tmp_path, tiny_server):
         ),
         (
             (200, {"data": [{"index": 0, "embedding": [1.0]}, {"index": 1, "embedding": [1.0, 0.0]}]}),
-            "returned vectors of different dimensions: [1, 2]",
+            "returned vectors of different dimensions in query batch 1 (texts 1-2): [1, 2]",
         ),
         (
             (200, {"data": [{"embedding": "!!"}, {"embedding": "AAAA"}]}),
@@ -250,11 +250,11 @@ def test_replies_memlab_cannot_read_stop_at_once(tmp_path, tiny_server, reply, m
         ({"url": "127.0.0.1:8000"}, "--embed-url: expected an http:// or https:// URL, got '127.0.0.1:8000'"),
         ({"roles": "prompt"}, "--embed-roles: expected one of input-type, e5-prefix, none, got 'prompt'"),
         ({"encoding": "int8"}, "--embed-encoding: expected float or base64, got 'int8'"),
-        ({"batch_size": 0}, "embedding server batch size must be >= 1, got 0"),
+        ({"batch_size": 0}, "--embed-batch: expected an integer >= 1, got 0"),
         ({"attempts": 0}, "--embed-attempts: expected an integer in [1, 10], got 0"),
         # a billion tries (the backoff at 30 s) never ended; a timeout of 1e12 s overflowed a join
         ({"attempts": 10**9}, "--embed-attempts: expected an integer in [1, 10], got 1000000000"),
-        ({"timeout": 0}, "embedding server timeout must be > 0 s, got 0"),
+        ({"timeout": 0}, "--embed-timeout: expected a finite number > 0, got 0"),
         ({"timeout": 1e12}, "--embed-timeout: expected a finite number <= 3600, got 1e+12"),
     ],
 )

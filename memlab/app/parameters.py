@@ -24,6 +24,7 @@ from typing import Any
 from memlab.app.answer_parameters import ANSWER_PARAMETERS
 from memlab.app.explain_parameters import EXPLAIN_PARAMETERS
 from memlab.core.errors import InputError
+from memlab.core.http import MAX_ATTEMPTS, MAX_TIMEOUT
 from memlab.core.spec import COMBINES, DECAYS, SPEC_BOUNDS, RetrievalSpec
 
 SPEC = RetrievalSpec()
@@ -222,7 +223,16 @@ PARAMETERS: tuple[Parameter, ...] = (
         choices=_encodings,
         group="server",
     ),
-    Parameter("embed_batch", "int", 32, "texts per request", "--embed-batch", notebook=False, group="server"),
+    Parameter(
+        "embed_batch",
+        "int",
+        32,
+        "texts per request",
+        "--embed-batch",
+        notebook=False,
+        bounds={"minimum": 1},
+        group="server",
+    ),
     Parameter(
         "embed_timeout",
         "float",
@@ -230,6 +240,7 @@ PARAMETERS: tuple[Parameter, ...] = (
         "seconds per request",
         "--embed-timeout",
         notebook=False,
+        bounds={"above": 0, "maximum": MAX_TIMEOUT},
         group="server",
     ),
     Parameter(
@@ -239,6 +250,7 @@ PARAMETERS: tuple[Parameter, ...] = (
         "tries per request, backoff 0.5 s doubling",
         "--embed-attempts",
         notebook=False,
+        bounds={"minimum": 1, "maximum": MAX_ATTEMPTS},
         group="server",
     ),
     Parameter(

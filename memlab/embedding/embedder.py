@@ -12,7 +12,9 @@ namespace: ``embeddings/<digest>/`` with a ``meta.json`` saying what the digest 
 model's identity, the dimension and the role). A rerun with everything cached loads no model,
 and vectors of another model, build or dimension are never mixed in. A cache entry is checked
 when read: an empty, truncated, non-finite, zero or foreign one is reported with its path and
-embedded again (``memlab.embedding.cache``).
+embedded again (``memlab.embedding.cache``). One model's vectors have one dimension, in both
+roles: new vectors of another dimension than those the cache holds for the model (a server that
+now runs another model under the same name) are refused in one line, never written beside them.
 
 **Server first, the same model as fallback** (``server=ServerConfig(...)``, ``--embed-url``).
 The server is *declared* to be the local model when ``--embed-model`` is not given or names the
@@ -32,7 +34,10 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import random
+import warnings
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +63,7 @@ __all__ = ["PROBE_TEXT", "Embedder", "ModelIdentity", "default_cache_dir", "make
 
 PROBE_TEXT = "2026-09-01: memlab probe · sweet café au lait · 甘いカフェオレ"
 PROBE_TOLERANCE = 1e-6  # largest |server - local| per component for "the same model"
+PEEK_ENTRIES = 8  # entries of each role's folder read for the dimension the cache holds (known_dim)
 VERIFY_EVERY = 16  # a declared server's batch of n texts: 1 + n // 16 of them re-embedded locally
 
 
@@ -114,6 +120,9 @@ class Embedder:
         self.server_failure: str | None = None
         self.probe: dict[str, Any] | None = None
         self.verified = {"texts": 0, "max_abs_diff": 0.0}  # served texts re-embedded locally to check
+        # the dimension of this model's vectors in the cache (either role), and the folder it was
+        # read in; None until one is read or written (``known_dim``)
+        self.cached_dim: tuple[int, Path] | None = None
         self.identity: dict[str, Any] = self.backend.identity
         self.model_id = self.backend.model_id
         self.engine = self.identity.get("engine", "")
@@ -140,15 +149,58 @@ class Embedder:
         return ModelIdentity(name, self.model_id, dict(self.identity))
 
     # -- cache ----------------------------------------------------------------------------
+    def namespace_key(self, role: str) -> dict[str, Any]:
+        return {"model": self.identity, "dim": self.truncate_dim or "full", "prompt": role}
+
+    def namespace_path(self, role: str) -> Path:
+        """The folder of a role's vectors (not made)."""
+        digest = hashlib.sha256(json.dumps(self.namespace_key(role), sort_keys=True).encode()).hexdigest()
+        return self.cache_dir / "embeddings" / digest[:24]
+
     def namespace(self, role: str) -> Path:
-        key = {"model": self.identity, "dim": self.truncate_dim or "full", "prompt": role}
-        digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
+        """The folder of a role's vectors, made (with its ``meta.json``) when missing."""
         cache_folder(self.cache_dir / "embeddings")
-        ns = cache_folder(self.cache_dir / "embeddings" / digest)
-        meta = json.dumps(key, indent=2) + "\n"
+        ns = cache_folder(self.namespace_path(role))
+        meta = json.dumps(self.namespace_key(role), indent=2) + "\n"
         if read_entry_text(ns / "meta.json") != meta:
             write_entry(ns / "meta.json", meta.encode())
         return ns
+
+    def known_dim(self) -> tuple[int, Path] | None:
+        """The dimension of the vectors the cache holds for this model, in either role, and the
+        folder holding them: remembered once read or written, else the most common one among a
+        few entries of each role's folder that are vectors memlab trusts (None: nothing cached)."""
+        if self.cached_dim is None:
+            found: list[tuple[int, Path]] = []
+            for role in ROLES:
+                ns = self.namespace_path(role)
+                try:
+                    with os.scandir(ns) as entries:
+                        names = [e.name for e, _ in zip(entries, range(64), strict=False)]
+                except OSError:  # no folder yet (or not one: ``namespace`` says so)
+                    continue
+                for name in sorted(n for n in names if n.endswith(".npy"))[:PEEK_ENTRIES]:
+                    with warnings.catch_warnings():  # a bad entry is reported when it is read for itself
+                        warnings.simplefilter("ignore")
+                        vec = read_vector(ns / name)
+                    if vec is not None:
+                        found.append((int(vec.size), ns))
+            if found:
+                counts = Counter(d for d, _ in found)
+                self.cached_dim = next(f for f in found if counts[f[0]] == max(counts.values()))
+        return self.cached_dim
+
+    def dim_refused(self, got: int, role: str) -> EmbeddingError | None:
+        """The error for new vectors of ``got`` dimensions beside those the cache holds for this
+        model (of another dimension), or None."""
+        known = self.known_dim()
+        if known is None or known[0] == got:
+            return None
+        return EmbeddingError(
+            f"{self.model_id} gave {got}-dimensional {role} vectors, but the cache holds "
+            f"{known[0]}-dimensional ones of it ({known[1]}): one model's vectors have one dimension; "
+            "nothing of them was cached; delete that folder if the model changed"
+        )
 
     @staticmethod
     def text_key(text: str) -> str:
@@ -192,6 +244,9 @@ class Embedder:
             worst = max(worst, diff)
         self.probe = {"declared": True, "max_abs_diff": worst, "text": PROBE_TEXT}
         self.client.dim = int(local.shape[1])
+        self.client.dim_from = (
+            f"{self.backend.name} (the local model it is declared to be) gives {local.shape[1]}"
+        )
 
     def _verify_sample(self, batch: list[str], served: np.ndarray, role: str, first: int) -> None:
         """A server declared to be the local model shares its cache, so one probe text is not
@@ -236,6 +291,18 @@ class Embedder:
         except ServerUnavailable as exc:
             self._server_down(exc)
             return self._local(texts, role)
+        known = self.known_dim()
+        if known is not None and self.client.dim is None and self.truncate_dim is None:
+            # a server of its own model: the cache's vectors of it fix the dimension (truncated
+            # ones say nothing of what the server gives)
+            self.client.dim = known[0]
+            self.client.dim_from = (
+                f"the cache holds {known[0]}-dimensional ones of {self.client.model_name!r} "
+                f"from it ({known[1]})"
+            )
+            self.client.dim_hint = (
+                "if the server now runs another model, name it with --embed-model (or delete that folder)"
+            )
         step = self.client.config.batch_size
         starts = range(0, len(texts), step)
         bar = tqdm(starts, desc=f"server {role}", unit="batch", disable=not self.progress or len(starts) < 2)
@@ -265,6 +332,9 @@ class Embedder:
             )
         if self.truncate_dim is not None:
             vecs = vecs[:, : self.truncate_dim]
+        refused = self.dim_refused(int(vecs.shape[1]), role) if len(vecs) else None
+        if refused is not None:
+            raise refused
         return vecs
 
     # -- encode ---------------------------------------------------------------------------
@@ -275,11 +345,13 @@ class Embedder:
         ns = self.namespace(role)
         out: list[np.ndarray | None] = []
         missing: dict[str, list[int]] = {}
-        dim = None
+        dim = self.cached_dim[0] if self.cached_dim is not None else None  # one model, one dimension
         for i, text in enumerate(texts):
             vec = read_vector(ns / f"{self.text_key(text)}.npy", dim)  # None: missing or corrupt
             if vec is not None:
                 dim = vec.size
+                if self.cached_dim is None:
+                    self.cached_dim = (int(dim), ns)
                 out.append(vec)
                 self.served["cache"] += 1
             else:
@@ -301,6 +373,8 @@ class Embedder:
                 write_entry(ns / f"{self.text_key(text)}.npy", _npy_bytes(vec))
                 for i in missing[text]:
                     out[i] = vec
+            if self.cached_dim is None and len(vecs):
+                self.cached_dim = (int(vecs.shape[1]), ns)
         dims = sorted({v.shape for v in out if v is not None})
         if len(dims) > 1:
             raise EmbeddingError(

