@@ -126,7 +126,7 @@ def cached_documents_then_more(url, cache):
 def test_a_server_whose_dimension_changes_is_one_line_and_never_mixes_the_cache(
     tmp_path, tiny_server, steps, dims, message, left
 ):
-    url, seen = dims_server(tiny_server, dims)
+    url, _seen = dims_server(tiny_server, dims)
     cache = tmp_path / "cache"
     probe = embedder(url, cache)
     folders = {role: str(probe.namespace_path(role)) for role in ("query", "document")}
@@ -257,7 +257,7 @@ def test_a_reply_larger_than_the_batch_can_take_is_refused_and_not_retried(
 def test_a_long_error_page_is_quoted_in_bounded_time(tmp_path, tiny_server):
     """An HTTP 500 of a megabyte of letters: its first 200 characters, at once (was: the URL
     pattern redacted all of it, rescanning the run from each letter: 160 KB took 34 s)."""
-    url, seen = tiny_server(lambda body: (500, "x" * 1_000_000))
+    url, _seen = tiny_server(lambda body: (500, "x" * 1_000_000))
     t0 = time.perf_counter()
     with pytest.raises(EmbeddingError) as e:
         embedder(url, tmp_path).encode_documents(["a"])
@@ -446,7 +446,7 @@ def test_a_real_model_folder_passes_the_check_as_it_is_and_as_a_snapshot_of_link
     monkeypatch.chdir(tmp_path)  # named relatively, its module folders too (tmp_path is removed after)
     (snapshot / "0_T").mkdir()
     (snapshot / "0_T" / "config.json").write_text('{"auto_map": {}}')
-    modules = json.loads((real / "modules.json").read_text()) + [{"path": "0_T", "type": ST_TYPE}]
+    modules = [*json.loads((real / "modules.json").read_text()), {"path": "0_T", "type": ST_TYPE}]
     (snapshot / "modules.json").unlink()
     (snapshot / "modules.json").write_text(json.dumps(modules))
     assert model_folder_problem(Path("snapshot")) == f"{NOT_ST} memlab loads: its 0_T/config.json {CODE}"
