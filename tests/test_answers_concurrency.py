@@ -203,6 +203,9 @@ def test_ctrl_c_stops_the_requests_in_flight_and_sends_no_more(tmp_path):
     asks = [([{"role": "user", "content": f"question {i}"}], 0) for i in range(12)]
     main_thread = threading.main_thread().ident
     timer = threading.Timer(0.5, signal.pthread_kill, (main_thread, signal.SIGINT))
+    # Python's own ^C handler, whatever this process inherited: a suite run as a background job
+    # (CI's) starts with SIGINT ignored, and the signal would then never arrive
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     start = time.monotonic()
     timer.start()
     try:
@@ -211,6 +214,7 @@ def test_ctrl_c_stops_the_requests_in_flight_and_sends_no_more(tmp_path):
         stopped = time.monotonic() - start
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
         client.close()
         server.close()
     # the ones in flight were stopped (12 requests, 4 at a time, take 3 s) and no fifth was sent
