@@ -83,3 +83,38 @@ def test_core_needs_numpy_only():
     for path in (ROOT / "core").glob("*.py"):
         for module, _, line in imports(path):
             assert module.split(".")[0] in allowed, f"core/{path.name}:{line}: imports {module}"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_no_two_modules_import_each_other():
+    """No import circle, function-local imports included: when two modules need each other, what
+    both need belongs in one of them, or in a third."""
+    names = {module_name(p): p for p in MODULES}
+    graph: dict[str, set[str]] = {}
+    for name, path in names.items():
+        targets = set()
+        for module, imported, _ in imports(path):
+            for candidate in (module, *(f"{module}.{n}" for n in imported)):
+                if candidate in names and candidate != name and not candidate.endswith("__init__"):
+                    targets.add(candidate)
+        graph[name] = targets
+    # a strongly connected component of more than one module is a circle
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    order = sorted(graph)
+    at = {v: i for i, v in enumerate(order)}
+    edges = [(at[v], at[w]) for v in order for w in graph[v]]
+    rows, cols = zip(*edges, strict=True) if edges else ((), ())
+    adjacency = csr_matrix(([1] * len(edges), (rows, cols)), shape=(len(order), len(order)))
+    _, component = connected_components(adjacency, directed=True, connection="strong")
+    circles = [
+        [v for v, c in zip(order, component, strict=True) if c == k]
+        for k in sorted(set(component))
+        if (component == k).sum() > 1
+    ]
+    assert not circles, circles

@@ -11,8 +11,7 @@ import papermill as pm
 import pytest
 
 from memlab.app.notebooks import NOTEBOOK_NAMES as NOTEBOOKS
-from memlab.app.notebooks import notebook_parameters
-from memlab.app.parameters import literal, parameters_cell
+from memlab.app.parameters import literal, notebook_parameters, parameters_cell
 
 NB_DIR = Path(__file__).resolve().parents[1] / "notebooks"
 

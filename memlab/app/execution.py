@@ -35,7 +35,7 @@ from memlab.app.notebooks import figure_notes
 from memlab.app.reuse import Reuse, keep_fresh, reuse_earlier
 from memlab.app.runner import Batch, Result, git_commit, kernel_name, now, versions
 from memlab.core.errors import InputError, MissingFileError
-from memlab.core.files import atomic_write_text
+from memlab.core.files import atomic_write_text, pid_alive
 from memlab.core.paths import inside
 from memlab.core.urls import SECRETS_ENV, hide_secrets, redact
 
@@ -46,16 +46,6 @@ STARTUP_ERRORS = ("Kernel died before replying to kernel_info", "Kernel didn't r
 
 # ---------------------------------------------------------------------------------------------
 # owning a results folder
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, someone else's
-        return True
-    return True
 
 
 def lock_path(out: Path) -> Path:

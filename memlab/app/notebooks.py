@@ -10,12 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING
 
 from memlab.core.registry import lookup
-
-if TYPE_CHECKING:
-    from memlab.app.parameters import Parameter
 
 SERVER = ("embed_url", "embed_model")
 SCORES = ("source", "lang", "model", *SERVER, "dataset")
@@ -196,19 +192,6 @@ NOTEBOOK_NAMES: tuple[str, ...] = tuple(NOTEBOOKS)
 
 def notebook(name: str) -> Notebook:
     return lookup(NOTEBOOKS, name, "notebook")
-
-
-def notebook_parameters(name: str) -> tuple[Parameter, ...]:
-    """The parameters one notebook takes, in declaration order (every notebook parameter, for a
-    notebook memlab does not know)."""
-    from memlab.app.parameters import NOTEBOOK_PARAMETERS
-
-    nb = NOTEBOOKS.get(name)
-    return (
-        NOTEBOOK_PARAMETERS
-        if nb is None
-        else tuple(p for p in NOTEBOOK_PARAMETERS if p.name in nb.parameters)
-    )
 
 
 def takers(parameter: str) -> list[str]:

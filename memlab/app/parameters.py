@@ -23,6 +23,7 @@ from typing import Any
 
 from memlab.app.answer_parameters import ANSWER_PARAMETERS
 from memlab.app.explain_parameters import EXPLAIN_PARAMETERS
+from memlab.app.notebooks import NOTEBOOKS, takers
 from memlab.core.errors import InputError
 from memlab.core.http import MAX_ATTEMPTS, MAX_TIMEOUT
 from memlab.core.spec import COMBINES, DECAYS, SPEC_BOUNDS, RetrievalSpec
@@ -565,17 +566,24 @@ def literal(value: Any) -> str:
     return json.dumps(value) if isinstance(value, str | list) else repr(value)
 
 
+def notebook_parameters(name: str) -> tuple[Parameter, ...]:
+    """The parameters one notebook takes, in declaration order (every notebook parameter, for a
+    notebook memlab does not know)."""
+    nb = NOTEBOOKS.get(name)
+    return (
+        NOTEBOOK_PARAMETERS
+        if nb is None
+        else tuple(p for p in NOTEBOOK_PARAMETERS if p.name in nb.parameters)
+    )
+
+
 def parameters_cell(notebook: str | None = None) -> str:
     """The source of a notebook's ``parameters`` cell (every parameter when none is named)."""
-    from memlab.app.notebooks import notebook_parameters
-
     params = NOTEBOOK_PARAMETERS if notebook is None else notebook_parameters(notebook)
     return "\n".join(f"{p.name}: {p.type} = {literal(p.default)}  # {p.text}" for p in params)
 
 
 def defaults(notebook: str | None = None) -> dict[str, Any]:
-    from memlab.app.notebooks import notebook_parameters
-
     params = NOTEBOOK_PARAMETERS if notebook is None else notebook_parameters(notebook)
     return {p.name: p.default for p in params}
 
@@ -595,8 +603,6 @@ def rewrite_parameters_cell(script: str, notebook: str | None = None) -> str:
 def parameters_table() -> str:
     """The parameters as a Markdown table: name, type, default, allowed values, CLI flag, the
     notebooks that take it, and what it means (``docs/parameters.md``)."""
-    from memlab.app.notebooks import takers
-
     rows = [
         "| parameter | type | default | allowed | CLI flag | notebooks | meaning |",
         "|---|---|---|---|---|---|---|",

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memlab.core.files import atomic_write_text
+from memlab.core.files import atomic_write_text, pid_alive
 
 SKIP_DIRS = {"__pycache__"}
 
@@ -147,8 +147,6 @@ class Reuse:
 
     def _clean(self) -> None:
         """Remove what stores of dead processes left half-written."""
-        from memlab.app.execution import pid_alive
-
         for d in self.root.glob(".tmp-*"):
             pid = d.name.split("-")[1]
             if pid.isdigit() and not pid_alive(int(pid)):

@@ -103,7 +103,7 @@ def remove_stale_temps(folder: Path) -> list[Path]:
     removed = []
     for entry in os.scandir(folder):
         pid = _temp_owner(entry.name)
-        if pid is None or pid == os.getpid() or _alive(pid):
+        if pid is None or pid == os.getpid() or pid_alive(pid):
             continue
         p = Path(entry.path)
         if entry.is_dir(follow_symlinks=False):
@@ -124,7 +124,8 @@ def _temp_owner(name: str) -> int | None:
     return int(parts[1])
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` is running (someone else's counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+NOT_CANDIDATE = np.iinfo(np.int64).max // 2  # the place (re-sort rank) of a memory that is no candidate
+
 
 def _key(raw: np.ndarray) -> np.ndarray:
     """The candidate sort key: -raw, with unknown (non-finite) scores last."""

@@ -25,9 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from memlab.core.criteria import masked_max
-from memlab.core.ranking import injected, placed_before
-
-NOT_CANDIDATE = np.iinfo(np.int64).max // 2  # the place of a memory that is not a candidate
+from memlab.core.ranking import NOT_CANDIDATE, injected, placed_before
 
 
 def count_dtype(most: int) -> type[np.signedinteger]:

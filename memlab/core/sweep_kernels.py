@@ -13,8 +13,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from memlab.core.ranking import placed_before
-from memlab.core.sweep_facts import NOT_CANDIDATE
+from memlab.core.ranking import NOT_CANDIDATE, placed_before
 
 jit = numba.njit(cache=True, nogil=True)
 _placed_before = jit(placed_before)  # the re-sort's rule, compiled from memlab.core.ranking

@@ -24,6 +24,7 @@ import json
 import shutil
 import tempfile
 import uuid
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -75,8 +76,9 @@ class QuestionCheck:
     agree: bool
 
 
-class UserStore:
-    """A collection of the user's, asked only queries: ``run(body)`` -> (point id, score)."""
+class UserStore(ABC):
+    """A collection of the user's, asked only queries: ``run(body)`` -> (point id, score); one
+    subclass per kind of store (qdrant-client, a qdrant-edge shard)."""
 
     kind = ""
     exact = False  # whether the body asks for exact search (``memlab spec --exact``)
@@ -89,11 +91,12 @@ class UserStore:
             return f"the {self.kind} at {self.where}"
         return f"collection {self.collection!r} in {self.where} ({self.kind})"
 
+    @abstractmethod
     def run(self, body: dict[str, Any]) -> list[tuple[int | str, float]]:
-        raise NotImplementedError
+        """(point id, score) of a filled REST body, in the store's order."""
 
     def close(self) -> None:
-        pass
+        return None
 
 
 class ClientStore(UserStore):
