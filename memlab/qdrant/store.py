@@ -238,16 +238,7 @@ class MemoryStore:
 
     def run(self, body: dict[str, Any]) -> list[tuple[int, float]]:
         """(memory index, score) of a REST query body, run through qdrant-client."""
-        req = models.QueryRequest.model_validate(body)
-        res = self.client.query_points(
-            self.collection,
-            prefetch=req.prefetch,
-            query=req.query,
-            query_filter=req.filter,
-            score_threshold=req.score_threshold,
-            limit=req.limit,
-        )
-        return [(int(p.id), float(p.score)) for p in res.points]
+        return [(int(p.id), float(p.score)) for p in run_query(self.client, self.collection, body)]
 
     def spec_body(
         self, vector: np.ndarray, spec: RetrievalSpec, asked: datetime | None = None
@@ -271,6 +262,21 @@ class MemoryStore:
         it are filtered out inside the prefetch, where candidates are chosen.
         """
         return self.run(self.spec_body(vector, spec, asked))
+
+
+def run_query(client: Any, collection: str, body: dict[str, Any]) -> list[models.ScoredPoint]:
+    """The points a REST query body returns (scores only, no payload), through qdrant-client: what
+    ``memlab spec`` prints, run on memlab's collection or on the user's (``memlab verify``)."""
+    req = models.QueryRequest.model_validate(body)
+    return client.query_points(
+        collection,
+        prefetch=req.prefetch,
+        query=req.query,
+        query_filter=req.filter,
+        score_threshold=req.score_threshold,
+        limit=req.limit,
+        with_payload=False,
+    ).points
 
 
 def window_conditions(schema: CollectionSchema, start: date, end: date) -> list[dict[str, Any]]:

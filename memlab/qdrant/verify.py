@@ -109,19 +109,12 @@ class ClientStore(UserStore):
         self.exact = url  # a server's HNSW index is approximate; local mode always searches exactly
 
     def run(self, body: dict[str, Any]) -> list[tuple[int | str, float]]:
-        from qdrant_client import models
         from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-        req = models.QueryRequest.model_validate(body)
+        from memlab.qdrant.store import run_query
+
         try:
-            res = self.client.query_points(
-                self.collection,
-                prefetch=req.prefetch,
-                query=req.query,
-                score_threshold=req.score_threshold,
-                limit=req.limit,
-                with_payload=False,
-            )
+            points = run_query(self.client, self.collection, body)
         except UnexpectedResponse as e:  # the server refused it (a date it cannot read, ...)
             reason = (e.content or b"").decode("utf-8", "replace")[:300]
             raise InputError(
@@ -129,7 +122,7 @@ class ClientStore(UserStore):
             ) from None
         except ResponseHandlingException as e:  # the connection went away
             raise UnreachableError(f"{self.describe()}: the query got no answer: {redact(str(e))}") from None
-        return [(p.id, float(p.score)) for p in res.points]
+        return [(p.id, float(p.score)) for p in points]
 
     def close(self) -> None:
         self.client.close()
