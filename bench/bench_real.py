@@ -17,8 +17,8 @@ Steps, each a whole ``memlab`` command in its own process (what a user waits for
   dimensions, two specs, every summary (``--explain-size`` sets both).
 
 Every command's standard output is compared between the trees: ``same_output`` says whether it is
-the same, ``lines_differing`` how many lines moved (each side's output is kept in
-``$TMPDIR/memlab-bench-real/`` for a diff). The last line is one JSON object.
+the same, ``lines_differing`` how many of the earlier revision's lines are not printed now
+(each side's output is kept in ``$TMPDIR/memlab-bench-real/`` for a diff). The last line is one JSON object.
 
 Usage: python bench/bench_real.py [--against REV] [--repeat 3] [--steps metrics,tune,...]
        [--explain-size 100000]
@@ -186,7 +186,7 @@ def main() -> None:
                 **{side: median(t) for side, t in times.items()},
                 **peak,
                 "same_output": outputs["now"] == outputs[args.against],
-                "lines_differing": len(differ) // 2,
+                "lines_differing": sum(ln.startswith("-") for ln in differ),
                 "target_s": TARGETS[step],
             }
             print(step, json.dumps(results[step]), flush=True)
