@@ -552,3 +552,31 @@ def test_an_embedder_of_another_model_is_refused(worlds, tmp_path):
     Other.model = ModelIdentity("e5", "intfloat/e5", tuned["identity"])  # the same model: accepted
     got = Retriever.from_file(path, client=worlds[0].local()[0], collection=COLLECTION, embedder=Other())
     assert isinstance(got.retrieve("anything", REF), list)
+
+
+@pytest.mark.model
+def test_from_a_sweeps_file_the_recorded_model_embeds_the_question(tmp_path, cache_dir, monkeypatch):
+    """End to end: ``memlab sweep --save`` on seed16's embedded scores, memlab's store of its
+    vectors, and the retriever asked each question's text: the model the file records embeds it
+    (no embedder given), and the memories are what ``memlab evaluate --spec`` injects."""
+    from memlab.app.cli import main
+    from memlab.qdrant.store import MemoryStore
+    from memlab.scores.sources import ScoreOptions
+    from memlab.tuning.tuned import tuned_problem
+
+    monkeypatch.setenv("MEMLAB_CACHE_DIR", str(cache_dir))
+    path = tmp_path / "tuned.yaml"
+    assert main(["sweep", "--dataset", "seed16", "--source", "embedded", "--save", str(path)]) == 0
+    problem = tuned_problem(path, "seed16", ScoreOptions())
+    ds = problem.dataset
+    store = MemoryStore.from_dataset(ds, problem.memory_vectors())
+    retriever = Retriever.from_file(path, client=store.client, collection=store.collection)
+    ev = evaluate(problem)
+    injected = 0
+    for q, result in zip(ds.questions, ev.results, strict=True):
+        got = retriever.retrieve(q.text("en"), asked=q.date or ds.reference_date)
+        want = [c for c in result.candidates if c.injected]
+        assert [m.payload["memory_id"] for m in got] == [c.memory_id for c in want], q.id
+        assert all(abs(m.final - c.final) <= TOL for m, c in zip(got, want, strict=True)), q.id
+        injected += len(got)
+    assert injected > 0
