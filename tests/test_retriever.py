@@ -453,12 +453,14 @@ def test_a_missing_payload_field(worlds):
     )
 
 
-def test_a_layout_naming_nested_fields_and_epoch_dates(worlds):
-    """Another application's layout: the text and the user inside ``metadata``, epoch seconds."""
-    world = worlds[0]
-    layout = CollectionSchema(
-        date_field="metadata.ts", date_format="epoch-s", text_field="page_content", user_field="metadata.user"
-    )
+NESTED = CollectionSchema(
+    date_field="metadata.ts", date_format="epoch-s", text_field="page_content", user_field="metadata.user"
+)
+
+
+def nested_collection(world: World) -> QdrantClient:
+    """Another application's layout: the text at the top, the date (epoch seconds) and the user
+    inside ``metadata``."""
     client = QdrantClient(":memory:")
     client.create_collection(
         COLLECTION, vectors_config=models.VectorParams(size=DIM, distance=models.Distance.COSINE)
@@ -477,8 +479,15 @@ def test_a_layout_naming_nested_fields_and_epoch_dates(worlds):
             for i, m in enumerate(world.dataset.memories)
         ],
     )
+    return client
+
+
+def test_a_layout_naming_nested_fields_and_epoch_dates(worlds):
+    world = worlds[0]
     spec = spec_of("exp", "mult")
-    retriever = Retriever.from_spec(spec, client=client, collection=COLLECTION, layout=layout)
+    retriever = Retriever.from_spec(
+        spec, client=nested_collection(world), collection=COLLECTION, layout=NESTED
+    )
     ev = world.reference(spec, "bob")
     for i, result in enumerate(ev.results):
         got = retriever.retrieve(world.queries[i], world.asked[i], user="bob")
@@ -580,3 +589,33 @@ def test_from_a_sweeps_file_the_recorded_model_embeds_the_question(tmp_path, cac
         assert all(abs(m.final - c.final) <= TOL for m, c in zip(got, want, strict=True)), q.id
         injected += len(got)
     assert injected > 0
+
+
+def test_an_imported_datasets_collection_and_layout_come_with_the_file(worlds, tmp_path):
+    """A file tuned on a dataset ``memlab import-qdrant`` wrote: the collection's name and layout
+    are read from its ``dataset.json`` (``qdrant``); a layout given beside it wins."""
+    import json
+
+    world = worlds[0]
+    folder = tmp_path / "imported"
+    folder.mkdir()
+    qdrant = {"collection": COLLECTION, "date_field": "metadata.ts", "date_format": "epoch-s"}
+    (folder / "dataset.json").write_text(
+        json.dumps({"name": "imported", "qdrant": {**qdrant, "text_field": "page_content"}})
+    )
+    spec = spec_of("lin", "add", threshold=-1.0)
+    tuned = TunedSpec(spec, None, "embedded", {"name": "imported", "reference": str(folder)}, ("en",))
+    path = save_tuned(tmp_path / "tuned.yaml", tuned)
+    client = nested_collection(world)
+    retriever = Retriever.from_file(path, client=client)
+    assert retriever.layout == replace(NESTED, user_field=None)
+    got = retriever.retrieve(world.queries[0], world.asked[0])
+    assert [m.id for m in got] == [c.index for c in world.reference(spec).results[0].candidates if c.injected]
+    with pytest.raises(InputError, match="has no payload field 'text'"):
+        Retriever.from_file(path, client=client, layout=replace(NESTED, text_field="text")).retrieve(
+            world.queries[0], world.asked[0]
+        )
+    (folder / "dataset.json").write_text(json.dumps({"qdrant": {**qdrant, "date_format": "rfc"}}))
+    with pytest.raises(InputError) as e:
+        Retriever.from_file(path, client=client)
+    assert one_line(e).startswith(f"{path}: its dataset's {folder / 'dataset.json'}: ")

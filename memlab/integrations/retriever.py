@@ -41,6 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -146,6 +147,30 @@ def merged_filter(
     return tuple(out.items())
 
 
+def imported_collection(tuned: Any) -> dict[str, Any]:
+    """The collection a tuned file's dataset was imported from (``memlab import-qdrant`` records
+    its name and layout in the folder's ``dataset.json``: ``qdrant``), when the file names the
+    dataset by a folder that is there; else nothing (a packaged dataset, memlab's own layout)."""
+    import json
+
+    from memlab.core.textfiles import read_text
+    from memlab.datasets.declared import declared_qdrant
+
+    reference = tuned.dataset.get("reference")
+    meta = Path(reference) / "dataset.json" if reference else None
+    if meta is None or not meta.is_file():
+        return {}
+    try:
+        block = json.loads(read_text(meta)).get("qdrant")
+    except (OSError, ValueError, AttributeError) as e:
+        raise InputError(f"{tuned.label}: its dataset's {meta}: not readable: {e}") from None
+    problems: list[str] = []
+    checked = declared_qdrant(block, problems)
+    if problems:
+        raise InputError(f"{tuned.label}: its dataset's {meta}: {problems[0]}")
+    return checked or {}
+
+
 def point_order(point_id: int | str) -> tuple[int, int | str]:
     """The collection's order of point ids, memlab's dataset order of a store: integers
     ascending, then UUIDs (as ``memlab import-qdrant`` reads a collection, by Qdrant's scroll)."""
@@ -214,11 +239,16 @@ class RetrieverCore:
     ):
         """The retriever of a tuned-spec file (``memlab sweep --save``): its spec, its tenant
         filter (a call's ``filter`` may narrow it, never contradict it), its shard count and its
-        model."""
+        model; for a dataset imported from a collection (``memlab import-qdrant``), that
+        collection's name and layout, unless given."""
         from memlab.tuning.tuned import load_tuned
 
         tuned = load_tuned(path)
         record = tuned.collection
+        imported = imported_collection(tuned)
+        if layout is None and imported:
+            layout = CollectionSchema.from_dataset(SimpleNamespace(qdrant=imported))
+        collection = collection or imported.get("collection")
         if record.get("shard_key"):
             options.setdefault("shards", None)  # one shard per key value: the store's own count
         else:
