@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from memlab.core.errors import InputError
+from memlab.core.numbers import check_number
 from memlab.core.ranking import resort_order
 from memlab.core.spec import RetrievalSpec, age_days, unscore
 from memlab.datasets.payload import PayloadValue, filter_text, is_integer
@@ -438,6 +439,8 @@ class RetrieverCore:
                 raise InputError("user: the layout names no user field (CollectionSchema.user_field)")
             given = (*given, *checked_filter({self.layout.user_field: user}, "user"))
         scope = Scope(filters=merged_filter(self.filter, given, self.label))
+        if limit is not None:
+            check_number(limit, "limit", integer=True, minimum=1)
         spec = self.spec if limit is None else replace(self.spec, inject=limit)
         out = []
         for store in self.stores:
