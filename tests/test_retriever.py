@@ -473,9 +473,10 @@ def points_collection(points) -> QdrantClient:
     client.create_collection(
         COLLECTION, vectors_config=models.VectorParams(size=2, distance=models.Distance.COSINE)
     )
-    client.upsert(
-        COLLECTION, points=[models.PointStruct(id=i, vector=[1.0, 0.1 * i], payload=p) for i, p in points]
-    )
+    if points:
+        client.upsert(
+            COLLECTION, points=[models.PointStruct(id=i, vector=[1.0, 0.1 * i], payload=p) for i, p in points]
+        )
     return client
 
 
