@@ -150,3 +150,34 @@ def test_blend_zero_at_the_specs_candidates_is_the_spec_itself(dataset):
         got = sorted(int(pool.index[q, p]) for p in np.flatnonzero(injected[q]))
         assert got == want, result.question_id
     assert sum(len(r.injected) for r in ev.results) > 0  # the case injects something
+
+
+def test_the_exported_pool_query_returns_the_stages_pool_in_qdrant_local_mode():
+    # the query memlab spec prints for a spec with a rerank stage (prefetch and limit = depth, no
+    # score threshold), run through qdrant-client's local mode, against the study's pool: the same
+    # memories, with the post-bonus scores the stage blends
+    from datetime import UTC, datetime, timedelta
+
+    from memlab.core.ranking import candidate_lists
+    from memlab.core.spec import age_days
+    from memlab.qdrant.query import spec_body
+    from memlab.qdrant.store import MemoryStore
+
+    ref = datetime(2026, 9, 10, tzinfo=UTC)
+    rng = np.random.default_rng(3)
+    n, dim, depth = 120, 16, 20
+    vecs = rng.normal(size=(n, dim)).astype(np.float32)
+    dates = [ref - timedelta(seconds=int(s)) for s in rng.integers(0, 60 * 86400, size=n)]
+    store = MemoryStore(dim)
+    store.add([f"m{i}" for i in range(n)], vecs, dates)
+    ages = age_days(np.array([d.replace(tzinfo=None) for d in dates], dtype="datetime64[s]"), ref)
+    spec = RetrievalSpec(candidates=5, inject=3, threshold=0.9, bonus=0.2, tau_days=7, reference_date=ref)
+    queries = vecs[rng.integers(0, n, 10)] + rng.normal(scale=0.5, size=(10, dim))
+    raw = store.score_table(queries)
+    pool = candidate_lists(raw, depth)
+    for q, vec in enumerate(queries):
+        body = spec_body(spec, store.schema, vec.tolist(), ref, pool=depth)
+        got = dict(store.run(body))
+        assert set(got) == {int(i) for i in pool[q]}  # every candidate of the pool, none thresholded
+        want = spec.final(raw[q, pool[q]], ages[pool[q]])
+        np.testing.assert_allclose([got[int(i)] for i in pool[q]], want, atol=1e-6)
