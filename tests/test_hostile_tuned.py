@@ -18,7 +18,7 @@ from memlab.datasets.schema import dataset_dir
 
 pytestmark = pytest.mark.hostile
 ALLOWED = (
-    "allowed: memlab_tuned_spec, spec, model, source, dataset, languages, selection, tuned_at, collection"
+    "allowed: memlab_tuned_spec, spec, model, source, dataset, languages, selection, tuned_at, collection, rerank"
 )
 
 
