@@ -181,3 +181,24 @@ def test_the_exported_pool_query_returns_the_stages_pool_in_qdrant_local_mode():
         assert set(got) == {int(i) for i in pool[q]}  # every candidate of the pool, none thresholded
         want = spec.final(raw[q, pool[q]], ages[pool[q]])
         np.testing.assert_allclose([got[int(i)] for i in pool[q]], want, atol=1e-6)
+
+
+def test_a_held_out_fold_applies_the_stage_tuned_on_the_other_rows():
+    from memlab.studies.rerank import RerankPool, fold_stage
+
+    rng = np.random.default_rng(5)
+    raw, final, rerank = random_pools(rng, q=12, p=6)
+    relevant = np.isfinite(raw) & (rng.random(raw.shape) < 0.3)
+    pool = RerankPool(np.where(np.isfinite(raw), 0, -1), raw, final, relevant, rng.random(12) < 0.3)
+    tune, held = np.arange(8), np.arange(8, 12)
+    chosen, injected = fold_stage(pool, rerank, tune, held, 2, depths=[2, 6], blends=[0.0, 1.0])
+    # the chosen row is the best of the tuning rows' sweep, and the held-out mask is that
+    # configuration through the reference on the held-out rows alone
+    sub = pool.rows(tune)
+    ts = [chosen["threshold"]]
+    table = stage_sweep(sub.raw, sub.final, rerank[tune], sub.relevant, sub.nohit, [2, 6], [0.0, 1.0], ts, 2)
+    assert chosen["utility"] == table["utility"].max()
+    _, want = stage_injected(
+        raw[held], final[held], rerank[held], int(chosen["depth"]), chosen["blend"], chosen["threshold"], 2
+    )
+    assert (injected == want).all()

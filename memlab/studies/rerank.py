@@ -198,3 +198,39 @@ def rerank_study(
         "questions": int(pool.index.shape[0]),
     }
     return RerankStudy(table, base, chosen, stage, pool, scores, details)
+
+
+def fold_stage(
+    pool: RerankPool,
+    rerank: np.ndarray,
+    tune_rows: np.ndarray,
+    eval_rows: np.ndarray,
+    inject: int,
+    *,
+    depths: Sequence[int] = DEPTHS,
+    blends: Sequence[float] = BLENDS,
+    thresholds: Sequence[float] | None = None,
+) -> tuple[dict[str, Any], np.ndarray]:
+    """One held-out fold: the stage tuned on ``tune_rows`` (the sweep, ``choose``; thresholds
+    spanning the tuning rows' blended scores when not given) and applied to ``eval_rows`` by the
+    one-config reference: (the chosen row, the evaluated rows' injected mask, (len(eval_rows), P))."""
+    from memlab.core.rerank_stage import stage_injected
+
+    tune, held = pool.rows(tune_rows), pool.rows(eval_rows)
+    ts = (
+        thresholds_for(tune, rerank[tune_rows], blends, THRESHOLD_STEPS) if thresholds is None else thresholds
+    )
+    table = stage_sweep(
+        tune.raw, tune.final, rerank[tune_rows], tune.relevant, tune.nohit, depths, blends, ts, inject
+    )
+    chosen = table.iloc[choose(table)].to_dict()
+    _, injected = stage_injected(
+        held.raw,
+        held.final,
+        rerank[eval_rows],
+        int(chosen["depth"]),
+        float(chosen["blend"]),
+        float(chosen["threshold"]),
+        inject,
+    )
+    return chosen, injected
