@@ -47,9 +47,14 @@ def test_p_yes_from_a_real_servers_logprobs(server, tmp_path):
     one = score_pairs(reranker, PAIRS, cache)
     assert all(0.0 <= s <= 1.0 for s in one) and reranker.requests == 4
     assert len(set(one)) > 1  # the probabilities depend on the pair
-    # temperature 0, one token: the same again, sent again (no cache), two at a time
-    again = score_pairs(Reranker(RerankerConfig("chat", server.url, attempts=1)), PAIRS, concurrency=2)
-    assert again == pytest.approx(one, abs=1e-6)
+    # temperature 0, one token: the same again, sent again one at a time (no cache)
+    again = score_pairs(Reranker(RerankerConfig("chat", server.url, attempts=1)), PAIRS)
+    assert again == pytest.approx(one, abs=1e-9)
+    # two at a time: llama-server batches the two slots together, and its logits then differ in
+    # the last digits (measured: 0.0759 one at a time, 0.0771 beside another request), so the
+    # same to 0.01, not to the bit
+    two = score_pairs(Reranker(RerankerConfig("chat", server.url, attempts=1)), PAIRS, concurrency=2)
+    assert two == pytest.approx(one, abs=0.01)
     cached = Reranker(RerankerConfig("chat", server.url, attempts=1))
     assert score_pairs(cached, PAIRS, ScoreCache(tmp_path)) == one and cached.requests == 0
 
