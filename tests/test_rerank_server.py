@@ -92,3 +92,49 @@ def test_memlab_rerank_runs_the_stage_on_seed16(server, tmp_path, capsys):
     assert main(["spec", "--spec", str(tuned), "--format", "json"]) == 0
     spec = json.loads(capsys.readouterr().out)
     assert spec["rerank"] == {**out["stage"], "reranker": "chat", "model": MODEL_ALIAS}
+
+
+@pytest.fixture(scope="module")
+def rerank_server(tmp_path_factory):
+    # llama.cpp's own /v1/rerank (llama-server --reranking) on SmolLM2: the real endpoint's request
+    # and reply, on a model with no reranking head, so its scores are plumbing, not relevance
+    log = tmp_path_factory.mktemp("rerank-endpoint") / "server.log"
+    srv = LocalServer(log=log, engine="cpp", parallel=2, reranking=True)
+    try:
+        srv.start(timeout=120)
+    except ChatError as e:
+        pytest.fail(str(e), pytrace=False)
+    yield srv
+    srv.stop()
+
+
+def test_llama_servers_rerank_endpoint_through_the_client(rerank_server, tmp_path):
+    reranker = Reranker(RerankerConfig("endpoint", rerank_server.url, attempts=1))
+    query, docs = PAIRS[0][0], [d for _, d in PAIRS[:2]]
+    together = reranker.score(query, docs)
+    assert all(np.isfinite(together)) and together[0] != together[1]
+    # one request for both documents, or one each: the same scores (measured bit for bit here)
+    assert [reranker.score(query, [d])[0] for d in docs] == together
+    cache = ScoreCache(tmp_path)
+    pairs = [(q, d) for q, d in PAIRS]
+    first = score_pairs(reranker, pairs, cache, concurrency=2)
+    again = Reranker(RerankerConfig("endpoint", rerank_server.url, attempts=1))
+    assert score_pairs(again, pairs, ScoreCache(tmp_path)) == first and again.requests == 0
+    assert first[:2] == together
+
+
+def test_memlab_rerank_with_llama_servers_endpoint(rerank_server, capsys):
+    from memlab.scores.problem import build_problem
+    from memlab.scores.sources import ScoreOptions
+    from memlab.studies.rerank import rerank_pool
+
+    args = ["rerank", "--dataset", "seed16", "--source", "published", "--reranker", "endpoint"]
+    args += ["--rerank-url", rerank_server.url, "--rerank-depth", "8", "--rerank-blend", "0,1", "--no-cache"]
+    assert main([*args, "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    pool = rerank_pool(build_problem("seed16", ScoreOptions(source="published")), 8)
+    # the endpoint scores a question's whole pool in one request
+    assert out["reranker"]["requests"] == int((pool.index >= 0).any(axis=1).sum())
+    assert out["reranker"]["pairs"] == int((pool.index >= 0).sum())
+    assert {r["blend"] for r in out["table"]} == {0.0, 1.0}
+    assert out["chosen"]["utility"] == max(r["utility"] for r in out["table"])
