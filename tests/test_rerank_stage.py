@@ -202,3 +202,30 @@ def test_a_held_out_fold_applies_the_stage_tuned_on_the_other_rows():
         raw[held], final[held], rerank[held], int(chosen["depth"]), chosen["blend"], chosen["threshold"], 2
     )
     assert (injected == want).all()
+
+
+def test_the_printed_python_pool_query_returns_the_pool_unthresholded():
+    from datetime import UTC, datetime, timedelta
+
+    from memlab.core.ranking import candidate_lists
+    from memlab.qdrant.query import python_snippet
+    from memlab.qdrant.store import MemoryStore
+
+    ref = datetime(2026, 9, 10, tzinfo=UTC)
+    rng = np.random.default_rng(4)
+    n, dim, depth = 50, 8, 12
+    vecs = rng.normal(size=(n, dim)).astype(np.float32)
+    store = MemoryStore(dim)
+    store.add(
+        [f"m{i}" for i in range(n)], vecs, [ref - timedelta(days=int(d)) for d in rng.integers(0, 30, n)]
+    )
+    spec = RetrievalSpec(candidates=4, inject=2, threshold=5.0, bonus=0.1, tau_days=7)  # no cosine reaches 5
+    namespace: dict = {}
+    exec(python_snippet(spec, store.schema, pool=depth), namespace)  # the very text memlab prints
+    vec = rng.normal(size=dim)
+    got = namespace["recall"](store.client, store.collection, vec, now=ref)
+    pool = candidate_lists(store.score_table(np.asarray([vec])), depth)[0]
+    assert sorted(int(p.id) for p in got) == sorted(int(i) for i in pool)
+    plain: dict = {}
+    exec(python_snippet(spec, store.schema), plain)
+    assert plain["recall"](store.client, store.collection, vec, now=ref) == []  # the spec thresholds all
