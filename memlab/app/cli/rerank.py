@@ -21,6 +21,8 @@ from memlab.app.cli.options import (
 from memlab.core.errors import InputError
 from memlab.core.rerank_stage import RERANKERS
 from memlab.output.io import json_ready
+from memlab.rerank.clients import REQUEST_SHAPES, RerankerConfig
+from memlab.studies.rerank import BLENDS, DEPTHS
 
 
 def number_list(text: str, flag: str, kind=float) -> list:
@@ -43,7 +45,7 @@ def measured(row) -> str:
 
 def cmd_rerank(args: argparse.Namespace) -> int:
     from memlab.rerank.cache import ScoreCache
-    from memlab.rerank.clients import Reranker, RerankerConfig
+    from memlab.rerank.clients import Reranker
     from memlab.rerank.scoring import check_concurrency
     from memlab.studies.rerank import choose, rerank_study
 
@@ -155,35 +157,40 @@ def add_rerank_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--rerank-timeout",
         type=float,
-        default=120.0,
+        default=RerankerConfig.timeout,
         help="seconds one request may take, whole (default: %(default)s)",
     )
-    g.add_argument("--rerank-attempts", type=int, default=3, help="tries per request (default: %(default)s)")
+    g.add_argument(
+        "--rerank-attempts",
+        type=int,
+        default=RerankerConfig.attempts,
+        help="tries per request (default: %(default)s)",
+    )
     g.add_argument(
         "--rerank-concurrency", type=int, default=1, help="requests in flight at once (default: %(default)s)"
     )
     g.add_argument(
         "--rerank-top-logprobs",
         type=int,
-        default=20,
+        default=RerankerConfig.top_logprobs,
         help="the chat reranker's top logprobs asked for (default: %(default)s)",
     )
     g.add_argument(
         "--rerank-request",
-        choices=["documents", "texts"],
-        default="documents",
+        choices=list(REQUEST_SHAPES),
+        default=RerankerConfig.request_shape,
         help="the endpoint's request: {model, query, documents, top_n} (llama.cpp, vLLM, Jina, Cohere) or "
         "TEI's {query, texts} (default: %(default)s)",
     )
     s = p.add_argument_group("stage")
     s.add_argument(
         "--rerank-depth",
-        default="8,16,32",
+        default=",".join(map(str, DEPTHS)),
         help="pool depths to sweep, comma-separated (default: %(default)s)",
     )
     s.add_argument(
         "--rerank-blend",
-        default="0,0.25,0.5,0.75,1",
+        default=",".join(f"{b:g}" for b in BLENDS),
         help="weights w of the reranker's score, (1 - w) * final + w * rerank, comma-separated "
         "(default: %(default)s)",
     )
