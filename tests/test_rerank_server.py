@@ -47,14 +47,15 @@ def test_p_yes_from_a_real_servers_logprobs(server, tmp_path):
     one = score_pairs(reranker, PAIRS, cache)
     assert all(0.0 <= s <= 1.0 for s in one) and reranker.requests == 4
     assert len(set(one)) > 1  # the probabilities depend on the pair
-    # temperature 0, one token: the same again, sent again one at a time (no cache)
+    # temperature 0, one token: the same again, sent again (no cache), one and two at a time.
+    # llama-cpp-python's server answers to the bit. llama-server's scores move in the third digit
+    # (its slots' prompt cache, we take it; measured: 0.0759 for the first pair on a fresh server's first
+    # request, 0.0771 on every later one, one or two at a time), so to 0.01 there
+    tol = 0.0 if server.engine == "python" else 0.01
     again = score_pairs(Reranker(RerankerConfig("chat", server.url, attempts=1)), PAIRS)
-    assert again == pytest.approx(one, abs=1e-9)
-    # two at a time: llama-server batches the two slots together, and its logits then differ in
-    # the last digits (measured: 0.0759 one at a time, 0.0771 beside another request), so the
-    # same to 0.01, not to the bit
+    assert again == pytest.approx(one, abs=tol)
     two = score_pairs(Reranker(RerankerConfig("chat", server.url, attempts=1)), PAIRS, concurrency=2)
-    assert two == pytest.approx(one, abs=0.01)
+    assert two == pytest.approx(one, abs=tol)
     cached = Reranker(RerankerConfig("chat", server.url, attempts=1))
     assert score_pairs(cached, PAIRS, ScoreCache(tmp_path)) == one and cached.requests == 0
 
@@ -113,14 +114,15 @@ def test_llama_servers_rerank_endpoint_through_the_client(rerank_server, tmp_pat
     query, docs = PAIRS[0][0], [d for _, d in PAIRS[:2]]
     together = reranker.score(query, docs)
     assert all(np.isfinite(together)) and together[0] != together[1]
-    # one request for both documents, or one each: the same scores (measured bit for bit here)
-    assert [reranker.score(query, [d])[0] for d in docs] == together
+    assert reranker.score(query, docs) == together  # the same request again: the same scores
+    # one request for both documents, or one each: mostly bit for bit, but once measured 0.04
+    # apart (-0.594 against -0.637; its two slots' cache states are our guess at why)
+    assert [reranker.score(query, [d])[0] for d in docs] == pytest.approx(together, abs=0.1)
     cache = ScoreCache(tmp_path)
-    pairs = [(q, d) for q, d in PAIRS]
-    first = score_pairs(reranker, pairs, cache, concurrency=2)
+    first = score_pairs(reranker, PAIRS, cache, concurrency=2)
+    assert len(first) == len(PAIRS) and all(np.isfinite(first))
     again = Reranker(RerankerConfig("endpoint", rerank_server.url, attempts=1))
-    assert score_pairs(again, pairs, ScoreCache(tmp_path)) == first and again.requests == 0
-    assert first[:2] == together
+    assert score_pairs(again, PAIRS, ScoreCache(tmp_path)) == first and again.requests == 0
 
 
 def test_memlab_rerank_with_llama_servers_endpoint(rerank_server, capsys):
