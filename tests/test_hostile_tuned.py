@@ -17,9 +17,7 @@ from memlab.app.cli import main
 from memlab.datasets.schema import dataset_dir
 
 pytestmark = pytest.mark.hostile
-ALLOWED = (
-    "allowed: memlab_tuned_spec, spec, model, source, dataset, languages, selection, tuned_at, collection"
-)
+ALLOWED = "allowed: memlab_tuned_spec, spec, model, source, dataset, languages, selection, tuned_at, collection, rerank"
 
 
 @pytest.fixture(scope="module")

@@ -146,7 +146,7 @@ def test_published_scores_beside_a_file_tuned_on_embedded_ones_name_the_model_no
             lambda d: d.update(extra=1),
             "extra:",
             "extra: unknown field (allowed: memlab_tuned_spec, spec, model, source, dataset, languages, "
-            "selection, tuned_at, collection)",
+            "selection, tuned_at, collection, rerank)",
         ),
         (lambda d: d.update(languages=[]), "languages:", "languages: expected a list of languages, got []"),
         (

@@ -19,16 +19,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import warnings
 from pathlib import Path
 from typing import Any
 
 from memlab.answers.chat import Reply, reply_problem
 from memlab.core.errors import EmbeddingError, MemlabError
-from memlab.core.files import NOFOLLOW, write_new_file
+from memlab.core.files import write_new_file
 from memlab.core.http import MAX_REPLY_BYTES
-from memlab.embedding.cache import NONBLOCK, CacheWarning, cache_folder, default_cache_dir, entry_problem
+from memlab.embedding.cache import CacheWarning, cache_folder, default_cache_dir, read_json_entry
 
 FORMAT = 1
 # an entry holds a request and a reply of at most MAX_REPLY_BYTES: one far larger was not written here
@@ -101,28 +100,10 @@ class ReplyCache:
 
 
 def read_entry(path: Path) -> tuple[Any, str | None]:
-    """(the entry's JSON, None), (None, None) when there is none, or (None, why it is unusable):
-    only a regular file of the current user is read, opened without following a link (its
-    folders are checked before: ``ReplyCache.checked_path``)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | NOFOLLOW | NONBLOCK)  # a FIFO: opened at once, refused
-    except FileNotFoundError:
-        return None, None
-    except OSError as e:  # ELOOP: a symbolic link; EISDIR ...
-        link = os.path.islink(path)
-        return None, "a symbolic link, not a regular file" if link else f"unreadable ({e.strerror})"
-    problem = entry_problem(os.fstat(fd))  # before fdopen, which refuses a folder by raising
-    if problem is not None:
-        os.close(fd)
-        return None, problem
-    with os.fdopen(fd, "rb") as fh:
-        data = fh.read(MAX_ENTRY_BYTES + 1)
-        if len(data) > MAX_ENTRY_BYTES:
-            return None, f"larger than {MAX_ENTRY_BYTES:,} bytes, not an entry memlab wrote"
-        try:
-            return json.loads(data.decode("utf-8")), None
-        except (ValueError, UnicodeDecodeError, RecursionError) as e:
-            return None, f"unreadable ({type(e).__name__})"
+    """(the entry's JSON, None), (None, None) when there is none, or (None, why it is unusable)
+    (``memlab.embedding.cache.read_json_entry``; its folders are checked before:
+    ``ReplyCache.checked_path``)."""
+    return read_json_entry(path, MAX_ENTRY_BYTES)
 
 
 def chat_request(

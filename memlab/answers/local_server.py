@@ -79,14 +79,16 @@ def llama_server_binary() -> Path:
 
 
 def cpp_server_command(
-    port: int, model: Path | None = None, threads: int = 1, parallel: int = 4
+    port: int, model: Path | None = None, threads: int = 1, parallel: int = 4, reranking: bool = False
 ) -> list[str]:
     """``llama-server`` with ``parallel`` slots (continuous batching, llama.cpp's default), the same
-    model alias, one thread and no weight repacking, as the python server runs (see above)."""
+    model alias, one thread and no weight repacking, as the python server runs (see above).
+    ``reranking``: its ``/v1/rerank`` endpoint on (``--reranking``: rank pooling; on SmolLM2, which
+    has no reranking head, its scores are plumbing, not relevance)."""
     args = [str(llama_server_binary()), "--model", str(model or packaged_model()), "--alias", MODEL_ALIAS]
     args += ["--host", HOST, "--port", str(port), "--threads", str(threads), "--threads-batch", str(threads)]
     args += ["--parallel", str(parallel), "--ctx-size", str(CTX_PER_SLOT * parallel), "--cont-batching"]
-    return [*args, "--no-repack", "--no-webui"]
+    return [*args, "--no-repack", "--no-webui", *(["--reranking"] if reranking else [])]
 
 
 class LocalServer:
@@ -102,6 +104,7 @@ class LocalServer:
         log: Path | None = None,
         engine: str = "python",
         parallel: int = 1,
+        reranking: bool = False,
     ):
         if engine not in ENGINES:
             raise ValueError(f"engine: expected one of {', '.join(ENGINES)}, got {engine!r}")
@@ -109,12 +112,12 @@ class LocalServer:
         self.model = model or packaged_model()
         self.threads = threads
         self.log = log
-        self.engine, self.parallel = engine, parallel
+        self.engine, self.parallel, self.reranking = engine, parallel, reranking
         self.process: subprocess.Popen | None = None
 
     def command(self) -> list[str]:
         if self.engine == "cpp":
-            return cpp_server_command(self.port, self.model, self.threads, self.parallel)
+            return cpp_server_command(self.port, self.model, self.threads, self.parallel, self.reranking)
         return server_command(self.port, self.model, self.threads)
 
     @property

@@ -144,6 +144,32 @@ def read_entry_text(path: Path) -> str | None:
             return None
 
 
+def read_json_entry(path: Path, max_bytes: int) -> tuple[object, str | None]:
+    """A JSON cache entry (the chat replies', the reranker scores'): (its JSON, None), (None, None)
+    when there is none, or (None, why it is unusable). Only a regular file of the current user is
+    read, opened without following a link and non-blocking (a FIFO is refused at once), at most
+    ``max_bytes``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW | NONBLOCK)
+    except FileNotFoundError:
+        return None, None
+    except OSError as e:  # ELOOP: a symbolic link; EISDIR ...
+        link = os.path.islink(path)
+        return None, "a symbolic link, not a regular file" if link else f"unreadable ({e.strerror})"
+    problem = entry_problem(os.fstat(fd))  # before fdopen, which refuses a folder by raising
+    if problem is not None:
+        os.close(fd)
+        return None, problem
+    with os.fdopen(fd, "rb") as fh:
+        data = fh.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        return None, f"larger than {max_bytes:,} bytes, not an entry memlab wrote"
+    try:
+        return json.loads(data.decode("utf-8")), None
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        return None, f"unreadable ({type(e).__name__})"
+
+
 def vector_problem(vec: np.ndarray, dim: int | None = None) -> str | None:
     """Why ``vec`` cannot be a cached embedding, or None."""
     if vec.ndim != 1 or vec.size == 0 or vec.dtype.kind != "f":

@@ -186,19 +186,30 @@ def spec_body(
     *,
     extra_conditions: Sequence[dict[str, Any]] = (),
     exact: bool = False,
+    pool: int | None = None,
 ) -> dict[str, Any]:
     """The REST body of the spec. ``at``: the query time (None: the placeholder);
     ``extra_conditions``: more prefetch conditions (REST JSON); ``exact``: search without the
-    HNSW index (``params.exact`` in the prefetch, where the vector search happens)."""
+    HNSW index (``params.exact`` in the prefetch, where the vector search happens); ``pool``: the
+    query of a spec followed by a rerank stage in the application (``memlab.core.rerank_stage``):
+    the top ``pool`` by cosine, re-scored and all returned (prefetch and limit ``pool``, no
+    ``score_threshold``: the stage thresholds the blended score)."""
     prefetch: dict[str, Any] = {
         "query": QUERY_VECTOR if vector is None else [float(v) for v in vector],
-        "limit": spec.candidates,
+        "limit": spec.candidates if pool is None else pool,
         "filter": {"must": [not_after(schema, at), *extra_conditions]},
     }
     if schema.vector_name is not None:
         prefetch["using"] = schema.vector_name
     if exact:
         prefetch["params"] = {"exact": True}
+    if pool is not None:
+        return {
+            "prefetch": prefetch,
+            "query": {"formula": formula(spec, schema, at)},
+            "limit": pool,
+            "with_payload": True,
+        }
     return {
         "prefetch": prefetch,
         "query": {"formula": formula(spec, schema, at)},
@@ -239,10 +250,12 @@ def spec_query_json(
     at: datetime | None = None,
     exact: bool = False,
     conditions: Sequence[dict[str, Any]] = (),
+    pool: int | None = None,
 ) -> str:
     """The REST body for ``POST /collections/{name}/points/query``, as printed; ``conditions``:
-    the tenant filter's (``memlab.qdrant.sharding.Scope.conditions``), beside the date cut-off."""
-    body = spec_body(spec, schema, vector, at, extra_conditions=conditions, exact=exact)
+    the tenant filter's (``memlab.qdrant.sharding.Scope.conditions``), beside the date cut-off;
+    ``pool``: the pool a rerank stage reranks (``spec_body``)."""
+    body = spec_body(spec, schema, vector, at, extra_conditions=conditions, exact=exact, pool=pool)
     return json.dumps(body, indent=2, ensure_ascii=False)
 
 
@@ -276,10 +289,12 @@ def python_snippet(
     at: datetime | None = None,
     exact: bool = False,
     conditions: Sequence[dict[str, Any]] = (),
+    pool: int | None = None,
 ) -> str:
     """A ready qdrant-client function: the query vector and the query time in, the memories to
-    inject out (best first); ``conditions`` as in ``spec_query_json``."""
-    body = spec_body(spec, schema, None, at, extra_conditions=conditions, exact=exact)
+    inject out (best first); ``conditions`` as in ``spec_query_json``; ``pool``: the memories a
+    rerank stage reranks instead (``spec_body``: no threshold, ``pool`` of them)."""
+    body = spec_body(spec, schema, None, at, extra_conditions=conditions, exact=exact, pool=pool)
     body = pprint.pformat(_as_python(body, schema), width=96, sort_dicts=False)
     units = int(DATE_FORMATS[schema.date_format][0])
     cutoff = (
@@ -290,6 +305,17 @@ def python_snippet(
     )
     frozen = (
         "" if at is None else f"\n    # frozen by --at: the query time is {rfc3339(at)}, whatever `now` is"
+    )
+    tail = (
+        f"""
+    # Qdrant >= {MIN_SERVER_VERSION} keeps score >= threshold (float32) itself; older servers ignore
+    # score_threshold in formula queries, so the same inclusive rule is applied here too
+    return [p for p in points if np.float32(p.score) >= np.float32(THRESHOLD)]"""
+        if pool is None
+        else """
+    # the pool of the rerank stage: the application scores each point by its reranker, blends,
+    # thresholds and injects (memlab spec prints the stage)
+    return points"""
     )
     return f'''import re
 import unicodedata
@@ -320,10 +346,7 @@ def recall(client: QdrantClient, collection: str, vector, now: datetime | None =
         score_threshold=request.score_threshold,
         limit=request.limit,
         with_payload=True,
-    ).points
-    # Qdrant >= {MIN_SERVER_VERSION} keeps score >= threshold (float32) itself; older servers ignore
-    # score_threshold in formula queries, so the same inclusive rule is applied here too
-    return [p for p in points if np.float32(p.score) >= np.float32(THRESHOLD)]
+    ).points{tail}
 '''
 
 

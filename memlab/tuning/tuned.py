@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from memlab.core.errors import InputError, MemlabWarning
 from memlab.core.files import atomic_write_text
 from memlab.core.numbers import shown
+from memlab.core.rerank_stage import RerankStage
 from memlab.core.shards import MAX_SHARDS
 from memlab.core.spec import RetrievalSpec
 from memlab.core.textfiles import read_text
@@ -52,6 +53,14 @@ TOP_KEYS = (
     "selection",
     "tuned_at",
     "collection",
+    "rerank",
+)
+# the rerank stage's record (``memlab.core.rerank_stage.RerankStage``) and the note beside it
+RERANK_KEYS = ("reranker", "model", "depth", "blend", "threshold", "where")
+RERANK_WHERE = (
+    "in the application, after the exported Qdrant query: the query returns `depth` candidates "
+    "(no score threshold), the application scores each by the reranker and keeps "
+    "(1 - blend) * final + blend * rerank at or above `threshold`, then injects the spec's `inject`"
 )
 # every file of a dataset folder that changes what is measured: the records, what dataset.json
 # declares (criteria, tables, the stored vectors' file), the published scores and their model;
@@ -138,6 +147,8 @@ class TunedSpec:
     path: Path | None = None  # where it was read from
     # the collection it was tuned for: tenant filter (key=value texts), shards, shard key
     collection: dict[str, Any] = field(default_factory=dict)
+    # a rerank stage after the exported query (``memlab rerank --save``); None: none
+    rerank: RerankStage | None = None
 
     @property
     def label(self) -> str:
@@ -157,6 +168,7 @@ class TunedSpec:
             "selection": self.selection,
             "tuned_at": self.tuned_at,
             **({"collection": self.collection} if self.collection else {}),
+            **({"rerank": {**self.rerank.as_dict(), "where": RERANK_WHERE}} if self.rerank else {}),
         }
 
 
@@ -173,8 +185,10 @@ def tuned_spec(
     languages: Sequence[str] | None = None,
     selection: Mapping[str, Any] | None = None,
     now: datetime | None = None,
+    rerank: RerankStage | None = None,
 ) -> TunedSpec:
-    """The record of ``spec`` tuned on ``problem`` (its dataset, scores and model)."""
+    """The record of ``spec`` tuned on ``problem`` (its dataset, scores and model), with the
+    rerank stage tuned after it (``rerank``; None: none)."""
     dataset = problem.dataset
     return TunedSpec(
         spec,
@@ -185,6 +199,7 @@ def tuned_spec(
         dict(selection or {}),
         (now or datetime.now(UTC)).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
         collection=collection_record(problem.scope),
+        rerank=rerank,
     )
 
 
@@ -426,7 +441,33 @@ def load_tuned(path: str | Path) -> TunedSpec:
         str(tuned_at),
         path,
         dict(collection),
+        _rerank_stage(data.get("rerank"), fail),
     )
+
+
+def _rerank_stage(record: Any, fail) -> RerankStage | None:
+    """The ``rerank`` record of a tuned file as a stage (absent: None), each field checked."""
+    if record is None:
+        return None
+    if not isinstance(record, dict):
+        raise fail("rerank", f"expected a mapping of {', '.join(RERANK_KEYS)}")
+    for key in sorted(set(record) - set(RERANK_KEYS), key=str):
+        raise fail(f"rerank.{key}", f"unknown field (allowed: {', '.join(RERANK_KEYS)})")
+    for key in ("reranker", "depth", "blend", "threshold"):
+        if key not in record:
+            raise fail("rerank", f"{key} missing")
+    for key in ("depth", "blend", "threshold"):
+        if isinstance(record[key], bool) or not isinstance(record[key], int | float):
+            raise fail(f"rerank.{key}", f"expected a number, got {record[key]!r:.60}")
+    for key in ("reranker", "model"):
+        if not isinstance(record.get(key, ""), str):
+            raise fail(f"rerank.{key}", f"expected a name, got {record[key]!r:.60}")
+    fields = {k: record[k] for k in ("reranker", "depth", "blend", "threshold")}
+    try:
+        return RerankStage(**fields, model=record.get("model", ""))
+    except InputError as e:  # "<field>: expected ..."
+        name, _, problem = str(e).partition(": ")
+        raise fail(f"rerank.{name}" if name in RERANK_KEYS else "rerank", problem or str(e)) from None
 
 
 def merge_spec(tuned: TunedSpec, given: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:

@@ -11,12 +11,24 @@ import threading
 import warnings
 from collections.abc import Sequence
 
-from memlab.app.cli import answers, benchmark, calibrate, data, explain, run, studies, sweep, tuning, verify
+from memlab.app.cli import (
+    answers,
+    benchmark,
+    calibrate,
+    data,
+    explain,
+    rerank,
+    run,
+    studies,
+    sweep,
+    tuning,
+    verify,
+)
 from memlab.core.errors import MemlabError, MemlabWarning
 from memlab.core.files import discard_pending, forget_inputs
 from memlab.datasets.schema import DatasetError
 
-GROUPS = (tuning, verify, explain, sweep, benchmark, studies, calibrate, data, answers, run)
+GROUPS = (tuning, verify, explain, sweep, rerank, benchmark, studies, calibrate, data, answers, run)
 NEGATIVE_VALUE = re.compile(r"^-\.?\d")
 
 

@@ -262,6 +262,11 @@ def cmd_spec(args: argparse.Namespace) -> int:
     if shortfall:
         warnings.warn(shortfall, MemlabWarning, stacklevel=1)
     vector = problem.embed_queries([question.text(args.lang)])[0] if question is not None else None
+    # a rerank stage after the query (memlab rerank --save): the query returns its pool, unthresholded
+    stage = getattr(getattr(args, "tuned", None), "rerank", None)
+    pool = None if stage is None else stage.depth
+    if stage is not None and args.format != "setup":
+        print(f"rerank stage: {stage.describe()}", file=sys.stderr)
     if args.format == "qdrant-json":
         holes = (["the query vector (pass --question ID to embed one)"] if vector is None else []) + (
             ["the query time (the decay's target and the cut-off; --at DATE freezes it)"]
@@ -270,14 +275,19 @@ def cmd_spec(args: argparse.Namespace) -> int:
         )
         if holes:
             print(f"placeholders to fill: {'; '.join(holes)}", file=sys.stderr)
-        emit(spec_query_json(spec, vector, schema, at, exact=args.exact, conditions=conditions), args.output)
+        body = spec_query_json(spec, vector, schema, at, exact=args.exact, conditions=conditions, pool=pool)
+        emit(body, args.output)
     elif args.format == "python":
-        emit(python_snippet(spec, schema, at, exact=args.exact, conditions=conditions), args.output)
+        emit(
+            python_snippet(spec, schema, at, exact=args.exact, conditions=conditions, pool=pool), args.output
+        )
     elif args.format == "json":
         extra = {"filter": {"must": conditions}} if conditions else {}
-        emit(json.dumps({**spec.as_dict(), **extra}, indent=2), args.output)
+        rerank = {"rerank": stage.as_dict()} if stage is not None else {}
+        emit(json.dumps({**spec.as_dict(), **extra, **rerank}, indent=2), args.output)
     else:
-        emit(spec_line(spec) + (f"; filter {filter_text(scope.filters)}" if conditions else ""), args.output)
+        line = spec_line(spec) + (f"; filter {filter_text(scope.filters)}" if conditions else "")
+        emit(line + (f"; then {stage.describe()}" if stage is not None else ""), args.output)
     return 0
 
 
