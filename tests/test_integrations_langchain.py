@@ -1,0 +1,120 @@
+"""LangChain: a store written by langchain-qdrant's own ``QdrantVectorStore``, imported by the
+``langchain`` preset, and memlab's tuned retriever beside LangChain's default one on it."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("langchain_qdrant", reason="the langchain extra (make test installs it)")
+
+from langchain_core.embeddings import Embeddings
+from langchain_qdrant import QdrantVectorStore
+from qdrant_client import QdrantClient
+
+from memlab.datasets.schema import dataset_dir, load_dataset
+from memlab.embedding.embedder import make_embedder
+from memlab.importers.qdrant import import_qdrant
+
+pytestmark = [pytest.mark.framework, pytest.mark.model]
+
+COMPANION = dataset_dir("example-companion")
+# two users in one collection: the companion's own memories are ann's, two more are bob's
+BOB = [
+    ("b1", "2026-11-28", "The user lives in Leeds and hates tea."),
+    ("b2", "2026-11-20", "The user moved to Paris."),
+]
+
+
+class MemlabEmbeddings(Embeddings):
+    """LangChain's embedding interface over memlab's embedder: the store holds the vectors of
+    the model memlab embeds the questions with."""
+
+    def __init__(self, embedder):
+        self.embedder = embedder
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.embedder.encode_documents(list(texts)).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embedder.encode_queries([text])[0].tolist()
+
+
+@pytest.fixture(scope="module")
+def embedder(tmp_path_factory):
+    return make_embedder(None, cache_dir=tmp_path_factory.mktemp("cache"))
+
+
+def companion_memories() -> list[dict]:
+    rows = [json.loads(line) for line in (COMPANION / "memories.jsonl").read_text().splitlines()]
+    return [{"id": r["id"], "date": r["date"], "text": r["text"], "user": "ann"} for r in rows] + [
+        {"id": i, "date": d, "text": t, "user": "bob"} for i, d, t in BOB
+    ]
+
+
+def write_store(path: Path, embedder) -> list[dict]:
+    """The memories written as a LangChain application writes them: ``from_texts`` with the
+    user's metadata (the date, the user, the application's own id) and point ids it chose."""
+    written = companion_memories()
+    store = QdrantVectorStore.from_texts(
+        [m["text"] for m in written],
+        embedding=MemlabEmbeddings(embedder),
+        metadatas=[{"date": m["date"], "user_id": m["user"], "memory_id": m["id"]} for m in written],
+        ids=[str(uuid.uuid5(uuid.NAMESPACE_URL, m["id"])) for m in written],
+        path=str(path),
+        collection_name="memories",
+    )
+    store.client.close()
+    return written
+
+
+def test_the_preset_imports_what_langchain_wrote(tmp_path, embedder):
+    written = write_store(tmp_path / "qdrant", embedder)
+    client = QdrantClient(path=str(tmp_path / "qdrant"))  # what LangChain stored, as stored
+    stored = {p.id: p for p in client.scroll("memories", limit=100, with_vectors=True)[0]}
+    client.close()
+    assert {p.payload["page_content"] for p in stored.values()} == {m["text"] for m in written}
+
+    out = import_qdrant(
+        path=str(tmp_path / "qdrant"),
+        collection="memories",
+        preset="langchain",
+        id_field="metadata.memory_id",
+        out=tmp_path / "ds",
+        model="multilingual-e5-small",
+        questions=COMPANION / "questions.jsonl",
+        reference_date="2026-11-29",
+    )
+    ds = load_dataset(out)
+    assert ds.qdrant["date_field"] == "metadata.date"
+    assert ds.qdrant["text_field"] == "page_content"
+    assert ds.qdrant["kept_fields"] == ["metadata.user_id"]
+    by_id = {m.id: m for m in ds.memories}
+    assert sorted(by_id) == sorted(m["id"] for m in written)
+    for m in written:
+        got = by_id[m["id"]]
+        assert got.text("en") == m["text"]
+        assert got.date.date().isoformat() == m["date"]
+        assert dict(got.payload) == {"metadata.user_id": m["user"]}
+        assert got.point_id == str(uuid.uuid5(uuid.NAMESPACE_URL, m["id"]))
+    vectors = np.load(out / "vectors.npy")
+    for row, memory in enumerate(ds.memories):  # the vectors LangChain stored, not re-embedded
+        np.testing.assert_array_equal(vectors[row], np.float32(stored[memory.point_id].vector))
+    assert [q.id for q in ds.questions] == [q.id for q in load_dataset(COMPANION).questions]
+
+
+def test_a_date_field_beside_the_preset_wins(tmp_path, embedder):
+    write_store(tmp_path / "qdrant", embedder)
+    with pytest.raises(Exception, match=r"no point has payload field 'metadata.when' \(--date-field\)"):
+        import_qdrant(
+            path=str(tmp_path / "qdrant"),
+            collection="memories",
+            preset="langchain",
+            date_field="metadata.when",
+            out=tmp_path / "ds",
+        )
+    assert not (tmp_path / "ds").exists()

@@ -1,0 +1,126 @@
+"""LlamaIndex: a store written by llama-index-vector-stores-qdrant's own ``QdrantVectorStore``
+through a ``VectorStoreIndex``, imported by the ``llamaindex`` preset, and memlab's tuned
+retriever beside LlamaIndex's default one on it."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("llama_index.vector_stores.qdrant", reason="the llamaindex extra (make test installs it)")
+
+from llama_index.core import StorageContext, VectorStoreIndex
+from llama_index.core.embeddings import BaseEmbedding
+from llama_index.core.schema import TextNode
+from llama_index.vector_stores.qdrant import QdrantVectorStore
+from pydantic import PrivateAttr
+from qdrant_client import QdrantClient
+
+from memlab.datasets.schema import dataset_dir, load_dataset
+from memlab.embedding.embedder import make_embedder
+from memlab.importers.qdrant import import_qdrant
+
+pytestmark = [pytest.mark.framework, pytest.mark.model]
+
+COMPANION = dataset_dir("example-companion")
+BOB = [
+    ("b1", "2026-11-28", "The user lives in Leeds and hates tea."),
+    ("b2", "2026-11-20", "The user moved to Paris."),
+]
+
+
+class MemlabEmbedding(BaseEmbedding):
+    """LlamaIndex's embedding interface over memlab's embedder."""
+
+    _embedder: object = PrivateAttr()
+
+    def __init__(self, embedder, **kwargs):
+        super().__init__(model_name=embedder.model_id, **kwargs)
+        self._embedder = embedder
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self._embedder.encode_queries([query])[0].tolist()
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._get_query_embedding(query)
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._embedder.encode_documents([text])[0].tolist()
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return self._embedder.encode_documents(list(texts)).tolist()
+
+
+@pytest.fixture(scope="module")
+def embedder(tmp_path_factory):
+    return make_embedder(None, cache_dir=tmp_path_factory.mktemp("cache"))
+
+
+def companion_memories() -> list[dict]:
+    rows = [json.loads(line) for line in (COMPANION / "memories.jsonl").read_text().splitlines()]
+    return [{"id": r["id"], "date": r["date"], "text": r["text"], "user": "ann"} for r in rows] + [
+        {"id": i, "date": d, "text": t, "user": "bob"} for i, d, t in BOB
+    ]
+
+
+def write_store(path: Path, embedder) -> list[dict]:
+    """The memories as nodes of a ``VectorStoreIndex`` over LlamaIndex's Qdrant store, their
+    metadata holding the date, the user and the application's own id."""
+    written = companion_memories()
+    nodes = [
+        TextNode(
+            id_=str(uuid.uuid5(uuid.NAMESPACE_URL, m["id"])),
+            text=m["text"],
+            metadata={"date": m["date"], "user_id": m["user"], "memory_id": m["id"]},
+        )
+        for m in written
+    ]
+    client = QdrantClient(path=str(path))
+    store = QdrantVectorStore(client=client, collection_name="memories")
+    VectorStoreIndex(
+        nodes,
+        storage_context=StorageContext.from_defaults(vector_store=store),
+        embed_model=MemlabEmbedding(embedder),
+    )
+    client.close()
+    return written
+
+
+def test_the_preset_imports_what_llamaindex_wrote(tmp_path, embedder):
+    written = write_store(tmp_path / "qdrant", embedder)
+    client = QdrantClient(path=str(tmp_path / "qdrant"))
+    stored = {p.id: p for p in client.scroll("memories", limit=100, with_vectors=True)[0]}
+    client.close()
+    some = next(iter(stored.values()))
+    assert "text" not in some.payload and "_node_content" in some.payload  # the text is only inside
+
+    out = import_qdrant(
+        path=str(tmp_path / "qdrant"),
+        collection="memories",
+        preset="llamaindex",
+        id_field="memory_id",
+        out=tmp_path / "ds",
+        model="multilingual-e5-small",
+        questions=COMPANION / "questions.jsonl",
+        reference_date="2026-11-29",
+    )
+    ds = load_dataset(out)
+    assert ds.qdrant["date_field"] == "date"
+    assert ds.qdrant["text_field"] == "_node_content.text"
+    assert ds.qdrant["vector_name"] is None  # LlamaIndex's one dense vector, unnamed unless hybrid
+    assert ds.qdrant["kept_fields"] == ["user_id"]
+    by_id = {m.id: m for m in ds.memories}
+    assert sorted(by_id) == sorted(m["id"] for m in written)
+    for m in written:
+        got = by_id[m["id"]]
+        assert got.text("en") == m["text"]
+        assert got.date.date().isoformat() == m["date"]
+        assert dict(got.payload) == {"user_id": m["user"]}
+        assert got.point_id == str(uuid.uuid5(uuid.NAMESPACE_URL, m["id"]))
+    vectors = np.load(out / "vectors.npy")
+    for row, memory in enumerate(ds.memories):
+        np.testing.assert_array_equal(vectors[row], np.float32(stored[memory.point_id].vector))
