@@ -3,6 +3,7 @@
 from memlab.core.criteria import SEED_CRITERIA, Criterion
 from memlab.core.spec import RetrievalSpec, final_score, recency_bonus, recency_weight, retrieve
 from memlab.datasets.schema import Dataset, DatasetError, Memory, Question, load_dataset
+from memlab.integrations.retriever import AsyncRetriever, RetrievedMemory, Retriever
 from memlab.scores.problem import RetrievalProblem, build_problem
 from memlab.scores.sources import SOURCES, ScoreOptions, ScoreTable, load_scores
 from memlab.tuning.evaluate import SEED_CANDIDATES, Evaluation, candidate_table, evaluate
@@ -14,6 +15,7 @@ __all__ = [
     "SEED_CANDIDATES",
     "SEED_CRITERIA",
     "SOURCES",
+    "AsyncRetriever",
     "Criterion",
     "Dataset",
     "DatasetError",
@@ -22,6 +24,8 @@ __all__ = [
     "Question",
     "RetrievalProblem",
     "RetrievalSpec",
+    "RetrievedMemory",
+    "Retriever",
     "ScoreOptions",
     "ScoreTable",
     "TunedSpec",

@@ -145,6 +145,20 @@ def rescore(
     return lookup(COMBINES, combine, "combine").score(raw, weight, bonus)
 
 
+def unscore(
+    final: np.ndarray | float, weight: np.ndarray | float, bonus: np.ndarray | float, combine: str = "add"
+) -> np.ndarray:
+    """The raw cosine behind a post-bonus score: ``rescore`` inverted. Every combine is affine in
+    the raw score (``raw + bonus * w``, ``raw * (1 + bonus * w)``), so ``final = a * raw + b``
+    with ``b`` its score at raw 0 and ``a`` its rise to raw 1 (``a >= 1``: the bonus and the
+    weight are never negative). What a Qdrant formula query returns is the final score alone;
+    this gives back the raw one (``memlab.Retriever``)."""
+    score = lookup(COMBINES, combine, "combine").score
+    b = score(0.0, weight, bonus)
+    a = score(1.0, weight, bonus) - b
+    return (np.asarray(final, dtype=np.float64) - b) / a
+
+
 def final_score(
     raw: np.ndarray | float,
     age: np.ndarray | float,

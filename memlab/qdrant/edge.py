@@ -264,6 +264,12 @@ def upsert(
     shard.update(qe.UpdateOperation.upsert_points(points))
 
 
+def query_points(shard, body: dict[str, Any]) -> list:
+    """The engine's scored points of a filled REST body (with their payloads when the body asks
+    for them: ``with_payload``), in the engine's order."""
+    return list(shard.query(to_edge(body)))
+
+
 def run(shard, body: dict[str, Any]) -> list[tuple[Any, float]]:
     """(point id, score) of a filled REST body, in the engine's order."""
-    return [(p.id, float(p.score)) for p in shard.query(to_edge(body))]
+    return [(p.id, float(p.score)) for p in query_points(shard, body)]

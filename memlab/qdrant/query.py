@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 import pprint
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -71,12 +71,18 @@ class CollectionSchema:
     date_format: str = "iso"
     vector_name: str | None = None  # None: the collection's one unnamed vector
     id_field: str = "memory_id"  # payload field with the application's own memory id
+    text_field: str = "text"  # payload field with the memory's text
+    # payload field naming the memory's user (tenant), for ``memlab.Retriever``'s ``user=``;
+    # None: the collection holds one user's memories, or the filter names its field itself
+    user_field: str | None = None
 
     def __post_init__(self) -> None:
         lookup(DATE_FORMATS, self.date_format, "date format")
-        for name in ("date_field", "id_field"):
+        for name in ("date_field", "id_field", "text_field"):
             if not isinstance(getattr(self, name), str) or not getattr(self, name):
                 raise InputError(f"CollectionSchema.{name} must be a payload field name")
+        if self.user_field is not None and (not isinstance(self.user_field, str) or not self.user_field):
+            raise InputError("CollectionSchema.user_field must be a payload field name or None")
         if self.vector_name == "":
             object.__setattr__(self, "vector_name", None)
 
@@ -89,7 +95,29 @@ class CollectionSchema:
             date_format=meta.get("date_format", "iso"),
             vector_name=meta.get("vector_name"),
             id_field=meta.get("id_field") or "memory_id",
+            text_field=meta.get("text_field") or "text",
         )
+
+    def read(self, payload: Mapping[str, Any], name: str) -> Any:
+        """The value of payload field ``name`` (a Qdrant key: ``metadata.user_id`` reaches into
+        the object ``metadata``, as Qdrant's filters and formulas read it; a key holding the dot
+        itself is read first). Raises ``KeyError`` when the payload has no such field."""
+        if name in payload:
+            return payload[name]
+        value: Any = payload
+        for part in name.split("."):
+            if not isinstance(value, Mapping) or part not in value:
+                raise KeyError(name)
+            value = value[part]
+        return value
+
+    def date_of(self, value: Any) -> datetime:
+        """A payload date, written in this schema's format, as an aware UTC datetime (the
+        importer's reader, ``memlab.datasets.records.parse_instant``); a value that is none is
+        an ``InputError`` saying what it expected."""
+        from memlab.datasets.records import parse_instant
+
+        return parse_instant(value, self.date_format)
 
     @property
     def numeric(self) -> bool:

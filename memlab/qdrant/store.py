@@ -168,7 +168,11 @@ class MemoryStore:
     def payload(self, memory_id: str, when: datetime, text: str | None = None) -> dict[str, Any]:
         """A memory's payload as the schema names it."""
         s = self.schema
-        return {s.id_field: memory_id, s.date_field: s.date_value(when), **({"text": text} if text else {})}
+        return {
+            s.id_field: memory_id,
+            s.date_field: s.date_value(when),
+            **({s.text_field: text} if text else {}),
+        }
 
     def add(
         self,
@@ -264,19 +268,27 @@ class MemoryStore:
         return self.run(self.spec_body(vector, spec, asked))
 
 
-def run_query(client: Any, collection: str, body: dict[str, Any]) -> list[models.ScoredPoint]:
-    """The points a REST query body returns (scores only, no payload), through qdrant-client: what
-    ``memlab spec`` prints, run on memlab's collection or on the user's (``memlab verify``)."""
+def query_arguments(body: dict[str, Any], *, with_payload: bool = False) -> dict[str, Any]:
+    """A REST query body as the keyword arguments of qdrant-client's ``query_points`` (the sync
+    and the async client take the same): ``with_payload`` False, the scores only, unless asked."""
     req = models.QueryRequest.model_validate(body)
-    return client.query_points(
-        collection,
-        prefetch=req.prefetch,
-        query=req.query,
-        query_filter=req.filter,
-        score_threshold=req.score_threshold,
-        limit=req.limit,
-        with_payload=False,
-    ).points
+    return {
+        "prefetch": req.prefetch,
+        "query": req.query,
+        "query_filter": req.filter,
+        "score_threshold": req.score_threshold,
+        "limit": req.limit,
+        "with_payload": with_payload,
+    }
+
+
+def run_query(
+    client: Any, collection: str, body: dict[str, Any], *, with_payload: bool = False
+) -> list[models.ScoredPoint]:
+    """The points a REST query body returns (scores only, unless ``with_payload``), through
+    qdrant-client: what ``memlab spec`` prints, run on memlab's collection or on the user's
+    (``memlab verify``, ``memlab.Retriever``)."""
+    return client.query_points(collection, **query_arguments(body, with_payload=with_payload)).points
 
 
 def window_conditions(schema: CollectionSchema, start: date, end: date) -> list[dict[str, Any]]:

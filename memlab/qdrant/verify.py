@@ -31,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memlab.core.errors import InputError, MissingFileError, UnreachableError
+from memlab.core.errors import InputError, MemlabError, MissingFileError, UnreachableError
 from memlab.core.spec import Candidate, RetrievalSpec
 from memlab.core.urls import redact
 from memlab.qdrant.client import local_storage, open_client
@@ -76,77 +76,232 @@ class QuestionCheck:
     agree: bool
 
 
-class UserStore(ABC):
-    """A collection of the user's, asked only queries: ``run(body)`` -> (point id, score); one
-    subclass per kind of store (qdrant-client, a qdrant-edge shard)."""
+@dataclass(frozen=True)
+class Hit:
+    """One point a query returned: its id (as the store gives it), its score and its payload
+    (empty unless the body asked for it)."""
+
+    point_id: Any
+    score: float
+    payload: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class CollectionFacts:
+    """What a query relies on in a collection: its vectors (the named vectors and their sizes,
+    or the one unnamed vector's size; None: not known before a query, as for an engine shard),
+    its shard count (None: not known) and its point count (None: not counted)."""
+
+    vectors: Mapping[str, int] | int | None
+    shards: int | None
+    points: int | None
+
+
+class StoreBase:
+    """What every kind of store says about itself: where it is, its kind, whether a body asks it
+    for exact search; ``owned``: memlab opened it (and closes it), else it is the caller's."""
 
     kind = ""
     exact = False  # whether the body asks for exact search (``memlab spec --exact``)
 
-    def __init__(self, where: str, collection: str | None):
-        self.where, self.collection = where, collection
+    def __init__(self, where: str, collection: str | None, owned: bool = True):
+        self.where, self.collection, self.owned = where, collection, owned
 
     def describe(self) -> str:
         if self.collection is None:
             return f"the {self.kind} at {self.where}"
         return f"collection {self.collection!r} in {self.where} ({self.kind})"
 
+
+class UserStore(StoreBase, ABC):
+    """A collection of the user's, asked only queries: ``hits(body)`` -> the points; one subclass
+    per kind of store (qdrant-client, a qdrant-edge shard). ``AsyncClientStore`` is the same
+    store on qdrant-client's async client."""
+
     @abstractmethod
+    def hits(self, body: dict[str, Any], *, with_payload: bool = False) -> list[Hit]:
+        """The points of a filled REST body, in the store's order."""
+
     def run(self, body: dict[str, Any]) -> list[tuple[int | str, float]]:
         """(point id, score) of a filled REST body, in the store's order."""
+        return [(h.point_id, h.score) for h in self.hits(body)]
+
+    def facts(self) -> CollectionFacts:
+        """The collection's vectors, shards and points, as far as the store can tell."""
+        return CollectionFacts(None, None, None)
 
     def close(self) -> None:
         return None
 
 
+def refused(e: BaseException, what: str) -> MemlabError | None:
+    """A qdrant-client failure as one line naming the store (``what``): a refusal (HTTP status
+    and the server's reason), a lost connection, local mode's own refusal (a ``ValueError``:
+    a collection or vector it does not hold); None: not one of these (a bug, shown as such)."""
+    from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+    if isinstance(e, UnexpectedResponse):  # the server refused it (a date it cannot read, ...)
+        reason = " ".join((e.content or b"").decode("utf-8", "replace")[:300].split())
+        return InputError(f"{what} refused the query: HTTP {e.status_code} {e.reason_phrase} {reason}")
+    if isinstance(e, ResponseHandlingException):  # the connection went away
+        return UnreachableError(f"{what}: the query got no answer: {redact(str(e))}")
+    if type(e) in (ValueError, AssertionError):  # local mode checks with these
+        return InputError(f"{what} refused the query: {' '.join(str(e).split())}")
+    return None
+
+
+def client_kind(client: Any) -> tuple[str, bool]:
+    """(kind, remote) of a qdrant-client client: a server, or local mode (in memory or a folder)."""
+    options = getattr(client, "init_options", None) or {}
+    local = options.get("location") == ":memory:" or options.get("path") is not None
+    return ("qdrant-client local mode", False) if local else ("Qdrant server", True)
+
+
+def client_where(client: Any) -> str:
+    options = getattr(client, "init_options", None) or {}
+    for key in ("path", "url", "host", "location"):
+        if options.get(key):
+            return redact(str(options[key]))
+    return "qdrant-client"
+
+
+def vector_sizes(info: Any) -> Mapping[str, int] | int:
+    """A collection's vectors from qdrant-client's ``get_collection``: {name: size} or the size."""
+    cfg = info.config.params.vectors
+    return {k: v.size for k, v in cfg.items()} if isinstance(cfg, dict) else cfg.size
+
+
 class ClientStore(UserStore):
     """A local Qdrant folder or a server, through qdrant-client."""
 
-    def __init__(self, client, where: str, collection: str, url: bool):
-        super().__init__(where, collection)
+    def __init__(self, client, where: str, collection: str, url: bool, owned: bool = True):
+        super().__init__(where, collection, owned)
         self.client = client
         self.kind = "Qdrant server" if url else "qdrant-client local mode"
         self.exact = url  # a server's HNSW index is approximate; local mode always searches exactly
 
-    def run(self, body: dict[str, Any]) -> list[tuple[int | str, float]]:
-        from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+    @classmethod
+    def of(cls, client: Any, collection: str) -> ClientStore:
+        """A caller's client (never closed here)."""
+        return cls(client, client_where(client), collection, url=client_kind(client)[1], owned=False)
 
+    def hits(self, body: dict[str, Any], *, with_payload: bool = False) -> list[Hit]:
         from memlab.qdrant.store import run_query
 
         try:
-            points = run_query(self.client, self.collection, body)
-        except UnexpectedResponse as e:  # the server refused it (a date it cannot read, ...)
-            reason = (e.content or b"").decode("utf-8", "replace")[:300]
-            raise InputError(
-                f"{self.describe()} refused the query: HTTP {e.status_code} {e.reason_phrase} {reason}"
-            ) from None
-        except ResponseHandlingException as e:  # the connection went away
-            raise UnreachableError(f"{self.describe()}: the query got no answer: {redact(str(e))}") from None
-        return [(p.id, float(p.score)) for p in points]
+            points = run_query(self.client, self.collection, body, with_payload=with_payload)
+        except Exception as e:
+            problem = refused(e, self.describe())
+            if problem is None:
+                raise
+            raise problem from None
+        return [Hit(p.id, float(p.score), p.payload or {}) for p in points]
+
+    def facts(self) -> CollectionFacts:
+        try:
+            if not self.client.collection_exists(self.collection):
+                names = ", ".join(sorted(c.name for c in self.client.get_collections().collections))
+                raise InputError(
+                    f"no collection {self.collection!r} in {self.where} (collections: {names or 'none'})"
+                )
+            info = self.client.get_collection(self.collection)
+        except MemlabError:
+            raise
+        except Exception as e:
+            problem = refused(e, self.describe())
+            if problem is None:
+                raise
+            raise problem from None
+        return collection_facts(info, remote=self.exact)
 
     def close(self) -> None:
-        self.client.close()
+        if self.owned:
+            self.client.close()
+
+
+def collection_facts(info: Any, remote: bool) -> CollectionFacts:
+    """The facts of qdrant-client's ``get_collection`` answer; local mode has one shard whatever
+    the collection was created with."""
+    shards = (info.config.params.shard_number or 1) if remote else 1
+    return CollectionFacts(vector_sizes(info), shards, info.points_count)
+
+
+class AsyncClientStore(StoreBase):
+    """A local Qdrant folder or a server, through qdrant-client's ``AsyncQdrantClient``: the
+    ``ClientStore`` with its I/O awaited."""
+
+    def __init__(self, client, collection: str):
+        kind, remote = client_kind(client)
+        super().__init__(client_where(client), collection, owned=False)
+        self.client, self.kind, self.exact = client, kind, remote
+
+    async def hits(self, body: dict[str, Any], *, with_payload: bool = False) -> list[Hit]:
+        from memlab.qdrant.store import query_arguments
+
+        try:
+            answer = await self.client.query_points(
+                self.collection, **query_arguments(body, with_payload=with_payload)
+            )
+        except Exception as e:
+            problem = refused(e, self.describe())
+            if problem is None:
+                raise
+            raise problem from None
+        return [Hit(p.id, float(p.score), p.payload or {}) for p in answer.points]
+
+    async def facts(self) -> CollectionFacts:
+        try:
+            if not await self.client.collection_exists(self.collection):
+                names = ", ".join(sorted(c.name for c in (await self.client.get_collections()).collections))
+                raise InputError(
+                    f"no collection {self.collection!r} in {self.where} (collections: {names or 'none'})"
+                )
+            info = await self.client.get_collection(self.collection)
+        except MemlabError:
+            raise
+        except Exception as e:
+            problem = refused(e, self.describe())
+            if problem is None:
+                raise
+            raise problem from None
+        return collection_facts(info, remote=self.exact)
 
 
 class EdgeStore(UserStore):
-    """A qdrant-edge shard folder: Qdrant's own engine, in-process."""
+    """A qdrant-edge shard: Qdrant's own engine, in-process; ``copy``: the folder memlab loaded it
+    from (removed on close), None for a caller's own shard (never closed here)."""
 
     kind = "qdrant-edge shard, Qdrant's own engine"
     exact = True  # a shard the application optimised has an HNSW index: search it exactly
 
-    def __init__(self, shard, where: str, copy: Path):
-        super().__init__(where, None)
+    def __init__(self, shard, where: str, copy: Path | None, label: str | None = None):
+        super().__init__(where, None, owned=copy is not None)
         self.shard, self.copy = shard, copy
+        self.label = label or f"--edge-path {where}"
 
-    def run(self, body: dict[str, Any]) -> list[tuple[int | str, float]]:
+    @classmethod
+    def of(cls, shard: Any, name: str = "qdrant-edge shard") -> EdgeStore:
+        """A caller's shard (never closed here)."""
+        return cls(shard, name, None, label=f"the {name}")
+
+    def describe(self) -> str:
+        return self.label if self.copy is None else super().describe()
+
+    def hits(self, body: dict[str, Any], *, with_payload: bool = False) -> list[Hit]:
         from memlab.qdrant import edge
 
+        body = {**body, "with_payload": with_payload}
         try:
-            return edge.run(self.shard, body)
+            points = edge.query_points(self.shard, body)
         except Exception as e:  # qdrant_edge raises bare Exceptions, with the engine's reason
-            raise InputError(f"--edge-path {self.where}: the engine refused the query: {e}") from None
+            raise InputError(
+                f"{self.label}: the engine refused the query: {' '.join(str(e).split())}"
+            ) from None
+        return [Hit(p.id, float(p.score), p.payload or {}) for p in points]
 
     def close(self) -> None:
+        if self.copy is None:
+            return
         try:
             self.shard.close()
         finally:
