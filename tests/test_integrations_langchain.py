@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from pathlib import Path
 
@@ -12,22 +11,17 @@ import pytest
 
 pytest.importorskip("langchain_qdrant", reason="the langchain extra (make test installs it)")
 
+from framework_flow import COMPANION, REFERENCE_DATE, Reference, companion_memories, tune
 from langchain_core.embeddings import Embeddings
 from langchain_qdrant import QdrantVectorStore
 from qdrant_client import QdrantClient
 
-from memlab.datasets.schema import dataset_dir, load_dataset
+from memlab.datasets.schema import load_dataset
 from memlab.embedding.embedder import make_embedder
 from memlab.importers.qdrant import import_qdrant
+from memlab.integrations.langchain import MemlabRetriever
 
 pytestmark = [pytest.mark.framework, pytest.mark.model]
-
-COMPANION = dataset_dir("example-companion")
-# two users in one collection: the companion's own memories are ann's, two more are bob's
-BOB = [
-    ("b1", "2026-11-28", "The user lives in Leeds and hates tea."),
-    ("b2", "2026-11-20", "The user moved to Paris."),
-]
 
 
 class MemlabEmbeddings(Embeddings):
@@ -45,15 +39,13 @@ class MemlabEmbeddings(Embeddings):
 
 
 @pytest.fixture(scope="module")
-def embedder(tmp_path_factory):
-    return make_embedder(None, cache_dir=tmp_path_factory.mktemp("cache"))
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("cache")
 
 
-def companion_memories() -> list[dict]:
-    rows = [json.loads(line) for line in (COMPANION / "memories.jsonl").read_text().splitlines()]
-    return [{"id": r["id"], "date": r["date"], "text": r["text"], "user": "ann"} for r in rows] + [
-        {"id": i, "date": d, "text": t, "user": "bob"} for i, d, t in BOB
-    ]
+@pytest.fixture(scope="module")
+def embedder(cache):
+    return make_embedder(None, cache_dir=cache)
 
 
 def write_store(path: Path, embedder) -> list[dict]:
@@ -72,6 +64,19 @@ def write_store(path: Path, embedder) -> list[dict]:
     return written
 
 
+def imported(tmp_path: Path, embedder) -> Path:
+    return import_qdrant(
+        path=str(tmp_path / "qdrant"),
+        collection="memories",
+        preset="langchain",
+        id_field="metadata.memory_id",
+        out=tmp_path / "ds",
+        model="multilingual-e5-small",
+        questions=COMPANION / "questions.jsonl",
+        reference_date=REFERENCE_DATE,
+    )
+
+
 def test_the_preset_imports_what_langchain_wrote(tmp_path, embedder):
     written = write_store(tmp_path / "qdrant", embedder)
     client = QdrantClient(path=str(tmp_path / "qdrant"))  # what LangChain stored, as stored
@@ -87,7 +92,7 @@ def test_the_preset_imports_what_langchain_wrote(tmp_path, embedder):
         out=tmp_path / "ds",
         model="multilingual-e5-small",
         questions=COMPANION / "questions.jsonl",
-        reference_date="2026-11-29",
+        reference_date=REFERENCE_DATE,
     )
     ds = load_dataset(out)
     assert ds.qdrant["date_field"] == "metadata.date"
@@ -118,3 +123,34 @@ def test_a_date_field_beside_the_preset_wins(tmp_path, embedder):
             out=tmp_path / "ds",
         )
     assert not (tmp_path / "ds").exists()
+
+
+def test_the_tuned_retriever_is_memlabs_reference_beside_langchains_default(tmp_path, embedder, cache):
+    """import-qdrant --preset langchain, sweep --save, then the retriever in LangChain: its
+    documents are the reference's injected memories; LangChain's own default retriever on the
+    same store is run beside it and shown, not held equal."""
+    write_store(tmp_path / "qdrant", embedder)
+    dataset = imported(tmp_path, embedder)
+    tuned = tune(dataset, tmp_path, "metadata.user_id=ann", cache)
+    reference = Reference.of(dataset, tuned, cache)
+
+    client = QdrantClient(path=str(tmp_path / "qdrant"))
+    embedding = MemlabEmbeddings(embedder)
+    ours = MemlabRetriever.from_file(tuned, client=client, collection="memories", embedding=embedding)
+    default = QdrantVectorStore(client, "memories", embedding).as_retriever()  # k=4, no threshold
+
+    def retrieve(text, at):
+        docs = ours.invoke(text, asked=at)
+        assert all(d.metadata["user_id"] == "ann" for d in docs)  # the tuned file's tenant filter
+        return [(d.metadata["_id"], d.metadata["raw_score"], d.metadata["final_score"]) for d in docs]
+
+    injected = reference.check(retrieve)
+    assert injected > 0
+    differs = 0
+    for q, at in zip(reference.dataset.questions, reference.asked(), strict=True):
+        theirs = [d.page_content for d in default.invoke(q.text("en"))]
+        mine = [d.page_content for d in ours.invoke(q.text("en"), asked=at)]
+        assert len(theirs) == 4  # LangChain's default: the 4 nearest, whoever's, however old
+        differs += theirs != mine
+    assert differs > 0
+    client.close()

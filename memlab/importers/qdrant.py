@@ -6,7 +6,7 @@ optionally, the application's own memory id), checks them all, and writes a data
 collection's names: date field and format, text field, vector name, id field, so ``memlab spec``
 exports back to the same schema), ``memories.jsonl``, ``vectors.npy`` (one row per memory, in
 file order) and ``questions.jsonl`` (copied from ``questions`` when given; otherwise empty, to
-be filled). ``preset`` (``langchain``, ``llamaindex``, ``mem0``: ``memlab.importers.presets``)
+be filled). ``preset`` (``langchain``, ``llamaindex``, ``mem0``: ``memlab.qdrant.presets``)
 names the fields the library writes; a field given beside it wins. A field's name is a payload
 path: dots step into nested objects (``metadata.date``), as Qdrant's key paths do. Problems are
 reported together as ``collection NAME: point ID: field: problem`` and nothing is written; the
@@ -32,8 +32,8 @@ from memlab.core.vectors import raw_vector_problem
 from memlab.datasets.payload import MISSING, payload_at, read_payload
 from memlab.datasets.records import DATE_FORMATS, is_number, parse_instant, text_too_long, unicode_problem
 from memlab.datasets.schema import DatasetError, parse_datetime
-from memlab.importers.presets import PRESETS
 from memlab.qdrant.client import local_storage, open_client
+from memlab.qdrant.presets import PRESETS
 
 
 def _field_missing(where: str, what: str, name: str, points: list) -> InputError:
@@ -245,6 +245,8 @@ def import_qdrant(
             "id_field": id_field,
             **({"kept_fields": list(keep_fields)} if keep_fields else {}),
             **({"preset": preset} if preset is not None else {}),
+            # the user field a retriever's user= filters on (memlab.qdrant.query.CollectionSchema)
+            **({"user_field": chosen.user_field} if chosen and chosen.user_field in keep_fields else {}),
         },
     }
     # the folder appears whole or not at all; with questions, it must load (they must fit)

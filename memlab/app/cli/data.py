@@ -16,7 +16,7 @@ from memlab.core.memory_text import delimiter_tag, line_break_at
 from memlab.core.numbers import counted
 from memlab.core.paths import plain_name
 from memlab.datasets.schema import DEFAULT_DATASET, DatasetError, load_dataset
-from memlab.importers.presets import PRESETS
+from memlab.qdrant.presets import PRESETS
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

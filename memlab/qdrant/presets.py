@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from memlab.qdrant.query import CollectionSchema
+
 
 @dataclass(frozen=True)
 class Preset:
@@ -35,6 +37,17 @@ class Preset:
     text_field: str
     date_field: str  # the default; --date-field names another
     user_field: str  # kept as the memory's payload where points have it: the tenant filter reads it
+
+    def layout(self, date_field: str | None = None, date_format: str = "iso") -> CollectionSchema:
+        """The collection's names as ``memlab.Retriever`` reads them (``layout=``): the preset's
+        text and user, its date unless ``date_field`` names the one the application writes. An
+        imported dataset records its own (``CollectionSchema.from_dataset``)."""
+        return CollectionSchema(
+            date_field=date_field or self.date_field,
+            date_format=date_format,
+            text_field=self.text_field,
+            user_field=self.user_field,
+        )
 
 
 PRESETS: dict[str, Preset] = {
