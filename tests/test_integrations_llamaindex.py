@@ -4,7 +4,6 @@ retriever beside LlamaIndex's default one on it."""
 
 from __future__ import annotations
 
-import json
 import uuid
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pytest
 
 pytest.importorskip("llama_index.vector_stores.qdrant", reason="the llamaindex extra (make test installs it)")
 
+from framework_flow import COMPANION, REFERENCE_DATE, Reference, companion_memories, tune
 from llama_index.core import StorageContext, VectorStoreIndex
 from llama_index.core.embeddings import BaseEmbedding
 from llama_index.core.schema import TextNode
@@ -20,17 +20,12 @@ from llama_index.vector_stores.qdrant import QdrantVectorStore
 from pydantic import PrivateAttr
 from qdrant_client import QdrantClient
 
-from memlab.datasets.schema import dataset_dir, load_dataset
+from memlab.datasets.schema import load_dataset
 from memlab.embedding.embedder import make_embedder
 from memlab.importers.qdrant import import_qdrant
+from memlab.integrations.llamaindex import MemlabRetriever
 
 pytestmark = [pytest.mark.framework, pytest.mark.model]
-
-COMPANION = dataset_dir("example-companion")
-BOB = [
-    ("b1", "2026-11-28", "The user lives in Leeds and hates tea."),
-    ("b2", "2026-11-20", "The user moved to Paris."),
-]
 
 
 class MemlabEmbedding(BaseEmbedding):
@@ -56,15 +51,13 @@ class MemlabEmbedding(BaseEmbedding):
 
 
 @pytest.fixture(scope="module")
-def embedder(tmp_path_factory):
-    return make_embedder(None, cache_dir=tmp_path_factory.mktemp("cache"))
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("cache")
 
 
-def companion_memories() -> list[dict]:
-    rows = [json.loads(line) for line in (COMPANION / "memories.jsonl").read_text().splitlines()]
-    return [{"id": r["id"], "date": r["date"], "text": r["text"], "user": "ann"} for r in rows] + [
-        {"id": i, "date": d, "text": t, "user": "bob"} for i, d, t in BOB
-    ]
+@pytest.fixture(scope="module")
+def embedder(cache):
+    return make_embedder(None, cache_dir=cache)
 
 
 def write_store(path: Path, embedder) -> list[dict]:
@@ -90,6 +83,19 @@ def write_store(path: Path, embedder) -> list[dict]:
     return written
 
 
+def imported(tmp_path: Path) -> Path:
+    return import_qdrant(
+        path=str(tmp_path / "qdrant"),
+        collection="memories",
+        preset="llamaindex",
+        id_field="memory_id",
+        out=tmp_path / "ds",
+        model="multilingual-e5-small",
+        questions=COMPANION / "questions.jsonl",
+        reference_date=REFERENCE_DATE,
+    )
+
+
 def test_the_preset_imports_what_llamaindex_wrote(tmp_path, embedder):
     written = write_store(tmp_path / "qdrant", embedder)
     client = QdrantClient(path=str(tmp_path / "qdrant"))
@@ -98,16 +104,7 @@ def test_the_preset_imports_what_llamaindex_wrote(tmp_path, embedder):
     some = next(iter(stored.values()))
     assert "text" not in some.payload and "_node_content" in some.payload  # the text is only inside
 
-    out = import_qdrant(
-        path=str(tmp_path / "qdrant"),
-        collection="memories",
-        preset="llamaindex",
-        id_field="memory_id",
-        out=tmp_path / "ds",
-        model="multilingual-e5-small",
-        questions=COMPANION / "questions.jsonl",
-        reference_date="2026-11-29",
-    )
+    out = imported(tmp_path)
     ds = load_dataset(out)
     assert ds.qdrant["date_field"] == "date"
     assert ds.qdrant["text_field"] == "_node_content.text"
@@ -124,3 +121,40 @@ def test_the_preset_imports_what_llamaindex_wrote(tmp_path, embedder):
     vectors = np.load(out / "vectors.npy")
     for row, memory in enumerate(ds.memories):
         np.testing.assert_array_equal(vectors[row], np.float32(stored[memory.point_id].vector))
+    assert ds.qdrant["user_field"] == "user_id"
+
+
+def test_the_tuned_retriever_is_memlabs_reference_beside_llamaindexs_default(tmp_path, embedder, cache):
+    """import-qdrant --preset llamaindex, sweep --save, then the retriever in LlamaIndex: its
+    nodes are the reference's injected memories; LlamaIndex's own default retriever on the same
+    store is run beside it and shown, not held equal."""
+    write_store(tmp_path / "qdrant", embedder)
+    dataset = imported(tmp_path)
+    tuned = tune(dataset, tmp_path, "user_id=ann", cache)
+    reference = Reference.of(dataset, tuned, cache)
+
+    client = QdrantClient(path=str(tmp_path / "qdrant"))
+    embed_model = MemlabEmbedding(embedder)
+    ours = MemlabRetriever.from_file(tuned, client=client, collection="memories", embed_model=embed_model)
+    index = VectorStoreIndex.from_vector_store(
+        QdrantVectorStore(client=client, collection_name="memories"), embed_model=embed_model
+    )
+    default = index.as_retriever()  # similarity_top_k=2, no threshold
+
+    def retrieve(text, at):
+        ours.asked = at
+        nodes = ours.retrieve(text)
+        assert all(n.node.metadata["user_id"] == "ann" for n in nodes)  # the tuned file's tenant filter
+        return [(n.node.node_id, n.node.metadata["raw_score"], n.score) for n in nodes]
+
+    injected = reference.check(retrieve)
+    assert injected > 0
+    differs = 0
+    for q, at in zip(reference.dataset.questions, reference.asked(), strict=True):
+        theirs = [n.node.get_content() for n in default.retrieve(q.text("en"))]
+        ours.asked = at
+        mine = [n.node.get_content() for n in ours.retrieve(q.text("en"))]
+        assert len(theirs) == 2  # LlamaIndex's default: the 2 nearest, whoever's, however old
+        differs += theirs != mine
+    assert differs > 0
+    client.close()
