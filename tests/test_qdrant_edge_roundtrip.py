@@ -115,7 +115,7 @@ def test_imported_tuned_exported_and_run_on_the_engine(tmp_path, seed, cache_dir
         )
         ds = load_dataset(out)
         schema = CollectionSchema.from_dataset(ds)
-        assert schema == CollectionSchema("created_at", date_format, "dense", "mid")
+        assert schema == CollectionSchema("created_at", date_format, "dense", "mid", text_field="body")
         shard = engine_shard(tmp_path, tmp_path / "app", collection, schema)
         source = ("--source", "embedded", "--dataset", str(out), "--cache-dir", str(cache_dir))
         for decay in ("exp", "gauss", "lin"):

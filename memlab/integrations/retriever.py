@@ -41,11 +41,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
 from memlab.core.errors import InputError
+from memlab.core.numbers import check_number
 from memlab.core.ranking import resort_order
 from memlab.core.spec import RetrievalSpec, age_days, unscore
 from memlab.datasets.payload import PayloadValue, filter_text, is_integer
@@ -146,6 +148,30 @@ def merged_filter(
     return tuple(out.items())
 
 
+def imported_collection(tuned: Any) -> dict[str, Any]:
+    """The collection a tuned file's dataset was imported from (``memlab import-qdrant`` records
+    its name and layout in the folder's ``dataset.json``: ``qdrant``), when the file names the
+    dataset by a folder that is there; else nothing (a packaged dataset, memlab's own layout)."""
+    import json
+
+    from memlab.core.textfiles import read_text
+    from memlab.datasets.declared import declared_qdrant
+
+    reference = tuned.dataset.get("reference")
+    meta = Path(reference) / "dataset.json" if reference else None
+    if meta is None or not meta.is_file():
+        return {}
+    try:
+        block = json.loads(read_text(meta)).get("qdrant")
+    except (OSError, ValueError, AttributeError) as e:
+        raise InputError(f"{tuned.label}: its dataset's {meta}: not readable: {e}") from None
+    problems: list[str] = []
+    checked = declared_qdrant(block, problems)
+    if problems:
+        raise InputError(f"{tuned.label}: its dataset's {meta}: {problems[0]}")
+    return checked or {}
+
+
 def point_order(point_id: int | str) -> tuple[int, int | str]:
     """The collection's order of point ids, memlab's dataset order of a store: integers
     ascending, then UUIDs (as ``memlab import-qdrant`` reads a collection, by Qdrant's scroll)."""
@@ -214,11 +240,16 @@ class RetrieverCore:
     ):
         """The retriever of a tuned-spec file (``memlab sweep --save``): its spec, its tenant
         filter (a call's ``filter`` may narrow it, never contradict it), its shard count and its
-        model."""
+        model; for a dataset imported from a collection (``memlab import-qdrant``), that
+        collection's name and layout, unless given."""
         from memlab.tuning.tuned import load_tuned
 
         tuned = load_tuned(path)
         record = tuned.collection
+        imported = imported_collection(tuned)
+        if layout is None and imported:
+            layout = CollectionSchema.from_dataset(SimpleNamespace(qdrant=imported))
+        collection = collection or imported.get("collection")
         if record.get("shard_key"):
             options.setdefault("shards", None)  # one shard per key value: the store's own count
         else:
@@ -410,6 +441,8 @@ class RetrieverCore:
                 raise InputError("user: the layout names no user field (CollectionSchema.user_field)")
             given = (*given, *checked_filter({self.layout.user_field: user}, "user"))
         scope = Scope(filters=merged_filter(self.filter, given, self.label))
+        if limit is not None:
+            check_number(limit, "limit", integer=True, minimum=1)
         spec = self.spec if limit is None else replace(self.spec, inject=limit)
         out = []
         for store in self.stores:
