@@ -20,7 +20,8 @@ CASES = [
 
 @pytest.mark.parametrize(("module", "library", "package", "extra"), CASES)
 def test_a_missing_library_names_its_extra(monkeypatch, module, library, package, extra):
-    monkeypatch.setitem(sys.modules, library, None)  # as if not installed: importing it fails
+    for name in [m for m in sys.modules if m == library or m.startswith(library + ".")] or [library]:
+        monkeypatch.setitem(sys.modules, name, None)  # as if not installed: importing it fails
     monkeypatch.delitem(sys.modules, module, raising=False)
     with pytest.raises(MissingExtraError) as e:
         importlib.import_module(module)

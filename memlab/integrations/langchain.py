@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from memlab.core.errors import needs_extra
+from memlab.integrations.layouts import preset_layout
 from memlab.integrations.retriever import RetrievedMemory, Retriever
-from memlab.qdrant.presets import PRESETS
 from memlab.qdrant.query import CollectionSchema
 
 try:
@@ -35,8 +35,6 @@ try:
     from pydantic import ConfigDict
 except ImportError:
     raise needs_extra("langchain-core", "langchain", "memlab.integrations.langchain") from None
-
-PRESET = PRESETS["langchain"]
 
 
 def document(memory: RetrievedMemory) -> Document:
@@ -61,7 +59,7 @@ class MemlabRetriever(BaseRetriever):
         path: str | Path,
         *,
         client: Any,
-        collection: str,
+        collection: str | None = None,
         embedding: Any = None,
         date_field: str | None = None,
         layout: CollectionSchema | None = None,
@@ -69,14 +67,15 @@ class MemlabRetriever(BaseRetriever):
     ) -> MemlabRetriever:
         """The retriever of a tuned-spec file (``memlab sweep --save``) on ``collection``:
         ``embedding`` a LangChain ``Embeddings`` (or a memlab embedder); ``date_field`` the
-        metadata date the application writes (default ``metadata.date``)."""
+        metadata date the application writes (default: the one ``memlab import-qdrant`` recorded for
+        the tuned dataset, else ``metadata.date``); ``collection`` likewise."""
         return cls(
             retriever=Retriever.from_file(
                 path,
                 client=client,
                 collection=collection,
                 embedder=query_embedder(embedding),
-                layout=layout or PRESET.layout(date_field),
+                layout=layout or preset_layout(path, "langchain", date_field),
                 **options,
             )
         )

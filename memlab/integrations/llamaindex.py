@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from memlab.core.errors import needs_extra
+from memlab.integrations.layouts import preset_layout
 from memlab.integrations.retriever import RetrievedMemory, Retriever
-from memlab.qdrant.presets import PRESETS
 from memlab.qdrant.query import CollectionSchema
 
 try:
@@ -35,8 +35,6 @@ try:
     from llama_index.core.vector_stores.utils import metadata_dict_to_node
 except ImportError:
     raise needs_extra("llama-index-core", "llamaindex", "memlab.integrations.llamaindex") from None
-
-PRESET = PRESETS["llamaindex"]
 
 
 def node(memory: RetrievedMemory) -> NodeWithScore:
@@ -70,7 +68,7 @@ class MemlabRetriever(BaseRetriever):
         path: str | Path,
         *,
         client: Any,
-        collection: str,
+        collection: str | None = None,
         embed_model: Any = None,
         date_field: str | None = None,
         layout: CollectionSchema | None = None,
@@ -80,7 +78,8 @@ class MemlabRetriever(BaseRetriever):
     ) -> MemlabRetriever:
         """The retriever of a tuned-spec file (``memlab sweep --save``) on ``collection``:
         ``embed_model`` a LlamaIndex ``BaseEmbedding`` (or a memlab embedder); ``date_field`` the
-        node metadata's date (default ``date``)."""
+        node metadata's date (default: the one ``memlab import-qdrant`` recorded for the tuned
+        dataset, else ``date``); ``collection`` likewise."""
         if embed_model is not None and hasattr(embed_model, "get_query_embedding"):
             embed_model = embed_model.get_query_embedding
         retriever = Retriever.from_file(
@@ -88,7 +87,7 @@ class MemlabRetriever(BaseRetriever):
             client=client,
             collection=collection,
             embedder=embed_model,
-            layout=layout or PRESET.layout(date_field),
+            layout=layout or preset_layout(path, "llamaindex", date_field),
             **options,
         )
         return cls(retriever, asked=asked, user=user)

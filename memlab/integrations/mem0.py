@@ -24,8 +24,8 @@ from typing import Any
 
 from memlab.core.errors import InputError, needs_extra
 from memlab.core.spec import RetrievalSpec
+from memlab.integrations.layouts import preset_layout
 from memlab.integrations.retriever import RetrievedMemory, Retriever
-from memlab.qdrant.presets import PRESETS
 from memlab.qdrant.query import CollectionSchema
 
 try:
@@ -33,7 +33,6 @@ try:
 except ImportError:
     raise needs_extra("mem0ai", "mem0", "memlab.integrations.mem0") from None
 
-PRESET = PRESETS["mem0"]
 # the payload fields Mem0 returns beside the memory (mem0.memory.main: its promoted keys);
 # everything else it stored is the user's metadata
 MEM0_FIELDS = ("hash", "created_at", "updated_at", "user_id", "agent_id", "run_id", "actor_id", "role")
@@ -111,7 +110,7 @@ class Mem0Retriever:
             client=client,
             collection=store.collection_name,
             embedder=lambda text: memory.embedding_model.embed(text, "search"),
-            layout=layout or PRESET.layout(),
+            layout=layout or preset_layout(path, "mem0"),
             **options,
         )
         return cls(retriever)
