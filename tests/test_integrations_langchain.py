@@ -12,30 +12,15 @@ import pytest
 pytest.importorskip("langchain_qdrant", reason="the langchain extra (make test installs it)")
 
 from framework_flow import COMPANION, REFERENCE_DATE, Reference, companion_memories, tune
-from langchain_core.embeddings import Embeddings
 from langchain_qdrant import QdrantVectorStore
 from qdrant_client import QdrantClient
 
 from memlab.datasets.schema import load_dataset
 from memlab.embedding.embedder import make_embedder
 from memlab.importers.qdrant import import_qdrant
-from memlab.integrations.langchain import MemlabRetriever
+from memlab.integrations.langchain import MemlabEmbeddings, MemlabRetriever
 
 pytestmark = [pytest.mark.framework, pytest.mark.model]
-
-
-class MemlabEmbeddings(Embeddings):
-    """LangChain's embedding interface over memlab's embedder: the store holds the vectors of
-    the model memlab embeds the questions with."""
-
-    def __init__(self, embedder):
-        self.embedder = embedder
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return self.embedder.encode_documents(list(texts)).tolist()
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.embedder.encode_queries([text])[0].tolist()
 
 
 @pytest.fixture(scope="module")

@@ -14,40 +14,16 @@ pytest.importorskip("llama_index.vector_stores.qdrant", reason="the llamaindex e
 
 from framework_flow import COMPANION, REFERENCE_DATE, Reference, companion_memories, tune
 from llama_index.core import StorageContext, VectorStoreIndex
-from llama_index.core.embeddings import BaseEmbedding
 from llama_index.core.schema import TextNode
 from llama_index.vector_stores.qdrant import QdrantVectorStore
-from pydantic import PrivateAttr
 from qdrant_client import QdrantClient
 
 from memlab.datasets.schema import load_dataset
 from memlab.embedding.embedder import make_embedder
 from memlab.importers.qdrant import import_qdrant
-from memlab.integrations.llamaindex import MemlabRetriever
+from memlab.integrations.llamaindex import MemlabEmbedding, MemlabRetriever
 
 pytestmark = [pytest.mark.framework, pytest.mark.model]
-
-
-class MemlabEmbedding(BaseEmbedding):
-    """LlamaIndex's embedding interface over memlab's embedder."""
-
-    _embedder: object = PrivateAttr()
-
-    def __init__(self, embedder, **kwargs):
-        super().__init__(model_name=embedder.model_id, **kwargs)
-        self._embedder = embedder
-
-    def _get_query_embedding(self, query: str) -> list[float]:
-        return self._embedder.encode_queries([query])[0].tolist()
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._get_query_embedding(query)
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return self._embedder.encode_documents([text])[0].tolist()
-
-    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        return self._embedder.encode_documents(list(texts)).tolist()
 
 
 @pytest.fixture(scope="module")

@@ -31,10 +31,25 @@ from memlab.qdrant.query import CollectionSchema
 try:
     from langchain_core.callbacks import CallbackManagerForRetrieverRun
     from langchain_core.documents import Document
+    from langchain_core.embeddings import Embeddings
     from langchain_core.retrievers import BaseRetriever
     from pydantic import ConfigDict
 except ImportError:
     raise needs_extra("langchain-core", "langchain", "memlab.integrations.langchain") from None
+
+
+class MemlabEmbeddings(Embeddings):
+    """LangChain's ``Embeddings`` over a memlab embedder (``memlab.embedding.embedder``): a store
+    written with a model memlab runs offline, the questions embedded alike."""
+
+    def __init__(self, embedder: Any):
+        self.embedder = embedder
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.embedder.encode_documents(list(texts)).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embedder.encode_queries([text])[0].tolist()
 
 
 def document(memory: RetrievedMemory) -> Document:

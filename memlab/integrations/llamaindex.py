@@ -30,11 +30,36 @@ from memlab.integrations.retriever import RetrievedMemory, Retriever
 from memlab.qdrant.query import CollectionSchema
 
 try:
+    from llama_index.core.embeddings import BaseEmbedding
     from llama_index.core.retrievers import BaseRetriever
     from llama_index.core.schema import NodeWithScore, QueryBundle
     from llama_index.core.vector_stores.utils import metadata_dict_to_node
+    from pydantic import PrivateAttr
 except ImportError:
     raise needs_extra("llama-index-core", "llamaindex", "memlab.integrations.llamaindex") from None
+
+
+class MemlabEmbedding(BaseEmbedding):
+    """LlamaIndex's ``BaseEmbedding`` over a memlab embedder (``memlab.embedding.embedder``): a
+    store written with a model memlab runs offline, the questions embedded alike."""
+
+    _embedder: Any = PrivateAttr()
+
+    def __init__(self, embedder: Any, **kwargs: Any):
+        super().__init__(model_name=embedder.model_id, **kwargs)
+        self._embedder = embedder
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self._embedder.encode_queries([query])[0].tolist()
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._get_query_embedding(query)
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._embedder.encode_documents([text])[0].tolist()
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return self._embedder.encode_documents(list(texts)).tolist()
 
 
 def node(memory: RetrievedMemory) -> NodeWithScore:
