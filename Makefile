@@ -91,6 +91,7 @@ bench: $(VENV)/.installed  ## run the timing scripts in bench/ (timings printed,
 	$(BIN)/python bench/bench_sweep_memory.py
 	$(BIN)/python bench/bench_embed_batching.py
 	$(BIN)/python bench/bench_tune.py
+	$(BIN)/python bench/bench_retriever.py
 	$(BIN)/python bench/bench_panel_browser.py
 	$(BIN)/python bench/bench_scale.py
 	$(BIN)/python bench/bench_compare.py

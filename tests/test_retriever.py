@@ -439,17 +439,90 @@ def test_a_file_tuned_for_other_shards(worlds, tmp_path):
 
 
 def test_a_missing_payload_field(worlds):
+    """A layout that does not fit the collection is refused when the retriever is made (its first
+    point is read); a point that lacks a field among ones that have it, when it is returned."""
     world = worlds[0]
-    layout = CollectionSchema(text_field="body")
+    with pytest.raises(InputError) as e:
+        Retriever.from_spec(
+            RetrievalSpec(),
+            client=world.local()[0],
+            collection=COLLECTION,
+            layout=CollectionSchema(text_field="body"),
+        )
+    assert one_line(e) == (
+        "collection 'memories' in :memory: (qdrant-client local mode): point 0 has no payload field 'body' "
+        "(the layout's text field; its fields: date, memory_id, text, user_id)"
+    )
+    client = points_collection(
+        [(1, {"date": "2026-09-01T00:00:00Z", "text": "first"}), (2, {"date": "2026-09-02T00:00:00Z"})]
+    )
     retriever = Retriever.from_spec(
-        spec_of("exp", "add", threshold=-1.0), client=world.local()[0], collection=COLLECTION, layout=layout
+        spec_of("exp", "add", threshold=-1.0), client=client, collection=COLLECTION
     )
     with pytest.raises(InputError) as e:
-        retriever.retrieve(world.queries[0], asked=REF)
-    text = one_line(e)
-    assert text.startswith("collection 'memories' in :memory: (qdrant-client local mode): point ")
-    assert text.endswith(
-        "has no payload field 'body' (the layout's text field; its fields: date, memory_id, text, user_id)"
+        retriever.retrieve([1.0, 0.0], asked=REF)
+    assert one_line(e) == (
+        "collection 'memories' in :memory: (qdrant-client local mode): point 2 has no payload field 'text' "
+        "(the layout's text field; its fields: date)"
+    )
+
+
+def points_collection(points) -> QdrantClient:
+    """A local collection of 2-dimensional points: (id, payload)."""
+    client = QdrantClient(":memory:")
+    client.create_collection(
+        COLLECTION, vectors_config=models.VectorParams(size=2, distance=models.Distance.COSINE)
+    )
+    if points:
+        client.upsert(
+            COLLECTION, points=[models.PointStruct(id=i, vector=[1.0, 0.1 * i], payload=p) for i, p in points]
+        )
+    return client
+
+
+@pytest.mark.parametrize(
+    ("payload", "layout", "message"),
+    [
+        (
+            {"date": 1757462400, "text": "a"},
+            DEFAULT_SCHEMA,
+            "point 7: date: expected a date string like '2026-09-01', got 1757462400 (the layout's date format is iso)",
+        ),
+        (
+            {"date": "2026-09-01T00:00:00Z", "text": "a"},
+            CollectionSchema(date_format="epoch-s"),
+            "point 7: date: expected a number (epoch-s), got '2026-09-01T00:00:00Z' (the layout's date format is epoch-s)",
+        ),
+        (
+            {"date": "2026-09-01T00:00:00Z", "text": ["a"]},
+            DEFAULT_SCHEMA,
+            "point 7: text: expected text, got ['a']",
+        ),
+        (
+            {"text": "a"},
+            DEFAULT_SCHEMA,
+            "point 7 has no payload field 'date' (the layout's date field; its fields: text)",
+        ),
+    ],
+)
+def test_a_payload_the_layout_cannot_read(payload, layout, message):
+    """Dates in another format than the layout says would match no query (the filter cannot
+    compare them) and return nothing, silently: the first point is read when the retriever is made."""
+    client = points_collection([(7, payload)])
+    with pytest.raises(InputError) as e:
+        Retriever.from_spec(RetrievalSpec(), client=client, collection=COLLECTION, layout=layout)
+    assert one_line(e) == f"collection 'memories' in :memory: (qdrant-client local mode): {message}"
+
+
+@pytest.mark.qdrant_edge
+def test_a_payload_the_layout_cannot_read_on_the_engine(worlds, tmp_path):
+    with pytest.raises(InputError) as e:
+        Retriever.from_spec(
+            RetrievalSpec(), client=worlds[0].edge(tmp_path), layout=CollectionSchema(text_field="body")
+        )
+    assert one_line(e) == (
+        "the qdrant-edge shard: point 0 has no payload field 'body' (the layout's text field; its fields: "
+        "date, memory_id, text, user_id)"
     )
 
 
@@ -622,3 +695,11 @@ def test_an_imported_datasets_collection_and_layout_come_with_the_file(worlds, t
     with pytest.raises(InputError) as e:
         Retriever.from_file(path, client=client)
     assert one_line(e).startswith(f"{path}: its dataset's {folder / 'dataset.json'}: ")
+
+
+def test_an_empty_collection_recalls_nothing():
+    """A new user's store: no point yet, no memory, no error."""
+    client = points_collection([])
+    assert (
+        Retriever.from_spec(RetrievalSpec(), client=client, collection=COLLECTION).retrieve([1.0, 0.0]) == []
+    )

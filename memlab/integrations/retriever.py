@@ -36,7 +36,6 @@ concurrently) and the embedding runs in a worker thread.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
@@ -381,6 +380,8 @@ class RetrieverCore:
         for (where the store can tell)."""
         for store, fact in zip(self.stores, facts, strict=True):
             self.vector_size(store, fact)
+            if fact.sample is not None:  # a layout that does not fit says so now, not on a call
+                self.read_point(fact.sample, store)
         known = len(self.stores) if len(self.stores) > 1 else facts[0].shards
         if self.shards is not None and known is not None and known != self.shards:
             scope = f"{self.shards} shard{'s' if self.shards != 1 else ''} (Qdrant's id hashing)"
@@ -471,25 +472,12 @@ class RetrieverCore:
         ids = sorted(seen, key=point_order)
         if not ids:
             return []
-        spec, layout = self.spec, self.layout
+        spec = self.spec
         texts, dates = [], []
         for pid in ids:
-            hit, store = seen[pid]
-            texts.append(self.field(hit, store, layout.text_field, "text field"))
-            value = self.field(hit, store, layout.date_field, "date field")
-            try:
-                dates.append(layout.date_of(value))
-            except InputError as e:
-                raise InputError(
-                    f"{store.describe()}: point {pid}: {layout.date_field}: {e} (the layout's date "
-                    f"format is {layout.date_format})"
-                ) from None
-        for pid, text in zip(ids, texts, strict=True):
-            if not isinstance(text, str):
-                raise InputError(
-                    f"{seen[pid][1].describe()}: point {pid}: {layout.text_field}: expected text, "
-                    f"got {text!r:.60}"
-                )
+            text, when = self.read_point(*seen[pid])
+            texts.append(text)
+            dates.append(when)
         final = np.array([seen[pid][0].score for pid in ids], dtype=np.float64)
         stamps = np.array([d.replace(tzinfo=None) for d in dates], dtype="datetime64[s]")
         raw = unscore(final, spec.weight(age_days(stamps, at)), spec.bonus, spec.combine)
@@ -502,6 +490,23 @@ class RetrieverCore:
             )
             for i in keep
         ]
+
+    def read_point(self, hit: Hit, store: StoreBase) -> tuple[str, datetime]:
+        """A point's text and date, as the layout names them."""
+        layout, pid = self.layout, point_key(hit.point_id)
+        text = self.field(hit, store, layout.text_field, "text field")
+        if not isinstance(text, str):
+            raise InputError(
+                f"{store.describe()}: point {pid}: {layout.text_field}: expected text, got {text!r:.60}"
+            )
+        value = self.field(hit, store, layout.date_field, "date field")
+        try:
+            return text, layout.date_of(value)
+        except InputError as e:
+            raise InputError(
+                f"{store.describe()}: point {pid}: {layout.date_field}: {e} (the layout's date format "
+                f"is {layout.date_format})"
+            ) from None
 
     def field(self, hit: Hit, store: StoreBase, name: str, what: str) -> Any:
         try:
@@ -572,6 +577,8 @@ class AsyncRetriever(RetrieverCore):
         user: PayloadValue | None = None,
     ) -> list[RetrievedMemory]:
         """As ``Retriever.retrieve``, awaited."""
+        import asyncio  # imported by whoever runs the loop: free here, not paid by ``import memlab``
+
         at = asked_time(asked)
         if self.facts is None:
             self.check_facts(list(await asyncio.gather(*(self.afacts(s) for s in self.stores))))
@@ -586,12 +593,16 @@ class AsyncRetriever(RetrieverCore):
 
     @staticmethod
     async def afacts(store: StoreBase) -> CollectionFacts:
+        import asyncio
+
         if isinstance(store, AsyncClientStore):
             return await store.facts()
         return await asyncio.to_thread(store.facts)  # type: ignore[attr-defined]
 
     @staticmethod
     async def ahits(store: StoreBase, body: dict[str, Any]) -> list[Hit]:
+        import asyncio
+
         if isinstance(store, AsyncClientStore):
             return await store.hits(body, with_payload=True)
         return await asyncio.to_thread(store.hits, body, with_payload=True)  # type: ignore[attr-defined]

@@ -90,11 +90,13 @@ class Hit:
 class CollectionFacts:
     """What a query relies on in a collection: its vectors (the named vectors and their sizes,
     or the one unnamed vector's size; None: not known before a query, as for an engine shard),
-    its shard count (None: not known) and its point count (None: not counted)."""
+    its shard count (None: not known), its point count (None: not counted) and one of its points
+    with its payload (the first by id; None: none, or not read), to read the layout on."""
 
     vectors: Mapping[str, int] | int | None
     shards: int | None
     points: int | None
+    sample: Hit | None = None
 
 
 class StoreBase:
@@ -205,6 +207,7 @@ class ClientStore(UserStore):
                     f"no collection {self.collection!r} in {self.where} (collections: {names or 'none'})"
                 )
             info = self.client.get_collection(self.collection)
+            first, _ = self.client.scroll(self.collection, limit=1, with_payload=True)
         except MemlabError:
             raise
         except Exception as e:
@@ -212,18 +215,19 @@ class ClientStore(UserStore):
             if problem is None:
                 raise
             raise problem from None
-        return collection_facts(info, remote=self.exact)
+        return collection_facts(info, first, remote=self.exact)
 
     def close(self) -> None:
         if self.owned:
             self.client.close()
 
 
-def collection_facts(info: Any, remote: bool) -> CollectionFacts:
-    """The facts of qdrant-client's ``get_collection`` answer; local mode has one shard whatever
-    the collection was created with."""
+def collection_facts(info: Any, first: Sequence[Any], remote: bool) -> CollectionFacts:
+    """The facts of qdrant-client's ``get_collection`` answer and its first point (a scroll's
+    ``first``); local mode has one shard whatever the collection was created with."""
     shards = (info.config.params.shard_number or 1) if remote else 1
-    return CollectionFacts(vector_sizes(info), shards, info.points_count)
+    sample = Hit(first[0].id, 0.0, first[0].payload or {}) if first else None
+    return CollectionFacts(vector_sizes(info), shards, info.points_count, sample)
 
 
 class AsyncClientStore(StoreBase):
@@ -257,6 +261,7 @@ class AsyncClientStore(StoreBase):
                     f"no collection {self.collection!r} in {self.where} (collections: {names or 'none'})"
                 )
             info = await self.client.get_collection(self.collection)
+            first, _ = await self.client.scroll(self.collection, limit=1, with_payload=True)
         except MemlabError:
             raise
         except Exception as e:
@@ -264,7 +269,7 @@ class AsyncClientStore(StoreBase):
             if problem is None:
                 raise
             raise problem from None
-        return collection_facts(info, remote=self.exact)
+        return collection_facts(info, first, remote=self.exact)
 
 
 class EdgeStore(UserStore):
@@ -298,6 +303,20 @@ class EdgeStore(UserStore):
                 f"{self.label}: the engine refused the query: {' '.join(str(e).split())}"
             ) from None
         return [Hit(p.id, float(p.score), p.payload or {}) for p in points]
+
+    def facts(self) -> CollectionFacts:
+        """Its point count and first point (the engine's object does not say its vectors)."""
+        from memlab.qdrant import edge
+
+        try:
+            first, _ = self.shard.scroll(edge.engine().ScrollRequest(limit=1, with_payload=True))
+            points = self.shard.info().points_count
+        except Exception as e:  # qdrant_edge raises bare Exceptions, with the engine's reason
+            raise InputError(
+                f"{self.label}: the engine cannot read the shard: {' '.join(str(e).split())}"
+            ) from None
+        sample = Hit(first[0].id, 0.0, first[0].payload or {}) if first else None
+        return CollectionFacts(None, None, points, sample)
 
     def close(self) -> None:
         if self.copy is None:
