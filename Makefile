@@ -44,6 +44,11 @@ $(VENV)/.installed-chat: pyproject.toml $(VENV)/.installed-test
 	@$(BIN)/pip install --quiet -e '.[test,chat]' $(QUIET)
 	@touch $@
 
+# the frameworks memlab's retriever plugs into (LangChain, LlamaIndex, Mem0): pure-Python wheels
+$(VENV)/.installed-frameworks: pyproject.toml $(VENV)/.installed-test
+	@$(BIN)/pip install --quiet -e '.[test,langchain,llamaindex,mem0]' $(QUIET)
+	@touch $@
+
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
 	@$(BIN)/pip install --quiet -e '.[dev]' $(QUIET)
 	@touch $@
@@ -59,11 +64,11 @@ lab: $(VENV)/.installed  ## open the notebooks in JupyterLab (saving keeps the t
 # the suite runs in one worker per core (pytest-xdist)
 PYTEST = $(BIN)/python -m pytest -n auto
 
-test: $(VENV)/.installed-chat  ## install the test and chat extras and run the whole test suite
+test: $(VENV)/.installed-chat $(VENV)/.installed-frameworks  ## install the test, chat and framework extras and run the whole test suite
 	$(PYTEST)
 
-test-fast: $(VENV)/.installed-test  ## the suite without model, notebook, browser, ranx, chat and slow tests
-	$(PYTEST) -m "not model and not notebook and not browser and not ranx and not chat and not slow"
+test-fast: $(VENV)/.installed-test  ## the suite without model, notebook, browser, ranx, chat, framework and slow tests
+	$(PYTEST) -m "not model and not notebook and not browser and not ranx and not chat and not framework and not slow"
 
 test-hostile: $(VENV)/.installed-test  ## the fault-and-hostile-input tier alone (also part of test and test-fast)
 	$(PYTEST) -m "hostile and not notebook and not model"

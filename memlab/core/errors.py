@@ -38,3 +38,12 @@ class MemlabWarning(UserWarning):
 
 class EmbeddingError(MemlabError, RuntimeError):
     """An embedding model or server that cannot serve: not found offline, a broken cache, a bad reply."""
+
+
+class MissingExtraError(MemlabError, ImportError):
+    """An optional extra that is not installed (``memlab[langchain]``...); the message names it."""
+
+
+def needs_extra(module: str, extra: str, what: str) -> ImportError:
+    """The one-line error for ``what`` when ``module`` cannot be imported: install ``extra``."""
+    return MissingExtraError(f"{what} needs {module}, which is not installed: pip install 'memlab[{extra}]'")

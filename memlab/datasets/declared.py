@@ -162,7 +162,15 @@ def declared_vectors(items: Any, root: Path, n_memories: int, problems: list[str
     return None if len(problems) > before else dict(items)
 
 
-QDRANT_TEXT_FIELDS = ("collection", "date_field", "text_field", "vector_name", "id_field")
+QDRANT_TEXT_FIELDS = (
+    "collection",
+    "date_field",
+    "text_field",
+    "vector_name",
+    "id_field",
+    "user_field",
+    "preset",
+)
 QDRANT_DATE_FORMATS = ("iso", "epoch-s", "epoch-ms")  # memlab.qdrant.query.DATE_FORMATS' names
 
 

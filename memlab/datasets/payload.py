@@ -14,6 +14,7 @@ where the field holds integers. A filter naming a field no memory has is an erro
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -28,6 +29,29 @@ MAX_POINT_ID = 2**64 - 1
 
 def is_integer(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+MISSING = object()  # payload_at: no value at that path (a stored null is a value)
+
+
+def payload_at(payload: Mapping[str, Any], path: str, *, json_strings: bool = False) -> Any:
+    """The value at a payload path, or ``MISSING``. A dot steps into a nested object, as in
+    Qdrant's own key paths (``metadata.date``: LangChain keeps its metadata there), so the same
+    name filters and decays in the exported query. With ``json_strings``, a step may also go into
+    a JSON object stored as a string: LlamaIndex keeps a node's text only inside its
+    ``_node_content`` string (``_node_content.text``); Qdrant cannot read that, so only a text
+    path may take it."""
+    value: Any = payload
+    for step in path.split("."):
+        if json_strings and isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                return MISSING
+        if not isinstance(value, Mapping) or step not in value:
+            return MISSING
+        value = value[step]
+    return value
 
 
 def read_payload(value: Any) -> tuple[dict[str, PayloadValue], str | None]:

@@ -6,9 +6,12 @@ optionally, the application's own memory id), checks them all, and writes a data
 collection's names: date field and format, text field, vector name, id field, so ``memlab spec``
 exports back to the same schema), ``memories.jsonl``, ``vectors.npy`` (one row per memory, in
 file order) and ``questions.jsonl`` (copied from ``questions`` when given; otherwise empty, to
-be filled). Problems are reported together as ``collection NAME: point ID: field: problem`` and
-nothing is written; the folder appears whole or not at all. A bad ``questions`` file is reported
-against that file, not the folder being written.
+be filled). ``preset`` (``langchain``, ``llamaindex``, ``mem0``: ``memlab.qdrant.presets``)
+names the fields the library writes; a field given beside it wins. A field's name is a payload
+path: dots step into nested objects (``metadata.date``), as Qdrant's key paths do. Problems are
+reported together as ``collection NAME: point ID: field: problem`` and nothing is written; the
+folder appears whole or not at all. A bad ``questions`` file is reported against that file, not
+the folder being written.
 """
 
 from __future__ import annotations
@@ -26,10 +29,11 @@ from memlab.core.numbers import counted
 from memlab.core.registry import lookup
 from memlab.core.urls import redact
 from memlab.core.vectors import raw_vector_problem
-from memlab.datasets.payload import read_payload
+from memlab.datasets.payload import MISSING, payload_at, read_payload
 from memlab.datasets.records import DATE_FORMATS, is_number, parse_instant, text_too_long, unicode_problem
 from memlab.datasets.schema import DatasetError, parse_datetime
 from memlab.qdrant.client import local_storage, open_client
+from memlab.qdrant.presets import PRESETS
 
 
 def _field_missing(where: str, what: str, name: str, points: list) -> InputError:
@@ -43,8 +47,8 @@ def _field_missing(where: str, what: str, name: str, points: list) -> InputError
 def import_qdrant(
     *,
     collection: str,
-    date_field: str,
-    text_field: str,
+    date_field: str | None = None,
+    text_field: str | None = None,
     out: str | Path,
     path: str | None = None,
     url: str | None = None,
@@ -57,12 +61,22 @@ def import_qdrant(
     language: str = "en",
     progress: bool = False,
     keep_fields: tuple[str, ...] = (),
+    preset: str | None = None,
 ) -> Path:
     """Write the dataset folder ``out`` from the collection (see the module's docstring); the
     questions file may hold a text per language (``text``, ``text_ja``...): each ``text_<lang>``
     is a language of the dataset, asked of the memories' one text. ``keep_fields``: payload
     fields kept as the memory's ``payload`` (keyword values: a tenant filter's fields, a shard
-    key); every memory keeps its point id (``point_id``), which Qdrant's sharding hashes."""
+    key); every memory keeps its point id (``point_id``), which Qdrant's sharding hashes. A
+    ``preset`` fills the date and text names it knows and keeps its user field where the
+    points have one."""
+    chosen = lookup(PRESETS, preset, "preset") if preset is not None else None
+    if chosen is not None:
+        date_field = date_field or chosen.date_field
+        text_field = text_field or chosen.text_field
+    for value, flag in ((date_field, "--date-field"), (text_field, "--text-field")):
+        if not value:
+            raise InputError(f"{flag} is needed (or --preset {'|'.join(PRESETS)})")
     if bool(path) == bool(url):
         raise InputError("give exactly one of --path (local Qdrant folder) or --url (Qdrant server)")
     lookup(DATE_FORMATS, date_format, "date format")
@@ -103,27 +117,42 @@ def import_qdrant(
         client.close()
 
     where = f"collection {collection}"
+    if (  # a store without users has no user field to keep
+        chosen is not None
+        and chosen.user_field not in keep_fields
+        and any(payload_at(p.payload or {}, chosen.user_field) is not MISSING for p in points)
+    ):
+        keep_fields = (*keep_fields, chosen.user_field)
     options = [(date_field, "--date-field"), (text_field, "--text-field"), (id_field, "--id-field")]
     for name, what in [*options, *((k, "--keep-field") for k in keep_fields)]:
-        if name is not None and points and not any(name in (p.payload or {}) for p in points):
+        reads_json = name == text_field
+        if (
+            name is not None
+            and points
+            and not any(
+                payload_at(p.payload or {}, name, json_strings=reads_json) is not MISSING for p in points
+            )
+        ):
             raise _field_missing(where, what, name, points)
     problems: list[str] = []
     rows, vecs, formats, seen = [], [], {}, {}
     for p in points:
         pid = str(p.id)
         payload = p.payload or {}
-        vector = p.vector.get(vector_name) if isinstance(p.vector, dict) else p.vector
-        if date_field not in payload:
+        # an unnamed dense vector beside named sparse ones (Mem0's bm25) comes back under ""
+        vector = p.vector.get(vector_name or "") if isinstance(p.vector, dict) else p.vector
+        stored_date = payload_at(payload, date_field)
+        if stored_date is MISSING:
             problems.append(f"{where}: point {pid}: {date_field}: missing")
             continue
         try:
-            when = parse_instant(payload[date_field], date_format)
+            when = parse_instant(stored_date, date_format)
         except (ValueError, OverflowError, OSError) as e:
             problems.append(f"{where}: point {pid}: {date_field}: {e}")
             continue
-        formats.setdefault("iso" if not is_number(payload[date_field]) else date_format, []).append(pid)
+        formats.setdefault("iso" if not is_number(stored_date) else date_format, []).append(pid)
         if id_field is not None:
-            mid = payload.get(id_field)
+            mid = payload_at(payload, id_field)
             if isinstance(mid, bool) or not isinstance(mid, str | int) or str(mid).strip() == "":
                 problems.append(f"{where}: point {pid}: {id_field}: missing or not an id")
                 continue
@@ -132,7 +161,7 @@ def import_qdrant(
                 continue
             seen[str(mid)] = pid
             pid = str(mid)
-        text = payload.get(text_field)
+        text = payload_at(payload, text_field, json_strings=True)
         if not isinstance(text, str) or not text.strip():
             problems.append(f"{where}: point {pid}: {text_field}: missing or not text")
             continue
@@ -152,7 +181,7 @@ def import_qdrant(
         if untrusted is not None:  # a zero vector has no cosine; a lone surrogate no UTF-8
             problems.append(f"{where}: point {pid}: {untrusted}")
             continue
-        kept = {k: payload[k] for k in keep_fields if k in payload}
+        kept = {k: v for k in keep_fields if (v := payload_at(payload, k)) is not MISSING}
         bad = read_payload(kept)[1]
         if bad is not None:
             problems.append(f"{where}: point {pid}: {bad}")
@@ -211,9 +240,13 @@ def import_qdrant(
             "date_field": date_field,
             "date_format": stored_format,
             "text_field": text_field,
-            "vector_name": vector_name if named else None,
+            # LangChain names its one dense vector "": Qdrant's default vector, as if unnamed
+            "vector_name": (vector_name or None) if named else None,
             "id_field": id_field,
             **({"kept_fields": list(keep_fields)} if keep_fields else {}),
+            **({"preset": preset} if preset is not None else {}),
+            # the user field a retriever's user= filters on (memlab.qdrant.query.CollectionSchema)
+            **({"user_field": chosen.user_field} if chosen and chosen.user_field in keep_fields else {}),
         },
     }
     # the folder appears whole or not at all; with questions, it must load (they must fit)

@@ -400,6 +400,8 @@ class RetrieverCore:
         if vectors is None:
             return None
         if isinstance(vectors, Mapping):
+            if name is None and "" in vectors:  # LangChain names its one vector "": Qdrant's default
+                return int(vectors[""])
             if name is None:
                 raise InputError(
                     f"{store.describe()} has named vectors {', '.join(sorted(vectors))}: give the layout's "

@@ -43,6 +43,7 @@ from memlab.core.errors import InputError
 from memlab.core.memory_text import SNIPPET as ESCAPE_SNIPPET
 from memlab.core.registry import lookup
 from memlab.core.spec import COMBINES, DECAYS, MIDPOINT, SECONDS_PER_DAY, RetrievalSpec
+from memlab.datasets.payload import MISSING, payload_at
 
 QUERY_VECTOR = "<query vector>"
 QUERY_TIME = "<query time>"  # RFC 3339, UTC, whole seconds
@@ -96,19 +97,18 @@ class CollectionSchema:
             vector_name=meta.get("vector_name"),
             id_field=meta.get("id_field") or "memory_id",
             text_field=meta.get("text_field") or "text",
+            user_field=meta.get("user_field"),
         )
 
     def read(self, payload: Mapping[str, Any], name: str) -> Any:
-        """The value of payload field ``name`` (a Qdrant key: ``metadata.user_id`` reaches into
-        the object ``metadata``, as Qdrant's filters and formulas read it; a key holding the dot
-        itself is read first). Raises ``KeyError`` when the payload has no such field."""
-        if name in payload:
-            return payload[name]
-        value: Any = payload
-        for part in name.split("."):
-            if not isinstance(value, Mapping) or part not in value:
-                raise KeyError(name)
-            value = value[part]
+        """The value of payload field ``name``, read as the importer reads it
+        (``memlab.datasets.payload.payload_at``): a Qdrant key, so ``metadata.user_id`` reaches
+        into the object ``metadata`` as Qdrant's filters and formulas read it; the text field may
+        also reach into a JSON string (LlamaIndex's ``_node_content.text``). Raises ``KeyError``
+        when the payload has no such field."""
+        value = payload_at(payload, name, json_strings=name == self.text_field)
+        if value is MISSING:
+            raise KeyError(name)
         return value
 
     def date_of(self, value: Any) -> datetime:

@@ -16,6 +16,7 @@ from memlab.core.memory_text import delimiter_tag, line_break_at
 from memlab.core.numbers import counted
 from memlab.core.paths import plain_name
 from memlab.datasets.schema import DEFAULT_DATASET, DatasetError, load_dataset
+from memlab.qdrant.presets import PRESETS
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -91,6 +92,7 @@ def cmd_import_qdrant(args: argparse.Namespace) -> int:
         language=args.language or "en",
         progress=sys.stderr.isatty(),
         keep_fields=tuple(dict.fromkeys(args.keep_field or ())),
+        preset=args.preset,
     )
     n = len((out / "memories.jsonl").read_text(encoding="utf-8").splitlines())
     meta = json.loads((out / "dataset.json").read_text(encoding="utf-8"))
@@ -270,8 +272,26 @@ def add_import_qdrant_arguments(p: argparse.ArgumentParser) -> None:
     where.add_argument("--path", help="local Qdrant folder")
     where.add_argument("--url", help="Qdrant server URL")
     p.add_argument("--collection", required=True, help="the Qdrant collection holding the memories")
-    p.add_argument("--date-field", required=True, help="payload field with the memory's date")
-    p.add_argument("--text-field", required=True, help="payload field with the memory's text")
+    p.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default=None,
+        help="the payload layout a library writes: "
+        + "; ".join(
+            f"{p.name}: text {p.text_field}, date {p.date_field}, user {p.user_field}"
+            for p in PRESETS.values()
+        )
+        + " (docs/integrations.md)",
+    )
+    p.add_argument(
+        "--date-field",
+        default=None,
+        help="payload field with the memory's date; dots step into objects (metadata.date); "
+        "needed without --preset",
+    )
+    p.add_argument(
+        "--text-field", default=None, help="payload field with the memory's text; needed without --preset"
+    )
     p.add_argument("--vector-name", default=None, help="which named vector (if the collection has several)")
     p.add_argument(
         "--id-field", default=None, help="payload field with your own memory id (default: the point id)"
