@@ -85,3 +85,198 @@ def test_the_session_import_has_its_own_default_folder(tmp_path, monkeypatch, ca
     assert (
         capsys.readouterr().out.splitlines()[0] == "wrote data/locomo_units-session: 7 memories, 18 questions"
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# tune-benchmark --units: the study on hand-made embeddings (word counts), tokens counted by words
+
+
+def bag_of_words(texts: list[str], vocabulary: list[str]):
+    """Word counts over the vocabulary, unit length (a small constant keeps an empty text off zero)."""
+    import re
+
+    import numpy as np
+
+    out = np.zeros((len(texts), len(vocabulary) + 1))
+    out[:, -1] = 0.05
+    index = {w: i for i, w in enumerate(vocabulary)}
+    for r, text in enumerate(texts):
+        for w in re.findall(r"[a-z]+", text.lower()):
+            if w in index:
+                out[r, index[w]] += 1.0
+    return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def words(texts: list[str]):
+    import numpy as np
+
+    return np.array([len(t.split()) for t in texts])
+
+
+@pytest.fixture(scope="module")
+def unit_problems(tmp_path_factory):
+    import re
+
+    from helpers import problem_of
+
+    from memlab.core.spec import RetrievalSpec
+
+    root = tmp_path_factory.mktemp("units")
+    datasets = {}
+    for unit in ("turn", "observation", "session"):
+        import_locomo(UNITS, root / unit, granularity=unit)
+        datasets[unit] = load_dataset(root / unit)
+    texts = [m.text("en") for ds in datasets.values() for m in ds.memories]
+    texts += [q.text("en") for q in datasets["turn"].questions]
+    vocabulary = sorted({w for t in texts for w in re.findall(r"[a-z]+", t.lower()) if len(w) > 3})
+    problems = {
+        unit: problem_of(
+            ds,
+            RetrievalSpec(),
+            memories=bag_of_words([m.text("en") for m in ds.memories], vocabulary),
+            questions=bag_of_words([q.text("en") for q in ds.questions], vocabulary),
+        )
+        for unit, ds in datasets.items()
+    }
+    probes = bag_of_words(["weather forecast tomorrow", "stock market prices"], vocabulary)
+    return problems, probes
+
+
+def units_run(problems, probes, **kw):
+    from memlab.studies.hybrid import RetrieverGrid
+    from memlab.studies.units import held_out_units
+
+    grid = RetrieverGrid(
+        alphas=(0.0, 1.0),
+        norms=("min-max",),
+        rrf_ks=(60,),
+        bonus=(0.0, 0.05),
+        tau_days=(7, 30),
+        threshold_steps=11,
+        candidates=4,
+        inject=2,
+    )
+    return held_out_units(
+        problems, words, tokenizer="words", folds=2, n_boot=200, grid=grid, probe_vectors=probes, **kw
+    )
+
+
+def test_units_are_compared_on_the_questions_every_unit_keeps_with_shared_folds(unit_problems):
+    problems, probes = unit_problems
+    result = units_run(problems, probes)
+    q = result.questions
+    # conv-904 qa1 and qa3 lie in the session without a summary: left out for every unit
+    assert result.details["questions"] == {"turn": 20, "observation": 20, "session": 18}
+    assert result.details["common_questions"] == 18
+    assert result.details["left_out"] == {"turn": 2, "observation": 2, "session": 0}
+    assert set(q["question"]) == set(problems["session"].dataset.question_ids)
+    assert "conv-904:qa1" not in set(q["question"])
+    # every (system, unit) holds the 18 questions, each question in one fold whatever the unit
+    assert q.groupby(["system", "unit"]).size().tolist() == [18] * 9
+    assert (q.groupby("question")["fold"].nunique() == 1).all()
+    assert (q.groupby("haystack")["fold"].nunique() == 1).all()
+    # each unit's own held-out run evaluated its own questions, every one
+    assert len(result.runs["turn"].questions.query("system == 'cosine'")) == 20
+
+
+def test_token_cost_is_the_count_of_the_injected_memories_texts(unit_problems):
+    """Counted again here: each question's injected ids, looked up in the unit's own dataset, their
+    words summed; and the table's tokens the mean of those over the group's questions."""
+    import numpy as np
+
+    problems, probes = unit_problems
+    result = units_run(problems, probes)
+    q = result.questions
+    for (system, unit), rows in q.groupby(["system", "unit"]):
+        ds = problems[unit].dataset
+        for r in rows.to_dict("records"):
+            assert r["tokens"] == sum(len(ds.memory(m).text("en").split()) for m in r["memories"])
+            assert len(r["memories"]) == r["injected"] <= 2
+        table = result.table
+        t = table[(table["system"] == system) & (table["unit"] == unit)].set_index("group")
+        assert t.loc["all", "tokens"] == pytest.approx(rows["tokens"].mean())
+        adv = rows[rows["category"] == "adversarial"]
+        assert t.loc["adversarial", "tokens"] == pytest.approx(adv["tokens"].mean())
+    # cosine top-k always injects two memories: a session summary costs more words than two turns
+    cos = result.table.query("system == 'cosine' and group == 'all'").set_index("unit")
+    assert cos.loc["session", "tokens"] > cos.loc["turn", "tokens"]
+    # the difference to the reference unit is the difference of the two means, inside its interval
+    for r in result.table.query("unit != 'turn'").to_dict("records"):
+        ref = result.table.query("system == @r['system'] and group == @r['group'] and unit == 'turn'").iloc[0]
+        assert r["tokens_diff_turn"] == pytest.approx(r["tokens"] - ref["tokens"])
+        assert r["diff_turn"] == pytest.approx(r["value"] - ref["value"])
+        assert r["diff_turn_lo"] - 1e-12 <= r["diff_turn"] <= r["diff_turn_hi"] + 1e-12
+        assert r["tokens_diff_turn_lo"] - 1e-12 <= r["tokens_diff_turn"] <= r["tokens_diff_turn_hi"] + 1e-12
+    assert np.isnan(result.table.query("unit == 'turn'")["diff_turn"]).all()
+
+
+def test_cosine_top_k_per_unit_counted_again_with_numpy(unit_problems):
+    """Plain cosine per unit: the first two memories of the question's own conversation by raw
+    score, recall_any per category, counted here from each unit's score table."""
+    import numpy as np
+
+    problems, probes = unit_problems
+    result = units_run(problems, probes)
+    common = set(problems["session"].dataset.question_ids)
+    for unit, p in problems.items():
+        ds, raw, visible = p.dataset, p.scores.raw, p.dataset.visible()
+        hits: dict[str, list[float]] = {}
+        for i, question in enumerate(ds.questions):
+            if question.id not in common:
+                continue
+            scores = np.where(visible[i], raw[i], -np.inf)
+            top = {ds.memory_ids[m] for m in np.lexsort((np.arange(len(scores)), -scores))[:2]}
+            value = 1.0 if question.kind == "nohit" else float(bool(top & set(question.relevant)))
+            hits.setdefault(question.category, []).append(value)
+        t = result.table.query("system == 'cosine' and unit == @unit").set_index("group")
+        for category, values in hits.items():
+            assert t.loc[category, "value"] == pytest.approx(np.mean(values)), (unit, category)
+
+
+def test_a_unit_compared_with_itself_differs_by_nothing(unit_problems):
+    problems, probes = unit_problems
+    result = units_run({"session": problems["session"], "again": problems["session"]}, probes)
+    again = result.table.query("unit == 'again'")
+    assert len(again) == 3 * 6  # 3 systems x (all + 5 categories)
+    for col in ("diff_session", "diff_session_lo", "diff_session_hi", "tokens_diff_session"):
+        assert (again[col] == 0).all(), col
+    assert (again["wins_session"] == 0).all() and (again["losses_session"] == 0).all()
+
+
+def test_wins_and_losses_count_the_questions_per_direction(unit_problems):
+    problems, probes = unit_problems
+    result = units_run(problems, probes)
+    q = result.questions
+    for r in result.table.query("unit != 'turn' and group == 'all'").to_dict("records"):
+        mine = q.query("system == @r['system'] and unit == @r['unit']").set_index("question")["utility"]
+        ref = q.query("system == @r['system'] and unit == 'turn'").set_index("question")["utility"]
+        d = mine - ref.loc[mine.index]
+        assert (r["wins_turn"], r["losses_turn"]) == (int((d > 0).sum()), int((d < 0).sum()))
+
+
+def test_units_refused_with_a_reason(tmp_path, capsys):
+    from memlab.core.errors import InputError
+    from memlab.importers.benchmarks import unit_names
+
+    assert unit_names(UNITS, ["turn", "session"]) == "locomo"
+    with pytest.raises(InputError) as e:
+        unit_names(UNITS, ["turn", "sessions"])
+    assert (
+        str(e.value) == "--units: 'sessions' is not a locomo granularity; one of observation, turn, session"
+    )
+    with pytest.raises(InputError) as e:
+        unit_names(DATA / "longmemeval_tiny.json", ["observation"])
+    assert str(e.value) == "--units: 'observation' is not a longmemeval granularity; one of session, turn"
+    with pytest.raises(InputError) as e:
+        unit_names(UNITS, ["turn", "turn"])
+    assert str(e.value) == "--units: turn, turn names a unit twice"
+    assert main(["tune-benchmark", "--units", "turn"]) == 2
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .endswith("--units and --benchmark-file go together: the units are imported from that file")
+    )
+    assert (
+        main(["tune-benchmark", "--units", "turn", "--benchmark-file", str(UNITS), "--systems", "nope"]) == 2
+    )
+    assert "system for --systems" in capsys.readouterr().err
