@@ -138,6 +138,15 @@ def diff_cell(r, ref: str) -> str:
     return "-" if v != v else f"{v:+.3f} [{r[f'diff_{ref}_lo']:+.3f}, {r[f'diff_{ref}_hi']:+.3f}]"
 
 
+def fusion_text(chosen: dict) -> str:
+    """A tuned hybrid's fusion settings as the chosen lines print them (empty for none)."""
+    if chosen.get("norm") is not None and chosen["norm"] == chosen["norm"]:
+        return f" {chosen['norm']} alpha={chosen['alpha']:g}"
+    if chosen.get("rrf_k") is not None and chosen["rrf_k"] == chosen["rrf_k"]:
+        return f" rrf_k={chosen['rrf_k']:g}"
+    return ""
+
+
 def heldout_text(result, elapsed: float, markdown: bool = False) -> str:
     from memlab.studies.heldout import SYSTEMS
 
@@ -185,11 +194,7 @@ def heldout_text(result, elapsed: float, markdown: bool = False) -> str:
     for c in result.chosen.to_dict("records"):
         if c["system"] == "recency+calibrated":
             continue
-        fusion = ""
-        if c.get("norm") is not None and c["norm"] == c["norm"]:
-            fusion = f" {c['norm']} alpha={c['alpha']:g}"
-        elif c.get("rrf_k") is not None and c["rrf_k"] == c["rrf_k"]:
-            fusion = f" rrf_k={c['rrf_k']:g}"
+        fusion = fusion_text(c)
         lines.append(
             f"  fold {c['fold']} {c['system']:<16} {c['retriever']}{fusion} bonus={c['bonus']:g} "
             f"tau={c['tau_days']:g} threshold={c['threshold']:.9g} objective={int(c['objective'])} "
@@ -336,7 +341,8 @@ def units_text(result, elapsed: float, markdown: bool = False) -> str:
             if c["system"] not in d["systems"]:
                 continue
             lines.append(
-                f"  {unit:<12} fold {c['fold']} {c['system']:<8} {c['retriever']} bonus={c['bonus']:g} "
+                f"  {unit:<12} fold {c['fold']} {c['system']:<8} {c['retriever']}{fusion_text(c)} "
+                f"bonus={c['bonus']:g} "
                 f"tau={c['tau_days']:g} threshold={c['threshold']:.9g} objective={int(c['objective'])} "
                 f"(of {c['tuning_questions']} tuning questions)"
             )
