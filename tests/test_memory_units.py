@@ -161,9 +161,15 @@ def units_run(problems, probes, **kw):
     )
 
 
-def test_units_are_compared_on_the_questions_every_unit_keeps_with_shared_folds(unit_problems):
+@pytest.fixture(scope="module")
+def units_result(unit_problems):
+    """The three units compared once (a few seconds), read by the tests below."""
     problems, probes = unit_problems
-    result = units_run(problems, probes)
+    return problems, units_run(problems, probes)
+
+
+def test_units_are_compared_on_the_questions_every_unit_keeps_with_shared_folds(units_result):
+    problems, result = units_result
     q = result.questions
     # conv-904 qa1 and qa3 lie in the session without a summary: left out for every unit
     assert result.details["questions"] == {"turn": 20, "observation": 20, "session": 18}
@@ -179,13 +185,12 @@ def test_units_are_compared_on_the_questions_every_unit_keeps_with_shared_folds(
     assert len(result.runs["turn"].questions.query("system == 'cosine'")) == 20
 
 
-def test_token_cost_is_the_count_of_the_injected_memories_texts(unit_problems):
+def test_token_cost_is_the_count_of_the_injected_memories_texts(units_result):
     """Counted again here: each question's injected ids, looked up in the unit's own dataset, their
     words summed; and the table's tokens the mean of those over the group's questions."""
     import numpy as np
 
-    problems, probes = unit_problems
-    result = units_run(problems, probes)
+    problems, result = units_result
     q = result.questions
     for (system, unit), rows in q.groupby(["system", "unit"]):
         ds = problems[unit].dataset
@@ -210,13 +215,12 @@ def test_token_cost_is_the_count_of_the_injected_memories_texts(unit_problems):
     assert np.isnan(result.table.query("unit == 'turn'")["diff_turn"]).all()
 
 
-def test_cosine_top_k_per_unit_counted_again_with_numpy(unit_problems):
+def test_cosine_top_k_per_unit_counted_again_with_numpy(units_result):
     """Plain cosine per unit: the first two memories of the question's own conversation by raw
     score, recall_any per category, counted here from each unit's score table."""
     import numpy as np
 
-    problems, probes = unit_problems
-    result = units_run(problems, probes)
+    problems, result = units_result
     common = set(problems["session"].dataset.question_ids)
     for unit, p in problems.items():
         ds, raw, visible = p.dataset, p.scores.raw, p.dataset.visible()
@@ -234,18 +238,47 @@ def test_cosine_top_k_per_unit_counted_again_with_numpy(unit_problems):
 
 
 def test_a_unit_compared_with_itself_differs_by_nothing(unit_problems):
+    """And the tokens counted by the drift study's counter (the bundled BertTokenizer, no special
+    tokens) equal the injected memories' tokens counted here by the tokenizer loaded directly."""
+    from transformers import AutoTokenizer
+
+    from memlab.drift.arrays import default_token_counter
+    from memlab.embedding.engines import sentence_transformers_package
+    from memlab.studies.hybrid import RetrieverGrid
+    from memlab.studies.units import held_out_units
+
     problems, probes = unit_problems
-    result = units_run({"session": problems["session"], "again": problems["session"]}, probes)
+    count, name = default_token_counter("multilingual-e5-small")
+    assert name.startswith("BertTokenizer of all-MiniLM-L6-v2")
+    grid = RetrieverGrid(alphas=(1.0,), norms=("min-max",), rrf_ks=(60,), bonus=(0.0,), tau_days=(7,),
+                         threshold_steps=11, candidates=4, inject=2)  # fmt: skip
+    same = {"session": problems["session"], "again": problems["session"]}
+    result = held_out_units(
+        same,
+        count,
+        tokenizer=name,
+        folds=2,
+        n_boot=100,
+        grid=grid,
+        probe_vectors=probes,
+        hybrids=("hybrid-weighted",),
+    )
     again = result.table.query("unit == 'again'")
     assert len(again) == 3 * 6  # 3 systems x (all + 5 categories)
     for col in ("diff_session", "diff_session_lo", "diff_session_hi", "tokens_diff_session"):
         assert (again[col] == 0).all(), col
     assert (again["wins_session"] == 0).all() and (again["losses_session"] == 0).all()
+    tokenizer = AutoTokenizer.from_pretrained(sentence_transformers_package("all-MiniLM-L6-v2")[0])
+    ds = problems["session"].dataset
+    q = result.questions
+    assert (q["tokens"] > 0).any()
+    for r in q.to_dict("records"):
+        texts = [ds.memory(m).text("en") for m in r["memories"]]
+        assert r["tokens"] == sum(len(tokenizer.tokenize(t)) for t in texts)
 
 
-def test_wins_and_losses_count_the_questions_per_direction(unit_problems):
-    problems, probes = unit_problems
-    result = units_run(problems, probes)
+def test_wins_and_losses_count_the_questions_per_direction(units_result):
+    _, result = units_result
     q = result.questions
     for r in result.table.query("unit != 'turn' and group == 'all'").to_dict("records"):
         mine = q.query("system == @r['system'] and unit == @r['unit']").set_index("question")["utility"]
