@@ -313,3 +313,43 @@ def test_units_refused_with_a_reason(tmp_path, capsys):
         main(["tune-benchmark", "--units", "turn", "--benchmark-file", str(UNITS), "--systems", "nope"]) == 2
     )
     assert "system for --systems" in capsys.readouterr().err
+
+
+def test_longmemeval_sessions_beside_turns(tmp_path):
+    """LongMemEval's two units (a session's user turns joined, or each user turn) compared on the
+    hand-written file: the same four questions in the same folds, each unit's tokens its own
+    injected memories' words."""
+    import re
+
+    from helpers import problem_of
+
+    from memlab.core.spec import RetrievalSpec
+    from memlab.importers.longmemeval import import_longmemeval
+
+    datasets = {}
+    for unit in ("session", "turn"):
+        import_longmemeval(DATA / "longmemeval_tiny.json", tmp_path / unit, granularity=unit)
+        datasets[unit] = load_dataset(tmp_path / unit)
+    texts = [m.text("en") for ds in datasets.values() for m in ds.memories]
+    vocabulary = sorted({w for t in texts for w in re.findall(r"[a-z]+", t.lower()) if len(w) > 3})
+    problems = {
+        unit: problem_of(
+            ds,
+            RetrievalSpec(),
+            memories=bag_of_words([m.text("en") for m in ds.memories], vocabulary),
+            questions=bag_of_words([q.text("en") for q in ds.questions], vocabulary),
+        )
+        for unit, ds in datasets.items()
+    }
+    probes = bag_of_words(["weather forecast tomorrow"], vocabulary)
+    result = units_run(problems, probes, systems=("cosine",))
+    assert result.details["common_questions"] == 4 and result.details["haystacks"] == 4
+    q = result.questions
+    assert sorted(set(q["question"])) == ["tiny0001", "tiny0002", "tiny0003_abs", "tiny0004"]
+    assert (q.groupby("question")["fold"].nunique() == 1).all()
+    for r in q.to_dict("records"):
+        ds = datasets[r["unit"]]
+        assert r["tokens"] == sum(len(ds.memory(m).text("en").split()) for m in r["memories"])
+    # a session is its user turns joined: top-2 sessions cost more words than top-2 turns here
+    cos = result.table.query("group == 'all'").set_index("unit")
+    assert cos.loc["session", "tokens"] > cos.loc["turn", "tokens"]
