@@ -353,3 +353,38 @@ def test_longmemeval_sessions_beside_turns(tmp_path):
     # a session is its user turns joined: top-2 sessions cost more words than top-2 turns here
     cos = result.table.query("group == 'all'").set_index("unit")
     assert cos.loc["session", "tokens"] > cos.loc["turn", "tokens"]
+
+
+@pytest.mark.model
+def test_tune_benchmark_units_command_end_to_end(tmp_path, capsys, cache_dir):
+    """The command on the hand-written file with the default model: three imports, one table."""
+    args = ["tune-benchmark", "--units", "turn,observation,session", "--benchmark-file", str(UNITS)]
+    small = [
+        "--cache-dir",
+        str(cache_dir),
+        "--folds",
+        "2",
+        "--boot",
+        "50",
+        "--candidates",
+        "4",
+        "--inject",
+        "2",
+    ]
+    assert main([*args, *small, "--hybrids", "hybrid-weighted", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["units"] == ["turn", "observation", "session"] and doc["reference"] == "turn"
+    assert doc["memories"] == {"turn": 24, "observation": 24, "session": 7}
+    assert (
+        doc["questions"] == {"turn": 20, "observation": 20, "session": 18} and doc["common_questions"] == 18
+    )
+    assert doc["tokenizer"].startswith("BertTokenizer of all-MiniLM-L6-v2")
+    assert len(doc["table"]) == 3 * 6 * 3  # systems x (all + 5 categories) x units
+    assert {r["unit"] for r in doc["table"]} == {"turn", "observation", "session"}
+    assert main([*args, *small, "--hybrids", "hybrid-weighted", "--systems", "cosine"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("memory units held out: locomo as turn, observation, session (turn: 24 memories")
+    assert (
+        "compared on the 18 questions every unit keeps (left out of a unit's own: turn 2, observation 2;"
+        in out
+    )
