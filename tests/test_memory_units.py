@@ -313,6 +313,13 @@ def test_units_refused_with_a_reason(tmp_path, capsys):
         main(["tune-benchmark", "--units", "turn", "--benchmark-file", str(UNITS), "--systems", "nope"]) == 2
     )
     assert "system for --systems" in capsys.readouterr().err
+    argv = ["tune-benchmark", "--units", "turn", "--benchmark-file", str(UNITS), "--hybrids", ","]
+    assert main(argv) == 2
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .endswith("--systems names hybrid, and --hybrids names no hybrid retriever to choose it from")
+    )
 
 
 def test_longmemeval_sessions_beside_turns(tmp_path):

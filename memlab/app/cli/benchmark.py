@@ -373,6 +373,8 @@ def cmd_tune_units(args: argparse.Namespace) -> int:
         lookup(SYSTEMS, system, "system for --systems")
     unit_names(args.benchmark_file, units)  # each unit checked against the file's benchmark
     hybrids = hybrids_from(args)
+    if "hybrid" in systems and not hybrids:
+        raise InputError("--systems names hybrid, and --hybrids names no hybrid retriever to choose it from")
     family_values(args)
     with tempfile.TemporaryDirectory(prefix="memlab-units-") as scratch:
         problems = {}
