@@ -156,6 +156,7 @@ def units_run(problems, probes, **kw):
         candidates=4,
         inject=2,
     )
+    kw.setdefault("hybrids", ("hybrid-weighted", "rrf-time"))  # two of the four: seconds, not tens
     return held_out_units(
         problems, words, tokenizer="words", folds=2, n_boot=200, grid=grid, probe_vectors=probes, **kw
     )
@@ -238,43 +239,40 @@ def test_cosine_top_k_per_unit_counted_again_with_numpy(units_result):
 
 
 def test_a_unit_compared_with_itself_differs_by_nothing(unit_problems):
-    """And the tokens counted by the drift study's counter (the bundled BertTokenizer, no special
-    tokens) equal the injected memories' tokens counted here by the tokenizer loaded directly."""
-    from transformers import AutoTokenizer
-
-    from memlab.drift.arrays import default_token_counter
-    from memlab.embedding.engines import sentence_transformers_package
-    from memlab.studies.hybrid import RetrieverGrid
-    from memlab.studies.units import held_out_units
-
     problems, probes = unit_problems
-    count, name = default_token_counter("multilingual-e5-small")
-    assert name.startswith("BertTokenizer of all-MiniLM-L6-v2")
-    grid = RetrieverGrid(alphas=(1.0,), norms=("min-max",), rrf_ks=(60,), bonus=(0.0,), tau_days=(7,),
-                         threshold_steps=11, candidates=4, inject=2)  # fmt: skip
     same = {"session": problems["session"], "again": problems["session"]}
-    result = held_out_units(
-        same,
-        count,
-        tokenizer=name,
-        folds=2,
-        n_boot=100,
-        grid=grid,
-        probe_vectors=probes,
-        hybrids=("hybrid-weighted",),
-    )
+    result = units_run(same, probes)
     again = result.table.query("unit == 'again'")
     assert len(again) == 3 * 6  # 3 systems x (all + 5 categories)
     for col in ("diff_session", "diff_session_lo", "diff_session_hi", "tokens_diff_session"):
         assert (again[col] == 0).all(), col
     assert (again["wins_session"] == 0).all() and (again["losses_session"] == 0).all()
+
+
+@pytest.mark.slow  # imports transformers (several seconds)
+def test_the_drift_counter_counts_the_injected_memories_as_the_tokenizer_does(units_result):
+    """The tokens the command counts (the drift study's counter: the bundled BertTokenizer, no
+    special tokens), summed over each question's injected memories by ``injected_tokens``, equal
+    the count of the same texts by the tokenizer loaded here directly."""
+    from transformers import AutoTokenizer
+
+    from memlab.drift.arrays import default_token_counter
+    from memlab.embedding.engines import sentence_transformers_package
+    from memlab.studies.units import injected_tokens
+
+    problems, result = units_result
+    count, name = default_token_counter("multilingual-e5-small")
+    assert name.startswith("BertTokenizer of all-MiniLM-L6-v2")
     tokenizer = AutoTokenizer.from_pretrained(sentence_transformers_package("all-MiniLM-L6-v2")[0])
-    ds = problems["session"].dataset
-    q = result.questions
-    assert (q["tokens"] > 0).any()
-    for r in q.to_dict("records"):
-        texts = [ds.memory(m).text("en") for m in r["memories"]]
-        assert r["tokens"] == sum(len(tokenizer.tokenize(t)) for t in texts)
+    for unit, p in problems.items():
+        ds = p.dataset
+        counts = dict(
+            zip(ds.memory_ids, (int(n) for n in count([m.text("en") for m in ds.memories])), strict=True)
+        )
+        q = result.questions[result.questions["unit"] == unit]
+        got = injected_tokens(q["memories"], counts)
+        want = [sum(len(tokenizer.tokenize(ds.memory(m).text("en"))) for m in ids) for ids in q["memories"]]
+        assert got.tolist() == want and sum(want) > 0
 
 
 def test_wins_and_losses_count_the_questions_per_direction(units_result):
