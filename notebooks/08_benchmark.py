@@ -40,7 +40,7 @@ n_range: str = ""  # scale: memory counts N to measure (each counts the dataset'
 pool: int = 5000  # scale: real embedded distractors (cached after the first run)
 seed: int = 0  # random seed: scale, robustness, drift, answers (the chat's and the bootstrap's)
 benchmark_file: str = ""  # benchmark: LoCoMo or LongMemEval JSON you downloaded; empty: 08 does nothing
-benchmark_granularity: str = ""  # benchmark: observation|turn (LoCoMo) or session|turn; empty: default
+benchmark_granularity: str = ""  # benchmark: observation|turn|session (LoCoMo), session|turn; empty: default
 out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
 fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
 

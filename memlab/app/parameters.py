@@ -506,7 +506,7 @@ PARAMETERS: tuple[Parameter, ...] = (
         "benchmark_granularity",
         "str",
         "",
-        "benchmark: observation|turn (LoCoMo) or session|turn; empty: default",
+        "benchmark: observation|turn|session (LoCoMo), session|turn; empty: default",
         group="benchmark",
     ),
     *(Parameter(**fields) for fields in (*ANSWER_PARAMETERS, *EXPLAIN_PARAMETERS)),

@@ -34,3 +34,20 @@ def import_benchmark(file: str | Path, out: str | Path, granularity: str = "") -
     if kind == "locomo":
         return import_locomo(file, out, **options)
     return import_longmemeval(file, out, **options)
+
+
+def unit_names(file: str | Path, units: list[str]) -> str:
+    """The benchmark ``file`` holds, with each of ``units`` checked to be one of its granularities
+    (``memlab tune-benchmark --units``)."""
+    from memlab.importers import locomo, longmemeval
+
+    kind = detect_benchmark(read_json_file(file, "benchmark"), file)
+    known = (locomo if kind == "locomo" else longmemeval).GRANULARITIES
+    if not units:
+        raise InputError(f"--units: name at least one of {', '.join(known)}")
+    for unit in units:
+        if unit not in known:
+            raise InputError(f"--units: {unit!r} is not a {kind} granularity; one of {', '.join(known)}")
+    if len(set(units)) < len(units):
+        raise InputError(f"--units: {', '.join(units)} names a unit twice")
+    return kind

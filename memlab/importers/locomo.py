@@ -3,12 +3,18 @@
 The file is a list of conversations (``sample_id``, ``conversation`` with ``session_<N>`` turn
 lists and ``session_<N>_date_time``, ``observation``, ``qa``). memlab never downloads it.
 
-- Memories: each session's observations (``--granularity observation``, the default) or its
+- Memories: each session's observations (``--granularity observation``, the default), its
   turns (``turn``: ``"Speaker: text"``, plus ``[shares a photo: caption]`` when the turn carries a
-  ``blip_caption``), dated by the session's ``"1:56 pm on 8 May, 2023"`` (read as UTC).
-  Sessions are the ``session_<N>`` keys holding a list (conv-26 has dates for sessions without
-  turns: they are ignored). Ids: ``conv-26:D1:3`` (turn) or ``conv-26:D1:o2`` (the session's
-  second observation).
+  ``blip_caption``) or its summary (``session``: ``session_summary["session_<N>_summary"]``, the
+  summaries the benchmark's own RAG evaluation indexes), dated by the session's
+  ``"1:56 pm on 8 May, 2023"`` (read as UTC). Sessions are the ``session_<N>`` keys holding a
+  list (conv-26 has dates for sessions without turns: they are ignored). Ids: ``conv-26:D1:3``
+  (turn), ``conv-26:D1:o2`` (the session's second observation) or ``conv-26:S1`` (session 1's
+  summary: the benchmark's own ``S1``).
+- A memory holds the dialogue turns it cites: a turn itself, an observation its evidence, a
+  summary every turn of its session (LoCoMo's ``task_eval/evaluation.py`` counts a retrieved
+  ``S<N>`` for evidence ``D<N>:k``); a question's relevant memories are those holding one of its
+  evidence turns.
 - Each memory's ``group`` is its conversation (``sample_id``) and each question's ``haystack`` is
   that conversation alone: a question searches its own conversation, as the benchmark asks.
 - Questions (``conv-26:qa37`` is ``qa[37]``) are asked at the conversation's last session; each
@@ -53,7 +59,8 @@ from memlab.importers.benchmark_io import (
 )
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
-GRANULARITIES = ("observation", "turn")
+GRANULARITIES = ("observation", "turn", "session")
+DEFAULT_GRANULARITY = "observation"
 DATE_FORMATS = ("%I:%M %p on %d %B, %Y", "%d %B, %Y")
 _ID = re.compile(r"^D:?(\d+):(\d+)$")
 _SESSION = re.compile(r"^session_(\d+)$")
@@ -117,7 +124,7 @@ def import_locomo(
     out: str | Path,
     *,
     conversation: str | None = None,
-    granularity: str = "observation",
+    granularity: str = DEFAULT_GRANULARITY,
 ) -> ImportResult:
     """Write the LoCoMo file (all conversations, or one) as a dataset folder ``out``."""
     if granularity not in GRANULARITIES:
@@ -176,11 +183,12 @@ def _import_sample(sample, position, granularity, log, memories, questions) -> N
     order: dict[str, tuple[int, datetime]] = {}
     for n in sorted(sessions):
         when, turns = sessions[n]
-        rows = (
-            _turn_memories(sid, turns, log)
-            if granularity == "turn"
-            else _observation_memories(sid, n, sample.get("observation"), known, log)
-        )
+        if granularity == "turn":
+            rows = _turn_memories(sid, turns, log)
+        elif granularity == "session":
+            rows = _summary_memories(sid, n, turns, sample.get("session_summary"), log)
+        else:
+            rows = _observation_memories(sid, n, sample.get("observation"), known, log)
         for mid, text, dia_ids in rows:
             order[mid] = (len(memories), when)
             memories.append(
@@ -281,3 +289,14 @@ def _observation_memories(sid: str, n: int, observations: Any, known: set[str], 
             k += 1
             dia_ids = evidence_ids(item[1], f"{where} #{k}", known, log)
             yield f"{sid}:D{n}:o{k}", item[0].strip(), dia_ids
+
+
+def _summary_memories(sid: str, n: int, turns: list, summaries: Any, log: ImportLog):
+    """Session ``n``'s summary, holding every dialogue turn of the session."""
+    summary = summaries.get(f"session_{n}_summary") if isinstance(summaries, dict) else None
+    if not isinstance(summary, str) or not summary.strip():
+        detail = "" if isinstance(summaries, dict) else f"session_summary: {shape(summaries)}"
+        log.skip(f"{sid} session_{n}", "session without a summary", detail)
+        return
+    dia_ids = [t["dia_id"] for t in turns if isinstance(t, dict) and isinstance(t.get("dia_id"), str)]
+    yield f"{sid}:S{n}", summary.strip(), dia_ids

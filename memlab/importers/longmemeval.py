@@ -63,6 +63,7 @@ QUESTION_TYPES = (
     "multi-session",
 )
 GRANULARITIES = ("session", "turn")
+DEFAULT_GRANULARITY = "session"
 DATE_FORMATS = ("%Y/%m/%d (%a) %H:%M", "%Y/%m/%d %H:%M", "%Y/%m/%d")
 
 
@@ -118,7 +119,9 @@ class _Store:
         )
 
 
-def import_longmemeval(file: str | Path, out: str | Path, *, granularity: str = "session") -> ImportResult:
+def import_longmemeval(
+    file: str | Path, out: str | Path, *, granularity: str = DEFAULT_GRANULARITY
+) -> ImportResult:
     """Write the LongMemEval file as a dataset folder ``out``."""
     if granularity not in GRANULARITIES:
         raise InputError(f"--granularity: {granularity!r} is not one of {', '.join(GRANULARITIES)}")

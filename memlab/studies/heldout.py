@@ -99,12 +99,18 @@ def haystack_units(problem: RetrievalProblem) -> list[str]:
     return ["+".join(q.haystack) if q.haystack else "" for q in problem.dataset.questions]
 
 
-def assign_folds(units: Sequence[str], folds: int, seed: int) -> np.ndarray:
+def assign_folds(
+    units: Sequence[str], folds: int, seed: int, haystacks: Sequence[str] | None = None
+) -> np.ndarray:
     """(Q,) the fold of each question: its haystack's, from a seeded permutation of the
-    haystacks (in first-seen order) dealt round-robin over ``folds``."""
+    haystacks (in first-seen order, or in the order ``haystacks`` gives: several datasets of one
+    benchmark then share their folds) dealt round-robin over ``folds``."""
     check_number(folds, "folds", integer=True, minimum=2)
     check_number(seed, "seed", integer=True, minimum=0)
-    names = list(dict.fromkeys(units))
+    names = list(dict.fromkeys(units if haystacks is None else haystacks))
+    unknown = sorted(set(units) - set(names))
+    if unknown:
+        raise InputError(f"haystacks: {unknown[0]!r} is a question's haystack but not in the order given")
     if names == [""]:
         raise InputError(
             "held-out tuning splits the questions by haystack, and this dataset's questions carry "
@@ -219,10 +225,12 @@ def held_out(
     probe_vectors: np.ndarray | None = None,
     hybrids: Sequence[str] = HYBRIDS,
     progress: bool = False,
+    haystacks: Sequence[str] | None = None,
 ) -> HeldOut:
     """Tune every system on the other folds and evaluate it on each fold (see the module);
     ``folds`` None: ``DEFAULT_FOLDS``, or one per haystack when there are fewer; ``progress``: a
-    bar over the folds' tunings (on a terminal)."""
+    bar over the folds' tunings (on a terminal); ``haystacks``: the order the folds deal them in
+    (``assign_folds``; None: first seen)."""
     import pandas as pd
     from tqdm.auto import tqdm
 
@@ -232,8 +240,8 @@ def held_out(
     dataset = problem.dataset
     units = haystack_units(problem)
     if folds is None:  # at least 2: with one haystack, assign_folds says what is missing
-        folds = max(2, min(DEFAULT_FOLDS, len(set(units))))
-    fold = assign_folds(units, folds, seed)
+        folds = max(2, min(DEFAULT_FOLDS, len(set(units if haystacks is None else haystacks))))
+    fold = assign_folds(units, folds, seed, haystacks)
     # each question over its own conversation's memories: the same choices, a tenth of the width
     inputs = compact(build_inputs(dataset, problem.scores.raw, lang=problem.lang, keyword=True))
     # BM25 as the vector route's table; a memory sharing no term with the question (BM25 0) is
@@ -374,6 +382,7 @@ def question_values(problem: RetrievalProblem, injected: dict[str, dict[int, tup
                 "kind": q.kind,
                 "category": q.category or q.kind,
                 "injected": len(per[i]),
+                "memories": tuple(ids[m] for m in per[i]),  # the injected memories' ids, in order
                 "injects": float(bool(per[i])) if q.kind == "nohit" else np.nan,
                 "recall_any": np.nan,
                 "recall_all": np.nan,
@@ -395,15 +404,26 @@ def question_values(problem: RetrievalProblem, injected: dict[str, dict[int, tup
     return pd.DataFrame(rows)
 
 
-def compare_systems(questions: pd.DataFrame, n_boot: int, seed: int) -> pd.DataFrame:
+def compare_systems(
+    questions: pd.DataFrame,
+    n_boot: int,
+    seed: int,
+    *,
+    by: str = "system",
+    references: Sequence[str] = REFERENCES,
+    costs: Sequence[str] = (),
+) -> pd.DataFrame:
     """Per group (``all``: the utility over every question; each category: recall_any of the
-    injected list, or the false-injection rate of a no-hit category) and system: the mean and,
-    to each reference, the mean paired difference with its 95% bootstrap interval (the same
-    resampled questions for both systems)."""
+    injected list, or the false-injection rate of a no-hit category) and each value of ``by``
+    (the system; the memory unit in ``memlab.studies.units``): the mean and, to each reference,
+    the mean paired difference with its 95% bootstrap interval (the same resampled questions for
+    both), and the questions where it does better (``wins_<ref>``) and worse (``losses_<ref>``).
+    Each column of ``costs`` (the injected tokens) gets its mean over the group's questions and
+    its paired difference the same way."""
     import pandas as pd
 
-    systems = list(dict.fromkeys(questions["system"]))
-    base = questions[questions["system"] == systems[0]]
+    systems = list(dict.fromkeys(questions[by]))
+    base = questions[questions[by] == systems[0]]
     groups: list[tuple[str, str, np.ndarray]] = [("all", "utility", base["utility"].notna().to_numpy())]
     for cat in dict.fromkeys(base["category"]):
         rows = (base["category"] == cat).to_numpy()
@@ -412,20 +432,34 @@ def compare_systems(questions: pd.DataFrame, n_boot: int, seed: int) -> pd.DataF
     column = {"utility": "utility", "recall_any": "recall_any", "false_injection_rate": "injects"}
     out = []
     for group, measure, rows in groups:
-        values = {}
+        values, spent = {}, {}
         for s in systems:
-            v = questions[questions["system"] == s][column[measure]].to_numpy(dtype=float)[rows]
-            values[s] = v[~np.isnan(v)] if measure != "utility" else v
+            mine = questions[questions[by] == s]
+            v = mine[column[measure]].to_numpy(dtype=float)[rows]
+            keep = ~np.isnan(v) if measure != "utility" else np.ones(len(v), bool)
+            values[s] = v[keep]
+            spent[s] = {c: mine[c].to_numpy(dtype=float)[rows][keep] for c in costs}
         for s in systems:
             v = values[s]
-            row: dict[str, Any] = {"group": group, "measure": measure, "system": s, "n": len(v)}
+            row: dict[str, Any] = {"group": group, "measure": measure, by: s, "n": len(v)}
             row["value"] = float(v.mean()) if len(v) else np.nan
-            for ref in REFERENCES:
-                if ref not in values or ref == s or not len(v):
-                    row[f"diff_{ref}"] = row[f"diff_{ref}_lo"] = row[f"diff_{ref}_hi"] = np.nan
-                    continue
-                lo, hi = paired_bootstrap_ci(v[:, None], values[ref][:, None], n_boot, seed)[:, 0]
-                row[f"diff_{ref}"] = float((v - values[ref]).mean())
-                row[f"diff_{ref}_lo"], row[f"diff_{ref}_hi"] = float(lo), float(hi)
+            for c in costs:
+                row[c] = float(spent[s][c].mean()) if len(v) else np.nan
+            for ref in references:
+                pairs = [("diff", v, values.get(ref))] + [
+                    (f"{c}_diff", spent[s][c], spent.get(ref, {}).get(c)) for c in costs
+                ]
+                for name, mine, theirs in pairs:
+                    if theirs is None or ref == s or not len(v):
+                        row[f"{name}_{ref}"] = row[f"{name}_{ref}_lo"] = row[f"{name}_{ref}_hi"] = np.nan
+                        continue
+                    lo, hi = paired_bootstrap_ci(mine[:, None], theirs[:, None], n_boot, seed)[:, 0]
+                    row[f"{name}_{ref}"] = float((mine - theirs).mean())
+                    row[f"{name}_{ref}_lo"], row[f"{name}_{ref}_hi"] = float(lo), float(hi)
+                if ref in values and ref != s:
+                    # a false-injection rate: lower is better (a win keeps a question clean)
+                    sign = -1.0 if measure == "false_injection_rate" else 1.0
+                    row[f"wins_{ref}"] = int((sign * (v - values[ref]) > 0).sum())
+                    row[f"losses_{ref}"] = int((sign * (v - values[ref]) < 0).sum())
             out.append(row)
     return pd.DataFrame(out)

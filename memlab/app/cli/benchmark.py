@@ -138,6 +138,15 @@ def diff_cell(r, ref: str) -> str:
     return "-" if v != v else f"{v:+.3f} [{r[f'diff_{ref}_lo']:+.3f}, {r[f'diff_{ref}_hi']:+.3f}]"
 
 
+def fusion_text(chosen: dict) -> str:
+    """A tuned hybrid's fusion settings as the chosen lines print them (empty for none)."""
+    if chosen.get("norm") is not None and chosen["norm"] == chosen["norm"]:
+        return f" {chosen['norm']} alpha={chosen['alpha']:g}"
+    if chosen.get("rrf_k") is not None and chosen["rrf_k"] == chosen["rrf_k"]:
+        return f" rrf_k={chosen['rrf_k']:g}"
+    return ""
+
+
 def heldout_text(result, elapsed: float, markdown: bool = False) -> str:
     from memlab.studies.heldout import SYSTEMS
 
@@ -185,11 +194,7 @@ def heldout_text(result, elapsed: float, markdown: bool = False) -> str:
     for c in result.chosen.to_dict("records"):
         if c["system"] == "recency+calibrated":
             continue
-        fusion = ""
-        if c.get("norm") is not None and c["norm"] == c["norm"]:
-            fusion = f" {c['norm']} alpha={c['alpha']:g}"
-        elif c.get("rrf_k") is not None and c["rrf_k"] == c["rrf_k"]:
-            fusion = f" rrf_k={c['rrf_k']:g}"
+        fusion = fusion_text(c)
         lines.append(
             f"  fold {c['fold']} {c['system']:<16} {c['retriever']}{fusion} bonus={c['bonus']:g} "
             f"tau={c['tau_days']:g} threshold={c['threshold']:.9g} objective={int(c['objective'])} "
@@ -206,25 +211,41 @@ def heldout_text(result, elapsed: float, markdown: bool = False) -> str:
     return "\n".join(lines)
 
 
-def cmd_tune_benchmark(args: argparse.Namespace) -> int:
-    from memlab.app.cli.studies import retriever_grid_from
+def hybrids_from(args: argparse.Namespace) -> tuple[str, ...]:
+    """The ``--hybrids`` list, each name checked before anything is scored."""
     from memlab.core.registry import lookup
     from memlab.retrieval.retrievers import RETRIEVERS
-    from memlab.studies.heldout import HYBRIDS, held_out
+    from memlab.studies.heldout import HYBRIDS
 
     hybrids = (
         HYBRIDS if args.hybrids is None else tuple(h.strip() for h in args.hybrids.split(",") if h.strip())
     )
-    for name in hybrids:  # said before anything is scored, with every name there is
+    for name in hybrids:  # said with every name there is
         lookup(RETRIEVERS, name, "retriever for --hybrids")
-    family_values(args)
-    problem = problem_from(args, decay=None, combine=None)  # the family is a grid axis here
-    if args.bonus_range is None:  # the model's bonus range, in 10 steps
+    return hybrids
+
+
+def heldout_grid(args: argparse.Namespace, problem):
+    """The held-out grid the options give; no ``--bonus-range``: the model's, in 10 steps."""
+    from memlab.app.cli.studies import retriever_grid_from
+
+    if args.bonus_range is None:
         from memlab.core.grid import parse_axis
 
         values = parse_axis(problem.defaults.bonus_range, "bonus")
         args.bonus_range = ",".join(f"{v:g}" for v in np.round(np.linspace(min(values), max(values), 11), 6))
-    grid = retriever_grid_from(args, bonus=args.bonus_range, tau=args.tau_range)
+    return retriever_grid_from(args, bonus=args.bonus_range, tau=args.tau_range)
+
+
+def cmd_tune_benchmark(args: argparse.Namespace) -> int:
+    from memlab.studies.heldout import held_out
+
+    if args.units is not None or args.benchmark_file is not None:
+        return cmd_tune_units(args)
+    hybrids = hybrids_from(args)
+    family_values(args)
+    problem = problem_from(args, decay=None, combine=None)  # the family is a grid axis here
+    grid = heldout_grid(args, problem)
     t0 = time.perf_counter()
     result = held_out(
         problem,
@@ -250,6 +271,146 @@ def cmd_tune_benchmark(args: argparse.Namespace) -> int:
     emit(heldout_text(result, elapsed, markdown=args.format == "markdown"), args.output)
     if sys.stderr.isatty():
         print(f"held-out study in {elapsed:.1f} s", file=sys.stderr)
+    return 0
+
+
+def units_text(result, elapsed: float, markdown: bool = False) -> str:
+    d = result.details
+    ref = d["reference"]
+    bench = (d.get("benchmark") or {}).get("name", "")
+    head = (
+        f"memory units held out: {bench} as {', '.join(d['units'])} ("
+        + ", ".join(
+            f"{u}: {d['memories'][u]:,} memories, {d['questions'][u]:,} questions" for u in d["units"]
+        )
+        + f"), {d['source']} {d['model']}; {d['folds']} folds by haystack over {d['haystacks']} haystacks "
+        f"(seed {d['seed']}), candidates={d['candidates']} inject={d['inject']}"
+    )
+    left = ", ".join(f"{u} {n}" for u, n in d["left_out"].items() if n)
+    notes = [
+        f"each unit tuned on its own memories, on the other folds, for: {d['objective']}",
+        f"compared on the {d['common_questions']:,} questions every unit keeps"
+        + (
+            f" (left out of a unit's own: {left}; no memory of another unit holds their evidence)"
+            if left
+            else ""
+        ),
+        "value: all = mean utility per question (+1 answered, -1 no-hit with an injection); a category = "
+        "recall_any of the injected list, or the false-injection rate for a no-hit one (lower is better)",
+        f"tokens: mean tokens of the injected memories per question ({d['tokenizer']}; the block's fixed "
+        "instructions and date prefixes not counted)",
+        f"d = paired difference to {ref} (same system, same questions), 95% bootstrap over questions "
+        f"({d['boot']} resamples); +/-: questions the unit does better / worse on than {ref}",
+    ]
+    cols = ["group", "measure", "system", "unit", "n", "value", "tokens", f"d vs {ref} [95% CI]"]
+    cols += [f"d tokens vs {ref} [95% CI]", "+/-"]
+    rows = []
+    for r in result.table.to_dict("records"):
+        wins = r.get(f"wins_{ref}")
+        rows.append(
+            [
+                r["group"],
+                r["measure"],
+                r["system"],
+                r["unit"],
+                str(r["n"]),
+                f"{r['value']:.3f}",
+                f"{r['tokens']:.1f}",
+                diff_cell(r, ref),
+                "-"
+                if r[f"tokens_diff_{ref}"] != r[f"tokens_diff_{ref}"]
+                else (
+                    f"{r[f'tokens_diff_{ref}']:+.1f} [{r[f'tokens_diff_{ref}_lo']:+.1f}, "
+                    f"{r[f'tokens_diff_{ref}_hi']:+.1f}]"
+                ),
+                "-" if wins is None or wins != wins else f"+{int(wins)}/-{int(r[f'losses_{ref}'])}",
+            ]
+        )
+    if markdown:
+        lines = [f"{head}; {'; '.join(notes)}", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+        lines += ["| " + " | ".join(row) + " |" for row in rows]
+    else:
+        widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(cols)]
+        lines = [head, *notes, "  ".join(f"{c:<{w}}" for c, w in zip(cols, widths, strict=True))]
+        lines += ["  ".join(f"{v:<{w}}" for v, w in zip(row, widths, strict=True)) for row in rows]
+    lines += ["", "chosen per fold (each unit's own tuning):"]
+    for f, names in d["fold_haystacks"].items():
+        lines.append(f"  fold {f}: evaluated on {', '.join(names)}")
+    for unit, run in result.runs.items():
+        for c in run.chosen.to_dict("records"):
+            if c["system"] not in d["systems"]:
+                continue
+            lines.append(
+                f"  {unit:<12} fold {c['fold']} {c['system']:<8} {c['retriever']}{fusion_text(c)} "
+                f"bonus={c['bonus']:g} "
+                f"tau={c['tau_days']:g} threshold={c['threshold']:.9g} objective={int(c['objective'])} "
+                f"(of {c['tuning_questions']} tuning questions)"
+            )
+    lines.append(f"computed in {elapsed:.1f} s")
+    return "\n".join(lines)
+
+
+def cmd_tune_units(args: argparse.Namespace) -> int:
+    """``--units``: one import of the benchmark file per unit (in a scratch folder), each run held
+    out with its own tuning (``memlab.studies.units``)."""
+    import tempfile
+    from pathlib import Path
+
+    from memlab.core.errors import InputError
+    from memlab.core.registry import lookup
+    from memlab.datasets.schema import load_dataset
+    from memlab.drift.arrays import default_token_counter
+    from memlab.embedding.models import model_card
+    from memlab.importers.benchmarks import import_benchmark, unit_names
+    from memlab.studies.heldout import SYSTEMS
+    from memlab.studies.units import held_out_units
+
+    if args.units is None or args.benchmark_file is None:
+        raise InputError("--units and --benchmark-file go together: the units are imported from that file")
+    units = [u.strip() for u in args.units.split(",") if u.strip()]
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    for system in systems:  # said before anything is imported or scored
+        lookup(SYSTEMS, system, "system for --systems")
+    unit_names(args.benchmark_file, units)  # each unit checked against the file's benchmark
+    hybrids = hybrids_from(args)
+    if "hybrid" in systems and not hybrids:
+        raise InputError("--systems names hybrid, and --hybrids names no hybrid retriever to choose it from")
+    family_values(args)
+    with tempfile.TemporaryDirectory(prefix="memlab-units-") as scratch:
+        problems = {}
+        for unit in units:
+            result = import_benchmark(args.benchmark_file, Path(scratch) / unit, granularity=unit)
+            problems[unit] = problem_from(args, dataset=load_dataset(result.path), decay=None, combine=None)
+        first = problems[units[0]]
+        grid = heldout_grid(args, first)
+        name = first.model.name if first.model is not None else None
+        count_tokens, tokenizer = default_token_counter(name if name and model_card(name) else None)
+        t0 = time.perf_counter()
+        result = held_out_units(
+            problems,
+            count_tokens,
+            tokenizer=tokenizer,
+            systems=systems,
+            folds=args.folds,
+            seed=args.seed,
+            n_boot=args.boot,
+            grid=grid,
+            false_rate=args.false_rate,
+            probes=args.probes,
+            hybrids=hybrids,
+            progress=sys.stderr.isatty(),
+        )
+        elapsed = time.perf_counter() - t0
+    if args.format == "json":
+        doc = {
+            **result.details,
+            "seconds": elapsed,
+            "table": result.table.to_dict("records"),
+            "chosen": {u: run.chosen.to_dict("records") for u, run in result.runs.items()},
+        }
+        emit(json.dumps(json_ready(doc), indent=2, ensure_ascii=False), args.output)
+        return 0
+    emit(units_text(result, elapsed, markdown=args.format == "markdown"), args.output)
     return 0
 
 
@@ -295,6 +456,25 @@ def add_tune_benchmark_arguments(p: argparse.ArgumentParser) -> None:
     )
     h.add_argument(
         "--probes", default="offtopic", help="recency+calibrated: probe set (default: %(default)s)"
+    )
+    u = p.add_argument_group("memory units (what is stored, compared held out on the same questions)")
+    u.add_argument(
+        "--units",
+        default=None,
+        help="a comma list of granularities to compare, the first the reference (LoCoMo: turn, "
+        "observation, session; LongMemEval: session, turn), each imported from --benchmark-file and "
+        "tuned on its own; in place of --dataset",
+    )
+    u.add_argument(
+        "--benchmark-file",
+        default=None,
+        help="--units: the LoCoMo or LongMemEval JSON file, downloaded by you",
+    )
+    u.add_argument(
+        "--systems",
+        # memlab.studies.units.UNIT_SYSTEMS (not imported here: the parser is built for every command)
+        default="cosine,recency,hybrid",
+        help="--units: the held-out systems compared across units (default: %(default)s)",
     )
     g = p.add_argument_group("grid (start:stop:step with stop included, a comma list, or one value)")
     add_parameters(g, ["alpha_range"], defaults={"alpha_range": "0:1:0.25"})

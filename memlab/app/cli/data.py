@@ -129,13 +129,14 @@ def default_out(name: str, where: str) -> Path:
     return Path("data") / name
 
 
-def import_name(file: str, granularity: str, conversation: str | None = None) -> str:
+def import_name(file: str, granularity: str, default: str, conversation: str | None = None) -> str:
     """A benchmark import's default folder name: the file's stem, the conversation, and the
-    granularity when it is turns (not the default), so both imports of one file live side by side."""
+    granularity when it is not the importer's ``default``, so every import of one file lives side
+    by side."""
     return (
         Path(file).stem
         + (f"-{conversation}" if conversation else "")
-        + ("-turn" if granularity == "turn" else "")
+        + (f"-{granularity}" if granularity != default else "")
     )
 
 
@@ -161,17 +162,18 @@ def import_summary(result) -> str:
 
 
 def cmd_import_longmemeval(args: argparse.Namespace) -> int:
-    from memlab.importers.longmemeval import import_longmemeval
+    from memlab.importers.longmemeval import DEFAULT_GRANULARITY, import_longmemeval
 
-    out = args.output or default_out(import_name(args.file, args.granularity), "the file's name")
+    stem = import_name(args.file, args.granularity, DEFAULT_GRANULARITY)
+    out = args.output or default_out(stem, "the file's name")
     print(import_summary(import_longmemeval(args.file, out, granularity=args.granularity)))
     return 0
 
 
 def cmd_import_locomo(args: argparse.Namespace) -> int:
-    from memlab.importers.locomo import import_locomo
+    from memlab.importers.locomo import DEFAULT_GRANULARITY, import_locomo
 
-    stem = import_name(args.file, args.granularity, args.conversation)
+    stem = import_name(args.file, args.granularity, DEFAULT_GRANULARITY, args.conversation)
     out = args.output or default_out(stem, "--conversation" if args.conversation else "the file's name")
     result = import_locomo(args.file, out, conversation=args.conversation, granularity=args.granularity)
     print(import_summary(result))
@@ -354,15 +356,16 @@ def add_import_locomo_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--granularity",
-        choices=["observation", "turn"],
+        choices=["observation", "turn", "session"],
         default="observation",
-        help="one memory per session observation or per dialogue turn (default: %(default)s)",
+        help="one memory per session observation, per dialogue turn or per session summary "
+        "(default: %(default)s)",
     )
     p.add_argument(
         "-o",
         "--output",
         default=None,
-        help="new dataset folder (default: data/FILE-STEM[-CONVERSATION][-turn])",
+        help="new dataset folder (default: data/FILE-STEM[-CONVERSATION][-turn|-session])",
     )
 
 
