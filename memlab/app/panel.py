@@ -34,11 +34,11 @@ from typing import Any
 import numpy as np
 
 from memlab.core.criteria import Criterion, dataset_criteria
-from memlab.core.spec import COMBINES, DECAYS, RetrievalSpec
+from memlab.core.spec import COMBINES, DECAYS, SPEC_FIELDS, RetrievalSpec
 from memlab.datasets.schema import Dataset, load_dataset
 from memlab.output.figures import OKABE_ITO, margin_bars, margin_frame, question_bars, question_frame
 from memlab.output.prompt import b_format, memory_line
-from memlab.scores.problem import SPEC_FIELDS, RetrievalProblem
+from memlab.scores.problem import RetrievalProblem
 from memlab.scores.sources import ScoreOptions, ScoreTable, available_sources, load_scores
 from memlab.tuning.evaluate import Evaluation, evaluate
 from memlab.tuning.tuned import (
@@ -160,7 +160,7 @@ def cli_flags(dataset: str, source: str, lang: str, spec: RetrievalSpec) -> str:
 
 def family(spec: RetrievalSpec) -> bool:
     """The decay family differs from the default (exp, add): say it, else keep the line short."""
-    return (spec.decay, spec.combine) != ("exp", "add")
+    return not spec.default_family
 
 
 class TuningPanel:
