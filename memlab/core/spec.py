@@ -29,7 +29,7 @@ import numpy as np
 
 from memlab.core.errors import InputError
 from memlab.core.numbers import check_number
-from memlab.core.ranking import injected, rerank, top_k
+from memlab.core.ranking import injected, rerank, select_candidates, top_k
 from memlab.core.registry import lookup
 from memlab.core.shards import Pool, pool_candidates
 
@@ -275,18 +275,55 @@ class Candidate(NamedTuple):
     injected: bool  # reaches and among the first `inject` after the re-sort
 
 
+MMR_NEEDS_VECTORS = (
+    "MMR with diversity > 0 needs the memories' vectors, and these scores have none "
+    "(score with --source embedded)"
+)
+
+
+def check_mmr(spec: RetrievalSpec, vectors: np.ndarray | None, pool: Pool | None = None) -> None:
+    """Refuse, in one line, an MMR stage the inputs cannot run: diversity without vectors (the
+    seed's published scores), or MMR over several shards (Qdrant runs it per shard)."""
+    if spec.mmr and spec.diversity > 0 and vectors is None:
+        raise InputError(MMR_NEEDS_VECTORS)
+    if spec.mmr and pool is not None and pool.shards > 1:
+        raise InputError("MMR over several shards is not modelled (Qdrant diversifies each shard apart)")
+
+
+def mmr_candidates(
+    raw: np.ndarray, spec: RetrievalSpec, vectors: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The MMR stage for one question: (its pool, the top ``mmr_pool`` by raw score in candidate
+    order; the places in the pool MMR picks, in pick order: ``memlab.core.mmr.select``, relevance
+    the raw cosine, similarity the memories' cosine)."""
+    from memlab.core import mmr
+
+    pool_idx = select_candidates(raw, spec.mmr_pool)
+    sim = mmr.similarities(vectors if spec.diversity > 0 else None, pool_idx)
+    return pool_idx, mmr.select(raw[pool_idx], sim, spec.diversity, spec.candidates)
+
+
 def retrieve(
     raw: np.ndarray,
     ages: np.ndarray,
     memory_ids: tuple[str, ...],
     spec: RetrievalSpec,
     pool: Pool | None = None,
+    vectors: np.ndarray | None = None,
 ) -> list[Candidate]:
     """The one-config reference: one question's raw scores (NaN = unknown) -> its candidates, in
     re-sort order, through ``memlab.core.ranking``. ``pool``: the tenant filter and the shards
-    (``memlab.core.shards``; None: every memory, one shard)."""
+    (``memlab.core.shards``; None: every memory, one shard); ``vectors``: the memories' (for an
+    MMR stage with diversity), row i memory i."""
     raw = np.asarray(raw, dtype=np.float64)
-    idx = pool_candidates(raw, spec.candidates, pool)
+    if spec.mmr:
+        check_mmr(spec, vectors, pool)
+        pool_idx, picks = mmr_candidates(raw, spec, vectors)
+        # MMR only chooses the candidates; the re-sort then orders them by its own rule, which
+        # breaks ties by candidate order (raw, then dataset order), so they are kept in it
+        idx = pool_idx[np.sort(picks)]
+    else:
+        idx = pool_candidates(raw, spec.candidates, pool)
     weight = spec.weight(ages)
     final = rescore(raw, weight, spec.bonus, spec.combine)
     # what the recency term added: the same product rescore adds, or (mult) the difference it made
