@@ -173,6 +173,12 @@ def add_family_options(p: argparse.ArgumentParser, many: bool = False) -> None:
 FAMILY_NAMES = ("decay", "combine")
 
 
+def add_mmr_options(p: argparse.ArgumentParser) -> None:
+    """``--mmr-pool`` and ``--diversity``: the MMR stage, for the commands that run one spec
+    through the reference or export it (the sweep does not take them yet)."""
+    add_group(p, "mmr")
+
+
 def family_values(args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The comma lists of ``--decay`` and ``--combine``, each name checked."""
     from memlab.core.registry import check_names
