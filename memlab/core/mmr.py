@@ -123,3 +123,25 @@ def select_many(
     if limit > 0:
         out[few & (counts == 1), 0] = 0
     return out
+
+
+def passed_over(similarity: np.ndarray, picks: np.ndarray, k: int) -> list[tuple[int, int, int, float]]:
+    """Why MMR left out candidates the raw score alone would have kept: for each place ``p`` among
+    the first ``k`` of the pool (candidate order) that MMR did not pick, (p, the step that passed
+    it over: the first pick placed after it, the earlier pick it is most similar to, that
+    similarity). Without an earlier pick (a tie decided the first pick) the pick is -1, the
+    similarity NaN."""
+    sim = np.asarray(similarity, dtype=np.float32)
+    picks = [int(x) for x in picks]
+    out = []
+    for p in range(min(k, sim.shape[0])):
+        if p in picks:
+            continue
+        step = next(t for t, x in enumerate(picks) if x > p)  # k picks, at most k - 1 before p
+        before = picks[:step]
+        if not before:
+            out.append((p, step, -1, float("nan")))
+            continue
+        closest = max(before, key=lambda x: sim[p, x])
+        out.append((p, step, closest, float(sim[p, closest])))
+    return out
