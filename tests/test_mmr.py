@@ -257,3 +257,46 @@ def test_the_engine_on_the_packaged_datasets(tmp_path):
                 body = spec_body(spec, schema, queries[qi], at, extra_conditions=mine)
                 got = [int(i) for i, _ in edge.run(shard, body)]
                 assert got == [c.index for c in result.injected], (name, result.question_id, spec)
+
+
+def test_the_commands_take_the_fields_and_the_panel_writes_them(capsys):
+    import json
+
+    from memlab.app.cli import main
+    from memlab.app.panel import cli_flags
+
+    flags = cli_flags("seed16", "published", "en", RetrievalSpec(mmr_pool=12, diversity=0.0))
+    assert flags.endswith("--inject 3 --mmr-pool 12 --diversity 0")
+    assert "--mmr-pool" not in cli_flags("seed16", "published", "en", RetrievalSpec())
+    assert main(["evaluate", *flags.split(), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["spec"]["mmr_pool"] == 12 and doc["spec"]["diversity"] == 0.0
+    assert (
+        main(
+            ["spec", "--dataset", "seed16", "--source", "published", "--mmr-pool", "12", "--diversity", "0.4"]
+        )
+        == 0
+    )
+    body = json.loads(capsys.readouterr().out)
+    assert body["prefetch"]["query"]["mmr"] == {"diversity": 0.4, "candidates_limit": 12}
+    assert body["prefetch"]["prefetch"]["limit"] == 12 and body["prefetch"]["limit"] == 8
+    assert (
+        main(
+            [
+                "evaluate",
+                "--dataset",
+                "seed16",
+                "--source",
+                "published",
+                "--mmr-pool",
+                "12",
+                "--diversity",
+                "0.4",
+            ]
+        )
+        != 0
+    )
+    assert capsys.readouterr().err == (
+        "memlab: error: MMR with diversity > 0 needs the memories' vectors, and these scores have none "
+        "(score with --source embedded)\n"
+    )

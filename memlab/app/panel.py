@@ -155,6 +155,7 @@ def cli_flags(dataset: str, source: str, lang: str, spec: RetrievalSpec) -> str:
         f"--tau {number(spec.tau_days)} --threshold {number(spec.threshold)} --candidates {spec.candidates} "
         f"--inject {spec.inject}"
         + (f" --decay {q(spec.decay)} --combine {q(spec.combine)}" if family(spec) else "")
+        + (f" --mmr-pool {spec.mmr_pool} --diversity {number(spec.diversity)}" if spec.mmr else "")
     )
 
 
@@ -336,8 +337,9 @@ class TuningPanel:
         s = (ev or self.state).spec
         return (
             f"bonus {s.bonus:g}, tau {s.tau_days:g} day{'' if s.tau_days == 1 else 's'}, "
-            f"threshold {s.threshold:g} · {s.decay}/{s.combine} · {self.dataset.name} · "
-            f"{self.source}/{self.lang}"
+            f"threshold {s.threshold:g} · {s.decay}/{s.combine} · "
+            + (f"MMR diversity {s.diversity:g} over {s.mmr_pool} · " if s.mmr else "")
+            + f"{self.dataset.name} · {self.source}/{self.lang}"
         )
 
     def static_figure(self, ev: Evaluation | None = None):
