@@ -300,3 +300,34 @@ def test_the_commands_take_the_fields_and_the_panel_writes_them(capsys):
         "memlab: error: MMR with diversity > 0 needs the memories' vectors, and these scores have none "
         "(score with --source embedded)\n"
     )
+
+
+def test_a_tuned_file_carries_the_mmr_fields(tmp_path, capsys):
+    """A tuned file (written by memlab sweep --save) given MMR's fields reads back with them, the
+    export writes the mmr stage, and a bad value is one line naming file, line and field."""
+    import json
+
+    import yaml
+
+    from memlab.app.cli import main
+    from memlab.tuning.tuned import load_tuned
+
+    path = tmp_path / "tuned.yaml"
+    assert main(["sweep", "--dataset", "seed16", "--source", "published", "--save", str(path)]) == 0
+    capsys.readouterr()
+    doc = yaml.safe_load(path.read_text())
+    assert "mmr_pool" not in doc["spec"]  # off: not written
+    doc["spec"].update(mmr_pool=16, diversity=0.0)
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    tuned = load_tuned(path)
+    assert (tuned.spec.mmr_pool, tuned.spec.diversity) == (16, 0.0)
+    assert main(["spec", "--spec", str(path)]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["prefetch"]["query"]["mmr"] == {"diversity": 0.0, "candidates_limit": 16}
+    doc["spec"]["diversity"] = 2
+    text = yaml.safe_dump(doc, sort_keys=False)
+    path.write_text(text)
+    line = [x.startswith("  diversity:") for x in text.splitlines()].index(True) + 1
+    with pytest.raises(InputError) as e:
+        load_tuned(path)
+    assert str(e.value) == f"{path}:{line}: spec.diversity: expected a finite number in [0, 1], got 2"
