@@ -313,7 +313,18 @@ def test_a_tuned_file_carries_the_mmr_fields(tmp_path, capsys):
     from memlab.tuning.tuned import load_tuned
 
     path = tmp_path / "tuned.yaml"
-    assert main(["sweep", "--dataset", "seed16", "--source", "published", "--save", str(path)]) == 0
+    sweep = [
+        "sweep",
+        "--source",
+        "published",
+        "--bonus",
+        "0:0.1:0.05",
+        "--tau",
+        "7,14",
+        "--threshold",
+        "0.45",
+    ]
+    assert main([*sweep, "--save", str(path)]) == 0
     capsys.readouterr()
     doc = yaml.safe_load(path.read_text())
     assert "mmr_pool" not in doc["spec"]  # off: not written
