@@ -45,7 +45,7 @@ class Condition:
         s = self.spec
         if s is None:
             return ""
-        family = "" if (s.decay, s.combine) == ("exp", "add") else f" decay={s.decay} combine={s.combine}"
+        family = "" if s.default_family else f" decay={s.decay} combine={s.combine}"
         return (
             f"bonus={s.bonus:g} tau_days={s.tau_days:g} threshold={s.threshold:g} "
             f"candidates={s.candidates} inject={s.inject}{family}"
@@ -54,7 +54,7 @@ class Condition:
 
 def parse_variant(text: str) -> tuple[str, dict[str, float | int | str]]:
     """``NAME:field=value,...`` -> (name, fields); the values are checked by the spec."""
-    from memlab.scores.problem import SPEC_FIELDS
+    from memlab.core.spec import INTEGER_FIELDS, NAME_FIELDS, SPEC_FIELDS
 
     name, sep, body = text.partition(":")
     name = name.strip()
@@ -70,11 +70,11 @@ def parse_variant(text: str) -> tuple[str, dict[str, float | int | str]]:
                 f"--variant {name}: expected field=value with a field of "
                 f"{', '.join(SPEC_FIELDS)}, got {part!r}"
             )
-        if key in ("decay", "combine"):
+        if key in NAME_FIELDS:
             fields[key] = value
             continue
         try:
-            fields[key] = int(value) if key in ("candidates", "inject") else float(value)
+            fields[key] = int(value) if key in INTEGER_FIELDS else float(value)
         except ValueError:
             raise InputError(f"--variant {name}: {key}: expected a number, got {value!r}") from None
     return name, fields

@@ -34,11 +34,11 @@ from typing import Any
 import numpy as np
 
 from memlab.core.criteria import Criterion, dataset_criteria
-from memlab.core.spec import COMBINES, DECAYS, RetrievalSpec
+from memlab.core.spec import COMBINES, DECAYS, SPEC_FIELDS, RetrievalSpec
 from memlab.datasets.schema import Dataset, load_dataset
 from memlab.output.figures import OKABE_ITO, margin_bars, margin_frame, question_bars, question_frame
 from memlab.output.prompt import b_format, memory_line
-from memlab.scores.problem import SPEC_FIELDS, RetrievalProblem
+from memlab.scores.problem import RetrievalProblem
 from memlab.scores.sources import ScoreOptions, ScoreTable, available_sources, load_scores
 from memlab.tuning.evaluate import Evaluation, evaluate
 from memlab.tuning.tuned import (
@@ -155,12 +155,13 @@ def cli_flags(dataset: str, source: str, lang: str, spec: RetrievalSpec) -> str:
         f"--tau {number(spec.tau_days)} --threshold {number(spec.threshold)} --candidates {spec.candidates} "
         f"--inject {spec.inject}"
         + (f" --decay {q(spec.decay)} --combine {q(spec.combine)}" if family(spec) else "")
+        + (f" --mmr-pool {spec.mmr_pool} --diversity {number(spec.diversity)}" if spec.mmr else "")
     )
 
 
 def family(spec: RetrievalSpec) -> bool:
     """The decay family differs from the default (exp, add): say it, else keep the line short."""
-    return (spec.decay, spec.combine) != ("exp", "add")
+    return not spec.default_family
 
 
 class TuningPanel:
@@ -336,8 +337,9 @@ class TuningPanel:
         s = (ev or self.state).spec
         return (
             f"bonus {s.bonus:g}, tau {s.tau_days:g} day{'' if s.tau_days == 1 else 's'}, "
-            f"threshold {s.threshold:g} · {s.decay}/{s.combine} · {self.dataset.name} · "
-            f"{self.source}/{self.lang}"
+            f"threshold {s.threshold:g} · {s.decay}/{s.combine} · "
+            + (f"MMR diversity {s.diversity:g} over {s.mmr_pool} · " if s.mmr else "")
+            + f"{self.dataset.name} · {self.source}/{self.lang}"
         )
 
     def static_figure(self, ev: Evaluation | None = None):

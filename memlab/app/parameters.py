@@ -281,6 +281,29 @@ PARAMETERS: tuple[Parameter, ...] = (
     ),
     _spec("candidates", "--candidates", "raw nearest neighbours fetched before the re-sort", "int"),
     _spec("inject", "--inject", "most memories injected into the prompt", "int"),
+    # MMR (Qdrant's maximal marginal relevance, before the bonus): off unless a pool is given
+    Parameter(
+        "mmr_pool",
+        "int",
+        SPEC.mmr_pool,
+        "MMR's pool: the raw nearest neighbours Qdrant's mmr diversifies down to --candidates "
+        "(0: no MMR stage)",
+        "--mmr-pool",
+        notebook=False,
+        bounds=SPEC_BOUNDS["mmr_pool"],
+        group="mmr",
+    ),
+    Parameter(
+        "diversity",
+        "float",
+        SPEC.diversity,
+        "MMR's diversity (Qdrant's Mmr.diversity, lambda = 1 - diversity): 0 picks by relevance "
+        "alone, 1 by distance from the memories already picked; needs --mmr-pool and vectors",
+        "--diversity",
+        notebook=False,
+        bounds=SPEC_BOUNDS["diversity"],
+        group="mmr",
+    ),
     Parameter(
         "decay",
         "str",
@@ -547,6 +570,7 @@ GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "spec": ("retrieval spec", ("spec_file", "bonus", "tau_days", "threshold", "candidates", "inject")),
     "family": ("decay family", ("decay", "combine")),
+    "mmr": ("MMR stage (Qdrant's mmr, before the bonus)", ("mmr_pool", "diversity")),
     "collection": ("collection: tenant filter and shards", ("filters", "shards", "shard_key")),
 }
 

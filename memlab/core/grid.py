@@ -238,15 +238,7 @@ class Grid:
     def spec(self, i: int) -> RetrievalSpec:
         """Configuration ``i`` as a RetrievalSpec (for the one-config reference)."""
         v = self.values(i, i + 1)
-        return RetrievalSpec(
-            candidates=int(v["candidates"][0]),
-            inject=int(v["inject"][0]),
-            threshold=float(v["threshold"][0]),
-            bonus=float(v["bonus"][0]),
-            tau_days=float(v["tau_days"][0]),
-            decay=str(v["decay"][0]),
-            combine=str(v["combine"][0]),
-        )
+        return RetrievalSpec.from_row({k: vs[0] for k, vs in v.items()})
 
 
 def parse_axis(text: str, name: str = "value", integer: bool = False) -> Axis:

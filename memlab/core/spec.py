@@ -27,8 +27,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from memlab.core.errors import InputError
 from memlab.core.numbers import check_number
-from memlab.core.ranking import injected, rerank, top_k
+from memlab.core.ranking import injected, rerank, select_candidates, top_k
 from memlab.core.registry import lookup
 from memlab.core.shards import Pool, pool_candidates
 
@@ -178,7 +179,16 @@ SPEC_BOUNDS: dict[str, dict[str, float]] = {
     "threshold": {},
     "bonus": {"minimum": 0.0},
     "tau_days": {"above": 0.0},
+    "mmr_pool": {"minimum": 0, "maximum": 16_384},  # Qdrant's own cap on candidates_limit
+    "diversity": {"minimum": 0.0, "maximum": 1.0},  # Qdrant's range for Mmr.diversity
 }
+INTEGER_FIELDS = ("candidates", "inject", "mmr_pool")
+NAME_FIELDS = ("decay", "combine")  # fields holding a registry name, not a number
+# the fields of a stage that is off by default: a row, a tuned file or a command may leave them
+# out, and ``as_row`` writes them only when the stage is on, so every output made before the
+# stage existed is unchanged
+STAGE_FIELDS = ("mmr_pool", "diversity")
+DEFAULT_FAMILY = ("exp", "add")  # the seed's decay family: (decay, combine)
 
 
 @dataclass(frozen=True)
@@ -193,12 +203,45 @@ class RetrievalSpec:
     reference_date: datetime | None = None  # None: the dataset's reference date
     decay: str = "exp"  # exp | gauss | lin (weight 1/e at age tau_days)
     combine: str = "add"  # add: raw + bonus*w; mult: raw * (1 + bonus*w)
+    # maximal marginal relevance (Qdrant's ``mmr``, memlab.core.mmr), before the bonus: the top
+    # ``mmr_pool`` by raw cosine, of which MMR picks ``candidates`` one by one; 0: no MMR stage
+    mmr_pool: int = 0
+    diversity: float = 0.0  # Qdrant's Mmr.diversity: 0 picks by relevance alone, 1 by diversity
 
     def __post_init__(self) -> None:
         for name, bounds in SPEC_BOUNDS.items():
-            check_number(getattr(self, name), name, integer=name in ("candidates", "inject"), **bounds)
+            check_number(getattr(self, name), name, integer=name in INTEGER_FIELDS, **bounds)
         lookup(DECAYS, self.decay, "decay")
         lookup(COMBINES, self.combine, "combine")
+        if self.diversity > 0 and self.mmr_pool == 0:
+            raise InputError(f"diversity {self.diversity:g} needs an MMR pool (mmr_pool >= 1)")
+
+    @property
+    def mmr(self) -> bool:
+        """Whether the spec has an MMR stage (a pool to diversify)."""
+        return self.mmr_pool > 0
+
+    @property
+    def default_family(self) -> bool:
+        """Whether the decay family is the seed's (exp, add)."""
+        return (self.decay, self.combine) == DEFAULT_FAMILY
+
+    @classmethod
+    def from_row(cls, row: Any, **overrides: Any) -> RetrievalSpec:
+        """The spec of a sweep row, a tuned file's ``spec`` or any mapping of spec fields (a
+        pandas row too); a field it lacks takes the spec's default. ``overrides`` win."""
+        values: dict[str, Any] = {}
+        for name in SPEC_FIELDS:
+            value = overrides.get(name, row.get(name) if hasattr(row, "get") else row[name])
+            if value is None or (isinstance(value, float) and value != value):  # absent, or NaN
+                continue
+            values[name] = str(value) if name in NAME_FIELDS else _number(value, name in INTEGER_FIELDS)
+        return cls(**values, reference_date=overrides.get("reference_date"))
+
+    def as_row(self) -> dict[str, Any]:
+        """The spec's fields (``SPEC_FIELDS``), an off stage's left out: what a tuned file and
+        a sweep row hold."""
+        return {name: getattr(self, name) for name in SPEC_FIELDS if name not in STAGE_FIELDS or self.mmr}
 
     def weight(self, age: np.ndarray | float) -> np.ndarray:
         """The recency weight of memories of these ages, in this spec's decay family."""
@@ -213,15 +256,25 @@ class RetrievalSpec:
 
     def as_dict(self) -> dict[str, object]:
         return {
-            "candidates": self.candidates,
-            "inject": self.inject,
-            "threshold": self.threshold,
-            "bonus": self.bonus,
-            "tau_days": self.tau_days,
-            "decay": self.decay,
-            "combine": self.combine,
+            **self.as_row(),
             "reference_date": None if self.reference_date is None else self.reference_date.isoformat(),
         }
+
+
+# the tunable fields, in the order files and tables write them (the reference date is no field:
+# it follows the dataset)
+SPEC_FIELDS = ("candidates", "inject", "threshold", "bonus", "tau_days", "decay", "combine", *STAGE_FIELDS)
+
+
+def _number(value: Any, integer: bool) -> int | float:
+    """A row's number as the spec holds it (numpy scalars too; 8.0 from a float column is 8)."""
+    if integer and isinstance(value, float | np.floating) and float(value).is_integer():
+        return int(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    return value
 
 
 class Candidate(NamedTuple):
@@ -236,18 +289,55 @@ class Candidate(NamedTuple):
     injected: bool  # reaches and among the first `inject` after the re-sort
 
 
+MMR_NEEDS_VECTORS = (
+    "MMR with diversity > 0 needs the memories' vectors, and these scores have none "
+    "(score with --source embedded)"
+)
+
+
+def check_mmr(spec: RetrievalSpec, vectors: np.ndarray | None, pool: Pool | None = None) -> None:
+    """Refuse, in one line, an MMR stage the inputs cannot run: diversity without vectors (the
+    seed's published scores), or MMR over several shards (Qdrant runs it per shard)."""
+    if spec.mmr and spec.diversity > 0 and vectors is None:
+        raise InputError(MMR_NEEDS_VECTORS)
+    if spec.mmr and pool is not None and pool.shards > 1:
+        raise InputError("MMR over several shards is not modelled (Qdrant diversifies each shard apart)")
+
+
+def mmr_candidates(
+    raw: np.ndarray, spec: RetrievalSpec, vectors: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The MMR stage for one question: (its pool, the top ``mmr_pool`` by raw score in candidate
+    order; the places in the pool MMR picks, in pick order: ``memlab.core.mmr.select``, relevance
+    the raw cosine, similarity the memories' cosine)."""
+    from memlab.core import mmr
+
+    pool_idx = select_candidates(raw, spec.mmr_pool)
+    sim = mmr.similarities(vectors if spec.diversity > 0 else None, pool_idx)
+    return pool_idx, mmr.select(raw[pool_idx], sim, spec.diversity, spec.candidates)
+
+
 def retrieve(
     raw: np.ndarray,
     ages: np.ndarray,
     memory_ids: tuple[str, ...],
     spec: RetrievalSpec,
     pool: Pool | None = None,
+    vectors: np.ndarray | None = None,
 ) -> list[Candidate]:
     """The one-config reference: one question's raw scores (NaN = unknown) -> its candidates, in
     re-sort order, through ``memlab.core.ranking``. ``pool``: the tenant filter and the shards
-    (``memlab.core.shards``; None: every memory, one shard)."""
+    (``memlab.core.shards``; None: every memory, one shard); ``vectors``: the memories' (for an
+    MMR stage with diversity), row i memory i."""
     raw = np.asarray(raw, dtype=np.float64)
-    idx = pool_candidates(raw, spec.candidates, pool)
+    if spec.mmr:
+        check_mmr(spec, vectors, pool)
+        pool_idx, picks = mmr_candidates(raw, spec, vectors)
+        # MMR only chooses the candidates; the re-sort then orders them by its own rule, which
+        # breaks ties by candidate order (raw, then dataset order), so they are kept in it
+        idx = pool_idx[np.sort(picks)]
+    else:
+        idx = pool_candidates(raw, spec.candidates, pool)
     weight = spec.weight(ages)
     final = rescore(raw, weight, spec.bonus, spec.combine)
     # what the recency term added: the same product rescore adds, or (mult) the difference it made

@@ -257,3 +257,51 @@ def question_facts(
                         at = stale[q, e]
                 stale_final[q, pair, ki] = t_final[pair, ki, at]
                 stale_rank[q, pair, ki] = t_rank[pair, ki, at]
+
+
+@jit
+def mmr_select(rel, sim, counts, lam, mu, out):
+    """``memlab.core.mmr.select`` for every question (rel (Q, P), sim (Q, P, P), both float32;
+    counts (Q,); lam and mu float32), into ``out`` (Q, limit), -1 past a row's picks: Qdrant's
+    maximal marginal relevance, its ``swap_remove`` order and last-of-equal-maxima ties kept."""
+    n_q, n_p = rel.shape
+    limit = out.shape[1]
+    remaining = np.empty(n_p, dtype=np.int64)
+    max_sim = np.empty(n_p, dtype=np.float32)
+    for q in range(n_q):
+        n = counts[q]
+        for j in range(limit):
+            out[q, j] = -1
+        if n < 2:
+            if n == 1 and limit > 0:
+                out[q, 0] = 0
+            continue
+        if limit == 0:
+            continue
+        for p in range(n):
+            remaining[p] = p
+        length = n
+        best_at = 0
+        for p in range(1, length):
+            if rel[q, remaining[p]] >= rel[q, remaining[best_at]]:
+                best_at = p
+        picks = 0
+        while True:
+            best = remaining[best_at]
+            out[q, picks] = best
+            picks += 1
+            remaining[best_at] = remaining[length - 1]
+            length -= 1
+            for p in range(n):
+                s = sim[q, p, best]
+                if picks == 1 or s > max_sim[p]:
+                    max_sim[p] = s
+            if picks >= limit or length == 0:
+                break
+            best_at = 0
+            best_score = lam * rel[q, remaining[0]] - mu * max_sim[remaining[0]]
+            for p in range(1, length):
+                c = remaining[p]
+                score = lam * rel[q, c] - mu * max_sim[c]
+                if score >= best_score:
+                    best_at, best_score = p, score

@@ -5,7 +5,8 @@ the engine a server runs, without the REST layer. Its classes are its own (not
 ``qdrant_client.models``) and take no JSON, so this module is the one place memlab turns a REST
 body (``POST /collections/NAME/points/query``, exactly what ``memlab spec`` prints, placeholders
 filled by ``memlab.qdrant.query.fill``) into engine objects: ``to_edge``. Only what memlab's
-queries use is converted (nearest, sparse, RRF, DBSF, order_by, formula expressions, filters);
+queries use is converted (nearest, nearest with MMR, sparse, RRF, DBSF, order_by, formula
+expressions, filters);
 anything else is an error that names it.
 
 Engine facts the test tier holds memlab to (``tests/test_qdrant_edge.py``): scores are float32;
@@ -159,6 +160,8 @@ def query(q: Any, using: str | None):
         return qe.Query.Nearest(
             qe.SparseVector(list(q["indices"]), [float(v) for v in q["values"]]), using=using
         )
+    if "nearest" in q and q.get("mmr") is not None:
+        return _mmr(q["nearest"], q["mmr"], using)
     if "nearest" in q:
         return query(q["nearest"], using)
     if "fusion" in q:
@@ -174,6 +177,22 @@ def query(q: Any, using: str | None):
     if "formula" in q:
         return qe.Formula(expression(q["formula"]), defaults=q.get("defaults") or None)
     raise InputError(f"query {sorted(q)} is not converted")
+
+
+def _mmr(vector: Any, mmr: dict[str, Any], using: str | None):
+    """``{"nearest": v, "mmr": {"diversity", "candidates_limit"}}`` as the engine's ``Mmr``,
+    which takes Qdrant's internal ``lambda``: ``1 - diversity`` in float32, as the server derives
+    it (its default diversity 0.5; candidates_limit defaults to the query's limit there, and is
+    required here)."""
+    import numpy as np
+
+    if not isinstance(vector, list):
+        raise InputError("mmr needs a dense query vector (fill the placeholder first)")
+    if mmr.get("candidates_limit") is None:
+        raise InputError("mmr: give candidates_limit (the engine has no default for it)")
+    diversity = 0.5 if mmr.get("diversity") is None else mmr["diversity"]
+    lam = float(np.float32(1.0) - np.float32(diversity))
+    return engine().Mmr([float(v) for v in vector], lam, int(mmr["candidates_limit"]), using=using)
 
 
 def _params(p: dict[str, Any] | None):

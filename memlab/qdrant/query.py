@@ -2,9 +2,11 @@
 
 ``spec_body`` writes the whole spec as the JSON body of ``POST /collections/NAME/points/query``:
 a prefetch of ``candidates`` nearest neighbours (only memories written by the query time: a
-range filter on the date), re-scored by the decay formula, with ``score_threshold`` and
-``limit = inject``. Everything memlab runs natively (local mode, a server, the real engine in
-the test tier) starts from this one body, so what is tested is what is printed.
+range filter on the date; with an MMR stage, ``mmr_pool`` of them diversified by Qdrant's
+``mmr`` down to ``candidates``: ``mmr_prefetch``), re-scored by the decay formula, with
+``score_threshold`` and ``limit = inject``. Everything memlab runs natively (local mode, a
+server, the real engine in the test tier) starts from this one body, so what is tested is what
+is printed.
 
 The collection's names come from a ``CollectionSchema``: the payload field holding the date,
 its format (``iso``: RFC 3339 strings, read with ``datetime_key``; ``epoch-s`` or ``epoch-ms``:
@@ -203,6 +205,8 @@ def spec_body(
         prefetch["using"] = schema.vector_name
     if exact:
         prefetch["params"] = {"exact": True}
+    if spec.mmr:
+        prefetch = mmr_prefetch(spec, schema, prefetch)
     if pool is not None:
         return {
             "prefetch": prefetch,
@@ -217,6 +221,30 @@ def spec_body(
         "limit": spec.inject,
         "with_payload": True,
     }
+
+
+def mmr_prefetch(spec: RetrievalSpec, schema: CollectionSchema, pool: dict[str, Any]) -> dict[str, Any]:
+    """The MMR stage around the nearest-neighbour prefetch: the pool (``mmr_pool`` nearest) and
+    over it Qdrant's ``mmr`` picking ``candidates``, which the formula then re-scores.
+
+    MMR sits in a prefetch WITH its own nested prefetch: there Qdrant runs it over the nested
+    results (the shard's ``mmr_rescore``) and returns the picks with their cosine scores, the
+    ``$score`` the formula adds the bonus to. A leaf prefetch holding an ``mmr`` query (no nested
+    prefetch) runs only the nearest search of ``candidates_limit`` points and never diversifies
+    (``leaf_source_from_scoring_query`` in Qdrant's ``planned_query.rs``); and MMR as the root
+    query over a formula prefetch would rank by raw cosine again, dropping the bonus. So the
+    bonus comes after MMR, as memlab's spec says."""
+    stage: dict[str, Any] = {
+        "prefetch": {**pool, "limit": spec.mmr_pool},
+        "query": {
+            "nearest": pool["query"],
+            "mmr": {"diversity": spec.diversity, "candidates_limit": spec.mmr_pool},
+        },
+        "limit": spec.candidates,
+    }
+    if schema.vector_name is not None:
+        stage["using"] = schema.vector_name
+    return stage
 
 
 def fill(
@@ -303,6 +331,7 @@ def python_snippet(
         if schema.numeric
         else ""
     )
+    mmr = f"; MMR diversity {spec.diversity:g} over {spec.mmr_pool}" if spec.mmr else ""
     frozen = (
         "" if at is None else f"\n    # frozen by --at: the query time is {rfc3339(at)}, whatever `now` is"
     )
@@ -331,7 +360,7 @@ THRESHOLD = {spec.threshold!r}
 
 def recall(client: QdrantClient, collection: str, vector, now: datetime | None = None):
     """The memories memlab's tuned spec injects, best first (decay={spec.decay},
-    combine={spec.combine}, bonus={spec.bonus:g}, tau={spec.tau_days:g} days).
+    combine={spec.combine}, bonus={spec.bonus:g}, tau={spec.tau_days:g} days{mmr}).
     ``now``: the query time (default: now, UTC)."""
     now = (now or datetime.now(timezone.utc)).astimezone(timezone.utc).replace(microsecond=0)
     at = now.isoformat().replace("+00:00", "Z")  # RFC 3339 in any year; the decay's target{cutoff}{frozen}

@@ -20,7 +20,7 @@ from memlab.core.errors import InputError
 from memlab.core.labels import Labels
 from memlab.core.registry import lookup
 from memlab.core.shards import Pool, narrow
-from memlab.core.spec import RetrievalSpec
+from memlab.core.spec import SPEC_FIELDS, RetrievalSpec
 from memlab.datasets.schema import Dataset, load_dataset
 from memlab.qdrant.sharding import Scope
 from memlab.scores.sources import (
@@ -37,8 +37,6 @@ from memlab.scores.sources import (
 
 if TYPE_CHECKING:
     from memlab.embedding.embedder import Embedder, ModelIdentity
-
-SPEC_FIELDS = ("candidates", "inject", "threshold", "bonus", "tau_days", "decay", "combine")
 
 
 @dataclass(frozen=True, eq=False)

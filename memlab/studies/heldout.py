@@ -193,18 +193,6 @@ def fixed_row(grid: RetrieverGrid, threshold: float, spec: RetrievalSpec | None 
     }
 
 
-def row_spec(row: Any) -> RetrievalSpec:
-    return RetrievalSpec(
-        candidates=int(row["candidates"]),
-        inject=int(row["inject"]),
-        threshold=float(row["threshold"]),
-        bonus=float(row["bonus"]),
-        tau_days=float(row["tau_days"]),
-        decay=str(row["decay"]),
-        combine=str(row["combine"]),
-    )
-
-
 @dataclass(frozen=True)
 class HeldOut:
     questions: pd.DataFrame  # one row per system and question: fold, category, kind, the values
@@ -301,7 +289,7 @@ def held_out(
                 }
             )
         # the tuned recency spec, its threshold calibrated on each evaluated haystack's memories
-        spec = row_spec(tuned["recency"][3])
+        spec = RetrievalSpec.from_row(tuned["recency"][3])
         for unit in dict.fromkeys(units[i] for i in test):
             rows = test[[units[i] == unit for i in test]]
             when = asked[rows].max()

@@ -193,14 +193,8 @@ def per_question(
     # a fused retriever keeps every candidate of its routes (as sweep_retriever does)
     known = int(np.isfinite(setting.scores).sum(axis=-1).max(initial=0)) if setting.scores.size else 0
     g = Grid.of(
-        RetrievalSpec(
-            candidates=int(row["candidates"]) if retriever.fusion == "none" else max(1, known),
-            inject=int(row["inject"]),
-            threshold=float(row["threshold"]),
-            bonus=float(row["bonus"]),
-            tau_days=float(row["tau_days"]),
-            decay=str(row["decay"]),
-            combine=str(row["combine"]),
+        RetrievalSpec.from_row(
+            row, candidates=int(row["candidates"]) if retriever.fusion == "none" else max(1, known)
         )
     )
     long = sweep(setting.scores, inputs.ages, inputs.labels, g, inputs.criteria, long=True)

@@ -18,7 +18,7 @@ from memlab.core import criteria as crit
 from memlab.core.errors import InputError, UnknownNameError
 from memlab.core.selection import select
 from memlab.core.shards import Pool, narrow
-from memlab.core.spec import Candidate, RetrievalSpec, retrieve
+from memlab.core.spec import Candidate, RetrievalSpec, check_mmr, retrieve
 from memlab.datasets.schema import Dataset
 from memlab.scores.problem import RetrievalProblem
 from memlab.scores.sources import ScoreTable
@@ -208,12 +208,14 @@ def evaluate(
         raise InputError("score table and dataset disagree on question or memory ids")
     ages = dataset.ages(spec.reference_date)  # per question: its own date, else the spec's
     raw = narrow(scores.retrievable(dataset, spec.reference_date), pool)
+    vectors = None if scores.vectors is None else scores.vectors.memories  # for an MMR stage
+    check_mmr(spec, vectors, pool)
     results = tuple(
         QuestionResult(
             q.id,
             q.kind,
             q.text(lang),
-            tuple(retrieve(raw[i], ages[i], dataset.memory_ids, spec, pool)),
+            tuple(retrieve(raw[i], ages[i], dataset.memory_ids, spec, pool, vectors)),
             tuple(q.stale),
             tuple(dict.fromkeys((*((q.current,) if q.current else ()), *q.stale, *q.relevant))),
         )

@@ -31,7 +31,7 @@ from memlab.core.decisions import question_decisions
 from memlab.core.errors import InputError, UnknownNameError
 from memlab.core.ranking import candidate_order, injected, resort_order, top_k
 from memlab.core.shards import Pool, narrow, pool_mask
-from memlab.core.spec import RetrievalSpec, age_days
+from memlab.core.spec import RetrievalSpec, age_days, check_mmr
 from memlab.datasets.querylog import LoggedQuery, QueryLog
 from memlab.datasets.schema import Dataset, naive_utc
 from memlab.scores.problem import RetrievalProblem
@@ -40,6 +40,7 @@ STEPS = {
     "not_written": "written after the query",
     "filtered_out": "left out by the tenant filter",
     "not_candidate": "not among the candidates",
+    "mmr_dropped": "dropped by MMR for diversity",
     "below_threshold": "below the threshold",
     "past_limit": "past the inject limit",
     "injected": "injected",
@@ -72,6 +73,10 @@ class MemoryWhy:
     cut_margin: float | None = None  # candidates: raw - the first non-candidate's raw (None: none)
     stale: bool | None = None  # None: the store carries no supersession labels
     superseded_by: str | None = None
+    # mmr_dropped: the MMR step that passed it over, and the earlier pick it was too close to
+    mmr_step: int | None = None
+    too_close_to: str | None = None
+    similarity: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -87,6 +92,11 @@ class MemoryWhy:
             "cut_margin": self.cut_margin,
             "stale": self.stale,
             "superseded_by": self.superseded_by,
+            **(
+                {"mmr_step": self.mmr_step, "too_close_to": self.too_close_to, "similarity": self.similarity}
+                if self.step == "mmr_dropped"
+                else {}
+            ),
         }
 
 
@@ -104,6 +114,8 @@ class QueryExplanation:
     decision_margin: float  # inf: nothing decided (no candidate)
     decides: str  # what the closest decision is
     filtered_out: int = 0  # memories written by then that the tenant filter leaves out
+    # the top ``candidates`` by raw score that MMR did not pick (an MMR stage only)
+    mmr_dropped: tuple[MemoryWhy, ...] = ()
 
     @property
     def injected(self) -> tuple[str, ...]:
@@ -130,6 +142,7 @@ class QueryExplanation:
             "decides": self.decides,
             "candidates": [c.to_dict() for c in self.candidates],
             "memories": [w.to_dict() for w in self.watched],
+            **({"mmr_dropped": [w.to_dict() for w in self.mmr_dropped]} if self.spec.mmr else {}),
             "steps": {
                 "not_written": self.not_written,
                 "filtered_out": self.filtered_out,
@@ -154,6 +167,9 @@ class SpecRun:
     injected: np.ndarray
     last_raw: np.ndarray  # (queries, shards) each shard's last candidate's raw (NaN: none)
     next_raw: np.ndarray  # (queries, shards) each shard's first non-candidate's raw (NaN: none)
+    # per query (an MMR stage only): memlab.core.mmr.passed_over as (position, raw, step, the
+    # closer pick's position or -1, similarity)
+    mmr_dropped: tuple[tuple[tuple[int, float, int, int, float], ...], ...] = ()
 
     def injected_sets(self) -> list[frozenset[int]]:
         return [frozenset(self.index[q][self.injected[q]].tolist()) for q in range(len(self.index))]
@@ -281,6 +297,22 @@ class Replay:
                         raw=raw,
                     )
                 )
+        mmr_dropped = tuple(
+            self._memory(
+                pos,
+                q,
+                step="mmr_dropped",
+                margin=None,
+                margin_of="",
+                raw=r,
+                mmr_step=step,
+                too_close_to=None if c < 0 else self.store.memories[c].id,
+                similarity=None if c < 0 else s,
+            )
+            for pos, r, step, c, s in (run.mmr_dropped[q] if run.mmr_dropped else ())
+        )
+        dropped_at = {w.index: w for w in mmr_dropped}
+        watched = [dropped_at.get(w.index, w) if w.step == "not_candidate" else w for w in watched]
         margin, decides = decision(cands, threshold, inject)
         n_cands = len(cands)
         return QueryExplanation(
@@ -294,6 +326,7 @@ class Replay:
             margin,
             decides,
             int(self.filtered[q]),
+            mmr_dropped,
         )
 
 
@@ -392,6 +425,31 @@ def _candidates(
 FIELDS = ("index", "raw", "bonus", "final", "valid", "injected", "last", "next")
 
 
+def _mmr_candidates(raw: np.ndarray, spec: RetrievalSpec, mem: np.ndarray, dropped: list) -> tuple:
+    """``_candidates`` for an MMR spec (one shard): each row's MMR picks in candidate order,
+    padded to ``candidates`` (NaN raw); no raw cut (MMR, not the raw score, decides). Appends
+    each row's dropped memories (``SpecRun.mmr_dropped``)."""
+    from memlab.core import mmr
+    from memlab.core.spec import mmr_candidates
+
+    n, k = len(raw), spec.candidates
+    idx = np.zeros((n, k), dtype=np.intp)
+    craw = np.full((n, k), np.nan)
+    for r in range(n):
+        pool_idx, picks = mmr_candidates(raw[r], spec, mem)
+        chosen = pool_idx[np.sort(picks)]
+        idx[r, : len(chosen)], craw[r, : len(chosen)] = chosen, raw[r, chosen]
+        sim = mmr.similarities(mem if spec.diversity > 0 else None, pool_idx)
+        dropped.append(
+            tuple(
+                (int(pool_idx[p]), float(raw[r, pool_idx[p]]), step, int(pool_idx[c]) if c >= 0 else -1, s)
+                for p, step, c, s in mmr.passed_over(sim, picks, k)
+            )
+        )
+    none = np.full((n, 1), np.nan)
+    return idx, craw, none, none
+
+
 def replay(
     problem: RetrievalProblem,
     log: QueryLog,
@@ -428,6 +486,9 @@ def replay(
     parts: list[dict[str, list[np.ndarray]]] = [{k: [] for k in FIELDS} for _ in runs_specs]
     visible, filtered = np.zeros(n_q, dtype=np.int64), np.zeros(n_q, dtype=np.int64)
     watched: list[dict[int, float]] = []
+    for _, spec in runs_specs:
+        check_mmr(spec, mem, pool)
+    dropped: list[list] = [[] for _ in runs_specs]
     for start in range(0, n_q, batch):
         stop = min(start + batch, n_q)
         seen = dates[None, :] <= times[start:stop, None]
@@ -441,8 +502,11 @@ def replay(
             watched.append({p: float(raw[b, p]) for p in pos})
         raw = narrow(raw, pool)  # the memories the filter leaves out: never ranked
         top = top_k(raw, k_max + 1) if pool.trivial else None  # candidate order, unknown scores last
-        for part, (_, spec) in zip(parts, runs_specs, strict=True):
-            idx, craw, last, nxt = _candidates(raw, spec.candidates, pool, top)
+        for part, (_, spec), drops in zip(parts, runs_specs, dropped, strict=True):
+            if spec.mmr:
+                idx, craw, last, nxt = _mmr_candidates(raw, spec, mem, drops)
+            else:
+                idx, craw, last, nxt = _candidates(raw, spec.candidates, pool, top)
             valid = np.isfinite(craw)
             ages = np.where(valid, age_days(dates[idx], times[start:stop, None]), np.inf)
             weight = spec.weight(ages)
@@ -463,7 +527,7 @@ def replay(
             ):
                 part[key].append(value)
     runs = tuple(
-        SpecRun(label, spec, *(np.concatenate(part[k]) for k in FIELDS))
-        for part, (label, spec) in zip(parts, runs_specs, strict=True)
+        SpecRun(label, spec, *(np.concatenate(part[k]) for k in FIELDS), mmr_dropped=tuple(drops))
+        for part, (label, spec), drops in zip(parts, runs_specs, dropped, strict=True)
     )
     return Replay(problem, log, runs, visible, filtered, tuple(watched), watch_pos, embedded, pool=pool)

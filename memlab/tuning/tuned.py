@@ -28,7 +28,7 @@ from memlab.core.files import atomic_write_text
 from memlab.core.numbers import shown
 from memlab.core.rerank_stage import RerankStage
 from memlab.core.shards import MAX_SHARDS
-from memlab.core.spec import RetrievalSpec
+from memlab.core.spec import NAME_FIELDS, SPEC_FIELDS, STAGE_FIELDS, RetrievalSpec
 from memlab.core.textfiles import read_text
 from memlab.datasets.locations import packaged_datasets
 from memlab.datasets.schema import Dataset
@@ -42,7 +42,6 @@ FORMAT = 1  # the file's format version (key ``memlab_tuned_spec``)
 # (an escape sequence, a carriage return, a line separator)
 CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 MAX_BYTES = 1 << 16  # a tuned-spec file is about 1.5 KB; YAML is parsed at about 100 KB a second
-SPEC_KEYS = ("candidates", "inject", "threshold", "bonus", "tau_days", "decay", "combine")
 TOP_KEYS = (
     "memlab_tuned_spec",
     "spec",
@@ -155,7 +154,7 @@ class TunedSpec:
         return str(self.path) if self.path is not None else "the tuned spec"
 
     def spec_fields(self) -> dict[str, Any]:
-        return {k: getattr(self.spec, k) for k in SPEC_KEYS}
+        return self.spec.as_row()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -353,16 +352,16 @@ def load_tuned(path: str | Path) -> TunedSpec:
         raise fail(str(key), f"unknown field (allowed: {', '.join(TOP_KEYS)})")
     spec = data.get("spec")
     if not isinstance(spec, dict):
-        raise fail("spec", f"expected a mapping of {', '.join(SPEC_KEYS)}")
-    for key in SPEC_KEYS:
-        if key not in spec:
+        raise fail("spec", f"expected a mapping of {', '.join(SPEC_FIELDS)}")
+    for key in SPEC_FIELDS:
+        if key not in spec and key not in STAGE_FIELDS:  # an off stage's fields may be left out
             raise fail("spec", f"{key} missing")
-    for key in sorted(set(spec) - set(SPEC_KEYS), key=str):
-        raise fail(f"spec.{key}", f"unknown field (allowed: {', '.join(SPEC_KEYS)})")
+    for key in sorted(set(spec) - set(SPEC_FIELDS), key=str):
+        raise fail(f"spec.{key}", f"unknown field (allowed: {', '.join(SPEC_FIELDS)})")
     values = {}
-    for key in SPEC_KEYS:
+    for key in (k for k in SPEC_FIELDS if k in spec):
         value = spec[key]
-        if key in ("decay", "combine"):
+        if key in NAME_FIELDS:
             if not isinstance(value, str):
                 raise fail(f"spec.{key}", f"expected a name, got {value!r:.60}")
         elif isinstance(value, bool) or not isinstance(value, int | float):
@@ -371,7 +370,7 @@ def load_tuned(path: str | Path) -> TunedSpec:
     try:
         checked = RetrievalSpec(**values)
     except InputError as e:  # "<field>: expected ..." (memlab.core.numbers) or an unknown name
-        name = next((k for k in SPEC_KEYS if str(e).startswith(f"{k}:") or f"unknown {k}" in str(e)), None)
+        name = next((k for k in SPEC_FIELDS if str(e).startswith(f"{k}:") or f"unknown {k}" in str(e)), None)
         problem = str(e).split(": ", 1)[1] if name and str(e).startswith(f"{name}:") else str(e)
         raise fail(f"spec.{name}" if name else "spec", problem) from None
     model = data.get("model")
@@ -473,9 +472,9 @@ def _rerank_stage(record: Any, fail) -> RerankStage | None:
 def merge_spec(tuned: TunedSpec, given: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The spec fields: the file's, each one ``given`` (not None) overriding it; and one note per
     override (``threshold 0.9 (the file's 0.845)``)."""
-    fields = tuned.spec_fields()
+    fields = {k: getattr(tuned.spec, k) for k in SPEC_FIELDS}
     notes = []
-    for key in SPEC_KEYS:
+    for key in SPEC_FIELDS:
         value = given.get(key)
         if value is not None and value != fields[key]:
             notes.append(f"{key} {value} (the file's {fields[key]})")

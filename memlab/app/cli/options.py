@@ -173,6 +173,12 @@ def add_family_options(p: argparse.ArgumentParser, many: bool = False) -> None:
 FAMILY_NAMES = ("decay", "combine")
 
 
+def add_mmr_options(p: argparse.ArgumentParser) -> None:
+    """``--mmr-pool`` and ``--diversity``: the MMR stage, for the commands that run one spec
+    through the reference or export it (the sweep does not take them yet)."""
+    add_group(p, "mmr")
+
+
 def family_values(args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The comma lists of ``--decay`` and ``--combine``, each name checked."""
     from memlab.core.registry import check_names
@@ -221,7 +227,7 @@ def options_from(args: argparse.Namespace, used_elsewhere: tuple[str, ...] = ())
 def spec_fields(args: argparse.Namespace) -> dict[str, object]:
     """The spec fields the command's options give (None: the default; a threshold not given
     follows the scores)."""
-    from memlab.scores.problem import SPEC_FIELDS
+    from memlab.core.spec import SPEC_FIELDS
 
     return {name: getattr(args, name) for name in SPEC_FIELDS if hasattr(args, name)}
 
@@ -282,7 +288,7 @@ def apply_spec_file(args: argparse.Namespace) -> None:
     """``--spec FILE``: where the command line gives no value, the file's spec fields, and the
     score source, dataset, language and model it was tuned with; each value given beside it
     overrides the file's, and stderr says which. Run once, before the command reads its options."""
-    from memlab.scores.problem import SPEC_FIELDS
+    from memlab.core.spec import SPEC_FIELDS
     from memlab.tuning.tuned import collection_flags, load_tuned, merge_spec
 
     tuned = load_tuned(args.spec_file)
@@ -448,11 +454,7 @@ def spec_line(spec: RetrievalSpec) -> str:
     return (
         f"candidates={spec.candidates} inject={spec.inject} threshold={spec.threshold:g} "
         f"bonus={spec.bonus:g} tau_days={spec.tau_days:g} reference={ref}"
-        + (
-            ""
-            if (spec.decay, spec.combine) == ("exp", "add")
-            else f" decay={spec.decay} combine={spec.combine}"
-        )
+        + ("" if spec.default_family else f" decay={spec.decay} combine={spec.combine}")
     )
 
 

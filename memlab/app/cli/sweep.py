@@ -34,7 +34,7 @@ from memlab.app.cli.options import (
 )
 from memlab.core.errors import InputError
 from memlab.core.numbers import check_work, counted, plural
-from memlab.core.spec import RetrievalSpec
+from memlab.core.spec import DEFAULT_FAMILY, RetrievalSpec
 from memlab.datasets.schema import load_dataset
 
 MAX_REGIONS = 1_000_000  # feasible regions one `memlab feasible` computes
@@ -132,18 +132,6 @@ def joint_frames(streams: Sequence[Iterator], langs: Sequence[str], axes: Sequen
         out = pd.concat(parts, axis=1)
         out.attrs.update(first.attrs)
         yield out
-
-
-def spec_of(row: dict[str, Any]) -> RetrievalSpec:
-    return RetrievalSpec(
-        candidates=int(row["candidates"]),
-        inject=int(row["inject"]),
-        threshold=float(row["threshold"]),
-        bonus=float(row["bonus"]),
-        tau_days=float(row["tau_days"]),
-        decay=str(row.get("decay", "exp")),
-        combine=str(row.get("combine", "add")),
-    )
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -268,7 +256,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         f"wrong {int(row['wrong_injected'])}, on no-hit questions {int(row['injected_nohit'])}",
         file=say,
     )
-    spec = spec_of(row)
+    spec = RetrievalSpec.from_row(row)
     if not scope.trivial:
         print(shard_summary(problems[0], spec), file=say)
     decisions = [
@@ -417,7 +405,7 @@ def grouped_conflicts(rows: list[dict[str, Any]]) -> list[str]:
                 f"tau {r0['tau_days']:g}" if len(run) == 1 else f"tau {r0['tau_days']:g}-{r1['tau_days']:g}"
             )
             family = (
-                "" if (r0["decay"], r0["combine"]) == ("exp", "add") else f"{r0['decay']}/{r0['combine']} "
+                "" if (r0["decay"], r0["combine"]) == DEFAULT_FAMILY else f"{r0['decay']}/{r0['combine']} "
             )
             out.append(f"  {family}{taus}, threshold {r0['threshold']:g}: {r0['conflict_text']}")
 

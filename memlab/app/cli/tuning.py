@@ -11,6 +11,7 @@ from memlab.app.cli.options import (
     Command,
     add_collection_options,
     add_family_options,
+    add_mmr_options,
     add_output_options,
     add_parameters,
     add_source_options,
@@ -298,6 +299,7 @@ def add_evaluate_arguments(p: argparse.ArgumentParser) -> None:
     add_source_options(p)
     add_spec_options(p)
     add_family_options(p)
+    add_mmr_options(p)
     add_collection_options(p)
     add_output_options(p, ["table", "json"])
 
@@ -342,6 +344,7 @@ def add_spec_arguments(p: argparse.ArgumentParser) -> None:
     add_source_options(p)
     add_spec_options(p)
     add_family_options(p)
+    add_mmr_options(p)
     add_collection_options(p)
     p.add_argument(
         "--question",
