@@ -16,6 +16,7 @@ Where a command truly needs another default (``table``'s seed rule), it passes i
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,8 @@ from memlab.app.notebooks import NOTEBOOKS, takers
 from memlab.core.errors import InputError
 from memlab.core.http import MAX_ATTEMPTS, MAX_TIMEOUT
 from memlab.core.spec import COMBINES, DECAYS, SPEC_BOUNDS, RetrievalSpec
+from memlab.studies.hybrid import RetrieverGrid
+from memlab.studies.robustness import robustness
 
 SPEC = RetrievalSpec()
 TYPES: dict[str, Callable[[str], Any]] = {"str": str, "int": int, "float": float}
@@ -112,6 +115,16 @@ def _model_ranges(kind: str) -> str:
         f"{getattr(c, kind)} for {c.name}" for c in MODELS.values() if getattr(c, kind) and c.thresholds
     )
     return f"the model's range ({each}; {getattr(SEED_DEFAULTS, kind)} for published scores)"
+
+
+def _default(fn: Callable, name: str) -> Any:
+    """A library function's own default for its argument ``name``: the registry restates none."""
+    return inspect.signature(fn).parameters[name].default
+
+
+def _axis(values: Sequence[float]) -> str:
+    """A library grid's axis as the comma list a range parameter writes."""
+    return ",".join(f"{v:g}" for v in values)
 
 
 def _spec(name: str, flag: str, help: str, type: str) -> Parameter:
@@ -400,7 +413,7 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter(
         "boot",
         "int",
-        200,
+        _default(robustness, "n_boot"),
         "robustness, drift and answers: bootstrap resamples (of each kind)",
         "--boot",
         bounds={"minimum": 1},
@@ -441,7 +454,7 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter(
         "rrf_k_range",
         "str",
-        "1,2,10,60",
+        _axis(RetrieverGrid.rrf_ks),
         "hybrid: RRF k values, score 1/(k + rank)",
         "--rrf-k",
         group="hybrid",
@@ -457,7 +470,7 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter(
         "hybrid_tau_range",
         "str",
-        "1,3,7,14,30,60",
+        _axis(RetrieverGrid.tau_days),
         "hybrid: tau_days values of decay retrievers",
         "--tau",
         group="hybrid",

@@ -54,7 +54,7 @@ def metrics_text(problem, summary, ks, elapsed: float) -> str:
     lines = [
         f"dataset {dataset.name} ({counted(len(dataset.questions), 'question')}"
         + (f"; {bench.get('name')} at {bench.get('granularity')} granularity" if bench else "")
-        + f"), scores: {problem.source} {problem.scores.details.get('model', '')}".rstrip(),
+        + f"), scores: {problem.source} {problem.scores.model_label or ''}".rstrip(),
         f"spec: {spec_line(problem.spec)}",
         "means over the questions with relevant memories (relevant or current); recall_any, recall_all, "
         "ndcg, mrr by trec_eval (ir_measures), ndcg_any as LongMemEval computes it (docs/benchmarks.md); "
@@ -116,7 +116,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
             "dataset": problem.dataset.name,
             "benchmark": problem.dataset.benchmark,
             "source": problem.source,
-            "model": problem.scores.details.get("model"),
+            "model": problem.scores.model_label,
             "spec": problem.spec.as_dict(),
             "k": list(ks),
             # a cutoff past a list's length reads all of it: not k retrieved memories

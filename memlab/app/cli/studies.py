@@ -319,7 +319,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             "dataset": dataset.name,
             "lang": args.lang,
             "source": scores.source,
-            "model": scores.details.get("model"),
+            "model": scores.model_label,
             "configs": result.configs,
             "retrievers": result.chosen.to_dict("records"),
             "by_kind": result.by_kind.to_dict("records"),
@@ -342,7 +342,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     lines = [
         f"dataset {dataset.name} ({args.lang}, {counted(len(dataset.questions), 'question')}, "
         f"{gated} naming a time), "
-        f"scores: {scores.source} {scores.details.get('model', '')}".rstrip(),
+        f"scores: {scores.source} {scores.model_label or ''}".rstrip(),
         f"{result.configs:,} configurations; each retriever at its best: current memories injected minus "
         "wrong ones (no-hit, stale), then feasible, then margin; thresholds calibrated per retriever",
         f"{'retriever':>18} {'setting':<34} {'threshold':>9} {'feasible':>8} {'hit@inject':>10} "
