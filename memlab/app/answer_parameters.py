@@ -128,6 +128,7 @@ ANSWER_PARAMETERS: tuple[dict[str, Any], ...] = (
         "instructions), today (the B block at the spec given), tuned (the B block at the sweep's choice)",
         "--conditions",
         group="chat",
+        short="answers: conditions, a comma list",
     ),
     _p(
         "judge_url",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,6 +78,19 @@ class Parameter:
     bounds: Mapping[str, float] = field(default_factory=dict)
     group: str = ""
     empty: str = ""
+    short: str = ""  # the notebook cell's comment, when the help's first clause will not do
+
+    @property
+    def comment(self) -> str:
+        """The few words a notebook's parameters cell says (the whole help is docs/parameters.md):
+        the help's first clause, without the values a registry or a model card fills in, so adding
+        a decay or a model changes no notebook."""
+        if self.short:
+            return self.short
+        head, sep, rest = self.help.partition(": ")
+        prefix = head + sep if sep and self.group and " " not in head else ""
+        body = rest if prefix else self.help
+        return prefix + re.split(r"; | \(|: ", body, maxsplit=1)[0]
 
     @property
     def text(self) -> str:
@@ -418,6 +432,7 @@ PARAMETERS: tuple[Parameter, ...] = (
         "--boot",
         bounds={"minimum": 1},
         group="studies",
+        short="bootstrap resamples (of each kind)",
     ),
     Parameter(
         "seed",
@@ -593,7 +608,7 @@ def notebook_parameters(name: str) -> tuple[Parameter, ...]:
 def parameters_cell(notebook: str | None = None) -> str:
     """The source of a notebook's ``parameters`` cell (every parameter when none is named)."""
     params = NOTEBOOK_PARAMETERS if notebook is None else notebook_parameters(notebook)
-    return "\n".join(f"{p.name}: {p.type} = {literal(p.default)}  # {p.text}" for p in params)
+    return "\n".join(f"{p.name}: {p.type} = {literal(p.default)}  # {p.comment}" for p in params)
 
 
 def defaults(notebook: str | None = None) -> dict[str, Any]:
