@@ -88,3 +88,19 @@ def test_the_full_help_is_in_the_parameters_page_not_the_cells():
     decay = next(p for p in NOTEBOOK_PARAMETERS if p.name == "decay")
     assert decay.text.replace("|", "/") in page and "gauss" in decay.text
     assert "gauss" not in decay.comment and decay.comment in decay.text
+
+
+def test_one_list_of_date_formats():
+    from memlab.datasets.declared import QDRANT_DATE_FORMATS
+    from memlab.datasets.records import DATE_FORMATS
+    from memlab.qdrant.query import DATE_FORMATS as QUERY_FORMATS
+
+    assert QDRANT_DATE_FORMATS == tuple(QUERY_FORMATS) == ("iso", "epoch-s", "epoch-ms")
+    assert all(QUERY_FORMATS[f][0] == (DATE_FORMATS[f] or 1.0) for f in QDRANT_DATE_FORMATS)
+
+
+def test_counted_words_are_numbers_plural():
+    from memlab.core.numbers import counted, plural
+
+    assert (plural(1.0, "day"), plural(2, "day"), plural(0, "memory")) == ("day", "days", "memories")
+    assert counted(1, "repeat") == "1 repeat" and counted(3, "repeat") == "3 repeats"

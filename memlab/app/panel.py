@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from memlab.core.criteria import Criterion, dataset_criteria
+from memlab.core.numbers import plural
 from memlab.core.spec import COMBINES, DECAYS, RetrievalSpec
 from memlab.datasets.schema import Dataset, load_dataset
 from memlab.output.figures import OKABE_ITO, margin_bars, margin_frame, question_bars, question_frame
@@ -335,7 +336,7 @@ class TuningPanel:
     def title(self, ev: Evaluation | None = None) -> str:
         s = (ev or self.state).spec
         return (
-            f"bonus {s.bonus:g}, tau {s.tau_days:g} day{'' if s.tau_days == 1 else 's'}, "
+            f"bonus {s.bonus:g}, tau {s.tau_days:g} {plural(s.tau_days, 'day')}, "
             f"threshold {s.threshold:g} · {s.decay}/{s.combine} · {self.dataset.name} · "
             f"{self.source}/{self.lang}"
         )

@@ -17,6 +17,7 @@ from memlab.core.paths import within
 from memlab.core.textfiles import decode, parse_json
 from memlab.core.vectors import NORM_RANGE, raw_vector_problem
 from memlab.datasets.locations import dataset_dir
+from memlab.datasets.records import DATE_FORMATS
 
 
 @dataclass(frozen=True)
@@ -163,7 +164,7 @@ def declared_vectors(items: Any, root: Path, n_memories: int, problems: list[str
 
 
 QDRANT_TEXT_FIELDS = ("collection", "date_field", "text_field", "vector_name", "id_field")
-QDRANT_DATE_FORMATS = ("iso", "epoch-s", "epoch-ms")  # memlab.qdrant.query.DATE_FORMATS' names
+QDRANT_DATE_FORMATS = tuple(f for f in DATE_FORMATS if f != "auto")  # a stored one, never "auto"
 
 
 def declared_qdrant(block: Any, problems: list[str]) -> dict[str, Any] | None:

@@ -23,7 +23,7 @@ from memlab.app.cli.options import (
     problem_from,
     spec_line,
 )
-from memlab.core.numbers import counted
+from memlab.core.numbers import counted, plural
 from memlab.output.io import json_ready
 
 LIST_TITLES = {
@@ -71,7 +71,7 @@ def metrics_text(problem, summary, ks, elapsed: float) -> str:
         names += [c for c in extra if int(c.rsplit("@", 1)[1]) in shown]
         lines += ["", LIST_TITLES[name].format(inject=spec.inject, candidates=spec.candidates)]
         if past:
-            cutoffs = f"cutoff{'s' if len(past) > 1 else ''} {', '.join(map(str, past))}"
+            cutoffs = f"{plural(len(past), 'cutoff')} {', '.join(map(str, past))}"
             lines.append(
                 f"  {cutoffs} past the {counted(length, 'memory')} this list holds at most: shown at "
                 f"@{length}, the whole list (not {' or '.join(map(str, past))} retrieved memories)"
