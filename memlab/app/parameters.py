@@ -27,7 +27,9 @@ from memlab.app.answer_parameters import ANSWER_PARAMETERS
 from memlab.app.explain_parameters import EXPLAIN_PARAMETERS
 from memlab.app.notebooks import NOTEBOOKS, takers
 from memlab.core.errors import InputError
+from memlab.core.grid import TAU_RANGE
 from memlab.core.http import MAX_ATTEMPTS, MAX_TIMEOUT
+from memlab.core.selection import DEFAULT_RULE
 from memlab.core.spec import COMBINES, DECAYS, SPEC_BOUNDS, RetrievalSpec
 from memlab.studies.hybrid import RetrieverGrid
 from memlab.studies.robustness import robustness
@@ -366,7 +368,7 @@ PARAMETERS: tuple[Parameter, ...] = (
         group="grid",
         empty=_model_ranges("bonus_range"),
     ),
-    Parameter("tau_range", "str", "1:60:1", "sweep: tau_days values", "--tau", group="grid"),
+    Parameter("tau_range", "str", TAU_RANGE, "sweep: tau_days values", "--tau", group="grid"),
     Parameter(
         "threshold_range",
         "str",
@@ -379,7 +381,7 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter(
         "select",
         "str",
-        "max-margin",
+        DEFAULT_RULE,
         "sweep: selection rule among the feasible configurations; when none is feasible, max-utility",
         "--select",
         choices=_selection_rules,
