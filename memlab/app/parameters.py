@@ -31,6 +31,7 @@ from memlab.core.grid import TAU_RANGE
 from memlab.core.http import MAX_ATTEMPTS, MAX_TIMEOUT
 from memlab.core.selection import DEFAULT_RULE
 from memlab.core.spec import COMBINES, DECAYS, SPEC_BOUNDS, RetrievalSpec
+from memlab.drift.study import DEFAULT_BUDGETS
 from memlab.studies.hybrid import RetrieverGrid
 from memlab.studies.robustness import robustness
 
@@ -520,7 +521,7 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter(
         "budgets",
         "str",
-        "16,32,64,128,256,512",
+        _axis(DEFAULT_BUDGETS),
         "drift: token budgets, a comma list",
         "--budgets",
         group="drift",
