@@ -31,7 +31,9 @@ from memlab.core.grid import TAU_RANGE
 from memlab.core.http import MAX_ATTEMPTS, MAX_TIMEOUT
 from memlab.core.selection import DEFAULT_RULE
 from memlab.core.spec import COMBINES, DECAYS, SPEC_BOUNDS, RetrievalSpec
+from memlab.drift.arrays import DRIFT_MODEL
 from memlab.drift.study import DEFAULT_BUDGETS
+from memlab.embedding.models import DEFAULT_MODEL
 from memlab.studies.hybrid import RetrieverGrid
 from memlab.studies.robustness import robustness
 
@@ -165,7 +167,7 @@ PARAMETERS: tuple[Parameter, ...] = (
         "str",
         "",
         "embedding model name or folder; empty: the model an imported dataset records, else "
-        "multilingual-e5-small (07_drift: all-MiniLM-L6-v2)",
+        f"{DEFAULT_MODEL} (07_drift: {DRIFT_MODEL})",
         "--model",
         group="scores",
     ),
