@@ -73,6 +73,52 @@ def import_qdrant(
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} exists and is not empty: choose a new folder")
+    points, vector_name, named, dim = _read_collection(path, url, collection, vector_name, progress)
+    rows, vecs, stored_format = _memory_rows(
+        points, collection, date_field, text_field, id_field, date_format, vector_name, dim, keep_fields
+    )
+    latest = max(parse_datetime(r["date"]) for r in rows)
+    if reference_date is not None:
+        try:
+            ref = parse_datetime(reference_date)
+        except ValueError as e:
+            raise InputError(f"--reference-date: {e}") from None
+        if ref < latest:
+            raise InputError(
+                f"--reference-date {reference_date} is before the newest memory ({latest.isoformat()})"
+            )
+    meta = {
+        "name": collection,
+        "reference_date": reference_date or latest.isoformat().replace("+00:00", "Z"),
+        "language": language,
+        # the questions' own languages (text_<lang>): asked of the memories' one text
+        **({"languages": langs} if len(langs := question_languages(questions, language)) > 1 else {}),
+        "description": f"imported from Qdrant collection {collection!r} ({counted(len(rows), 'memory')})",
+        "provenance": f"{'path ' + str(path) if path else 'url ' + redact(str(url))}; "
+        f"date field {date_field!r}, "
+        f"text field {text_field!r}" + (f", vector {vector_name!r}" if vector_name else ""),
+        "date_prefix": False,
+        "vectors": {"file": "vectors.npy", "dim": dim, "model": model, "order": "memories.jsonl"},
+        # the collection's own names: memlab spec exports the query back to this schema
+        "qdrant": {
+            "collection": collection,
+            "date_field": date_field,
+            "date_format": stored_format,
+            "text_field": text_field,
+            "vector_name": vector_name if named else None,
+            "id_field": id_field,
+            **({"kept_fields": list(keep_fields)} if keep_fields else {}),
+        },
+    }
+    _write_folder(out, meta, rows, vecs, questions)
+    return out
+
+
+def _read_collection(
+    path: str | None, url: str | None, collection: str, vector_name: str | None, progress: bool
+) -> tuple[list, str | None, bool, int]:
+    """Every point of the collection with its vector: (points, the vector's name, whether the
+    collection names its vectors, their dimension)."""
     client = open_client(path=path, url=url)
     try:
         if not client.collection_exists(collection):
@@ -101,7 +147,22 @@ def import_qdrant(
         points = _scroll_all(client, collection, vector_name if named else None, progress)
     finally:
         client.close()
+    return points, vector_name, named, dim
 
+
+def _memory_rows(
+    points: list,
+    collection: str,
+    date_field: str,
+    text_field: str,
+    id_field: str | None,
+    date_format: str,
+    vector_name: str | None,
+    dim: int,
+    keep_fields: tuple[str, ...],
+) -> tuple[list[dict], list, str]:
+    """The points as memories.jsonl rows and their vectors, every point checked (``DatasetError``
+    listing each refused one), and the one date format the collection stores."""
     where = f"collection {collection}"
     options = [(date_field, "--date-field"), (text_field, "--text-field"), (id_field, "--id-field")]
     for name, what in [*options, *((k, "--keep-field") for k in keep_fields)]:
@@ -182,40 +243,11 @@ def import_qdrant(
     stored_format = next(iter(formats))
     if stored_format == "auto":
         stored_format = "epoch-s"
+    return rows, vecs, stored_format
 
-    latest = max(parse_datetime(r["date"]) for r in rows)
-    if reference_date is not None:
-        try:
-            ref = parse_datetime(reference_date)
-        except ValueError as e:
-            raise InputError(f"--reference-date: {e}") from None
-        if ref < latest:
-            raise InputError(
-                f"--reference-date {reference_date} is before the newest memory ({latest.isoformat()})"
-            )
-    meta = {
-        "name": collection,
-        "reference_date": reference_date or latest.isoformat().replace("+00:00", "Z"),
-        "language": language,
-        # the questions' own languages (text_<lang>): asked of the memories' one text
-        **({"languages": langs} if len(langs := question_languages(questions, language)) > 1 else {}),
-        "description": f"imported from Qdrant collection {collection!r} ({counted(len(rows), 'memory')})",
-        "provenance": f"{'path ' + str(path) if path else 'url ' + redact(str(url))}; "
-        f"date field {date_field!r}, "
-        f"text field {text_field!r}" + (f", vector {vector_name!r}" if vector_name else ""),
-        "date_prefix": False,
-        "vectors": {"file": "vectors.npy", "dim": dim, "model": model, "order": "memories.jsonl"},
-        # the collection's own names: memlab spec exports the query back to this schema
-        "qdrant": {
-            "collection": collection,
-            "date_field": date_field,
-            "date_format": stored_format,
-            "text_field": text_field,
-            "vector_name": vector_name if named else None,
-            "id_field": id_field,
-            **({"kept_fields": list(keep_fields)} if keep_fields else {}),
-        },
-    }
+
+def _write_folder(out: Path, meta: dict, rows: list[dict], vecs: list, questions: str | Path | None) -> None:
+    """The dataset folder, whole or not at all; with questions, it must load (they must fit)."""
     # the folder appears whole or not at all; with questions, it must load (they must fit)
     buf = io.BytesIO()
     np.save(buf, np.asarray(vecs, dtype=np.float32))
@@ -238,7 +270,6 @@ def import_qdrant(
             ) from None
 
     write_folder_atomically(out, files, check=check if questions is not None else None)
-    return out
 
 
 def question_languages(questions: str | Path | None, language: str) -> list[str]:
