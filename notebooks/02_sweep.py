@@ -47,16 +47,14 @@ import json
 import pandas as pd
 
 from memlab import ScoreOptions, build_problem, evaluate
-from memlab.core import selection
-from memlab.core.conflicts import conflicts_of
 from memlab.core.criteria import dataset_criteria
 from memlab.core.decisions import decision_margin
 from memlab.core.feasible import feasible_bonus, intervals_json
 from memlab.core.grid import Grid, parse_axis
-from memlab.core.sweep import sweep
 from memlab.embedding.server import server_config
 from memlab.output import figures
 from memlab.output.report import Report
+from memlab.tuning.sweep_study import sweep_study
 
 report = Report(out_dir, fig_formats)
 options = ScoreOptions(source, lang, model or None, server=server_config(embed_url, embed_model))
@@ -89,24 +87,28 @@ grid = Grid(
     decay=(decay,),
     combine=(combine,),
 )
-swept = sweep(raw, ages, labels, grid, criteria)
+# the study `memlab sweep` runs (memlab.tuning.sweep_study): the rule's choice as the chunks
+# stream past, every chunk kept here for the figures
+chunks = []
+outcome = sweep_study(
+    [problem], grid, criteria, select, nohit_weight=nohit_weight, langs=[lang], sink=chunks.append
+)
+swept = pd.concat(chunks)
 print(f"{grid.size:,} configurations, {int(swept.feasible.sum()):,} feasible")
 
 # %% [markdown]
 # ## The chosen configuration
 
 # %%
-i, rule = selection.select(swept, select, nohit_weight=nohit_weight), select
-if i is None:  # nothing is feasible: the best compromise by the utility
-    rule = selection.FALLBACK
-    i = selection.select(swept, rule, nohit_weight=nohit_weight)
-    found = conflicts_of([c.name for c in criteria], swept[[f"{c.name}_pass" for c in criteria]].to_numpy())
+choice, rule = outcome.choice, outcome.choice.rule
+if choice.fell_back:  # nothing is feasible: the best compromise by the utility
+    found = choice.conflicts
     print(f"nothing is feasible: chosen by {rule} instead; conflicting criteria: {found.text()}")
     report.value("conflicts", found.as_dict(), "The criteria that cannot hold together anywhere on the grid")
 chosen = (
     None
-    if i is None
-    else swept.iloc[i][
+    if outcome.row is None
+    else choice.row.iloc[0][
         [
             "decay",
             "combine",
@@ -122,12 +124,14 @@ chosen = (
 )
 report.value("chosen", chosen, f"chosen by {rule}")
 if chosen:  # the margin the choice keeps from every decision it depends on
-    decision = decision_margin(raw, ages, data.memory_ids, grid.spec(int(swept.index[i])), data.question_ids)
+    decision = decision_margin(
+        raw, ages, data.memory_ids, grid.spec(int(choice.row.index[0])), data.question_ids
+    )
     report.value(
         "choice",
         {
             "rule": rule,
-            "utility": float(selection.utility(swept.iloc[[i]], nohit_weight)[0]),
+            "utility": outcome.row["utility"],
             "decision_margin": decision.margin,
             "closest_decision": decision.what,
         },
