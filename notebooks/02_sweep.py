@@ -20,26 +20,26 @@
 # and the configuration a selection rule picks.
 
 # %% tags=["parameters"]
-source: str = "embedded"  # score source: embedded (the texts, embedded) or published (the seed's numbers)
-lang: str = "en"  # text language to embed: en or ja
-model: str = ""  # embedding model name or folder; empty: the model an imported dataset records, else multilingual-e5-small (07_drift: all-MiniLM-L6-v2)
-embed_url: str = ""  # embedding server URL (OpenAI-compatible), tried first; empty: the local model only
-embed_model: str = ""  # model asked of the server; empty: the local model's name (which it must serve)
+source: str = "embedded"  # score source
+lang: str = "en"  # text language to embed
+model: str = ""  # embedding model name or folder
+embed_url: str = ""  # embedding server URL
+embed_model: str = ""  # model asked of the server
 dataset: str = "seed16"  # packaged dataset name or dataset folder
-bonus: float = 0.05  # recency bonus at age 0 (cosine units)
-tau_days: float = 14.0  # recency decay constant (days): the decay's weight is 1/e at this age
-threshold: float = None  # post-bonus score a memory needs to be injected (inclusive); empty: the model's (0.845 English, 0.875 Japanese for multilingual-e5-small; 0.45 for published scores)
+bonus: float = 0.05  # recency bonus at age 0
+tau_days: float = 14.0  # recency decay constant
+threshold: float = None  # post-bonus score a memory needs to be injected
 candidates: int = 8  # raw nearest neighbours fetched before the re-sort
 inject: int = 3  # most memories injected into the prompt
-decay: str = "exp"  # recency decay family, weight 1 at age 0 and 1/e at tau_days: exp exp(−age / tau); gauss exp(−(age / tau)²); lin max(0, 1 − (1 − 1/e) age / tau)
-combine: str = "add"  # how the bonus enters: add raw + bonus * w; mult raw * (1 + bonus * w)
-bonus_range: str = ""  # sweep: bonus values, start:stop:step or a comma list; empty: the model's range (0:0.1:0.001 for multilingual-e5-small; 0:0.3:0.005 for all-MiniLM-L6-v2; 0:0.1:0.001 for Qwen/Qwen3-Embedding-0.6B; 0:0.1:0.001 for published scores)
+decay: str = "exp"  # recency decay family, weight 1 at age 0 and 1/e at tau_days
+combine: str = "add"  # how the bonus enters
+bonus_range: str = ""  # sweep: bonus values, start:stop:step or a comma list
 tau_range: str = "1:60:1"  # sweep: tau_days values
-threshold_range: str = ""  # sweep: threshold values; empty: the model's range (0.80:0.90:0.005 for multilingual-e5-small; 0.15:0.45:0.005 for all-MiniLM-L6-v2; 0.40:0.50:0.005 for Qwen/Qwen3-Embedding-0.6B; 0.40:0.50:0.005 for published scores)
-select: str = "max-margin"  # sweep: selection rule among the feasible configurations; when none is feasible, max-utility
-nohit_weight: float = 1.0  # sweep: the weight of a memory injected on a no-hit question in max-utility's utility: current memories injected - stale injections - wrong injections - nohit_weight x no-hit injections
+threshold_range: str = ""  # sweep: threshold values
+select: str = "max-margin"  # sweep: selection rule among the feasible configurations
+nohit_weight: float = 1.0  # sweep: the weight of a memory injected on a no-hit question in max-utility's utility
 out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
-fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
+fig_formats: list = ["html", "png"]  # figure formats
 
 # %%
 import json
@@ -47,16 +47,14 @@ import json
 import pandas as pd
 
 from memlab import ScoreOptions, build_problem, evaluate
-from memlab.core import selection
-from memlab.core.conflicts import conflicts_of
 from memlab.core.criteria import dataset_criteria
 from memlab.core.decisions import decision_margin
 from memlab.core.feasible import feasible_bonus, intervals_json
 from memlab.core.grid import Grid, parse_axis
-from memlab.core.sweep import sweep
 from memlab.embedding.server import server_config
 from memlab.output import figures
 from memlab.output.report import Report
+from memlab.tuning.sweep_study import sweep_study
 
 report = Report(out_dir, fig_formats)
 options = ScoreOptions(source, lang, model or None, server=server_config(embed_url, embed_model))
@@ -89,24 +87,28 @@ grid = Grid(
     decay=(decay,),
     combine=(combine,),
 )
-swept = sweep(raw, ages, labels, grid, criteria)
+# the study `memlab sweep` runs (memlab.tuning.sweep_study): the rule's choice as the chunks
+# stream past, every chunk kept here for the figures
+chunks = []
+outcome = sweep_study(
+    [problem], grid, criteria, select, nohit_weight=nohit_weight, langs=[lang], sink=chunks.append
+)
+swept = pd.concat(chunks)
 print(f"{grid.size:,} configurations, {int(swept.feasible.sum()):,} feasible")
 
 # %% [markdown]
 # ## The chosen configuration
 
 # %%
-i, rule = selection.select(swept, select, nohit_weight=nohit_weight), select
-if i is None:  # nothing is feasible: the best compromise by the utility
-    rule = selection.FALLBACK
-    i = selection.select(swept, rule, nohit_weight=nohit_weight)
-    found = conflicts_of([c.name for c in criteria], swept[[f"{c.name}_pass" for c in criteria]].to_numpy())
+choice, rule = outcome.choice, outcome.choice.rule
+if choice.fell_back:  # nothing is feasible: the best compromise by the utility
+    found = choice.conflicts
     print(f"nothing is feasible: chosen by {rule} instead; conflicting criteria: {found.text()}")
     report.value("conflicts", found.as_dict(), "The criteria that cannot hold together anywhere on the grid")
 chosen = (
     None
-    if i is None
-    else swept.iloc[i][
+    if outcome.row is None
+    else choice.row.iloc[0][
         [
             "decay",
             "combine",
@@ -122,12 +124,14 @@ chosen = (
 )
 report.value("chosen", chosen, f"chosen by {rule}")
 if chosen:  # the margin the choice keeps from every decision it depends on
-    decision = decision_margin(raw, ages, data.memory_ids, grid.spec(int(swept.index[i])), data.question_ids)
+    decision = decision_margin(
+        raw, ages, data.memory_ids, grid.spec(int(choice.row.index[0])), data.question_ids
+    )
     report.value(
         "choice",
         {
             "rule": rule,
-            "utility": float(selection.utility(swept.iloc[[i]], nohit_weight)[0]),
+            "utility": outcome.row["utility"],
             "decision_margin": decision.margin,
             "closest_decision": decision.what,
         },

@@ -25,24 +25,24 @@
 # ten) and `daily-lunch` (fifty near-identical lunches that only their dates tell apart).
 
 # %% tags=["parameters"]
-source: str = "embedded"  # score source: embedded (the texts, embedded) or published (the seed's numbers)
-lang: str = "en"  # text language to embed: en or ja
-model: str = ""  # embedding model name or folder; empty: the model an imported dataset records, else multilingual-e5-small (07_drift: all-MiniLM-L6-v2)
-embed_url: str = ""  # embedding server URL (OpenAI-compatible), tried first; empty: the local model only
-embed_model: str = ""  # model asked of the server; empty: the local model's name (which it must serve)
+source: str = "embedded"  # score source
+lang: str = "en"  # text language to embed
+model: str = ""  # embedding model name or folder
+embed_url: str = ""  # embedding server URL
+embed_model: str = ""  # model asked of the server
 dataset: str = "seed16"  # packaged dataset name or dataset folder
 candidates: int = 8  # raw nearest neighbours fetched before the re-sort
 inject: int = 3  # most memories injected into the prompt
-decay: str = "exp"  # recency decay family, weight 1 at age 0 and 1/e at tau_days: exp exp(−age / tau); gauss exp(−(age / tau)²); lin max(0, 1 − (1 − 1/e) age / tau)
-combine: str = "add"  # how the bonus enters: add raw + bonus * w; mult raw * (1 + bonus * w)
-hybrid_datasets: str = "seed16-time,daily-lunch"  # hybrid: datasets to compare the retrievers on (comma list)
-retrievers: str = ""  # hybrid: retrievers to compare (comma list); empty for all
+decay: str = "exp"  # recency decay family, weight 1 at age 0 and 1/e at tau_days
+combine: str = "add"  # how the bonus enters
+hybrid_datasets: str = "seed16-time,daily-lunch"  # hybrid: datasets to compare the retrievers on
+retrievers: str = ""  # hybrid: retrievers to compare
 alpha_range: str = "0:1:0.1"  # hybrid: weight of the vector route in weighted fusion
 rrf_k_range: str = "1,2,10,60"  # hybrid: RRF k values, score 1/(k + rank)
 hybrid_bonus_range: str = "0:0.3:0.01"  # hybrid: recency bonus values of decay retrievers
 hybrid_tau_range: str = "1,3,7,14,30,60"  # hybrid: tau_days values of decay retrievers
 out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
-fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
+fig_formats: list = ["html", "png"]  # figure formats
 
 # %%
 from memlab import ScoreOptions

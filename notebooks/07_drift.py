@@ -27,19 +27,19 @@
 # content supersession told a part of the truth (what each kind of noise costs).
 
 # %% tags=["parameters"]
-model: str = ""  # embedding model name or folder; empty: the model an imported dataset records, else multilingual-e5-small (07_drift: all-MiniLM-L6-v2)
-embed_url: str = ""  # embedding server URL (OpenAI-compatible), tried first; empty: the local model only
-embed_model: str = ""  # model asked of the server; empty: the local model's name (which it must serve)
-decay: str = "exp"  # recency decay family, weight 1 at age 0 and 1/e at tau_days: exp exp(−age / tau); gauss exp(−(age / tau)²); lin max(0, 1 − (1 − 1/e) age / tau)
-combine: str = "add"  # how the bonus enters: add raw + bonus * w; mult raw * (1 + bonus * w)
-boot: int = 200  # robustness, drift and answers: bootstrap resamples (of each kind)
-seed: int = 0  # random seed: scale, robustness, drift, answers (the chat's and the bootstrap's)
+model: str = ""  # embedding model name or folder
+embed_url: str = ""  # embedding server URL
+embed_model: str = ""  # model asked of the server
+decay: str = "exp"  # recency decay family, weight 1 at age 0 and 1/e at tau_days
+combine: str = "add"  # how the bonus enters
+boot: int = 200  # bootstrap resamples (of each kind)
+seed: int = 0  # random seed
 streams: int = 400  # drift: held-out streams, the first N seeds of seed_range
-seed_range: str = "1000:1400"  # drift: held-out seeds A:B (B excluded)
+seed_range: str = "1000:1400"  # drift: held-out seeds A:B
 tune_range: str = "0:200"  # drift: tuning seeds C:D, disjoint from seed_range
 budgets: str = "16,32,64,128,256,512"  # drift: token budgets, a comma list
 out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
-fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
+fig_formats: list = ["html", "png"]  # figure formats
 
 # %%
 from memlab.drift.streams import held_out_seeds, parse_seed_range

@@ -22,27 +22,27 @@
 # (the default batch) the notebook says so and does nothing else.
 
 # %% tags=["parameters"]
-model: str = ""  # embedding model name or folder; empty: the model an imported dataset records, else multilingual-e5-small (07_drift: all-MiniLM-L6-v2)
-embed_url: str = ""  # embedding server URL (OpenAI-compatible), tried first; empty: the local model only
-embed_model: str = ""  # model asked of the server; empty: the local model's name (which it must serve)
-bonus: float = 0.05  # recency bonus at age 0 (cosine units)
-tau_days: float = 14.0  # recency decay constant (days): the decay's weight is 1/e at this age
-threshold: float = None  # post-bonus score a memory needs to be injected (inclusive); empty: the model's (0.845 English, 0.875 Japanese for multilingual-e5-small; 0.45 for published scores)
+model: str = ""  # embedding model name or folder
+embed_url: str = ""  # embedding server URL
+embed_model: str = ""  # model asked of the server
+bonus: float = 0.05  # recency bonus at age 0
+tau_days: float = 14.0  # recency decay constant
+threshold: float = None  # post-bonus score a memory needs to be injected
 candidates: int = 8  # raw nearest neighbours fetched before the re-sort
 inject: int = 3  # most memories injected into the prompt
-decay: str = "exp"  # recency decay family, weight 1 at age 0 and 1/e at tau_days: exp exp(−age / tau); gauss exp(−(age / tau)²); lin max(0, 1 − (1 − 1/e) age / tau)
-combine: str = "add"  # how the bonus enters: add raw + bonus * w; mult raw * (1 + bonus * w)
-bonus_range: str = ""  # sweep: bonus values, start:stop:step or a comma list; empty: the model's range (0:0.1:0.001 for multilingual-e5-small; 0:0.3:0.005 for all-MiniLM-L6-v2; 0:0.1:0.001 for Qwen/Qwen3-Embedding-0.6B; 0:0.1:0.001 for published scores)
+decay: str = "exp"  # recency decay family, weight 1 at age 0 and 1/e at tau_days
+combine: str = "add"  # how the bonus enters
+bonus_range: str = ""  # sweep: bonus values, start:stop:step or a comma list
 tau_range: str = "1:60:1"  # sweep: tau_days values
-threshold_range: str = ""  # sweep: threshold values; empty: the model's range (0.80:0.90:0.005 for multilingual-e5-small; 0.15:0.45:0.005 for all-MiniLM-L6-v2; 0.40:0.50:0.005 for Qwen/Qwen3-Embedding-0.6B; 0.40:0.50:0.005 for published scores)
-select: str = "max-margin"  # sweep: selection rule among the feasible configurations; when none is feasible, max-utility
-n_range: str = ""  # scale: memory counts N to measure (each counts the dataset's own memories); empty: the dataset's own memory count, then each of 100, 1000, 10000, 100000, 1000000 above it
-pool: int = 5000  # scale: real embedded distractors (cached after the first run)
-seed: int = 0  # random seed: scale, robustness, drift, answers (the chat's and the bootstrap's)
-benchmark_file: str = ""  # benchmark: LoCoMo or LongMemEval JSON you downloaded; empty: 08 does nothing
-benchmark_granularity: str = ""  # benchmark: observation|turn|session (LoCoMo), session|turn; empty: default
+threshold_range: str = ""  # sweep: threshold values
+select: str = "max-margin"  # sweep: selection rule among the feasible configurations
+n_range: str = ""  # scale: memory counts N to measure
+pool: int = 5000  # scale: real embedded distractors
+seed: int = 0  # random seed
+benchmark_file: str = ""  # benchmark: LoCoMo or LongMemEval JSON you downloaded
+benchmark_granularity: str = ""  # benchmark: observation|turn|session
 out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
-fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
+fig_formats: list = ["html", "png"]  # figure formats
 
 # %%
 from pathlib import Path

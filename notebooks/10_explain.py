@@ -22,24 +22,24 @@
 # changes, and the decisions nearest the threshold, with the most fragile query's candidates drawn.
 
 # %% tags=["parameters"]
-source: str = "embedded"  # score source: embedded (the texts, embedded) or published (the seed's numbers)
-lang: str = "en"  # text language to embed: en or ja
-model: str = ""  # embedding model name or folder; empty: the model an imported dataset records, else multilingual-e5-small (07_drift: all-MiniLM-L6-v2)
-embed_url: str = ""  # embedding server URL (OpenAI-compatible), tried first; empty: the local model only
-embed_model: str = ""  # model asked of the server; empty: the local model's name (which it must serve)
+source: str = "embedded"  # score source
+lang: str = "en"  # text language to embed
+model: str = ""  # embedding model name or folder
+embed_url: str = ""  # embedding server URL
+embed_model: str = ""  # model asked of the server
 dataset: str = "seed16"  # packaged dataset name or dataset folder
-bonus: float = 0.05  # recency bonus at age 0 (cosine units)
-tau_days: float = 14.0  # recency decay constant (days): the decay's weight is 1/e at this age
-threshold: float = None  # post-bonus score a memory needs to be injected (inclusive); empty: the model's (0.845 English, 0.875 Japanese for multilingual-e5-small; 0.45 for published scores)
+bonus: float = 0.05  # recency bonus at age 0
+tau_days: float = 14.0  # recency decay constant
+threshold: float = None  # post-bonus score a memory needs to be injected
 candidates: int = 8  # raw nearest neighbours fetched before the re-sort
 inject: int = 3  # most memories injected into the prompt
-decay: str = "exp"  # recency decay family, weight 1 at age 0 and 1/e at tau_days: exp exp(−age / tau); gauss exp(−(age / tau)²); lin max(0, 1 − (1 − 1/e) age / tau)
-combine: str = "add"  # how the bonus enters: add raw + bonus * w; mult raw * (1 + bonus * w)
-spec_file: str = ""  # a tuned spec (memlab sweep --save): its spec, model and dataset; spec values given beside it override the file's; empty: no file: the spec values and their defaults
-log: str = ""  # explain: the query log to replay (JSON lines: each query's text or vector, its time, optionally its id and the memory ids production injected; docs/explain.md); empty: the dataset's own questions, asked at their dates, as the log
-against: list = []  # explain: candidate specs to compare with the current one, each a tuned-spec file (memlab sweep --save) or changes to the current spec written as in docs/explain.md (a field, an equals sign and a value, comma-separated)
+decay: str = "exp"  # recency decay family, weight 1 at age 0 and 1/e at tau_days
+combine: str = "add"  # how the bonus enters
+spec_file: str = ""  # a tuned spec
+log: str = ""  # explain: the query log to replay
+against: list = []  # explain: candidate specs to compare with the current one, each a tuned-spec file
 out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
-fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
+fig_formats: list = ["html", "png"]  # figure formats
 
 # %%
 import pandas as pd

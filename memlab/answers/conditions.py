@@ -21,7 +21,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from memlab.core.errors import InputError, MemlabWarning
+from memlab.core.grid import TAU_RANGE
 from memlab.core.registry import check_names
+from memlab.core.selection import DEFAULT_RULE
 from memlab.core.spec import RetrievalSpec
 
 if TYPE_CHECKING:
@@ -85,9 +87,9 @@ class TuneGrid:
     """The sweep that chooses the ``tuned`` condition's spec: axes as ``memlab sweep`` reads them
     (``start:stop:step`` or a comma list); no threshold or bonus range: the scores' model's."""
 
-    rule: str = "max-margin"
+    rule: str = DEFAULT_RULE
     bonus_range: str | None = None  # None or "": the model's, as the threshold range
-    tau_range: str = "1:60:1"
+    tau_range: str = TAU_RANGE
     threshold_range: str | None = None
 
 

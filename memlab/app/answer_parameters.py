@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from memlab.answers.chat import ChatConfig
+from memlab.answers.inflight import MAX_CONCURRENCY
+from memlab.answers.replay import MAX_REPEATS
 from memlab.core.http import MAX_ATTEMPTS, MAX_TIMEOUT
 
-MAX_REPEATS = 100  # memlab.answers.replay.MAX_REPEATS (tests/test_hostile_chat.py holds them equal)
-MAX_CONCURRENCY = 64  # memlab.answers.inflight.MAX_CONCURRENCY (held equal there too)
+__all__ = ["ANSWER_PARAMETERS", "MAX_CONCURRENCY", "MAX_REPEATS"]  # the bounds, read where they are set
 
 
 def _p(name: str, type: str, default: Any, help: str, flag: str | None = None, **more: Any) -> dict[str, Any]:
@@ -58,7 +60,7 @@ ANSWER_PARAMETERS: tuple[dict[str, Any], ...] = (
     _p(
         "temperature",
         "float",
-        0.7,
+        ChatConfig.temperature,
         "answers: the chat's sampling temperature (recorded with every reply)",
         "--temperature",
         bounds={"minimum": 0, "maximum": 2},
@@ -67,7 +69,7 @@ ANSWER_PARAMETERS: tuple[dict[str, Any], ...] = (
     _p(
         "max_tokens",
         "int",
-        256,
+        ChatConfig.max_tokens,
         "answers: most tokens per reply",
         "--max-tokens",
         bounds={"minimum": 1},
@@ -93,7 +95,7 @@ ANSWER_PARAMETERS: tuple[dict[str, Any], ...] = (
     _p(
         "chat_timeout",
         "float",
-        120.0,
+        ChatConfig.timeout,
         "answers: seconds a chat request may take, whole (a deadline, not a wait per read)",
         "--chat-timeout",
         notebook=False,
@@ -103,7 +105,7 @@ ANSWER_PARAMETERS: tuple[dict[str, Any], ...] = (
     _p(
         "chat_attempts",
         "int",
-        3,
+        ChatConfig.attempts,
         "answers: tries per chat request, backoff 0.5 s doubling",
         "--chat-attempts",
         notebook=False,
@@ -128,6 +130,7 @@ ANSWER_PARAMETERS: tuple[dict[str, Any], ...] = (
         "instructions), today (the B block at the spec given), tuned (the B block at the sweep's choice)",
         "--conditions",
         group="chat",
+        short="answers: conditions, a comma list",
     ),
     _p(
         "judge_url",

@@ -304,8 +304,7 @@ def run_batch(
     """Execute every (run, notebook) with ``jobs`` kernels at a time; results in batch order.
     A notebook whose inputs are those of an earlier success is reused instead
     (``memlab.app.reuse``), unless ``force``. Returns the results and the path of index.html."""
-    from memlab.app.parameters import defaults
-    from memlab.app.runner import absolute_datasets, check_taken, find_notebooks_dir, notebook_params
+    from memlab.app.runner import absolute_datasets, check_taken, find_notebooks_dir
     from memlab.output.figures.export import SHARED_PLOTLY_JS
     from memlab.output.index_page import render_index
 
@@ -337,28 +336,7 @@ def run_batch(
         env = {"MEMLAB_DEFER_STATIC": "1", SHARED_PLOTLY_JS: str(staging / "plotly.min.js")}
         kernel = kernel_name()
         started, t0 = now(), time.perf_counter()
-        results: list[Result] = []
-        tasks = []
-        for run, nb in pairs:
-            out_dir = staging / run.name / nb
-            out_dir.mkdir(parents=True, exist_ok=True)
-            params = notebook_params(
-                nb, {**defaults(), **run.parameters, **overrides, "out_dir": str(out_dir)}
-            )
-            # a URL's secrets never reach the executed notebook, the manifest or the page: the
-            # kernel gets them in its environment (memlab.core.urls.reveal)
-            params, secrets = hide_secrets(params)
-            results.append(Result(run.name, nb, params, str(out_dir.parent / f"{nb}.ipynb"), str(out_dir)))
-            tasks.append(
-                {
-                    "input": str(notebooks_dir / f"{nb}.ipynb"),
-                    "output": results[-1].output,
-                    "parameters": params,
-                    "kernel": kernel,
-                    "cwd": str(notebooks_dir),
-                    "env": {**env, SECRETS_ENV: json.dumps(secrets)},
-                }
-            )
+        results, tasks = _tasks(pairs, staging, overrides, notebooks_dir, kernel, env)
         reuse = Reuse(batch=batch.path)
         keys, fresh = reuse_earlier(reuse, tasks, results, force, Path(env[SHARED_PLOTLY_JS]), log)
         log(
@@ -418,28 +396,7 @@ def run_batch(
             )
         keep_fresh(reuse, keys, results, fresh)  # whole and exported: kept for the next run
         final = [relocated(r, staging, out) for r in results]  # where each lives after the swap
-        manifest = {
-            "memlab": versions()["memlab"],
-            "batch": batch.path,
-            "notebooks_dir": str(notebooks_dir),
-            "kernel": kernel,
-            "jobs": jobs,
-            "git_commit": git_commit(),
-            "python": sys.version.split()[0],
-            "packages": versions(),
-            "started": started,
-            "finished": now(),
-            "duration_s": round(time.perf_counter() - t0, 2),
-            "status": "ok" if all(r.status == "ok" for r in results) else "failed",
-            "notebooks": [
-                {
-                    **{k: v for k, v in r.__dict__.items() if k != "report"},
-                    **paths,
-                    "parameters": {**r.parameters, "out_dir": paths["out_dir"]},
-                }
-                for r, paths in zip(results, final, strict=True)
-            ],
-        }
+        manifest = _manifest(batch, notebooks_dir, kernel, jobs, started, t0, results, final)
         atomic_write_text(staging / "manifest.json", json.dumps(manifest, indent=2, default=str) + "\n")
         staged = {
             **manifest,
@@ -470,6 +427,76 @@ def run_batch(
         lock.unlink(missing_ok=True)
         for s, handler in previous.items():
             signal.signal(s, handler)
+
+
+def _tasks(
+    pairs: list,
+    staging: Path,
+    overrides: dict[str, Any],
+    notebooks_dir: Path,
+    kernel: str,
+    env: dict[str, str],
+) -> tuple[list[Result], list[dict[str, Any]]]:
+    """Each (run, notebook)'s result record and the task its kernel executes, in batch order."""
+    from memlab.app.parameters import defaults
+    from memlab.app.runner import notebook_params
+
+    results: list[Result] = []
+    tasks = []
+    for run, nb in pairs:
+        out_dir = staging / run.name / nb
+        out_dir.mkdir(parents=True, exist_ok=True)
+        params = notebook_params(nb, {**defaults(), **run.parameters, **overrides, "out_dir": str(out_dir)})
+        # a URL's secrets never reach the executed notebook, the manifest or the page: the
+        # kernel gets them in its environment (memlab.core.urls.reveal)
+        params, secrets = hide_secrets(params)
+        results.append(Result(run.name, nb, params, str(out_dir.parent / f"{nb}.ipynb"), str(out_dir)))
+        tasks.append(
+            {
+                "input": str(notebooks_dir / f"{nb}.ipynb"),
+                "output": results[-1].output,
+                "parameters": params,
+                "kernel": kernel,
+                "cwd": str(notebooks_dir),
+                "env": {**env, SECRETS_ENV: json.dumps(secrets)},
+            }
+        )
+    return results, tasks
+
+
+def _manifest(
+    batch: Batch,
+    notebooks_dir: Path,
+    kernel: str,
+    jobs: int,
+    started: str,
+    t0: float,
+    results: list[Result],
+    final: list[dict[str, str]],
+) -> dict[str, Any]:
+    """What manifest.json records of a run: versions, timing, status, every notebook where it lives."""
+    return {
+        "memlab": versions()["memlab"],
+        "batch": batch.path,
+        "notebooks_dir": str(notebooks_dir),
+        "kernel": kernel,
+        "jobs": jobs,
+        "git_commit": git_commit(),
+        "python": sys.version.split()[0],
+        "packages": versions(),
+        "started": started,
+        "finished": now(),
+        "duration_s": round(time.perf_counter() - t0, 2),
+        "status": "ok" if all(r.status == "ok" for r in results) else "failed",
+        "notebooks": [
+            {
+                **{k: v for k, v in r.__dict__.items() if k != "report"},
+                **paths,
+                "parameters": {**r.parameters, "out_dir": paths["out_dir"]},
+            }
+            for r, paths in zip(results, final, strict=True)
+        ],
+    }
 
 
 def relocated(r: Result, staging: Path, out: Path) -> dict[str, str]:

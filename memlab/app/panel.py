@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from memlab.core.criteria import Criterion, dataset_criteria
+from memlab.core.numbers import plural
 from memlab.core.spec import COMBINES, DECAYS, SPEC_FIELDS, RetrievalSpec
 from memlab.datasets.schema import Dataset, load_dataset
 from memlab.output.figures import OKABE_ITO, margin_bars, margin_frame, question_bars, question_frame
@@ -336,7 +337,7 @@ class TuningPanel:
     def title(self, ev: Evaluation | None = None) -> str:
         s = (ev or self.state).spec
         return (
-            f"bonus {s.bonus:g}, tau {s.tau_days:g} day{'' if s.tau_days == 1 else 's'}, "
+            f"bonus {s.bonus:g}, tau {s.tau_days:g} {plural(s.tau_days, 'day')}, "
             f"threshold {s.threshold:g} · {s.decay}/{s.combine} · "
             + (f"MMR diversity {s.diversity:g} over {s.mmr_pool} · " if s.mmr else "")
             + f"{self.dataset.name} · {self.source}/{self.lang}"

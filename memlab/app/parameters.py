@@ -16,7 +16,9 @@ Where a command truly needs another default (``table``'s seed rule), it passes i
 
 from __future__ import annotations
 
+import inspect
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,8 +27,15 @@ from memlab.app.answer_parameters import ANSWER_PARAMETERS
 from memlab.app.explain_parameters import EXPLAIN_PARAMETERS
 from memlab.app.notebooks import NOTEBOOKS, takers
 from memlab.core.errors import InputError
+from memlab.core.grid import TAU_RANGE
 from memlab.core.http import MAX_ATTEMPTS, MAX_TIMEOUT
+from memlab.core.selection import DEFAULT_RULE
 from memlab.core.spec import COMBINES, DECAYS, SPEC_BOUNDS, RetrievalSpec
+from memlab.drift.arrays import DRIFT_MODEL
+from memlab.drift.study import DEFAULT_BUDGETS
+from memlab.embedding.models import DEFAULT_MODEL
+from memlab.studies.hybrid import RetrieverGrid
+from memlab.studies.robustness import robustness
 
 SPEC = RetrievalSpec()
 TYPES: dict[str, Callable[[str], Any]] = {"str": str, "int": int, "float": float}
@@ -74,6 +83,19 @@ class Parameter:
     bounds: Mapping[str, float] = field(default_factory=dict)
     group: str = ""
     empty: str = ""
+    short: str = ""  # the notebook cell's comment, when the help's first clause will not do
+
+    @property
+    def comment(self) -> str:
+        """The few words a notebook's parameters cell says (the whole help is docs/parameters.md):
+        the help's first clause, without the values a registry or a model card fills in, so adding
+        a decay or a model changes no notebook."""
+        if self.short:
+            return self.short
+        head, sep, rest = self.help.partition(": ")
+        prefix = head + sep if sep and self.group and " " not in head else ""
+        body = rest if prefix else self.help
+        return prefix + re.split(r"; | \(|: ", body, maxsplit=1)[0]
 
     @property
     def text(self) -> str:
@@ -114,6 +136,16 @@ def _model_ranges(kind: str) -> str:
     return f"the model's range ({each}; {getattr(SEED_DEFAULTS, kind)} for published scores)"
 
 
+def _default(fn: Callable, name: str) -> Any:
+    """A library function's own default for its argument ``name``: the registry restates none."""
+    return inspect.signature(fn).parameters[name].default
+
+
+def _axis(values: Sequence[float]) -> str:
+    """A library grid's axis as the comma list a range parameter writes."""
+    return ",".join(f"{v:g}" for v in values)
+
+
 def _spec(name: str, flag: str, help: str, type: str) -> Parameter:
     return Parameter(name, type, getattr(SPEC, name), help, flag, bounds=SPEC_BOUNDS[name], group="spec")
 
@@ -135,7 +167,7 @@ PARAMETERS: tuple[Parameter, ...] = (
         "str",
         "",
         "embedding model name or folder; empty: the model an imported dataset records, else "
-        "multilingual-e5-small (07_drift: all-MiniLM-L6-v2)",
+        f"{DEFAULT_MODEL} (07_drift: {DRIFT_MODEL})",
         "--model",
         group="scores",
     ),
@@ -362,7 +394,7 @@ PARAMETERS: tuple[Parameter, ...] = (
         group="grid",
         empty=_model_ranges("bonus_range"),
     ),
-    Parameter("tau_range", "str", "1:60:1", "sweep: tau_days values", "--tau", group="grid"),
+    Parameter("tau_range", "str", TAU_RANGE, "sweep: tau_days values", "--tau", group="grid"),
     Parameter(
         "threshold_range",
         "str",
@@ -375,7 +407,7 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter(
         "select",
         "str",
-        "max-margin",
+        DEFAULT_RULE,
         "sweep: selection rule among the feasible configurations; when none is feasible, max-utility",
         "--select",
         choices=_selection_rules,
@@ -423,11 +455,12 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter(
         "boot",
         "int",
-        200,
+        _default(robustness, "n_boot"),
         "robustness, drift and answers: bootstrap resamples (of each kind)",
         "--boot",
         bounds={"minimum": 1},
         group="studies",
+        short="bootstrap resamples (of each kind)",
     ),
     Parameter(
         "seed",
@@ -464,7 +497,7 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter(
         "rrf_k_range",
         "str",
-        "1,2,10,60",
+        _axis(RetrieverGrid.rrf_ks),
         "hybrid: RRF k values, score 1/(k + rank)",
         "--rrf-k",
         group="hybrid",
@@ -480,7 +513,7 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter(
         "hybrid_tau_range",
         "str",
-        "1,3,7,14,30,60",
+        _axis(RetrieverGrid.tau_days),
         "hybrid: tau_days values of decay retrievers",
         "--tau",
         group="hybrid",
@@ -513,7 +546,7 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter(
         "budgets",
         "str",
-        "16,32,64,128,256,512",
+        _axis(DEFAULT_BUDGETS),
         "drift: token budgets, a comma list",
         "--budgets",
         group="drift",
@@ -604,7 +637,7 @@ def notebook_parameters(name: str) -> tuple[Parameter, ...]:
 def parameters_cell(notebook: str | None = None) -> str:
     """The source of a notebook's ``parameters`` cell (every parameter when none is named)."""
     params = NOTEBOOK_PARAMETERS if notebook is None else notebook_parameters(notebook)
-    return "\n".join(f"{p.name}: {p.type} = {literal(p.default)}  # {p.text}" for p in params)
+    return "\n".join(f"{p.name}: {p.type} = {literal(p.default)}  # {p.comment}" for p in params)
 
 
 def defaults(notebook: str | None = None) -> dict[str, Any]:

@@ -44,17 +44,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memlab.core.files import atomic_write_text, pid_alive
+from memlab.core.files import atomic_write_text, file_sha256, pid_alive
 
 SKIP_DIRS = {"__pycache__"}
-
-
-def file_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def tree_digest(root: Path, skip_suffixes: tuple[str, ...] = ()) -> str:
@@ -64,7 +56,7 @@ def tree_digest(root: Path, skip_suffixes: tuple[str, ...] = ()) -> str:
         rel = path.relative_to(root)
         if SKIP_DIRS & set(rel.parts) or path.name.endswith(skip_suffixes):
             continue
-        h.update(str(rel).encode() + b"\0" + file_digest(path).encode() + b"\n")
+        h.update(str(rel).encode() + b"\0" + file_sha256(path).encode() + b"\n")
     return h.hexdigest()
 
 
@@ -107,7 +99,7 @@ def input_files(params: dict[str, Any]) -> dict[str, str]:
     for key in FILE_PARAMETERS:
         value = params.get(key)
         if value and Path(value).is_file():
-            out[f"{key}:{value}"] = file_digest(Path(value))
+            out[f"{key}:{value}"] = file_sha256(Path(value))
     return out
 
 
@@ -159,7 +151,7 @@ class Reuse:
             self._models[model] = model_identities(model)
         return {
             "notebook": notebook.name,
-            "notebook_sha256": file_digest(notebook),
+            "notebook_sha256": file_sha256(notebook),
             "parameters": {k: v for k, v in sorted(params.items()) if k != "out_dir"},
             "files": input_files(params),
             "models": self._models[model],

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import errno
+import hashlib
 import os
 import secrets
 import shutil
@@ -307,3 +308,10 @@ def _umask() -> int:
     umask = os.umask(0)
     os.umask(umask)
     return umask
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """The SHA-256 of a file's bytes, read in blocks (a vectors file or a model can be large): the
+    one file hash the caches, the reuse check, the tuned spec and the importers record."""
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()

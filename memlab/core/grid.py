@@ -24,6 +24,7 @@ AXES = (*FAMILY_AXES, "bonus", "tau_days", "threshold", "candidates", "inject")
 NUMERIC_AXES = AXES[len(FAMILY_AXES) :]
 INTEGER_AXES = ("candidates", "inject")
 MAX_CONFIGURATIONS = 2**62  # rows a sweep can number (int64)
+TAU_RANGE = "1:60:1"  # the tau axis a sweep takes when none is given (memlab sweep, the tuned condition)
 AXIS_BOUNDS = SPEC_BOUNDS  # each axis is checked like the spec field of its name
 
 

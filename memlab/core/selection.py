@@ -120,6 +120,7 @@ SELECTION_RULES: dict[str, SelectionRule] = {
     )
 }
 FALLBACK = "max-utility"  # the rule a sweep uses when nothing is feasible
+DEFAULT_RULE = "max-margin"  # the rule a sweep chooses by when none is named
 
 
 def rule_metrics(*rules: str) -> tuple[str, ...]:
@@ -206,7 +207,7 @@ class Choice:
 
 def choose_streaming(
     frames: Iterable[pd.DataFrame],
-    rule: str = "max-margin",
+    rule: str = DEFAULT_RULE,
     *,
     fallback: str | None = FALLBACK,
     nohit_weight: float = DEFAULT_NOHIT_WEIGHT,

@@ -17,6 +17,7 @@ from memlab.core.paths import within
 from memlab.core.textfiles import decode, parse_json
 from memlab.core.vectors import NORM_RANGE, raw_vector_problem
 from memlab.datasets.locations import dataset_dir
+from memlab.datasets.records import DATE_FORMATS
 
 
 @dataclass(frozen=True)
@@ -171,7 +172,7 @@ QDRANT_TEXT_FIELDS = (
     "user_field",
     "preset",
 )
-QDRANT_DATE_FORMATS = ("iso", "epoch-s", "epoch-ms")  # memlab.qdrant.query.DATE_FORMATS' names
+QDRANT_DATE_FORMATS = tuple(f for f in DATE_FORMATS if f != "auto")  # a stored one, never "auto"
 
 
 def declared_qdrant(block: Any, problems: list[str]) -> dict[str, Any] | None:

@@ -341,11 +341,75 @@ def _calendar_date(text: str) -> str:
         return text[:10]
 
 
+@dataclass(frozen=True)
+class _Header:
+    """What dataset.json says that the records are read by."""
+
+    meta: dict[str, Any]
+    reference: datetime | None
+    primary: str
+    languages: tuple[str, ...]
+    fields: dict[str, str]  # language -> its text field
+    date_prefix: bool
+
+
+@dataclass(frozen=True)
+class _MemoriesRead:
+    """The memories read, and what the questions are checked against."""
+
+    memories: list[Memory]
+    memory_lines: dict[str, int]
+    memory_dates: dict[str, datetime]
+    memory_groups: dict[str, str]
+    unreadable: bool  # a line no JSON object: its id unknown, so no "unknown id" after it
+
+
 def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
-    """Load and validate a dataset folder; raise ``DatasetError`` listing every problem."""
+    """Load and validate a dataset folder; raise ``DatasetError`` listing every problem. Its
+    steps: dataset.json, the memories, the questions, then what dataset.json declares of them."""
     root = dataset_dir(name_or_path)
     problems: list[str] = []
+    head = _read_header(root, problems)
+    read = _read_memories(root, head, problems)
+    questions, question_lines = _read_questions(root, head, read, problems)
+    meta, reference, languages, memories = head.meta, head.reference, head.languages, read.memories
+    if not problems and not memories:
+        problems.append("memories.jsonl: no memories")
+    # no questions is a store still to be labelled (what import-qdrant writes): calibrate, explain
+    # --log and spec read it; the commands that measure questions say they need some
+    # declared criteria are checked once the questions are sound (no cascade of follow-on errors)
+    no_current = frozenset(q.id for q in questions if q.current is None)
+    criteria = (
+        None if problems else declared_criteria(meta.get("criteria"), question_lines, problems, no_current)
+    )
+    tables = None if problems else declared_tables(meta.get("tables"), question_lines, problems)
+    vectors = None if problems else declared_vectors(meta.get("vectors"), root, len(memories), problems)
+    qdrant = None if problems else declared_qdrant(meta.get("qdrant"), problems)
+    if problems:
+        ordered = collapse_repeats(in_file_order(problems))
+        raise DatasetError([f"{root}/{p}" if not p.startswith("/") else p for p in ordered])
+    if reference is None:  # unreachable: a missing reference date is a problem above
+        raise DatasetError([f"{root}/dataset.json: reference_date: missing"])
+    return Dataset(
+        name=str(meta.get("name", root.name)),
+        reference_date=reference,
+        languages=languages,
+        memories=tuple(memories),
+        questions=tuple(questions),
+        description=str(meta.get("description", "")),
+        provenance=str(meta.get("provenance", "")),
+        path=root,
+        vectors=vectors,
+        criteria=criteria,
+        tables=tables,
+        qdrant=qdrant,
+        benchmark=meta.get("benchmark") if isinstance(meta.get("benchmark"), dict) else None,
+    )
 
+
+def _read_header(root: Path, problems: list[str]) -> _Header:
+    """dataset.json: its reference date, languages and text fields, raised at once when the
+    records could not be read without them."""
     meta_path = root / "dataset.json"
     meta: dict[str, Any] = {}
     try:
@@ -392,7 +456,13 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
     if not isinstance(date_prefix, bool):
         problems.append(f"dataset.json: date_prefix: expected true or false, got {date_prefix!r}")
         date_prefix = True
+    return _Header(meta, reference, primary, languages, fields, date_prefix)
 
+
+def _read_memories(root: Path, head: _Header, problems: list[str]) -> _MemoriesRead:
+    """memories.jsonl, each line checked; the supersession links and the date prefixes after."""
+    meta, reference, primary, languages = head.meta, head.reference, head.primary, head.languages
+    fields, date_prefix = head.fields, head.date_prefix
     stored = meta.get("vectors") is not None  # memories keep vectors made from their one text
     formats = [m for f in ("memories.jsonl", "questions.jsonl") if (m := jsonl_format_problem(root / f))]
     memories_file = root / "memories.jsonl"
@@ -483,7 +553,16 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
         )
     else:
         problems.extend(undated)
+    return _MemoriesRead(memories, memory_lines, memory_dates, memory_groups, unreadable)
 
+
+def _read_questions(
+    root: Path, head: _Header, read: _MemoriesRead, problems: list[str]
+) -> tuple[list[Question], dict[str, int]]:
+    """questions.jsonl, each line checked against the memories; the questions and their lines."""
+    meta, reference, languages, fields = head.meta, head.reference, head.languages, head.fields
+    memories, memory_lines, memory_dates = read.memories, read.memory_lines, read.memory_dates
+    memory_groups, unreadable = read.memory_groups, read.unreadable
     questions: list[Question] = []
     memory_index = {m.id: i for i, m in enumerate(memories)}
     question_lines: dict[str, int] = {}
@@ -574,39 +653,7 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
                     payload=question_payload,
                 )
             )
-
-    if not problems and not memories:
-        problems.append("memories.jsonl: no memories")
-    # no questions is a store still to be labelled (what import-qdrant writes): calibrate, explain
-    # --log and spec read it; the commands that measure questions say they need some
-    # declared criteria are checked once the questions are sound (no cascade of follow-on errors)
-    no_current = frozenset(q.id for q in questions if q.current is None)
-    criteria = (
-        None if problems else declared_criteria(meta.get("criteria"), question_lines, problems, no_current)
-    )
-    tables = None if problems else declared_tables(meta.get("tables"), question_lines, problems)
-    vectors = None if problems else declared_vectors(meta.get("vectors"), root, len(memories), problems)
-    qdrant = None if problems else declared_qdrant(meta.get("qdrant"), problems)
-    if problems:
-        ordered = collapse_repeats(in_file_order(problems))
-        raise DatasetError([f"{root}/{p}" if not p.startswith("/") else p for p in ordered])
-    if reference is None:  # unreachable: a missing reference date is a problem above
-        raise DatasetError([f"{root}/dataset.json: reference_date: missing"])
-    return Dataset(
-        name=str(meta.get("name", root.name)),
-        reference_date=reference,
-        languages=languages,
-        memories=tuple(memories),
-        questions=tuple(questions),
-        description=str(meta.get("description", "")),
-        provenance=str(meta.get("provenance", "")),
-        path=root,
-        vectors=vectors,
-        criteria=criteria,
-        tables=tables,
-        qdrant=qdrant,
-        benchmark=meta.get("benchmark") if isinstance(meta.get("benchmark"), dict) else None,
-    )
+    return questions, question_lines
 
 
 def stored_vectors(dataset) -> np.ndarray:

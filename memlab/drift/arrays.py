@@ -185,7 +185,7 @@ def default_token_counter(model: str | None = None) -> tuple[TokenCounter, str]:
     model = DRIFT_MODEL if model is None else model  # the drift study's own default, as in default_encoder
     card = model_card(model)
     stand_in = card is not None and card.engine != "sentence-transformers"
-    path, model_id = sentence_transformers_package("all-MiniLM-L6-v2" if stand_in else model)
+    path, model_id = sentence_transformers_package(DRIFT_MODEL if stand_in else model)
     hf_logging.set_verbosity_error()
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
 

@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 DEFAULT_BUDGETS = (16, 32, 64, 128, 256, 512)
+DRIFT_BOOT = 1000  # paired bootstrap resamples of the drift study (memlab drift's --boot default)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -363,7 +364,7 @@ def drift_study(
     tokenizer_name: str = "",
     model: str | None = None,
     cache_dir: str | None = None,
-    n_boot: int = 1000,
+    n_boot: int = DRIFT_BOOT,
     seed: int = 0,
     progress: bool = False,
     server=None,

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from memlab.core.errors import EmbeddingError, MemlabWarning
-from memlab.core.files import NOFOLLOW, write_new_file
+from memlab.core.files import NOFOLLOW, file_sha256, write_new_file
 from memlab.core.vectors import NORM_TOLERANCE
 
 # an entry is opened non-blocking: a FIFO planted as one is opened at once (and refused), not waited on
@@ -182,11 +182,6 @@ def vector_problem(vec: np.ndarray, dim: int | None = None) -> str | None:
     if abs(norm - 1.0) > NORM_TOLERANCE:
         return "a zero vector" if norm == 0 else f"not of unit length (norm {norm:.6g})"
     return None
-
-
-def file_sha256(path: Path) -> str:
-    with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def model_files(folder: Path) -> list[Path]:

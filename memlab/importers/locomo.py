@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from memlab.core.errors import InputError, UnknownNameError
+from memlab.core.files import file_sha256
 from memlab.core.numbers import counted
 from memlab.datasets.records import MAX_TEXT
 from memlab.importers.benchmark_io import (
@@ -48,7 +49,6 @@ from memlab.importers.benchmark_io import (
     ImportLog,
     ImportResult,
     bounded,
-    file_digest,
     hit_labels,
     iso,
     question_row,
@@ -151,7 +151,7 @@ def import_locomo(
         "description": f"LoCoMo ({path.name}): {counted(len(chosen), 'conversation')}, "
         f"{granularity} granularity; "
         f"{counted(len(memories), 'memory')}, {counted(len(questions), 'question')}",
-        "provenance": f"{path.name} (sha256 {file_digest(path)[:16]}), imported by memlab import-locomo",
+        "provenance": f"{path.name} (sha256 {file_sha256(path)[:16]}), imported by memlab import-locomo",
         "date_prefix": False,
         "benchmark": {"name": "locomo", "granularity": granularity, "conversation": conversation},
     }

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from memlab.core.errors import InputError
+from memlab.core.files import file_sha256
 from memlab.core.numbers import counted
 from memlab.datasets.records import MAX_TEXT
 from memlab.importers.benchmark_io import (
@@ -43,7 +44,6 @@ from memlab.importers.benchmark_io import (
     ImportLog,
     ImportResult,
     bounded,
-    file_digest,
     hit_labels,
     iso,
     question_row,
@@ -252,7 +252,7 @@ def import_longmemeval(
         "description": f"LongMemEval ({path.name}), {granularity} granularity; "
         f"{counted(len(store.rows), 'memory')}, "
         f"{counted(len(questions), 'question')}",
-        "provenance": f"{path.name} (sha256 {file_digest(path)[:16]}), imported by memlab import-longmemeval",
+        "provenance": f"{path.name} (sha256 {file_sha256(path)[:16]}), imported by memlab import-longmemeval",
         "date_prefix": False,
         "benchmark": {"name": "longmemeval", "granularity": granularity},
     }

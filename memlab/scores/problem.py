@@ -141,7 +141,7 @@ class RetrievalProblem:
     def model_id(self) -> str:
         if self.options.source in EMBEDDING_SOURCES:
             return self.embedder.model_id
-        return self.scores.model.model_id if self.scores.model else str(self.scores.details.get("model", ""))
+        return self.scores.model.model_id if self.scores.model else str(self.scores.model_label or "")
 
     def memory_vectors(self) -> np.ndarray:
         """The memories' unit vectors (embedded, or stored beside an imported dataset)."""

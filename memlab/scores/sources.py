@@ -24,6 +24,7 @@ from memlab.core.textfiles import load_json
 from memlab.core.vectors import cosine_table
 from memlab.datasets.schema import Dataset, DatasetError, JsonRecord, read_jsonl
 from memlab.embedding.embedder import ModelIdentity
+from memlab.embedding.models import MODELS, SEED_MODEL
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,12 @@ class ScoreTable:
         shape = (len(self.question_ids), len(self.memory_ids))
         if self.raw.shape != shape:
             raise InputError(f"score table has shape {self.raw.shape}, expected {shape}")
+
+    @property
+    def model_label(self) -> str | None:
+        """The model a command names beside the scores: the published scores' model, or the
+        embedder's id (``details["model"]``, where each source records it); None if none did."""
+        return self.details.get("model")
 
     def row(self, question_id: str) -> np.ndarray:
         return self.raw[self.question_ids.index(question_id)]
@@ -321,9 +328,19 @@ class ScoreDefaults:
     basis: str  # where they come from
 
 
-SEED_DEFAULTS = ScoreDefaults(
-    0.45, "0.40:0.50:0.005", "0:0.1:0.001", "from the seed's Qwen3-Embedding calibration"
-)
+def _seed_defaults() -> ScoreDefaults:
+    """The seed model's card (``memlab.embedding.models.SEED_MODEL``): its threshold is the spec's
+    own default."""
+    card = MODELS[SEED_MODEL]
+    return ScoreDefaults(
+        card.thresholds["en"],
+        card.threshold_range,
+        card.bonus_range,
+        "from the seed's Qwen3-Embedding calibration",
+    )
+
+
+SEED_DEFAULTS = _seed_defaults()
 
 
 def distribution_defaults(raw: np.ndarray) -> ScoreDefaults:

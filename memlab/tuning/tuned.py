@@ -13,7 +13,6 @@ dataset and evaluating on another is legitimate).
 
 from __future__ import annotations
 
-import hashlib
 import re
 import stat
 import warnings
@@ -24,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlab.core.errors import InputError, MemlabWarning
-from memlab.core.files import atomic_write_text
+from memlab.core.files import atomic_write_text, file_sha256
 from memlab.core.numbers import shown
 from memlab.core.rerank_stage import RerankStage
 from memlab.core.shards import MAX_SHARDS
@@ -103,8 +102,7 @@ def file_hash(folder: Path, name: str) -> str | None:
     path = folder / name
     if not path.is_file():
         return None
-    with path.open("rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
+    return file_sha256(path)
 
 
 def dataset_hashes(dataset: Dataset) -> dict[str, str | None] | None:

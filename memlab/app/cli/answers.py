@@ -168,7 +168,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
     c = setup["chat"]
     header = [
         f"chat: {c['model']} at {c['url']} (temperature {c['temperature']:g}, max_tokens {c['max_tokens']}, "
-        f"seed {c['seed']}, {c['repeats']} repeat{'s' if c['repeats'] != 1 else ''} per question)",
+        f"seed {c['seed']}, {counted(c['repeats'], 'repeat')} per question)",
         "judge: "
         + (
             "none (--no-llm-judge)"

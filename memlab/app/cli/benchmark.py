@@ -23,7 +23,7 @@ from memlab.app.cli.options import (
     problem_from,
     spec_line,
 )
-from memlab.core.numbers import counted
+from memlab.core.numbers import counted, plural
 from memlab.output.io import json_ready
 
 LIST_TITLES = {
@@ -54,7 +54,7 @@ def metrics_text(problem, summary, ks, elapsed: float) -> str:
     lines = [
         f"dataset {dataset.name} ({counted(len(dataset.questions), 'question')}"
         + (f"; {bench.get('name')} at {bench.get('granularity')} granularity" if bench else "")
-        + f"), scores: {problem.source} {problem.scores.details.get('model', '')}".rstrip(),
+        + f"), scores: {problem.source} {problem.scores.model_label or ''}".rstrip(),
         f"spec: {spec_line(problem.spec)}",
         "means over the questions with relevant memories (relevant or current); recall_any, recall_all, "
         "ndcg, mrr by trec_eval (ir_measures), ndcg_any as LongMemEval computes it (docs/benchmarks.md); "
@@ -71,7 +71,7 @@ def metrics_text(problem, summary, ks, elapsed: float) -> str:
         names += [c for c in extra if int(c.rsplit("@", 1)[1]) in shown]
         lines += ["", LIST_TITLES[name].format(inject=spec.inject, candidates=spec.candidates)]
         if past:
-            cutoffs = f"cutoff{'s' if len(past) > 1 else ''} {', '.join(map(str, past))}"
+            cutoffs = f"{plural(len(past), 'cutoff')} {', '.join(map(str, past))}"
             lines.append(
                 f"  {cutoffs} past the {counted(length, 'memory')} this list holds at most: shown at "
                 f"@{length}, the whole list (not {' or '.join(map(str, past))} retrieved memories)"
@@ -116,7 +116,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
             "dataset": problem.dataset.name,
             "benchmark": problem.dataset.benchmark,
             "source": problem.source,
-            "model": problem.scores.details.get("model"),
+            "model": problem.scores.model_label,
             "spec": problem.spec.as_dict(),
             "k": list(ks),
             # a cutoff past a list's length reads all of it: not k retrieved memories

@@ -15,6 +15,7 @@ from memlab.core.labels import QUESTION_KINDS
 from memlab.core.memory_text import delimiter_tag, line_break_at
 from memlab.core.numbers import counted
 from memlab.core.paths import plain_name
+from memlab.datasets.records import DATE_FORMATS
 from memlab.datasets.schema import DEFAULT_DATASET, DatasetError, load_dataset
 from memlab.qdrant.presets import PRESETS
 
@@ -300,7 +301,7 @@ def add_import_qdrant_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--date-format",
-        choices=["auto", "iso", "epoch-s", "epoch-ms"],
+        choices=list(DATE_FORMATS),
         default="auto",
         help="how the date is stored (default: auto: ISO strings, or numbers as epoch seconds)",
     )

@@ -351,7 +351,7 @@ def add_explain_arguments(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--date-format",
-        choices=["auto", "iso", "epoch-s", "epoch-ms"],
+        choices=list(DATE_FORMATS),
         default="auto",
         help="how the collection stores the date (default: auto)",
     )

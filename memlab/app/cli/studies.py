@@ -29,7 +29,7 @@ from memlab.core.errors import InputError
 from memlab.core.numbers import counted
 from memlab.core.registry import check_names
 from memlab.drift.arrays import DRIFT_MODEL
-from memlab.drift.study import parse_budgets
+from memlab.drift.study import DRIFT_BOOT, parse_budgets
 from memlab.output.io import json_ready
 
 
@@ -319,7 +319,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             "dataset": dataset.name,
             "lang": args.lang,
             "source": scores.source,
-            "model": scores.details.get("model"),
+            "model": scores.model_label,
             "configs": result.configs,
             "retrievers": result.chosen.to_dict("records"),
             "by_kind": result.by_kind.to_dict("records"),
@@ -342,7 +342,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     lines = [
         f"dataset {dataset.name} ({args.lang}, {counted(len(dataset.questions), 'question')}, "
         f"{gated} naming a time), "
-        f"scores: {scores.source} {scores.details.get('model', '')}".rstrip(),
+        f"scores: {scores.source} {scores.model_label or ''}".rstrip(),
         f"{result.configs:,} configurations; each retriever at its best: current memories injected minus "
         "wrong ones (no-hit, stale), then feasible, then margin; thresholds calibrated per retriever",
         f"{'retriever':>18} {'setting':<34} {'threshold':>9} {'feasible':>8} {'hit@inject':>10} "
@@ -403,13 +403,13 @@ def add_drift_arguments(p: argparse.ArgumentParser) -> None:
         p, ["streams"], defaults={"streams": None}, help_extra={"streams": "empty: all of seed_range"}
     )
     add_parameters(p, ["seed_range", "tune_range", "budgets"])
-    add_parameters(p, ["boot", "seed"], defaults={"boot": 1000})
+    add_parameters(p, ["boot", "seed"], defaults={"boot": DRIFT_BOOT})
     p.add_argument(
         "--model",
         default=None,
         help=f"embedding model (default: {DRIFT_MODEL}, the scale the memory systems' cosine grids are "
-        "set on); a sentence-transformers model's tokenizer counts the tokens, else the packaged "
-        "all-MiniLM-L6-v2's",
+        f"set on); a sentence-transformers model's tokenizer counts the tokens, else the packaged "
+        f"{DRIFT_MODEL}'s",
     )
     add_parameters(p, ["cache_dir"])
     add_server_options(p)

@@ -6,13 +6,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from itertools import product
 from typing import Any
-
-import numpy as np
 
 from memlab.app.cli.options import (
     DEFAULTS,
@@ -105,44 +102,15 @@ def languages_of(args: argparse.Namespace, dataset) -> tuple[str, ...]:
 # 2026-12-02; docs/sweep.md: the sweep alone 1.3e7 a second): one estimated at 10 s or more says
 # so before it starts
 SWEEP_RATE = 5e6
-JOINT_SUMS = ("current_injected", "stale_injected", "wrong_injected", "injected_nohit")
-
-
-def joint_frames(streams: Sequence[Iterator], langs: Sequence[str], axes: Sequence[str]) -> Iterator:
-    """One sweep over several languages: the per-language chunks (same grid, same row order) side
-    by side, every column but the axes prefixed ``<lang>:``, with the joint columns the selection
-    rules read: feasible in every language, the smallest min_margin and headroom, and the
-    utility's counts summed over languages (so the utility is the sum of the languages')."""
-    import pandas as pd
-
-    for frames in zip(*streams, strict=True):
-        first = frames[0]
-        cols: dict[str, Any] = {a: first[a].to_numpy() for a in axes}
-        cols["feasible"] = np.logical_and.reduce([f["feasible"].to_numpy(dtype=bool) for f in frames])
-        cols["min_margin"] = np.minimum.reduce([f["min_margin"].to_numpy(dtype=float) for f in frames])
-        if all("headroom" in f for f in frames):
-            cols["headroom"] = np.minimum.reduce([f["headroom"].to_numpy(dtype=float) for f in frames])
-        for name in JOINT_SUMS:
-            if all(name in f for f in frames):
-                cols[name] = sum(f[name].to_numpy() for f in frames)
-        parts = [pd.DataFrame(cols, index=first.index)]
-        for lang, frame in zip(langs, frames, strict=True):
-            rest = frame.drop(columns=list(axes))
-            parts.append(rest.rename(columns=lambda c, lang=lang: f"{lang}:{c}"))
-        out = pd.concat(parts, axis=1)
-        out.attrs.update(first.attrs)
-        yield out
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from memlab.app.panel import batch_yaml, cli_flags
-    from memlab.core.decisions import decision_margin
-    from memlab.core.grid import AXES
-    from memlab.core.selection import FALLBACK, UTILITY_FORMULA, choose_streaming, rule_metrics, utility
+    from memlab.core.selection import UTILITY_FORMULA
     from memlab.core.sweep import check_metrics, check_sweep_work
-    from memlab.core.sweep_pool import pooled_sweep_chunks
     from memlab.output.io import TableWriter
     from memlab.scores.problem import build_problem
+    from memlab.tuning.sweep_study import decision_margins, sweep_chunks, sweep_study
     from memlab.tuning.tuned import choice_selection, dataset_reference, save_tuned, tuned_spec
 
     unused = [f for f, v in (("--format " + str(args.format), args.format), ("--long", args.long)) if v]
@@ -172,45 +140,20 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     asked = check_metrics(args.metrics.split(",")) if args.metrics else None
-    metrics = None if asked is None else (*asked, *rule_metrics(args.select, FALLBACK))
-    t0 = time.perf_counter()
-
-    def stream(problem, long: bool = False):
-        ages, raw, labels = problem.ages(), problem.raw, problem.labels()
-        return pooled_sweep_chunks(
-            raw,
-            ages,
-            labels,
-            grid,
-            criteria,
-            problem.pool,
-            long=long,
-            progress=progress,
-            metrics=None if long else metrics,
-        )
-
-    joint = len(langs) > 1
-    wide = joint_frames([stream(p) for p in problems], langs, AXES) if joint else stream(problems[0])
-    names = [f"{lang}:{c.name}" for lang in langs for c in criteria] if joint else [c.name for c in criteria]
-    choose = {"fallback": FALLBACK, "nohit_weight": args.nohit_weight, "criteria": names}
+    study = {"nohit_weight": args.nohit_weight, "langs": langs, "metrics": asked, "progress": progress}
     if args.output and not args.long:
         with TableWriter(args.output, args.format) as out:
-
-            def written():
-                for frame in wide:
-                    out.write(frame)
-                    yield frame
-
-            choice = choose_streaming(written(), args.select, **choose)
+            outcome = sweep_study(problems, grid, criteria, args.select, sink=out.write, **study)
     else:
-        choice = choose_streaming(wide, args.select, **choose)
+        outcome = sweep_study(problems, grid, criteria, args.select, **study)
+    joint, choice = outcome.joint, outcome.choice
     if args.output and args.long:
         if joint:
             raise InputError("--long writes one language's table: give one --lang with it")
         with TableWriter(args.output, args.format) as out:
-            for frame in stream(problems[0], long=True):
+            for frame in sweep_chunks(problems[0], grid, criteria, long=True, progress=progress):
                 out.write(frame)
-    elapsed = time.perf_counter() - t0
+    elapsed = outcome.elapsed
     # -o - (the table) and --print-choice yaml|flags (the choice, for $(...) or a paste) own
     # stdout: the report goes to stderr
     say = sys.stderr if args.output == "-" or args.print_choice != "line" else sys.stdout
@@ -243,11 +186,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             f"{choice.rule} (utility = {UTILITY_FORMULA}, nohit_weight {args.nohit_weight:g})",
             file=say,
         )
-    if choice.row.empty:
+    if outcome.row is None:
         print(f"chosen ({choice.rule}): none: the grid is empty", file=say)
         return 0
-    row = choice.row.iloc[0].to_dict()
-    row["utility"] = float(utility(choice.row, args.nohit_weight)[0])
+    row = outcome.row
     prefixes = [f"{lang}:" for lang in langs] if joint else [""]
     print(f"chosen ({choice.rule}): {describe_row(row, criteria, prefixes)}", file=say)
     print(
@@ -259,10 +201,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     spec = RetrievalSpec.from_row(row)
     if not scope.trivial:
         print(shard_summary(problems[0], spec), file=say)
-    decisions = [
-        decision_margin(p.raw, p.ages(), dataset.memory_ids, spec, dataset.question_ids, p.pool)
-        for p in problems
-    ]
+    decisions = decision_margins(problems, spec)
     closest = min(range(len(langs)), key=lambda i: decisions[i].margin)
     print(
         f"{decisions[closest].text()}{f' ({langs[closest]})' if joint else ''}: no final score can move "

@@ -39,7 +39,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         scope = {} if problem.scope.trivial else {"collection": problem.scope.as_dict()}
         emit(json.dumps(json_ready({**ev.to_dict(), **scope}), indent=2, ensure_ascii=False), args.output)
         return 0
-    model = ev.details.get("model", "")
+    model = problem.scores.model_label or ""
     lines = [
         f"source: {ev.source} ({model}), lang={ev.lang}, dataset={dataset.name}",
         f"spec: {spec_line(ev.spec)}",

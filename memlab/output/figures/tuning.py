@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import plotly.graph_objects as go
 
+from memlab.core.numbers import plural
 from memlab.core.registry import lookup
 from memlab.core.spec import DECAYS, recency_bonus
 
@@ -55,7 +56,7 @@ def bonus_curve(
     )
     at = np.asarray(marks, dtype=float)
     values = recency_bonus(at, bonus, tau_days, decay)
-    labels = [f"+{v:.3f} at {a:g} day{'s' if a != 1 else ''}" for a, v in zip(at, values, strict=True)]
+    labels = [f"+{v:.3f} at {a:g} {plural(a, 'day')}" for a, v in zip(at, values, strict=True)]
     fig.add_trace(
         go.Scatter(
             x=at,
