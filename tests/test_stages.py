@@ -69,7 +69,7 @@ def study(tmp_path_factory):
 
 
 def test_blend_zero_alone_is_the_tuned_spec_exactly(study):
-    problem, held, full, _ = study
+    problem, held, _, _ = study
     only0 = rerank_held_out(problem, held, rerank=np.zeros((20, 8)), depths=(4, 8), blends=(0.0,))
     t = only0.table.set_index(["group", "system"])
     ours, spec = t.xs(SYSTEM, level="system"), t.xs("recency", level="system")
@@ -88,7 +88,7 @@ def test_blend_zero_alone_is_the_tuned_spec_exactly(study):
 
 
 def test_the_stand_in_run_reports_every_system_and_its_folds(study):
-    problem, held, full, server = study
+    _, held, full, server = study
     systems = list(dict.fromkeys(full.table["system"]))
     assert systems[-1] == SYSTEM and {"cosine", "recency", "hybrid"} <= set(systems)
     # every pair of the deepest pool was sent once: 20 questions x their known places
@@ -103,7 +103,7 @@ def test_the_stand_in_run_reports_every_system_and_its_folds(study):
 
 
 def test_a_folds_stage_is_tuned_on_its_training_rows_only(study):
-    problem, held, full, _ = study
+    problem, held, _, _ = study
     base = held_pool(problem, np.arange(20), 8)
     rng = np.random.default_rng(3)
     scores = np.where(base.index >= 0, rng.random(base.index.shape), np.nan)
@@ -147,3 +147,26 @@ def test_fold_specs_are_the_held_out_choices(study):
     for f, spec in specs.items():
         assert (spec.candidates, spec.inject) == (4, 2)
         assert spec.threshold == rec.loc[f, "threshold"] and spec.bonus == rec.loc[f, "bonus"]
+
+
+def test_the_stage_figure_draws_the_tables_values(study):
+    from memlab.output.figures import SYSTEM_COLOURS, stage_bars
+
+    _, held, full, _ = study
+    fig = stage_bars(full.table)
+    systems = list(dict.fromkeys(full.table["system"]))
+    assert [t.name for t in fig.data] == systems
+    groups = list(dict.fromkeys(full.table["group"]))
+    for trace in fig.data:
+        rows = full.table[full.table["system"] == trace.name].set_index("group").loc[groups]
+        assert list(trace.y) == rows["value"].tolist()
+        assert [x.split("<br>")[0] for x in trace.x] == groups
+        assert trace.marker.color == SYSTEM_COLOURS[trace.name]
+    assert fig.data[-1].name == "+ rerank" and fig.layout.barmode == "group"
+    assert fig.layout.title.text == "Held-out systems per LoCoMo category"
+    # the false-injection rate is labelled as the lower-is-better measure it is
+    labels = fig.data[0].x
+    for x, measure in zip(labels, full.table.drop_duplicates("group")["measure"], strict=True):
+        assert ("lower is better" in x) == (measure == "false_injection_rate")
+    # without the reranker, what exists: the held-out study's systems only
+    assert [t.name for t in stage_bars(held.table).data] == list(dict.fromkeys(held.table["system"]))
