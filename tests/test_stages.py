@@ -170,3 +170,38 @@ def test_the_stage_figure_draws_the_tables_values(study):
         assert ("lower is better" in x) == (measure == "false_injection_rate")
     # without the reranker, what exists: the held-out study's systems only
     assert [t.name for t in stage_bars(held.table).data] == list(dict.fromkeys(held.table["system"]))
+
+
+@pytest.mark.model
+def test_tune_benchmark_with_a_rerank_url_prints_the_named_subset(tmp_path, capsys, cache_dir):
+    """The command end to end with the default model and the stand-in endpoint."""
+    import json
+
+    from memlab.app.cli import main
+
+    import_locomo(DATA / "locomo_heldout.json", tmp_path / "ds", granularity="turn")
+    args = ["tune-benchmark", "--dataset", str(tmp_path / "ds"), "--cache-dir", str(cache_dir)]
+    args += ["--folds", "2", "--boot", "50", "--candidates", "4", "--inject", "2", "--hybrids", ""]
+    with StandinRerankServer() as url:
+        more = [
+            "--rerank-url",
+            url,
+            "--reranker",
+            "endpoint",
+            "--rerank-depth",
+            "4,8",
+            "--rerank-subset",
+            "3",
+        ]
+        assert main([*args, *more]) == 0
+        out = capsys.readouterr().out
+        assert main([*args, *more, "--format", "json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+    head = "+ rerank held out on the first 3 questions of each conversation (12 of 20 questions)"
+    assert head in out and "+ rerank chosen per fold:" in out and "reranked in " in out
+    assert doc["rerank"]["subset"] == "the first 3 questions of each conversation (12 of 20 questions)"
+    systems = [r["system"] for r in doc["rerank"]["table"] if r["group"] == "all"]
+    assert systems[-1] == "+ rerank" and all(
+        r["n"] == 12 for r in doc["rerank"]["table"] if r["group"] == "all"
+    )
+    assert "+ rerank" not in {r["system"] for r in doc["table"]}  # the all-question table as before
