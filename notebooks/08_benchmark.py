@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # 08 · A public benchmark: sweep, criteria, retrieval metrics and scale
+# # 08 · A public benchmark: sweep, criteria, retrieval metrics, the stages held out and scale
 #
 # Imports the LoCoMo or LongMemEval file given as `benchmark_file` (you download it; memlab never
 # does, and the repository never holds it), embeds it with `model` and runs the sweep, the
@@ -38,9 +38,13 @@ threshold_range: str = ""  # sweep: threshold values; empty: the model's range (
 select: str = "max-margin"  # sweep: selection rule among the feasible configurations; when none is feasible, max-utility
 n_range: str = ""  # scale: memory counts N to measure (each counts the dataset's own memories); empty: the dataset's own memory count, then each of 100, 1000, 10000, 100000, 1000000 above it
 pool: int = 5000  # scale: real embedded distractors (cached after the first run)
+boot: int = 200  # robustness, drift, answers and 08's held-out stages: bootstrap resamples (of each kind)
 seed: int = 0  # random seed: scale, robustness, drift, answers (the chat's and the bootstrap's)
 benchmark_file: str = ""  # benchmark: LoCoMo or LongMemEval JSON you downloaded; empty: 08 does nothing
 benchmark_granularity: str = ""  # benchmark: observation|turn (LoCoMo) or session|turn; empty: default
+rerank_url: str = ""  # benchmark: the reranker's URL for the held-out + rerank; empty: no + rerank
+reranker: str = "chat"  # benchmark: chat (the chat model's P(yes)) or endpoint (a /v1/rerank endpoint)
+rerank_subset: int = 10  # benchmark: + rerank on the first N questions of each conversation
 out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
 fig_formats: list = ["html", "png"]  # figure formats: html always; png and svg need Chromium
 
@@ -57,8 +61,13 @@ from memlab.core.labels import Labels
 from memlab.core.sweep import sweep
 from memlab.embedding.server import server_config
 from memlab.importers.benchmarks import import_benchmark
+from memlab.output.figures import stage_bars
 from memlab.output.report import Report
+from memlab.rerank.cache import ScoreCache
+from memlab.rerank.clients import Reranker, RerankerConfig
+from memlab.studies.heldout import held_out
 from memlab.studies.scale import DEFAULT_SIZES, distractor_pool, scale_study
+from memlab.studies.stages import rerank_held_out
 from memlab.tuning.ir_metrics import metrics_table
 
 report = Report(out_dir, fig_formats)
@@ -179,6 +188,34 @@ if run:
     _, metrics = metrics_table(problem, ks=(5, 10))
     report.table("metrics", metrics, "recall, nDCG and MRR per list, kind and category; false-injection rate")
     metrics[metrics["list"] == "injected"]
+
+# %% [markdown]
+# ## The stages side by side, held out
+#
+# `memlab tune-benchmark` in one call: each system tuned on the other conversations and evaluated
+# on its own (folds by conversation), per category and over all questions. With `rerank_url`
+# given, `+ rerank` joins them: the rerank stage tuned per fold on top of the tuned recency spec,
+# on the first `rerank_subset` questions of each conversation (every system is then counted over
+# that subset, named in the title). Without it the figure shows the systems that exist.
+
+# %%
+if run:
+    held = held_out(problem, seed=seed, n_boot=boot)
+    stages_table, subset_title = held.table, "every question"
+    if rerank_url:
+        reranker_client = Reranker(RerankerConfig(reranker, rerank_url))
+        try:
+            staged = rerank_held_out(problem, held, reranker_client, subset=rerank_subset, cache=ScoreCache())
+        finally:
+            reranker_client.close()
+        stages_table, subset_title = staged.table, staged.details["subset"]
+        report.table("rerank_chosen", staged.chosen, "+ rerank: the stage chosen per fold, kept or not")
+    report.table("heldout", stages_table, f"held-out systems per category, {subset_title}")
+    report.figure(
+        "stages",
+        stage_bars(stages_table, f"Held-out systems per LoCoMo category ({subset_title})"),
+    )
+    stages_table
 
 # %% [markdown]
 # ## Headroom as the store grows
