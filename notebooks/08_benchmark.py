@@ -65,7 +65,7 @@ from memlab.output.figures import stage_bars
 from memlab.output.report import Report
 from memlab.rerank.cache import ScoreCache
 from memlab.rerank.clients import Reranker, RerankerConfig
-from memlab.studies.heldout import held_out
+from memlab.studies.heldout import haystack_units, held_out
 from memlab.studies.scale import DEFAULT_SIZES, distractor_pool, scale_study
 from memlab.studies.stages import rerank_held_out
 from memlab.tuning.ir_metrics import metrics_table
@@ -199,7 +199,10 @@ if run:
 # that subset, named in the title). Without it the figure shows the systems that exist.
 
 # %%
-if run:
+conversations = len(set(haystack_units(problem))) if run else 0
+if run and conversations < 2:  # folds by conversation need two
+    print(f"{conversations} conversation: the held-out stages need two or more (a whole import)")
+if run and conversations >= 2:
     held = held_out(problem, seed=seed, n_boot=boot)
     stages_table, subset_title = held.table, "every question"
     if rerank_url:
