@@ -205,3 +205,22 @@ def test_tune_benchmark_with_a_rerank_url_prints_the_named_subset(tmp_path, caps
         r["n"] == 12 for r in doc["rerank"]["table"] if r["group"] == "all"
     )
     assert "+ rerank" not in {r["system"] for r in doc["table"]}  # the all-question table as before
+
+
+@pytest.mark.parametrize(
+    ("more", "message"),
+    [
+        (["--rerank-subset", "0"], "--rerank-subset"),
+        (["--rerank-blend", "0,1.5"], "--rerank-blend"),
+        (["--rerank-depth", "x"], "--rerank-depth: expected comma-separated numbers"),
+        (["--reranker", "chat", "--rerank-url", "ftp://x"], "--rerank-url"),
+    ],
+)
+def test_bad_rerank_options_are_one_line_before_anything_is_scored(tmp_path, capsys, more, message):
+    from memlab.app.cli import main
+
+    args = ["tune-benchmark", "--dataset", str(tmp_path / "missing"), "--rerank-url", "http://127.0.0.1:9/v1"]
+    assert main([*args, *more]) != 0
+    err = capsys.readouterr().err.strip()
+    # the option's error, not the missing dataset's: said before the dataset is read
+    assert message in err and "missing" not in err and len(err.splitlines()) == 1

@@ -230,21 +230,35 @@ def table_lines(table, notes: list[str], head: str, markdown: bool) -> list[str]
     return lines + ["  ".join(f"{v:<{w}}" for v, w in zip(row, widths, strict=True)) for row in rows]
 
 
-def rerank_from(args: argparse.Namespace, problem, result):
-    """``+ rerank`` held out (``memlab.studies.stages``) when ``--rerank-url`` is given: (the
-    study, its seconds), or None."""
+def rerank_plan(args: argparse.Namespace):
+    """The reranker's options checked before anything is scored: (its config, the depths, the
+    blends), or None without ``--rerank-url``."""
     if not args.rerank_url:
         return None
     from memlab.app.cli.rerank import number_list, reranker_config
+    from memlab.core.numbers import check_number
+    from memlab.core.rerank_stage import check_blend, check_depth
+    from memlab.rerank.scoring import check_concurrency
+
+    depths = [check_depth(d, "--rerank-depth") for d in number_list(args.rerank_depth, "--rerank-depth", int)]
+    blends = [check_blend(b, "--rerank-blend") for b in number_list(args.rerank_blend, "--rerank-blend")]
+    check_concurrency(args.rerank_concurrency)
+    if args.rerank_subset is not None:
+        check_number(args.rerank_subset, "--rerank-subset", integer=True, minimum=1)
+    return reranker_config(args), depths, blends
+
+
+def rerank_from(args: argparse.Namespace, plan, problem, result):
+    """``+ rerank`` held out (``memlab.studies.stages``) as ``rerank_plan`` says: (the study, its
+    seconds), or None."""
+    if plan is None:
+        return None
     from memlab.rerank.cache import ScoreCache
     from memlab.rerank.clients import Reranker
-    from memlab.rerank.scoring import check_concurrency
     from memlab.studies.stages import rerank_held_out
 
-    depths = number_list(args.rerank_depth, "--rerank-depth", int)
-    blends = number_list(args.rerank_blend, "--rerank-blend")
-    check_concurrency(args.rerank_concurrency)
-    reranker = Reranker(reranker_config(args))
+    config, depths, blends = plan
+    reranker = Reranker(config)
     cache = None if args.no_rerank_cache else ScoreCache(getattr(args, "cache_dir", None))
     t0 = time.perf_counter()
     try:
@@ -309,6 +323,7 @@ def cmd_tune_benchmark(args: argparse.Namespace) -> int:
     for name in hybrids:  # said before anything is scored, with every name there is
         lookup(RETRIEVERS, name, "retriever for --hybrids")
     family_values(args)
+    plan = rerank_plan(args)  # None without --rerank-url
     problem = problem_from(args, decay=None, combine=None)  # the family is a grid axis here
     if args.bonus_range is None:  # the model's bonus range, in 10 steps
         from memlab.core.grid import parse_axis
@@ -329,7 +344,7 @@ def cmd_tune_benchmark(args: argparse.Namespace) -> int:
         progress=sys.stderr.isatty(),
     )
     elapsed = time.perf_counter() - t0
-    staged = rerank_from(args, problem, result)  # None without --rerank-url
+    staged = rerank_from(args, plan, problem, result)
     if args.format == "json":
         doc = {
             **result.details,
