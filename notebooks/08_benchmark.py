@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # 08 · A public benchmark: sweep, criteria, retrieval metrics and scale
+# # 08 · A public benchmark: sweep, criteria, retrieval metrics, the stages held out and scale
 #
 # Imports the LoCoMo or LongMemEval file given as `benchmark_file` (you download it; memlab never
 # does, and the repository never holds it), embeds it with `model` and runs the sweep, the
@@ -38,9 +38,13 @@ threshold_range: str = ""  # sweep: threshold values
 select: str = "max-margin"  # sweep: selection rule among the feasible configurations
 n_range: str = ""  # scale: memory counts N to measure
 pool: int = 5000  # scale: real embedded distractors
+boot: int = 200  # bootstrap resamples (of each kind)
 seed: int = 0  # random seed
 benchmark_file: str = ""  # benchmark: LoCoMo or LongMemEval JSON you downloaded
 benchmark_granularity: str = ""  # benchmark: observation|turn|session
+rerank_url: str = ""  # benchmark: the reranker's URL for the held-out + rerank
+reranker: str = "chat"  # benchmark: chat
+rerank_subset: int = 10  # benchmark: + rerank on the first N questions of each conversation
 out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
 fig_formats: list = ["html", "png"]  # figure formats
 
@@ -57,8 +61,13 @@ from memlab.core.labels import Labels
 from memlab.core.sweep import sweep
 from memlab.embedding.server import server_config
 from memlab.importers.benchmarks import import_benchmark
+from memlab.output.figures import stage_bars
 from memlab.output.report import Report
+from memlab.rerank.cache import ScoreCache
+from memlab.rerank.clients import Reranker, RerankerConfig
+from memlab.studies.heldout import haystack_units, held_out
 from memlab.studies.scale import DEFAULT_SIZES, distractor_pool, scale_study
+from memlab.studies.stages import rerank_held_out
 from memlab.tuning.ir_metrics import metrics_table
 
 report = Report(out_dir, fig_formats)
@@ -179,6 +188,37 @@ if run:
     _, metrics = metrics_table(problem, ks=(5, 10))
     report.table("metrics", metrics, "recall, nDCG and MRR per list, kind and category; false-injection rate")
     metrics[metrics["list"] == "injected"]
+
+# %% [markdown]
+# ## The stages side by side, held out
+#
+# `memlab tune-benchmark` in one call: each system tuned on the other conversations and evaluated
+# on its own (folds by conversation), per category and over all questions. With `rerank_url`
+# given, `+ rerank` joins them: the rerank stage tuned per fold on top of the tuned recency spec,
+# on the first `rerank_subset` questions of each conversation (every system is then counted over
+# that subset, named in the title). Without it the figure shows the systems that exist.
+
+# %%
+conversations = len(set(haystack_units(problem))) if run else 0
+if run and conversations < 2:  # folds by conversation need two
+    print(f"{conversations} conversation: the held-out stages need two or more (a whole import)")
+if run and conversations >= 2:
+    held = held_out(problem, seed=seed, n_boot=boot)
+    stages_table, subset_title = held.table, "every question"
+    if rerank_url:
+        reranker_client = Reranker(RerankerConfig(reranker, rerank_url))
+        try:
+            staged = rerank_held_out(problem, held, reranker_client, subset=rerank_subset, cache=ScoreCache())
+        finally:
+            reranker_client.close()
+        stages_table, subset_title = staged.table, staged.details["subset"]
+        report.table("rerank_chosen", staged.chosen, "+ rerank: the stage chosen per fold, kept or not")
+    report.table("heldout", stages_table, f"held-out systems per category, {subset_title}")
+    report.figure(
+        "stages",
+        stage_bars(stages_table, f"Held-out systems per LoCoMo category ({subset_title})"),
+    )
+    stages_table
 
 # %% [markdown]
 # ## Headroom as the store grows

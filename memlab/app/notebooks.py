@@ -136,8 +136,8 @@ NOTEBOOKS: dict[str, Notebook] = {
         ),
         _nb(
             "08_benchmark",
-            "sweep, criteria, the standard retrieval metrics and scale study on a LoCoMo or LongMemEval "
-            "file you downloaded",
+            "sweep, criteria, the standard retrieval metrics, scale and the held-out stages side by side "
+            "on a LoCoMo or LongMemEval file you downloaded",
             (
                 "model",
                 *SERVER,
@@ -148,8 +148,12 @@ NOTEBOOKS: dict[str, Notebook] = {
                 "n_range",
                 "pool",
                 "seed",
+                "boot",
                 "benchmark_file",
                 "benchmark_granularity",
+                "rerank_url",
+                "reranker",
+                "rerank_subset",
                 *OUTPUT,
             ),
         ),

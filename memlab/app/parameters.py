@@ -47,6 +47,12 @@ def _sources() -> list[str]:
     return list(SOURCES)
 
 
+def _rerankers() -> list[str]:
+    from memlab.core.rerank_stage import RERANKERS
+
+    return list(RERANKERS)
+
+
 def _selection_rules() -> list[str]:
     from memlab.core.selection import SELECTION_RULES
 
@@ -456,7 +462,7 @@ PARAMETERS: tuple[Parameter, ...] = (
         "boot",
         "int",
         _default(robustness, "n_boot"),
-        "robustness, drift and answers: bootstrap resamples (of each kind)",
+        "robustness, drift, answers and 08's held-out stages: bootstrap resamples (of each kind)",
         "--boot",
         bounds={"minimum": 1},
         group="studies",
@@ -563,6 +569,29 @@ PARAMETERS: tuple[Parameter, ...] = (
         "str",
         "",
         "benchmark: observation|turn|session (LoCoMo), session|turn; empty: default",
+        group="benchmark",
+    ),
+    Parameter(
+        "rerank_url",
+        "str",
+        "",
+        "benchmark: the reranker's URL for the held-out + rerank; empty: no + rerank",
+        group="benchmark",
+    ),
+    Parameter(
+        "reranker",
+        "str",
+        "chat",
+        "benchmark: chat (the chat model's P(yes)) or endpoint (a /v1/rerank endpoint)",
+        choices=_rerankers,
+        group="benchmark",
+    ),
+    Parameter(
+        "rerank_subset",
+        "int",
+        10,
+        "benchmark: + rerank on the first N questions of each conversation",
+        bounds={"minimum": 1},
         group="benchmark",
     ),
     *(Parameter(**fields) for fields in (*ANSWER_PARAMETERS, *EXPLAIN_PARAMETERS)),

@@ -23,6 +23,7 @@ from memlab.app.cli.options import (
     problem_from,
     spec_line,
 )
+from memlab.app.cli.rerank import add_reranker_options, add_stage_grid_options
 from memlab.core.numbers import counted, plural
 from memlab.output.io import json_ready
 
@@ -211,6 +212,110 @@ def heldout_text(result, elapsed: float, markdown: bool = False) -> str:
     return "\n".join(lines)
 
 
+def table_lines(table, notes: list[str], head: str, markdown: bool) -> list[str]:
+    """A held-out table (``compare_systems``) as text or markdown."""
+    cols = ["group", "measure", "system", "n", "value", "d vs cosine [95% CI]", "d vs recency [95% CI]"]
+    rows = [
+        [
+            r["group"],
+            r["measure"],
+            r["system"],
+            str(r["n"]),
+            f"{r['value']:.3f}",
+            diff_cell(r, "cosine"),
+            diff_cell(r, "recency"),
+        ]
+        for r in table.to_dict("records")
+    ]
+    if markdown:
+        lines = [f"{head}; {'; '.join(notes)}", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+        return lines + ["| " + " | ".join(row) + " |" for row in rows]
+    widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(cols)]
+    lines = [head, *notes, "  ".join(f"{c:<{w}}" for c, w in zip(cols, widths, strict=True))]
+    return lines + ["  ".join(f"{v:<{w}}" for v, w in zip(row, widths, strict=True)) for row in rows]
+
+
+def rerank_plan(args: argparse.Namespace):
+    """The reranker's options checked before anything is scored: (its config, the depths, the
+    blends), or None without ``--rerank-url``."""
+    if not args.rerank_url:
+        return None
+    from memlab.app.cli.rerank import number_list, reranker_config
+    from memlab.core.numbers import check_number
+    from memlab.core.rerank_stage import check_blend, check_depth
+    from memlab.rerank.scoring import check_concurrency
+
+    depths = [check_depth(d, "--rerank-depth") for d in number_list(args.rerank_depth, "--rerank-depth", int)]
+    blends = [check_blend(b, "--rerank-blend") for b in number_list(args.rerank_blend, "--rerank-blend")]
+    check_concurrency(args.rerank_concurrency)
+    if args.rerank_subset is not None:
+        check_number(args.rerank_subset, "--rerank-subset", integer=True, minimum=1)
+    return reranker_config(args), depths, blends
+
+
+def rerank_from(args: argparse.Namespace, plan, problem, result):
+    """``+ rerank`` held out (``memlab.studies.stages``) as ``rerank_plan`` says: (the study, its
+    seconds), or None."""
+    if plan is None:
+        return None
+    from memlab.rerank.cache import ScoreCache
+    from memlab.rerank.clients import Reranker
+    from memlab.studies.stages import rerank_held_out
+
+    config, depths, blends = plan
+    reranker = Reranker(config)
+    cache = None if args.no_rerank_cache else ScoreCache(getattr(args, "cache_dir", None))
+    t0 = time.perf_counter()
+    try:
+        staged = rerank_held_out(
+            problem,
+            result,
+            reranker,
+            depths=depths,
+            blends=blends,
+            subset=args.rerank_subset,
+            cache=cache,
+            concurrency=args.rerank_concurrency,
+        )
+    finally:
+        reranker.close()
+    return staged, time.perf_counter() - t0
+
+
+def rerank_text(result, staged, seconds: float, markdown: bool = False) -> str:
+    from memlab.studies.stages import MEANING, SYSTEM
+
+    d = staged.details
+    head = (
+        f"{SYSTEM} held out on {d['subset']}: the {d.get('reranker', '')} reranker "
+        f"{d.get('endpoint', '')} (model {d.get('model') or 'unnamed'}), {d['pairs']} pairs, "
+        f"{d.get('requests', 0)} requests sent, {d.get('cache_hits', 0)} from the cache"
+    )
+    notes = [
+        f"{SYSTEM}: {MEANING}",
+        f"stage grid: depths {','.join(map(str, d['depths']))}, "
+        f"blends {','.join(f'{b:g}' for b in d['blends'])} "
+        "(blend 0: the tuned spec itself)",
+        "every system over the same subset questions, d as above",
+    ]
+    lines = table_lines(staged.table, notes, head, markdown)
+    lines += ["", f"{SYSTEM} chosen per fold:"]
+    for c in staged.chosen.to_dict("records"):
+        stage = (
+            f"stage depth={c['stage_depth']} blend={c['stage_blend']:g} threshold={c['stage_threshold']:.6g} "
+            f"objective={c['stage_objective']}"
+            if "stage_depth" in c and c["stage_depth"] == c["stage_depth"]
+            else "no stage in the grid"
+        )
+        lines.append(
+            f"  fold {c['fold']}: {stage}; tuned spec objective={c['spec_objective']} "
+            f"(of {c['tuning_questions']} tuning questions): "
+            + ("stage kept" if c["kept"] else "tuned spec kept")
+        )
+    lines.append(f"reranked in {seconds:.1f} s")
+    return "\n".join(lines)
+
+
 def hybrids_from(args: argparse.Namespace) -> tuple[str, ...]:
     """The ``--hybrids`` list, each name checked before anything is scored."""
     from memlab.core.registry import lookup
@@ -244,6 +349,7 @@ def cmd_tune_benchmark(args: argparse.Namespace) -> int:
         return cmd_tune_units(args)
     hybrids = hybrids_from(args)
     family_values(args)
+    plan = rerank_plan(args)  # None without --rerank-url
     problem = problem_from(args, decay=None, combine=None)  # the family is a grid axis here
     grid = heldout_grid(args, problem)
     t0 = time.perf_counter()
@@ -259,6 +365,7 @@ def cmd_tune_benchmark(args: argparse.Namespace) -> int:
         progress=sys.stderr.isatty(),
     )
     elapsed = time.perf_counter() - t0
+    staged = rerank_from(args, plan, problem, result)
     if args.format == "json":
         doc = {
             **result.details,
@@ -266,9 +373,20 @@ def cmd_tune_benchmark(args: argparse.Namespace) -> int:
             "table": result.table.to_dict("records"),
             "chosen": result.chosen.to_dict("records"),
         }
+        if staged is not None:
+            staged_result, seconds = staged
+            doc["rerank"] = {
+                **staged_result.details,
+                "seconds": seconds,
+                "table": staged_result.table.to_dict("records"),
+                "chosen": staged_result.chosen.to_dict("records"),
+            }
         emit(json.dumps(json_ready(doc), indent=2, ensure_ascii=False), args.output)
         return 0
-    emit(heldout_text(result, elapsed, markdown=args.format == "markdown"), args.output)
+    text = heldout_text(result, elapsed, markdown=args.format == "markdown")
+    if staged is not None:
+        text += "\n\n" + rerank_text(result, *staged, markdown=args.format == "markdown")
+    emit(text, args.output)
     if sys.stderr.isatty():
         print(f"held-out study in {elapsed:.1f} s", file=sys.stderr)
     return 0
@@ -499,6 +617,18 @@ def add_tune_benchmark_arguments(p: argparse.ArgumentParser) -> None:
     )
     add_parameters(g, ["candidates", "inject"], help_extra={"candidates": "per route"})
     add_family_options(p, many=True)
+    add_reranker_options(p)  # with --rerank-url: the + rerank system, held out
+    s = p.add_argument_group("rerank stage, held out (with --rerank-url)")
+    add_stage_grid_options(s)
+    s.add_argument(
+        "--rerank-subset",
+        type=int,
+        default=None,
+        metavar="N",
+        help="rerank only the first N questions of each conversation; the + rerank table is over "
+        "those (default: every question)",
+    )
+    s.add_argument("--no-rerank-cache", action="store_true", help="ask the reranker again for every pair")
     add_output_options(p, ["table", "markdown", "json"])
 
 

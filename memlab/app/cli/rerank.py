@@ -56,16 +56,7 @@ def cmd_rerank(args: argparse.Namespace) -> int:
     depths = number_list(args.rerank_depth, "--rerank-depth", int)
     blends = number_list(args.rerank_blend, "--rerank-blend")
     check_concurrency(args.rerank_concurrency)
-    config = RerankerConfig(
-        args.reranker,
-        args.rerank_url,
-        model=args.rerank_model or "",
-        api_key_env=args.rerank_api_key_env,
-        timeout=args.rerank_timeout,
-        attempts=args.rerank_attempts,
-        top_logprobs=args.rerank_top_logprobs,
-        request_shape=args.rerank_request,
-    )
+    config = reranker_config(args)
     problem = problem_from(args)
     reranker = Reranker(config)
     cache = None if args.no_cache else ScoreCache(getattr(args, "cache_dir", None))
@@ -127,11 +118,8 @@ def cmd_rerank(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_rerank_arguments(p: argparse.ArgumentParser) -> None:
-    add_source_options(p)
-    add_spec_options(p)
-    add_family_options(p)
-    add_collection_options(p, shards=False)
+def add_reranker_options(p: argparse.ArgumentParser) -> None:
+    """The reranker's options (``memlab rerank``, ``memlab tune-benchmark``)."""
     g = p.add_argument_group("reranker (run by the application after the exported query)")
     g.add_argument(
         "--reranker",
@@ -182,7 +170,10 @@ def add_rerank_arguments(p: argparse.ArgumentParser) -> None:
         help="the endpoint's request: {model, query, documents, top_n} (llama.cpp, vLLM, Jina, Cohere) or "
         "TEI's {query, texts} (default: %(default)s)",
     )
-    s = p.add_argument_group("stage")
+
+
+def add_stage_grid_options(s) -> None:
+    """The stage's depth and blend axes."""
     s.add_argument(
         "--rerank-depth",
         default=",".join(map(str, DEPTHS)),
@@ -194,6 +185,30 @@ def add_rerank_arguments(p: argparse.ArgumentParser) -> None:
         help="weights w of the reranker's score, (1 - w) * final + w * rerank, comma-separated "
         "(default: %(default)s)",
     )
+
+
+def reranker_config(args: argparse.Namespace) -> RerankerConfig:
+    """The reranker the options name (``--rerank-url`` given)."""
+    return RerankerConfig(
+        args.reranker,
+        args.rerank_url,
+        model=args.rerank_model or "",
+        api_key_env=args.rerank_api_key_env,
+        timeout=args.rerank_timeout,
+        attempts=args.rerank_attempts,
+        top_logprobs=args.rerank_top_logprobs,
+        request_shape=args.rerank_request,
+    )
+
+
+def add_rerank_arguments(p: argparse.ArgumentParser) -> None:
+    add_source_options(p)
+    add_spec_options(p)
+    add_family_options(p)
+    add_collection_options(p, shards=False)
+    add_reranker_options(p)
+    s = p.add_argument_group("stage")
+    add_stage_grid_options(s)
     s.add_argument("--no-cache", action="store_true", help="ask the reranker again for every pair")
     s.add_argument(
         "--save",

@@ -5,6 +5,7 @@ they never show it.
 """
 
 from memlab.output.figures.answers import rate_bars, replies_table, turn_time_bars
+from memlab.output.figures.benchmark import SYSTEM_COLOURS, stage_bars, stage_frame
 from memlab.output.figures.drift import DRIFT_METRICS, SYSTEM_SYMBOLS, budget_curves, difference_curves
 from memlab.output.figures.explain import candidate_bars, candidate_frame
 from memlab.output.figures.export import (
@@ -68,6 +69,7 @@ __all__ = [
     "RETRIEVER_METRICS",
     "SEQUENTIAL",
     "STATIC_FORMATS",
+    "SYSTEM_COLOURS",
     "SYSTEM_SYMBOLS",
     "TEXT_FORMATS",
     "bonus_curve",
@@ -98,6 +100,8 @@ __all__ = [
     "robustness_ends",
     "scale_curve",
     "short_text",
+    "stage_bars",
+    "stage_frame",
     "static_export",
     "style",
     "text_width",
