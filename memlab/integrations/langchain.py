@@ -5,7 +5,9 @@ read it for tuning: ``memlab.qdrant.presets``).
 ``MemlabRetriever.from_file("tuned.yaml", client=..., collection=..., embedding=...)`` wraps a
 ``memlab.Retriever``: ``invoke(question)`` returns LangChain ``Document`` s, best first, each as
 ``QdrantVectorStore`` returns it (``page_content``, the stored ``metadata``, ``_id``) with the
-memory's ``raw_score`` (cosine) and ``final_score`` (after the recency bonus) in its metadata.
+memory's ``raw_score`` (cosine) and ``final_score`` (after the recency bonus) in its metadata
+(with a rerank stage in the tuned file, also ``rerank_score`` and ``blended_score``, the order's;
+``reranker=`` as ``memlab.Retriever.from_file`` takes it).
 The question is embedded with the application's own LangChain ``Embeddings`` (``embed_query``)
 when given, else with the model the tuned file records. ``invoke(question, asked=...)`` asks it
 at that time (default: now); ``user=`` narrows to one user (``metadata.user_id``).
@@ -57,6 +59,8 @@ def document(memory: RetrievedMemory) -> Document:
     stored = memory.payload.get("metadata")
     metadata = dict(stored) if isinstance(stored, dict) else {}
     metadata.update({"_id": memory.id, "raw_score": memory.raw, "final_score": memory.final})
+    if memory.blended is not None:  # a rerank stage: the reranker's score and the one it ordered by
+        metadata.update({"rerank_score": memory.rerank, "blended_score": memory.blended})
     return Document(page_content=memory.text, metadata=metadata, id=str(memory.id))
 
 

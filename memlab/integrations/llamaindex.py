@@ -6,10 +6,12 @@ import-qdrant --preset llamaindex`` read it for tuning: ``memlab.qdrant.presets`
 ``memlab.Retriever``: ``retrieve(question)`` returns ``NodeWithScore`` s, best first, each node
 rebuilt from its payload as LlamaIndex's own store rebuilds it (``metadata_dict_to_node``), its
 score memlab's final score (after the recency bonus) and its cosine under ``raw_score`` in the
-node's metadata (kept out of what the LLM and the embedder see). The question is embedded with
-the application's ``embed_model`` (a LlamaIndex ``BaseEmbedding``) when given, else with the
-model the tuned file records; a ``QueryBundle`` carrying its embedding is asked with it. It is
-asked at ``asked`` (default: now); ``user`` narrows to one user (``user_id``).
+node's metadata (kept out of what the LLM and the embedder see); with a rerank stage in the tuned
+file, scored by the stage's blended score, ``final_score`` and ``rerank_score`` beside it. The
+question is embedded with the application's ``embed_model`` (a LlamaIndex ``BaseEmbedding``)
+when given, else with the model the tuned file records; a ``QueryBundle`` carrying its embedding
+is asked with it (and its text, which a rerank stage scores). It is asked at ``asked`` (default:
+now); ``user`` narrows to one user (``user_id``).
 
 What LlamaIndex expresses natively: ``index.as_retriever(similarity_top_k=inject)`` is the
 spec's limit on the raw cosine, and a ``SimilarityPostprocessor(similarity_cutoff=threshold)``
@@ -65,10 +67,13 @@ class MemlabEmbedding(BaseEmbedding):
 def node(memory: RetrievedMemory) -> NodeWithScore:
     """A memory as LlamaIndex's store returns it, scored by memlab's final score."""
     rebuilt = metadata_dict_to_node(memory.payload)
-    rebuilt.metadata["raw_score"] = memory.raw
+    scores = {"raw_score": memory.raw}
+    if memory.blended is not None:  # a rerank stage: the node is scored by what it ordered by
+        scores.update({"final_score": memory.final, "rerank_score": memory.rerank})
+    rebuilt.metadata.update(scores)
     for keys in (rebuilt.excluded_llm_metadata_keys, rebuilt.excluded_embed_metadata_keys):
-        keys.append("raw_score")
-    return NodeWithScore(node=rebuilt, score=memory.final)
+        keys.extend(scores)
+    return NodeWithScore(node=rebuilt, score=memory.final if memory.blended is None else memory.blended)
 
 
 class MemlabRetriever(BaseRetriever):
@@ -119,5 +124,6 @@ class MemlabRetriever(BaseRetriever):
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = query_bundle.embedding or query_bundle.query_str
-        memories = self.retriever.retrieve(query, asked=self.asked, user=self.user)
+        text = query_bundle.query_str if query_bundle.embedding and query_bundle.query_str else None
+        memories = self.retriever.retrieve(query, asked=self.asked, user=self.user, text=text)
         return [node(m) for m in memories]
