@@ -26,9 +26,9 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from memlab.core.errors import needs_extra
+from memlab.core.errors import InputError, needs_extra
 from memlab.integrations.layouts import preset_layout
-from memlab.integrations.retriever import RetrievedMemory, Retriever
+from memlab.integrations.retriever import AsyncRetriever, RetrievedMemory, Retriever, client_type
 from memlab.qdrant.query import CollectionSchema
 
 try:
@@ -81,7 +81,7 @@ class MemlabRetriever(BaseRetriever):
 
     def __init__(
         self,
-        retriever: Retriever,
+        retriever: Retriever | AsyncRetriever,
         *,
         asked: datetime | date | str | None = None,
         user: str | int | None = None,
@@ -109,10 +109,12 @@ class MemlabRetriever(BaseRetriever):
         """The retriever of a tuned-spec file (``memlab sweep --save``) on ``collection``:
         ``embed_model`` a LlamaIndex ``BaseEmbedding`` (or a memlab embedder); ``date_field`` the
         node metadata's date (default: the one ``memlab import-qdrant`` recorded for the tuned
-        dataset, else ``date``); ``collection`` likewise."""
+        dataset, else ``date``); ``collection`` likewise. On an ``AsyncQdrantClient`` it wraps a
+        ``memlab.AsyncRetriever``: ``aretrieve`` awaits it."""
         if embed_model is not None and hasattr(embed_model, "get_query_embedding"):
             embed_model = embed_model.get_query_embedding
-        retriever = Retriever.from_file(
+        kind = AsyncRetriever if client_type(client) == "async" else Retriever
+        retriever = kind.from_file(
             path,
             client=client,
             collection=collection,
@@ -123,7 +125,27 @@ class MemlabRetriever(BaseRetriever):
         return cls(retriever, asked=asked, user=user)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        if isinstance(self.retriever, AsyncRetriever):
+            raise InputError(
+                "the retriever is on an AsyncQdrantClient: call aretrieve (or give a QdrantClient)"
+            )
+        query, kwargs = self.arguments(query_bundle)
+        return [node(m) for m in self.retriever.retrieve(query, **kwargs)]
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        """``aretrieve``: awaited on an AsyncQdrantClient; a sync client's retriever in a worker thread."""
+        import asyncio
+
+        query, kwargs = self.arguments(query_bundle)
+        if isinstance(self.retriever, AsyncRetriever):
+            memories = await self.retriever.retrieve(query, **kwargs)
+        else:
+            memories = await asyncio.to_thread(self.retriever.retrieve, query, **kwargs)
+        return [node(m) for m in memories]
+
+    def arguments(self, query_bundle: QueryBundle) -> tuple[Any, dict[str, Any]]:
+        """What ``retrieve`` is asked: the bundle's embedding (else its text), when, the user, and
+        the text beside an embedding (a rerank stage scores it)."""
         query = query_bundle.embedding or query_bundle.query_str
         text = query_bundle.query_str if query_bundle.embedding and query_bundle.query_str else None
-        memories = self.retriever.retrieve(query, asked=self.asked, user=self.user, text=text)
-        return [node(m) for m in memories]
+        return query, {"asked": self.asked, "user": self.user, "text": text}
