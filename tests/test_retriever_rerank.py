@@ -292,7 +292,10 @@ def test_from_file_runs_the_stage_it_records_through_the_cache(standin, tmp_path
     assert len(server.bodies) == sent and cache.hits == DEPTH  # every pair of the pool from the cache
     assert server.bodies[-1]["model"] == MODEL and len(server.bodies[-1]["documents"]) == DEPTH
     plain = Retriever.from_spec(case.problem.spec, client=client, collection=COLLECTION)
-    assert all(m.rerank is None and m.blended is None for m in plain.retrieve(case.queries[0], case.asked(0)))
+    spec_alone = plain.retrieve(case.queries[0], case.asked(0))
+    assert all(m.rerank is None and m.blended is None for m in spec_alone)
+    without = Retriever.from_file(path, client=client, collection=COLLECTION, rerank=None)
+    assert without.stage is None and without.retrieve(case.queries[0], case.asked(0)) == spec_alone
     assert all(m.rerank is not None for m in first)
 
 

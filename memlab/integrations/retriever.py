@@ -268,7 +268,8 @@ class RetrieverCore:
         collection's name and layout, unless given; its rerank stage (``memlab rerank --save``),
         scored by ``reranker=`` (the server's base URL, a ``memlab.rerank.clients.RerankerConfig``
         or ``Reranker`` of the kind and model the file names), through ``rerank_cache=`` (a
-        ``memlab.rerank.cache.ScoreCache``; None: no cache), ``rerank_concurrency`` requests at once."""
+        ``memlab.rerank.cache.ScoreCache``; None: no cache), ``rerank_concurrency`` requests at once;
+        ``rerank=None`` runs the file's spec without its stage."""
         from memlab.tuning.tuned import load_tuned
 
         tuned = load_tuned(path)
