@@ -37,7 +37,7 @@ MAY_IMPORT = {
     "importers": {"core", "datasets", "embedding", "qdrant", "importers"},
     "scores": {"core", "datasets", "embedding", "qdrant", "scores"},
     "tuning": {"core", "datasets", "embedding", "scores", "tuning"},
-    "integrations": {"core", "datasets", "embedding", "qdrant", "scores", "tuning", "integrations"},
+    "integrations": {"core", "datasets", "embedding", "rerank", "qdrant", "scores", "tuning", "integrations"},
     "retrieval": {"core", "datasets", "retrieval"},
     "drift": {"core", "embedding", "retrieval", "drift"},
     # the held-out benchmark study reuses the drift study's paired bootstrap

@@ -24,7 +24,8 @@ largest depth serves every depth of a sweep. A place past a question's known sco
 
 - ``RerankStage``: the stage as a record (what the tuned file holds);
 - ``blend_scores``: the formula above, the one both paths call;
-- ``stage_injected``: the one-config reference, question by question;
+- ``stage_injected``: the one-config reference, question by question (``stage_order``: one
+  question's injected places in order);
 - ``stage_sweep_injected`` and ``stage_sweep``: every (depth, blend, threshold) at once,
   broadcast, held equal to the reference in tests/test_rerank_stage.py.
 """
@@ -126,13 +127,25 @@ def stage_injected(
     blended = blend_scores(final, rerank, blend)
     injected = np.zeros(raw.shape, dtype=bool)
     for q in range(raw.shape[0]):
-        pool = np.flatnonzero(_known(raw[q]))[:depth]
-        if not np.isfinite(rerank[q, pool]).all():
-            raise InputError(f"question {q}: a candidate of the pool has no reranker score")
-        order = pool[resort_order(raw[q, pool], blended[q, pool])]
-        reaching = [int(i) for i in order if blended[q, i] >= threshold]
-        injected[q, reaching[:inject]] = True
+        try:
+            injected[q, stage_order(raw[q], blended[q], rerank[q], depth, threshold, inject)] = True
+        except InputError as e:
+            raise InputError(f"question {q}: {e}") from None
     return np.where(_known(raw), blended, np.nan), injected
+
+
+def stage_order(
+    raw: np.ndarray, blended: np.ndarray, rerank: np.ndarray, depth: int, threshold: float, inject: int
+) -> list[int]:
+    """One question's injected places, best first (the reference's rule, which ``stage_injected``
+    applies per question and ``memlab.Retriever`` applies to the pool its query returned): the
+    first ``depth`` known places, re-sorted on the blended score (ties: raw, then place), the
+    first ``inject`` of those at or above ``threshold``."""
+    pool = np.flatnonzero(_known(raw))[:depth]
+    if not np.isfinite(rerank[pool]).all():
+        raise InputError("a candidate of the pool has no reranker score")
+    order = pool[resort_order(raw[pool], blended[pool])]
+    return [int(i) for i in order if blended[i] >= threshold][:inject]
 
 
 def stage_sweep_injected(

@@ -5,10 +5,13 @@ read it for tuning: ``memlab.qdrant.presets``).
 ``MemlabRetriever.from_file("tuned.yaml", client=..., collection=..., embedding=...)`` wraps a
 ``memlab.Retriever``: ``invoke(question)`` returns LangChain ``Document`` s, best first, each as
 ``QdrantVectorStore`` returns it (``page_content``, the stored ``metadata``, ``_id``) with the
-memory's ``raw_score`` (cosine) and ``final_score`` (after the recency bonus) in its metadata.
+memory's ``raw_score`` (cosine) and ``final_score`` (after the recency bonus) in its metadata
+(with a rerank stage in the tuned file, also ``rerank_score`` and ``blended_score``, the order's;
+``reranker=`` as ``memlab.Retriever.from_file`` takes it).
 The question is embedded with the application's own LangChain ``Embeddings`` (``embed_query``)
 when given, else with the model the tuned file records. ``invoke(question, asked=...)`` asks it
-at that time (default: now); ``user=`` narrows to one user (``metadata.user_id``).
+at that time (default: now); ``user=`` narrows to one user (``metadata.user_id``). On an
+``AsyncQdrantClient``, ``await ainvoke(question, ...)`` runs a ``memlab.AsyncRetriever``.
 
 What LangChain expresses natively: ``as_retriever(search_type="similarity_score_threshold",
 search_kwargs={"k": inject, "score_threshold": threshold})`` is the spec without recency (a
@@ -23,13 +26,13 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from memlab.core.errors import needs_extra
+from memlab.core.errors import InputError, needs_extra
 from memlab.integrations.layouts import preset_layout
-from memlab.integrations.retriever import RetrievedMemory, Retriever
+from memlab.integrations.retriever import AsyncRetriever, RetrievedMemory, Retriever, client_type
 from memlab.qdrant.query import CollectionSchema
 
 try:
-    from langchain_core.callbacks import CallbackManagerForRetrieverRun
+    from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
     from langchain_core.documents import Document
     from langchain_core.embeddings import Embeddings
     from langchain_core.retrievers import BaseRetriever
@@ -57,6 +60,8 @@ def document(memory: RetrievedMemory) -> Document:
     stored = memory.payload.get("metadata")
     metadata = dict(stored) if isinstance(stored, dict) else {}
     metadata.update({"_id": memory.id, "raw_score": memory.raw, "final_score": memory.final})
+    if memory.blended is not None:  # a rerank stage: the reranker's score and the one it ordered by
+        metadata.update({"rerank_score": memory.rerank, "blended_score": memory.blended})
     return Document(page_content=memory.text, metadata=metadata, id=str(memory.id))
 
 
@@ -65,7 +70,7 @@ class MemlabRetriever(BaseRetriever):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    retriever: Retriever
+    retriever: Retriever | AsyncRetriever  # an AsyncRetriever on an AsyncQdrantClient: ainvoke
     asked: datetime | date | str | None = None  # None: each call asks now (UTC)
 
     @classmethod
@@ -83,9 +88,11 @@ class MemlabRetriever(BaseRetriever):
         """The retriever of a tuned-spec file (``memlab sweep --save``) on ``collection``:
         ``embedding`` a LangChain ``Embeddings`` (or a memlab embedder); ``date_field`` the
         metadata date the application writes (default: the one ``memlab import-qdrant`` recorded for
-        the tuned dataset, else ``metadata.date``); ``collection`` likewise."""
+        the tuned dataset, else ``metadata.date``); ``collection`` likewise. On an
+        ``AsyncQdrantClient`` it wraps a ``memlab.AsyncRetriever``: ``ainvoke`` awaits it."""
+        kind = AsyncRetriever if client_type(client) == "async" else Retriever
         return cls(
-            retriever=Retriever.from_file(
+            retriever=kind.from_file(
                 path,
                 client=client,
                 collection=collection,
@@ -104,7 +111,30 @@ class MemlabRetriever(BaseRetriever):
         user: str | int | None = None,
         filter: dict[str, Any] | None = None,
     ) -> list[Document]:
+        if isinstance(self.retriever, AsyncRetriever):
+            raise InputError(
+                "the retriever is on an AsyncQdrantClient: call ainvoke (or give a QdrantClient)"
+            )
         memories = self.retriever.retrieve(query, asked=asked or self.asked, filter=filter, user=user)
+        return [document(m) for m in memories]
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        asked: datetime | date | str | None = None,
+        user: str | int | None = None,
+        filter: dict[str, Any] | None = None,
+    ) -> list[Document]:
+        """``ainvoke``: awaited on an AsyncQdrantClient; a sync client's retriever in a worker thread."""
+        import asyncio
+
+        kwargs = {"asked": asked or self.asked, "filter": filter, "user": user}
+        if isinstance(self.retriever, AsyncRetriever):
+            memories = await self.retriever.retrieve(query, **kwargs)
+        else:
+            memories = await asyncio.to_thread(self.retriever.retrieve, query, **kwargs)
         return [document(m) for m in memories]
 
 

@@ -6,10 +6,12 @@ import-qdrant --preset llamaindex`` read it for tuning: ``memlab.qdrant.presets`
 ``memlab.Retriever``: ``retrieve(question)`` returns ``NodeWithScore`` s, best first, each node
 rebuilt from its payload as LlamaIndex's own store rebuilds it (``metadata_dict_to_node``), its
 score memlab's final score (after the recency bonus) and its cosine under ``raw_score`` in the
-node's metadata (kept out of what the LLM and the embedder see). The question is embedded with
-the application's ``embed_model`` (a LlamaIndex ``BaseEmbedding``) when given, else with the
-model the tuned file records; a ``QueryBundle`` carrying its embedding is asked with it. It is
-asked at ``asked`` (default: now); ``user`` narrows to one user (``user_id``).
+node's metadata (kept out of what the LLM and the embedder see); with a rerank stage in the tuned
+file, scored by the stage's blended score, ``final_score`` and ``rerank_score`` beside it. The
+question is embedded with the application's ``embed_model`` (a LlamaIndex ``BaseEmbedding``)
+when given, else with the model the tuned file records; a ``QueryBundle`` carrying its embedding
+is asked with it (and its text, which a rerank stage scores). It is asked at ``asked`` (default:
+now); ``user`` narrows to one user (``user_id``).
 
 What LlamaIndex expresses natively: ``index.as_retriever(similarity_top_k=inject)`` is the
 spec's limit on the raw cosine, and a ``SimilarityPostprocessor(similarity_cutoff=threshold)``
@@ -24,9 +26,9 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from memlab.core.errors import needs_extra
+from memlab.core.errors import InputError, needs_extra
 from memlab.integrations.layouts import preset_layout
-from memlab.integrations.retriever import RetrievedMemory, Retriever
+from memlab.integrations.retriever import AsyncRetriever, RetrievedMemory, Retriever, client_type
 from memlab.qdrant.query import CollectionSchema
 
 try:
@@ -65,10 +67,13 @@ class MemlabEmbedding(BaseEmbedding):
 def node(memory: RetrievedMemory) -> NodeWithScore:
     """A memory as LlamaIndex's store returns it, scored by memlab's final score."""
     rebuilt = metadata_dict_to_node(memory.payload)
-    rebuilt.metadata["raw_score"] = memory.raw
+    scores = {"raw_score": memory.raw}
+    if memory.blended is not None:  # a rerank stage: the node is scored by what it ordered by
+        scores.update({"final_score": memory.final, "rerank_score": memory.rerank})
+    rebuilt.metadata.update(scores)
     for keys in (rebuilt.excluded_llm_metadata_keys, rebuilt.excluded_embed_metadata_keys):
-        keys.append("raw_score")
-    return NodeWithScore(node=rebuilt, score=memory.final)
+        keys.extend(scores)
+    return NodeWithScore(node=rebuilt, score=memory.final if memory.blended is None else memory.blended)
 
 
 class MemlabRetriever(BaseRetriever):
@@ -76,7 +81,7 @@ class MemlabRetriever(BaseRetriever):
 
     def __init__(
         self,
-        retriever: Retriever,
+        retriever: Retriever | AsyncRetriever,
         *,
         asked: datetime | date | str | None = None,
         user: str | int | None = None,
@@ -104,10 +109,12 @@ class MemlabRetriever(BaseRetriever):
         """The retriever of a tuned-spec file (``memlab sweep --save``) on ``collection``:
         ``embed_model`` a LlamaIndex ``BaseEmbedding`` (or a memlab embedder); ``date_field`` the
         node metadata's date (default: the one ``memlab import-qdrant`` recorded for the tuned
-        dataset, else ``date``); ``collection`` likewise."""
+        dataset, else ``date``); ``collection`` likewise. On an ``AsyncQdrantClient`` it wraps a
+        ``memlab.AsyncRetriever``: ``aretrieve`` awaits it."""
         if embed_model is not None and hasattr(embed_model, "get_query_embedding"):
             embed_model = embed_model.get_query_embedding
-        retriever = Retriever.from_file(
+        kind = AsyncRetriever if client_type(client) == "async" else Retriever
+        retriever = kind.from_file(
             path,
             client=client,
             collection=collection,
@@ -118,6 +125,27 @@ class MemlabRetriever(BaseRetriever):
         return cls(retriever, asked=asked, user=user)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        query = query_bundle.embedding or query_bundle.query_str
-        memories = self.retriever.retrieve(query, asked=self.asked, user=self.user)
+        if isinstance(self.retriever, AsyncRetriever):
+            raise InputError(
+                "the retriever is on an AsyncQdrantClient: call aretrieve (or give a QdrantClient)"
+            )
+        query, kwargs = self.arguments(query_bundle)
+        return [node(m) for m in self.retriever.retrieve(query, **kwargs)]
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        """``aretrieve``: awaited on an AsyncQdrantClient; a sync client's retriever in a worker thread."""
+        import asyncio
+
+        query, kwargs = self.arguments(query_bundle)
+        if isinstance(self.retriever, AsyncRetriever):
+            memories = await self.retriever.retrieve(query, **kwargs)
+        else:
+            memories = await asyncio.to_thread(self.retriever.retrieve, query, **kwargs)
         return [node(m) for m in memories]
+
+    def arguments(self, query_bundle: QueryBundle) -> tuple[Any, dict[str, Any]]:
+        """What ``retrieve`` is asked: the bundle's embedding (else its text), when, the user, and
+        the text beside an embedding (a rerank stage scores it)."""
+        query = query_bundle.embedding or query_bundle.query_str
+        text = query_bundle.query_str if query_bundle.embedding and query_bundle.query_str else None
+        return query, {"asked": self.asked, "user": self.user, "text": text}

@@ -31,7 +31,17 @@ The collection's names (where the payload keeps the text, the date and its forma
 which named vector) are a ``memlab.qdrant.query.CollectionSchema``, given as ``layout``: memlab's
 own store layout by default, the frameworks' layouts in ``memlab.integrations``' other modules.
 ``AsyncRetriever`` shares every step but the I/O: the queries are awaited (the shards
-concurrently) and the embedding runs in a worker thread.
+concurrently) and the embedding and the reranker's requests run in a worker thread.
+
+A tuned file with a rerank stage (``memlab rerank --save``: ``memlab.core.rerank_stage``) is run
+to its end: the query is the pool query ``memlab spec`` exports for it (the top ``depth`` by
+cosine, re-scored, no score threshold), every (question text, memory text) pair of the pool is
+scored by the reranker the file names (``memlab.rerank``: its clients, its score cache, its
+concurrent scoring; the server's URL is the caller's, ``reranker=``), and the memories are the
+stage's reference order (``memlab.core.rerank_stage.stage_order`` over the pool in candidate
+order, on ``blend_scores``), each with its reranker score and its blended score. The stage was
+measured on one shard, and reranks the question's text: a sharded store and a bare query
+vector are refused.
 """
 
 from __future__ import annotations
@@ -47,7 +57,8 @@ import numpy as np
 
 from memlab.core.errors import InputError
 from memlab.core.numbers import check_number
-from memlab.core.ranking import resort_order
+from memlab.core.ranking import candidate_lists, resort_order
+from memlab.core.rerank_stage import RerankStage, blend_scores, stage_order
 from memlab.core.spec import RetrievalSpec, age_days, unscore
 from memlab.datasets.payload import PayloadValue, filter_text, is_integer
 from memlab.qdrant.query import DEFAULT_SCHEMA, CollectionSchema, fill, spec_body
@@ -69,7 +80,9 @@ EmbedFunction = Callable[[str], Vector]
 @dataclass(frozen=True)
 class RetrievedMemory:
     """One memory the spec injects: its point id, text and date (from the payload, as the layout
-    names them), its raw cosine, its final score (after the recency bonus) and the whole payload."""
+    names them), its raw cosine, its final score (after the recency bonus) and the whole payload;
+    with a rerank stage, the reranker's score (``rerank``) and the stage's blended score
+    (``blended``, the order and the threshold's), else None."""
 
     id: int | str
     text: str
@@ -77,6 +90,8 @@ class RetrievedMemory:
     raw: float
     final: float
     payload: dict[str, Any]
+    rerank: float | None = None
+    blended: float | None = None
 
 
 def asked_time(asked: datetime | date | str | None) -> datetime:
@@ -206,6 +221,10 @@ class RetrieverCore:
         exact: bool | None = None,
         label: str = "the spec",
         fixed_filter: Sequence[tuple[str, PayloadValue]] = (),
+        rerank: RerankStage | None = None,
+        reranker: Any = None,
+        rerank_cache: Any = None,
+        rerank_concurrency: int = 1,
     ):
         if not isinstance(spec, RetrievalSpec):
             raise InputError(f"spec: expected a memlab.RetrievalSpec, got {type(spec).__name__}")
@@ -223,6 +242,12 @@ class RetrieverCore:
         self.stores = self.open_stores(client, collection)
         self.embed_function = self.embedding(embedder)
         self.facts: list[CollectionFacts] | None = None
+        if rerank is not None and not isinstance(rerank, RerankStage):
+            raise InputError(
+                f"rerank: expected a memlab.core.rerank_stage.RerankStage, got {type(rerank).__name__}"
+            )
+        self.stage = rerank
+        self.rerankers = StageReranker.of(rerank, reranker, rerank_cache, rerank_concurrency, label)
 
     # -- construction ----------------------------------------------------------------------------
 
@@ -240,7 +265,11 @@ class RetrieverCore:
         """The retriever of a tuned-spec file (``memlab sweep --save``): its spec, its tenant
         filter (a call's ``filter`` may narrow it, never contradict it), its shard count and its
         model; for a dataset imported from a collection (``memlab import-qdrant``), that
-        collection's name and layout, unless given."""
+        collection's name and layout, unless given; its rerank stage (``memlab rerank --save``),
+        scored by ``reranker=`` (the server's base URL, a ``memlab.rerank.clients.RerankerConfig``
+        or ``Reranker`` of the kind and model the file names), through ``rerank_cache=`` (a
+        ``memlab.rerank.cache.ScoreCache``; None: no cache), ``rerank_concurrency`` requests at once;
+        ``rerank=None`` runs the file's spec without its stage."""
         from memlab.tuning.tuned import load_tuned
 
         tuned = load_tuned(path)
@@ -262,6 +291,7 @@ class RetrieverCore:
             model=tuned.model,
             label=tuned.label,
             fixed_filter=recorded_filter(record.get("filters") or ()),
+            rerank=options.pop("rerank", tuned.rerank),
             **options,
         )
 
@@ -278,7 +308,8 @@ class RetrieverCore:
         **options: Any,
     ):
         """The retriever of a spec object; ``filter``: conditions every call keeps (as a tuned
-        file's tenant filter)."""
+        file's tenant filter); ``rerank``: a rerank stage after it (``reranker=`` as in
+        ``from_file``)."""
         return cls(
             spec,
             client=client,
@@ -383,6 +414,11 @@ class RetrieverCore:
             if fact.sample is not None:  # a layout that does not fit says so now, not on a call
                 self.read_point(fact.sample, store)
         known = len(self.stores) if len(self.stores) > 1 else facts[0].shards
+        if self.stage is not None and (known or 1) > 1:
+            raise InputError(
+                f"{self.label} has a rerank stage, measured on one shard, and the store has {known} shards: "
+                f"each shard would return its own {self.stage.depth}, not the stage's pool (give one shard)"
+            )
         if self.shards is not None and known is not None and known != self.shards:
             scope = f"{self.shards} shard{'s' if self.shards != 1 else ''} (Qdrant's id hashing)"
             has = f"{known} shard{'s' if known != 1 else ''}"
@@ -445,11 +481,12 @@ class RetrieverCore:
         if limit is not None:
             check_number(limit, "limit", integer=True, minimum=1)
         spec = self.spec if limit is None else replace(self.spec, inject=limit)
+        pool = None if self.stage is None else self.stage.depth  # the stage's pool, unthresholded
         out = []
         for store in self.stores:
             exact = store.exact if self.exact is None else self.exact
             template = spec_body(
-                spec, self.layout, None, None, extra_conditions=scope.conditions(), exact=exact
+                spec, self.layout, None, None, extra_conditions=scope.conditions(), exact=exact, pool=pool
             )
             out.append(fill(template, vector, at, self.layout))
         return out
@@ -461,17 +498,45 @@ class RetrieverCore:
             return self.embed(query)
         return as_vector(query, "query")
 
+    def question_text(self, query: str | Vector, text: str | None) -> str | None:
+        """The text the rerank stage scores (None: no stage): the query's, or ``text`` beside a
+        vector; a bare vector is refused."""
+        if text is not None and (not isinstance(text, str) or not text.strip()):
+            raise InputError(f"text: expected the question's text, got {text!r:.60}")
+        if isinstance(query, str) and text is not None and text != query:
+            raise InputError("text: give it beside a query vector only (the query is already a text)")
+        if self.stage is None:
+            return None
+        if isinstance(query, str):
+            return query
+        if text is None:
+            raise InputError(
+                f"query: {self.label} has a rerank stage, which scores the question's text: ask with the "
+                "text, or give text= beside the vector"
+            )
+        return text
+
     def memories(
         self, lists: Sequence[Sequence[Hit]], at: datetime, limit: int | None
     ) -> list[RetrievedMemory]:
         """The shards' points merged, read and ordered: the reference's injected memories."""
+        pool = self.points(lists, at)
+        if pool is None:
+            return []
+        spec = self.spec
+        order = resort_order(pool.raw, pool.final)
+        keep = [int(i) for i in order if np.float32(pool.final[i]) >= np.float32(spec.threshold)]
+        return [pool.memory(i) for i in keep[: spec.inject if limit is None else limit]]
+
+    def points(self, lists: Sequence[Sequence[Hit]], at: datetime) -> Points | None:
+        """The shards' points merged and read, in the collection's order (None: no point)."""
         seen: dict[int | str, tuple[Hit, StoreBase]] = {}
         for store, hits in zip(self.stores, lists, strict=True):
             for hit in hits:
                 seen.setdefault(point_key(hit.point_id), (hit, store))
         ids = sorted(seen, key=point_order)
         if not ids:
-            return []
+            return None
         spec = self.spec
         texts, dates = [], []
         for pid in ids:
@@ -481,14 +546,31 @@ class RetrieverCore:
         final = np.array([seen[pid][0].score for pid in ids], dtype=np.float64)
         stamps = np.array([d.replace(tzinfo=None) for d in dates], dtype="datetime64[s]")
         raw = unscore(final, spec.weight(age_days(stamps, at)), spec.bonus, spec.combine)
-        order = resort_order(raw, final)
-        keep = [int(i) for i in order if np.float32(final[i]) >= np.float32(spec.threshold)]
-        keep = keep[: spec.inject if limit is None else limit]
+        payloads = [dict(seen[pid][0].payload) for pid in ids]
+        return Points(ids, texts, dates, raw, final, payloads)
+
+    def stage_memories(
+        self, pool: Points, scores: Sequence[float], limit: int | None
+    ) -> list[RetrievedMemory]:
+        """The rerank stage's injected memories: its reference rule (``stage_order``) over the
+        pool in candidate order (raw descending, then the collection's order) on the blended
+        score (``blend_scores``)."""
+        stage = self.stage
+        assert stage is not None  # called only with a stage
+        rerank = np.asarray(scores, dtype=np.float64)
+        blended = blend_scores(pool.final, rerank, stage.blend)
+        places = candidate_lists(pool.raw[None], len(pool.raw))[0]  # candidate order
+        inject = self.spec.inject if limit is None else limit
+        picked = stage_order(
+            pool.raw[places], blended[places], rerank[places], stage.depth, stage.threshold, inject
+        )
         return [
-            RetrievedMemory(
-                ids[i], texts[i], dates[i], float(raw[i]), float(final[i]), dict(seen[ids[i]][0].payload)
+            replace(
+                pool.memory(int(places[p])),
+                rerank=float(rerank[places[p]]),
+                blended=float(blended[places[p]]),
             )
-            for i in keep
+            for p in picked
         ]
 
     def read_point(self, hit: Hit, store: StoreBase) -> tuple[str, datetime]:
@@ -517,6 +599,105 @@ class RetrieverCore:
                 f"{store.describe()}: point {point_key(hit.point_id)} has no payload field {name!r} (the "
                 f"layout's {what}; its fields: {fields})"
             ) from None
+
+
+@dataclass(frozen=True)
+class Points:
+    """The points a query returned, merged and read, in the collection's order."""
+
+    ids: list[int | str]
+    texts: list[str]
+    dates: list[datetime]
+    raw: np.ndarray
+    final: np.ndarray
+    payloads: list[dict[str, Any]]
+
+    def memory(self, i: int) -> RetrievedMemory:
+        return RetrievedMemory(
+            self.ids[i],
+            self.texts[i],
+            self.dates[i],
+            float(self.raw[i]),
+            float(self.final[i]),
+            self.payloads[i],
+        )
+
+
+class StageReranker:
+    """The reranker of a retriever's rerank stage, one client per call in flight (a memlab
+    ``Reranker`` holds one HTTP client and its state: calls from several threads, or an
+    ``AsyncRetriever``'s worker threads, each take their own twin), scoring through
+    ``memlab.rerank.scoring.score_pairs`` with the cache and the concurrency given."""
+
+    def __init__(self, reranker: Any, cache: Any, concurrency: int):
+        import threading
+
+        self.base, self.cache, self.concurrency = reranker, cache, concurrency
+        self.idle = [reranker]
+        self.lock = threading.Lock()
+
+    @classmethod
+    def of(
+        cls, stage: RerankStage | None, given: Any, cache: Any, concurrency: int, label: str
+    ) -> StageReranker | None:
+        """The reranker for ``stage`` from what the caller gave (a URL, a ``RerankerConfig``, a
+        ``Reranker``), held to the kind and model the stage was tuned with; None: no stage."""
+        from memlab.rerank.cache import ScoreCache
+        from memlab.rerank.clients import Reranker, RerankerConfig
+        from memlab.rerank.scoring import check_concurrency
+
+        if stage is None:
+            if given is not None:
+                raise InputError(f"reranker: {label} has no rerank stage (memlab rerank --save writes one)")
+            return None
+        model = f", model {stage.model}" if stage.model else ""
+        if given is None:
+            raise InputError(
+                f"{label} has a rerank stage (the {stage.reranker} reranker{model}): give reranker= its "
+                "server's base URL, a memlab.rerank.clients.RerankerConfig or a Reranker"
+            )
+        if isinstance(given, Reranker):
+            config = given.config
+        elif isinstance(given, RerankerConfig):
+            config = given
+        elif isinstance(given, str):
+            config = RerankerConfig(stage.reranker, given, model=stage.model, option="reranker")
+        else:
+            raise InputError(
+                "reranker: expected the reranking server's base URL, a memlab.rerank.clients.RerankerConfig "
+                f"or a Reranker, got {type(given).__name__}"
+            )
+        if config.kind != stage.reranker:
+            raise InputError(
+                f"reranker: {label} was tuned with the {stage.reranker} reranker, and the one given is the "
+                f"{config.kind} reranker: its blend and threshold are on that reranker's scale"
+            )
+        if stage.model and config.model and config.model != stage.model:
+            raise InputError(
+                f"reranker: {label} was tuned with the reranker model {stage.model}, and the one given asks "
+                f"{config.model}: its blend and threshold are on that model's scale"
+            )
+        if stage.model and not config.model:
+            config = replace(config, model=stage.model)
+        if cache is not None and not isinstance(cache, ScoreCache):
+            raise InputError(
+                f"rerank_cache: expected a memlab.rerank.cache.ScoreCache or None, got {type(cache).__name__}"
+            )
+        check_concurrency(concurrency, "rerank_concurrency")
+        reranker = given if isinstance(given, Reranker) and given.config == config else Reranker(config)
+        return cls(reranker, cache, concurrency)
+
+    def score(self, question: str, texts: Sequence[str]) -> list[float]:
+        """The reranker's score of each (question, memory text) pair, in order."""
+        from memlab.rerank.scoring import score_pairs
+
+        with self.lock:
+            client = self.idle.pop() if self.idle else self.base.twin()
+        try:
+            return score_pairs(client, [(question, t) for t in texts], self.cache, self.concurrency)
+        finally:
+            with self.lock:
+                self.idle.append(client)
 
 
 def client_type(client: Any) -> str | None:
@@ -550,15 +731,23 @@ class Retriever(RetrieverCore):
         limit: int | None = None,
         *,
         user: PayloadValue | None = None,
+        text: str | None = None,
     ) -> list[RetrievedMemory]:
         """The memories the spec injects for the query asked at ``asked`` (None: now, UTC), best
         first; ``filter``: more payload conditions ({field: value}); ``user``: the layout's user
-        field's value; ``limit``: inject this many instead of the spec's ``inject``."""
+        field's value; ``limit``: inject this many instead of the spec's ``inject``; ``text``:
+        the question's text beside a query vector (what a rerank stage scores)."""
         at = asked_time(asked)
+        question = self.question_text(query, text)
         vector = self.query_vector(query)
         bodies = self.bodies(vector, at, filter, limit, user)
         lists = [store.hits(body, with_payload=True) for store, body in zip(self.stores, bodies, strict=True)]  # type: ignore[attr-defined]
-        return self.memories(lists, at, limit)
+        if self.rerankers is None or question is None:
+            return self.memories(lists, at, limit)
+        pool = self.points(lists, at)
+        if pool is None:
+            return []
+        return self.stage_memories(pool, self.rerankers.score(question, pool.texts), limit)
 
 
 class AsyncRetriever(RetrieverCore):
@@ -575,11 +764,13 @@ class AsyncRetriever(RetrieverCore):
         limit: int | None = None,
         *,
         user: PayloadValue | None = None,
+        text: str | None = None,
     ) -> list[RetrievedMemory]:
-        """As ``Retriever.retrieve``, awaited."""
+        """As ``Retriever.retrieve``, awaited (the reranker's requests in a worker thread)."""
         import asyncio  # imported by whoever runs the loop: free here, not paid by ``import memlab``
 
         at = asked_time(asked)
+        question = self.question_text(query, text)
         if self.facts is None:
             self.check_facts(list(await asyncio.gather(*(self.afacts(s) for s in self.stores))))
         vector = (
@@ -589,7 +780,13 @@ class AsyncRetriever(RetrieverCore):
         )
         bodies = self.bodies(vector, at, filter, limit, user)
         lists = await asyncio.gather(*(self.ahits(s, b) for s, b in zip(self.stores, bodies, strict=True)))
-        return self.memories(lists, at, limit)
+        if self.rerankers is None or question is None:
+            return self.memories(lists, at, limit)
+        pool = self.points(lists, at)
+        if pool is None:
+            return []
+        scores = await asyncio.to_thread(self.rerankers.score, question, pool.texts)
+        return self.stage_memories(pool, scores, limit)
 
     @staticmethod
     async def afacts(store: StoreBase) -> CollectionFacts:

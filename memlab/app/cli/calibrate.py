@@ -14,6 +14,7 @@ from memlab.app.cli.options import (
     add_collection_options,
     add_family_options,
     add_output_options,
+    add_preset_option,
     add_spec_options,
     check_spec_file,
     emit,
@@ -184,8 +185,13 @@ def add_calibrate_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--qdrant-path", default=None, help="local Qdrant folder holding --collection")
     g.add_argument("--qdrant-url", default=None, help="Qdrant server holding --collection")
     g.add_argument("--collection", default=None, help="the Qdrant collection holding the memories")
-    g.add_argument("--date-field", default=None, help="payload field with the memory's date")
-    g.add_argument("--text-field", default=None, help="payload field with the memory's text")
+    add_preset_option(g)
+    g.add_argument(
+        "--date-field", default=None, help="payload field with the memory's date; needed without --preset"
+    )
+    g.add_argument(
+        "--text-field", default=None, help="payload field with the memory's text; needed without --preset"
+    )
     g.add_argument("--vector-name", default=None, help="which named vector (if the collection has several)")
     g.add_argument(
         "--model",

@@ -9,7 +9,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from memlab.app.cli.options import Command, add_output_options, emit
+from memlab.app.cli.options import Command, add_output_options, add_preset_option, emit
 from memlab.core.errors import InputError
 from memlab.core.labels import QUESTION_KINDS
 from memlab.core.memory_text import delimiter_tag, line_break_at
@@ -17,7 +17,6 @@ from memlab.core.numbers import counted
 from memlab.core.paths import plain_name
 from memlab.datasets.records import DATE_FORMATS
 from memlab.datasets.schema import DEFAULT_DATASET, DatasetError, load_dataset
-from memlab.qdrant.presets import PRESETS
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -275,17 +274,7 @@ def add_import_qdrant_arguments(p: argparse.ArgumentParser) -> None:
     where.add_argument("--path", help="local Qdrant folder")
     where.add_argument("--url", help="Qdrant server URL")
     p.add_argument("--collection", required=True, help="the Qdrant collection holding the memories")
-    p.add_argument(
-        "--preset",
-        choices=sorted(PRESETS),
-        default=None,
-        help="the payload layout a library writes: "
-        + "; ".join(
-            f"{p.name}: text {p.text_field}, date {p.date_field}, user {p.user_field}"
-            for p in PRESETS.values()
-        )
-        + " (docs/integrations.md)",
-    )
+    add_preset_option(p)
     p.add_argument(
         "--date-field",
         default=None,

@@ -17,6 +17,7 @@ from memlab.app.cli.options import (
     add_group,
     add_output_options,
     add_parameters,
+    add_preset_option,
     add_source_options,
     add_spec_options,
     emit,
@@ -97,7 +98,8 @@ def replay_from(args: argparse.Namespace):
     if in_qdrant and not args.collection:
         raise InputError(
             "--qdrant-path/--qdrant-url: explain reads the store from a collection there: name it with "
-            "--collection (and --date-field, --text-field, as import-qdrant takes them), or give --dataset"
+            "--collection (and --preset, or --date-field and --text-field, as import-qdrant takes them), "
+            "or give --dataset"
         )
     with tempfile.TemporaryDirectory(prefix="memlab-explain-") as tmp:
         dataset = qdrant_dataset(args, Path(tmp)) if in_qdrant else None
@@ -343,8 +345,13 @@ def add_explain_arguments(p: argparse.ArgumentParser) -> None:
         "the store in Qdrant (with --qdrant-path or --qdrant-url; read as import-qdrant reads it)"
     )
     g.add_argument("--collection", default=None, help="the collection holding the memories")
-    g.add_argument("--date-field", default=None, help="payload field with the memory's date")
-    g.add_argument("--text-field", default=None, help="payload field with the memory's text")
+    add_preset_option(g)
+    g.add_argument(
+        "--date-field", default=None, help="payload field with the memory's date; needed without --preset"
+    )
+    g.add_argument(
+        "--text-field", default=None, help="payload field with the memory's text; needed without --preset"
+    )
     g.add_argument("--vector-name", default=None, help="which named vector (if the collection has several)")
     g.add_argument(
         "--id-field", default=None, help="payload field with your own memory id (default: the point id)"

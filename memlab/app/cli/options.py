@@ -16,6 +16,7 @@ from memlab.core.errors import InputError
 from memlab.core.files import atomic_write_text
 from memlab.core.spec import COMBINES, DECAYS, RetrievalSpec
 from memlab.datasets.schema import Dataset, Memory, load_dataset, parse_datetime
+from memlab.qdrant.presets import PRESETS
 
 DEFAULTS = RetrievalSpec()
 
@@ -387,13 +388,16 @@ def qdrant_dataset(args: argparse.Namespace, tmp: Path) -> Dataset:
     ``--qdrant-path``/``--qdrant-url`` with ``--collection`` and the collection's field names."""
     from memlab.importers.qdrant import import_qdrant
 
+    preset = getattr(args, "preset", None)
     for flag in ("collection", "date_field", "text_field"):
-        if not getattr(args, flag):
-            raise InputError(f"--{flag.replace('_', '-')} is needed with --qdrant-path/--qdrant-url")
+        if not getattr(args, flag) and (flag == "collection" or preset is None):
+            also = "" if flag == "collection" else f" (or --preset {'|'.join(sorted(PRESETS))})"
+            raise InputError(f"--{flag.replace('_', '-')} is needed with --qdrant-path/--qdrant-url{also}")
     out = import_qdrant(
         collection=args.collection,
         date_field=args.date_field,
         text_field=args.text_field,
+        preset=preset,
         out=tmp / "collection",
         path=args.qdrant_path,
         url=args.qdrant_url,
@@ -417,6 +421,22 @@ def qdrant_dataset(args: argparse.Namespace, tmp: Path) -> Dataset:
         (),
         path=out,
         vectors=meta["vectors"],
+    )
+
+
+def add_preset_option(p: Any) -> None:
+    """``--preset``: the payload layout a library writes (``memlab.qdrant.presets``), for
+    import-qdrant and the commands that read a collection as it does (explain, calibrate)."""
+    p.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default=None,
+        help="the payload layout a library writes: "
+        + "; ".join(
+            f"{p.name}: text {p.text_field}, date {p.date_field}, user {p.user_field}"
+            for p in PRESETS.values()
+        )
+        + " (docs/integrations.md)",
     )
 
 
