@@ -585,6 +585,7 @@ PARAMETERS: tuple[Parameter, ...] = (
         "benchmark: chat (the chat model's P(yes)) or endpoint (a /v1/rerank endpoint)",
         choices=_rerankers,
         group="benchmark",
+        short="benchmark: chat or endpoint",
     ),
     Parameter(
         "rerank_subset",
