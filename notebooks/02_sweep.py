@@ -37,9 +37,7 @@ bonus_range: str = ""  # sweep: bonus values, start:stop:step or a comma list
 tau_range: str = "1:60:1"  # sweep: tau_days values
 threshold_range: str = ""  # sweep: threshold values
 select: str = "max-margin"  # sweep: selection rule among the feasible configurations
-nohit_weight: float = (
-    1.0  # sweep: the weight of a memory injected on a no-hit question in max-utility's utility
-)
+nohit_weight: float = 1.0  # sweep: max-utility's weight of a no-hit injection
 out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
 fig_formats: list = ["html", "png"]  # figure formats
 

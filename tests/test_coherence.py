@@ -79,6 +79,7 @@ def test_a_parameters_cell_names_no_decay_and_no_model(name):
         assert m, line
         comment = m.group(4)
         assert len(comment) <= 100, line
+        assert len(line) <= 110, f"{line}: longer than ruff's line-length, which would rewrap it"
         hits = [w for w in registry_words() if w in comment]
         assert not hits, f"{line}: the comment names {hits}: adding one would rewrite the notebook"
 

@@ -428,6 +428,7 @@ PARAMETERS: tuple[Parameter, ...] = (
         "--nohit-weight",
         bounds={"minimum": 0},
         group="grid",
+        short="sweep: max-utility's weight of a no-hit injection",
     ),
     Parameter(
         "spec_file",
