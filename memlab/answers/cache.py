@@ -17,19 +17,13 @@ the cache holds no secret; the reply records the model id the server gave.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import warnings
-from pathlib import Path
 from typing import Any
 
 from memlab.answers.chat import Reply, reply_problem
-from memlab.core.errors import EmbeddingError, MemlabError
-from memlab.core.files import write_new_file
+from memlab.core.errors import MemlabError
 from memlab.core.http import MAX_REPLY_BYTES
-from memlab.embedding.cache import CacheWarning, cache_folder, default_cache_dir, read_json_entry
+from memlab.embedding.cache import RequestCache
 
-FORMAT = 1
 # an entry holds a request and a reply of at most MAX_REPLY_BYTES: one far larger was not written here
 MAX_ENTRY_BYTES = 4 * MAX_REPLY_BYTES
 
@@ -38,72 +32,25 @@ class ChatCacheError(MemlabError, RuntimeError):
     """A folder of the reply cache memlab will not write into (a link, a file, someone else's)."""
 
 
-def request_key(request: dict[str, Any]) -> str:
-    """The SHA-256 of the request as canonical JSON (sorted keys, no spaces)."""
-    text = json.dumps(request, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+class ReplyCache(RequestCache):
+    """Chat replies on disk, one file per request (``memlab.embedding.cache.RequestCache``)."""
 
+    label = "chat"
+    value_key = "reply"
+    error = ChatCacheError
 
-class ReplyCache:
-    """Chat replies on disk, one file per request; ``hits`` and ``misses`` count this run's reads."""
+    @property
+    def max_entry_bytes(self) -> int:  # read when used: the module's constant is the one limit
+        return MAX_ENTRY_BYTES
 
-    def __init__(self, cache_dir: str | Path | None = None):
-        root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-        self.folder = root / "chat"
-        self.hits = 0
-        self.misses = 0
+    def value_problem(self, value: Any) -> str | None:
+        return reply_problem(value)
 
-    def path(self, request: dict[str, Any]) -> Path:
-        key = request_key(request)
-        return self.folder / key[:2] / f"{key}.json"
+    def decode(self, value: Any) -> Reply:
+        return Reply.from_dict(value, cached=True)
 
-    def checked_path(self, request: dict[str, Any]) -> Path:
-        """``path(request)``, its folders made when missing and checked (``cache_folder``): real
-        folders of the current user, never links; otherwise one line, before anything is read."""
-        path = self.path(request)
-        for folder in (self.folder, path.parent):
-            try:
-                cache_folder(folder)
-            except EmbeddingError as e:
-                raise ChatCacheError(str(e).replace("embedding cache:", "chat cache:", 1)) from None
-        return path
-
-    def get(self, request: dict[str, Any]) -> Reply | None:
-        """The cached reply to ``request``, or None (missing, or unusable: then a warning)."""
-        path = self.checked_path(request)
-        entry, problem = read_entry(path)
-        if entry is None and problem is None:
-            self.misses += 1
-            return None
-        if problem is None:
-            if not isinstance(entry, dict) or entry.get("memlab_chat_cache") != FORMAT:
-                problem = "not a chat cache entry"
-            elif entry.get("request") != request:
-                problem = "holds another request"
-            else:
-                problem = reply_problem(entry.get("reply"))
-        if problem is not None:
-            warnings.warn(f"chat cache: {path}: {problem}; asking again", CacheWarning, stacklevel=2)
-            self.misses += 1
-            return None
-        self.hits += 1
-        return Reply.from_dict(entry["reply"], cached=True)
-
-    def put(self, request: dict[str, Any], reply: Reply) -> Path:
-        entry = {"memlab_chat_cache": FORMAT, "request": request, "reply": reply.to_dict()}
-        path = self.checked_path(request)
-        data = (json.dumps(entry, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
-        try:
-            return write_new_file(path, data)
-        except IsADirectoryError:
-            raise ChatCacheError(f"chat cache: {path} is a folder, not an entry: remove it") from None
-
-
-def read_entry(path: Path) -> tuple[Any, str | None]:
-    """(the entry's JSON, None), (None, None) when there is none, or (None, why it is unusable)
-    (``memlab.embedding.cache.read_json_entry``; its folders are checked before:
-    ``ReplyCache.checked_path``)."""
-    return read_json_entry(path, MAX_ENTRY_BYTES)
+    def encode(self, value: Reply) -> dict[str, Any]:
+        return value.to_dict()
 
 
 def chat_request(

@@ -27,8 +27,9 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from memlab.answers.cache import ReplyCache, cached_complete, chat_request, request_key
+from memlab.answers.cache import ReplyCache, cached_complete, chat_request
 from memlab.core.numbers import check_number
+from memlab.embedding.cache import request_key
 
 if TYPE_CHECKING:
     from memlab.answers.chat import ChatClient, Reply

@@ -24,6 +24,7 @@ import stat
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -168,6 +169,95 @@ def read_json_entry(path: Path, max_bytes: int) -> tuple[object, str | None]:
         return json.loads(data.decode("utf-8")), None
     except (ValueError, UnicodeDecodeError, RecursionError) as e:
         return None, f"unreadable ({type(e).__name__})"
+
+
+def request_key(request: dict[str, Any]) -> str:
+    """The SHA-256 of a request as canonical JSON (sorted keys, no spaces): a JSON cache's key."""
+    text = json.dumps(request, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class RequestCache:
+    """What a server answered, on disk, one JSON file per request under ``<cache dir>/<label>/``,
+    named by ``request_key``: ``{"memlab_<label>_cache": 1, "request": ..., "<value_key>": ...}``.
+    The one reader and writer of the chat replies' and the reranker scores' caches: folders
+    checked by ``cache_folder``, entries read by ``read_json_entry``, written by
+    ``memlab.core.files.write_new_file`` (no link followed); an entry that is not such a record,
+    holds another request or a value ``value_problem`` refuses is reported (``CacheWarning``) and
+    asked again. ``hits`` and ``misses`` count this run's reads. A subclass names its ``label``,
+    ``value_key``, ``error`` (a ``MemlabError`` kind) and ``max_entry_bytes``, and says how a value
+    is checked, read and written."""
+
+    label: str
+    value_key: str
+    error: type[Exception]
+    max_entry_bytes: int
+    format = 1
+
+    def __init__(self, cache_dir: str | Path | None = None):
+        root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        self.folder = root / self.label
+        self.hits = 0
+        self.misses = 0
+
+    def value_problem(self, value: Any) -> str | None:
+        """Why a stored value cannot be used, or None."""
+        raise NotImplementedError
+
+    def decode(self, value: Any) -> Any:
+        return value
+
+    def encode(self, value: Any) -> Any:
+        return value
+
+    def path(self, request: dict[str, Any]) -> Path:
+        key = request_key(request)
+        return self.folder / key[:2] / f"{key}.json"
+
+    def checked_path(self, request: dict[str, Any]) -> Path:
+        """``path(request)``, its folders made when missing and checked (``cache_folder``): real
+        folders of the current user, never links; otherwise one line, before anything is read."""
+        path = self.path(request)
+        for folder in (self.folder, path.parent):
+            try:
+                cache_folder(folder)
+            except EmbeddingError as e:
+                raise self.error(str(e).replace("embedding cache:", f"{self.label} cache:", 1)) from None
+        return path
+
+    def get(self, request: dict[str, Any]) -> Any:
+        """The cached value for ``request``, or None (missing, or unusable: then a warning)."""
+        path = self.checked_path(request)
+        entry, problem = read_json_entry(path, self.max_entry_bytes)
+        if entry is None and problem is None:
+            self.misses += 1
+            return None
+        if problem is None:
+            if not isinstance(entry, dict) or entry.get(f"memlab_{self.label}_cache") != self.format:
+                problem = f"not a {self.label} cache entry"
+            elif entry.get("request") != request:
+                problem = "holds another request"
+            else:
+                problem = self.value_problem(entry.get(self.value_key))
+        if problem is not None:
+            warnings.warn(f"{self.label} cache: {path}: {problem}; asking again", CacheWarning, stacklevel=2)
+            self.misses += 1
+            return None
+        self.hits += 1
+        return self.decode(entry[self.value_key])
+
+    def put(self, request: dict[str, Any], value: Any) -> Path:
+        entry = {
+            f"memlab_{self.label}_cache": self.format,
+            "request": request,
+            self.value_key: self.encode(value),
+        }
+        path = self.checked_path(request)
+        data = (json.dumps(entry, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+        try:
+            return write_new_file(path, data)
+        except IsADirectoryError:
+            raise self.error(f"{self.label} cache: {path} is a folder, not an entry: remove it") from None
 
 
 def vector_problem(vec: np.ndarray, dim: int | None = None) -> str | None:

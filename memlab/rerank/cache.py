@@ -17,18 +17,12 @@ request, so the cache holds no secret.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-import warnings
-from pathlib import Path
 from typing import Any
 
-from memlab.core.errors import EmbeddingError, MemlabError
-from memlab.core.files import write_new_file
-from memlab.embedding.cache import CacheWarning, cache_folder, default_cache_dir, read_json_entry
+from memlab.core.errors import MemlabError
+from memlab.embedding.cache import RequestCache
 
-FORMAT = 1
 MAX_ENTRY_BYTES = 1 << 20  # a query and a memory of a few KB each: one far larger was not written here
 
 
@@ -48,65 +42,24 @@ def score_request(server: str, kind: str, model: str, parameters: dict[str, Any]
     }
 
 
-def request_key(request: dict[str, Any]) -> str:
-    text = json.dumps(request, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+class ScoreCache(RequestCache):
+    """Reranker scores on disk, one file per pair (``memlab.embedding.cache.RequestCache``)."""
 
+    label = "rerank"
+    value_key = "score"
+    error = RerankCacheError
 
-class ScoreCache:
-    """Reranker scores on disk, one file per pair; ``hits`` and ``misses`` count this run's reads."""
+    @property
+    def max_entry_bytes(self) -> int:  # read when used: the module's constant is the one limit
+        return MAX_ENTRY_BYTES
 
-    def __init__(self, cache_dir: str | Path | None = None):
-        root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-        self.folder = root / "rerank"
-        self.hits = 0
-        self.misses = 0
+    def value_problem(self, value: Any) -> str | None:
+        if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+            return "its score is not a finite number"
+        return None
 
-    def path(self, request: dict[str, Any]) -> Path:
-        key = request_key(request)
-        return self.folder / key[:2] / f"{key}.json"
+    def decode(self, value: Any) -> float:
+        return float(value)
 
-    def checked_path(self, request: dict[str, Any]) -> Path:
-        path = self.path(request)
-        for folder in (self.folder, path.parent):
-            try:
-                cache_folder(folder)
-            except EmbeddingError as e:
-                raise RerankCacheError(str(e).replace("embedding cache:", "rerank cache:", 1)) from None
-        return path
-
-    def get(self, request: dict[str, Any]) -> float | None:
-        """The cached score of ``request``, or None (missing, or unusable: then a warning)."""
-        path = self.checked_path(request)
-        entry, problem = read_entry(path)
-        if entry is None and problem is None:
-            self.misses += 1
-            return None
-        if problem is None:
-            score = entry.get("score") if isinstance(entry, dict) else None
-            if not isinstance(entry, dict) or entry.get("memlab_rerank_cache") != FORMAT:
-                problem = "not a rerank cache entry"
-            elif entry.get("request") != request:
-                problem = "holds another request"
-            elif not isinstance(score, int | float) or isinstance(score, bool) or not math.isfinite(score):
-                problem = "its score is not a finite number"
-        if problem is not None:
-            warnings.warn(f"rerank cache: {path}: {problem}; asking again", CacheWarning, stacklevel=2)
-            self.misses += 1
-            return None
-        self.hits += 1
-        return float(entry["score"])
-
-    def put(self, request: dict[str, Any], score: float) -> Path:
-        entry = {"memlab_rerank_cache": FORMAT, "request": request, "score": float(score)}
-        path = self.checked_path(request)
-        data = (json.dumps(entry, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
-        try:
-            return write_new_file(path, data)
-        except IsADirectoryError:
-            raise RerankCacheError(f"rerank cache: {path} is a folder, not an entry: remove it") from None
-
-
-def read_entry(path: Path) -> tuple[Any, str | None]:
-    """(the entry's JSON, None), (None, None) when there is none, or (None, why it is unusable)."""
-    return read_json_entry(path, MAX_ENTRY_BYTES)
+    def encode(self, value: float) -> float:
+        return float(value)

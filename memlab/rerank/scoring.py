@@ -21,7 +21,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from memlab.core.numbers import check_number
-from memlab.rerank.cache import ScoreCache, request_key, score_request
+from memlab.embedding.cache import request_key
+from memlab.rerank.cache import ScoreCache, score_request
 from memlab.rerank.clients import Reranker, Stopped
 
 MAX_CONCURRENCY = 64
