@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 
 from memlab.core.errors import InputError
-from memlab.core.files import note_input
+from memlab.core.files import file_kind, note_input
 from memlab.core.paths import link_problem
 from memlab.core.textfiles import BOMS, encoding_problem, parse_json
 
@@ -91,7 +91,12 @@ def not_there(path: Path) -> str:
     """Why a file of a dataset cannot be read: ``file missing in FOLDER``, or the symbolic link
     loop or the link to nothing that stands in its place (``memlab.core.paths.link_problem``)."""
     linked = link_problem(path) if os.path.lexists(path) else None
-    return linked.removeprefix(f"{path} ") if linked else f"file missing in {path.parent}"
+    if linked:
+        return linked.removeprefix(f"{path} ")
+    kind = file_kind(path)
+    if kind is not None:  # a FIFO, a device, a folder: never opened (a FIFO would block)
+        return f"is {kind}, not a regular file: memlab reads only regular files"
+    return f"file missing in {path.parent}"
 
 
 def jsonl_format_problem(path: Path) -> str | None:
