@@ -33,6 +33,8 @@ def test_visible_top_k_is_the_tie_rule(seed):
     rows, n = 40, int(rng.integers(1, 90))
     scores = (rng.integers(0, 8, size=(rows, n)) / 8).astype(np.float32)
     scores[rng.random((rows, n)) < 0.05] = np.nan
+    scores[rng.random((rows, n)) < 0.02] = np.inf  # never a candidate, either sign
+    scores[rng.random((rows, n)) < 0.02] = -np.inf
     dates = rng.integers(0, 100, size=n).astype(np.int64)
     times = rng.integers(-5, 110, size=rows).astype(np.int64)
     for k in (1, 3, 9, n, n + 4):

@@ -30,24 +30,36 @@ def visible_top_k(
     seen = np.zeros(n_rows, dtype=np.int64)
     for b in numba.prange(n_rows):
         t = times[b]
-        count, kept = 0, 0
+        count = 0
         for j in range(n):
-            if dates[j] > t:
-                continue
-            count += 1
-            v = np.float64(scores[b, j])
-            if not np.isfinite(v):
-                continue
-            if kept == k and not v > val[b, k - 1]:  # strict: an equal score came later
-                continue
-            p = kept if kept < k else k - 1
-            while p > 0 and val[b, p - 1] < v:  # an equal score earlier stays before
-                val[b, p] = val[b, p - 1]
-                idx[b, p] = idx[b, p - 1]
-                p -= 1
-            val[b, p] = v
-            idx[b, p] = j
-            if kept < k:
-                kept += 1
+            count += dates[j] <= t
         seen[b] = count
+        # the first k seen, finite scores, in candidate order
+        kept, j = 0, 0
+        while j < n and kept < k:
+            v = np.float64(scores[b, j])
+            if dates[j] <= t and np.isfinite(v):
+                p = kept
+                while p > 0 and val[b, p - 1] < v:  # an equal score earlier stays before
+                    val[b, p] = val[b, p - 1]
+                    idx[b, p] = idx[b, p - 1]
+                    p -= 1
+                val[b, p] = v
+                idx[b, p] = j
+                kept += 1
+            j += 1
+        # then only a score above the k-th can enter (strict: an equal one came later); most
+        # fail that one comparison (NaN fails it too), and only those that pass are dated
+        floor = val[b, k - 1]
+        for i in range(j, n):
+            v = np.float64(scores[b, i])
+            if v > floor and dates[i] <= t and v != np.inf:
+                p = k - 1
+                while p > 0 and val[b, p - 1] < v:
+                    val[b, p] = val[b, p - 1]
+                    idx[b, p] = idx[b, p - 1]
+                    p -= 1
+                val[b, p] = v
+                idx[b, p] = i
+                floor = val[b, k - 1]
     return idx, val, seen
