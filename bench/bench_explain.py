@@ -109,11 +109,12 @@ def write_logs(root: Path, n: int, memories: np.ndarray, rng: np.random.Generato
     return vec_log, text_log
 
 
-def wall(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """(wall seconds, CPU seconds) of one command."""
+def wall(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one command, run in ``cwd``: ``python -m`` puts its working
+    folder first on the path, so a source tree there would be imported whatever PYTHONPATH says."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(cmd, check=True, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     seconds = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -147,7 +148,7 @@ def main() -> None:
                 out = root / f"vectors{len(outputs)}.out"
                 if "vectors" in logs:
                     times.setdefault(f"vectors{tag}", []).append(
-                        wall([*base, "--log", str(vec_log), "-o", str(out)], env)
+                        wall([*base, "--log", str(vec_log), "-o", str(out)], env, root)
                     )
                     outputs[tree] = out.read_bytes()
                     if args.format == "json":
@@ -162,8 +163,8 @@ def main() -> None:
                         "-o",
                         str(root / "t.out"),
                     ]
-                    times.setdefault(f"texts, cold cache{tag}", []).append(wall(cached, env))
-                    times.setdefault(f"texts, warm cache{tag}", []).append(wall(cached, env))
+                    times.setdefault(f"texts, cold cache{tag}", []).append(wall(cached, env, root))
+                    times.setdefault(f"texts, warm cache{tag}", []).append(wall(cached, env, root))
                     shutil.rmtree(cache, ignore_errors=True)
         print(
             f"memlab explain: {args.queries} queries on {args.memories} memories, 2 specs, every summary, "
