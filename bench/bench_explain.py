@@ -9,7 +9,14 @@ of the same 1,000 queries, run side by side (this machine is noisy), `repeat` ti
 - texts, embedded by the default CPU model into a fresh cache (the cost a first replay pays);
 - the same texts again, from the warm cache.
 
+At production size (issue 38: 10^5 queries on 10^5 memories in 60 s) the per-query JSON is
+gigabytes: ``--format table`` times the command with every summary printed, ``--logs vectors``
+the vector log alone; each run's CPU seconds (the process and its threads) are printed beside
+its wall time, since a shared machine stretches the wall time. ``--trees A,B`` runs the same
+commands with each tree first on PYTHONPATH, alternating (this tree against main's, say).
+
 Usage: python bench/bench_explain.py [--memories 10000] [--queries 1000] [--repeat 3]
+       [--format json|table] [--logs vectors,texts] [--trees DIR,DIR]
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -28,7 +36,6 @@ from pathlib import Path
 
 import numpy as np
 
-BIN = Path(sys.executable).parent
 REF = datetime(2026, 9, 10, tzinfo=UTC)
 TOPICS = (
     "coffee",
@@ -102,10 +109,15 @@ def write_logs(root: Path, n: int, memories: np.ndarray, rng: np.random.Generato
     return vec_log, text_log
 
 
-def wall(cmd: list[str], env: dict[str, str]) -> float:
+def wall(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one command, run in ``cwd``: ``python -m`` puts its working
+    folder first on the path, so a source tree there would be imported whatever PYTHONPATH says."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t0
+    subprocess.run(cmd, check=True, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    seconds = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> None:
@@ -113,46 +125,67 @@ def main() -> None:
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=1_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--format", choices=["json", "table"], default="json")
+    parser.add_argument("--logs", default="vectors,texts", help="vectors, texts (cold and warm cache)")
+    parser.add_argument("--trees", default="", help="source trees to run side by side (default: this one)")
     args = parser.parse_args()
+    logs = set(args.logs.split(","))
+    trees = [t for t in args.trees.split(",") if t] or [""]
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory(prefix="memlab-bench-explain-") as tmp:
         root = Path(tmp)
         memories = write_store(root / "store", args.memories, 384, rng)
         vec_log, text_log = write_logs(root, args.queries, memories, rng)
-        env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
-        base = [
-            str(BIN / "memlab"),
-            "explain",
-            "--dataset",
-            str(root / "store"),
-            "--against",
-            "threshold=0.9",
-        ]
-        times: dict[str, list[float]] = {"vectors": [], "texts, cold cache": [], "texts, warm cache": []}
+        base = [sys.executable, "-m", "memlab", "explain", "--dataset", str(root / "store")]
+        base += ["--against", "threshold=0.9", "--format", args.format]
+        times: dict[str, list[tuple[float, float]]] = {}
+        outputs: dict[str, bytes] = {}
         for r in range(args.repeat):
-            cache = root / f"cache-{r}"
-            out = ["--format", "json", "-o", str(root / "out.json")]
-            vec_out = ["--format", "json", "-o", str(root / "vectors.json")]
-            times["vectors"].append(wall([*base, "--log", str(vec_log), *vec_out], env))
-            cached = [*base, "--log", str(text_log), "--cache-dir", str(cache), *out]
-            times["texts, cold cache"].append(wall(cached, env))
-            times["texts, warm cache"].append(wall(cached, env))
-            shutil.rmtree(cache, ignore_errors=True)
-        doc = json.loads((root / "vectors.json").read_text())
+            for tree in trees:  # the trees take turns, so they share the machine's load
+                env = {**os.environ, "PYTHONPATH": tree or os.environ.get("PYTHONPATH", "")}
+                tag = f" [{tree}]" if tree else ""
+                cache = root / f"cache-{r}"
+                out = root / f"vectors{len(outputs)}.out"
+                if "vectors" in logs:
+                    times.setdefault(f"vectors{tag}", []).append(
+                        wall([*base, "--log", str(vec_log), "-o", str(out)], env, root)
+                    )
+                    outputs[tree] = out.read_bytes()
+                    if args.format == "json":
+                        doc = json.loads(outputs[tree])
+                if "texts" in logs:
+                    cached = [
+                        *base,
+                        "--log",
+                        str(text_log),
+                        "--cache-dir",
+                        str(cache),
+                        "-o",
+                        str(root / "t.out"),
+                    ]
+                    times.setdefault(f"texts, cold cache{tag}", []).append(wall(cached, env, root))
+                    times.setdefault(f"texts, warm cache{tag}", []).append(wall(cached, env, root))
+                    shutil.rmtree(cache, ignore_errors=True)
         print(
-            f"memlab explain: {args.queries} queries on {args.memories} memories, 2 specs, every summary "
-            f"(median of {args.repeat}, wall, end to end)"
+            f"memlab explain: {args.queries} queries on {args.memories} memories, 2 specs, every summary, "
+            f"--format {args.format} (median of {args.repeat}, end to end; load {os.getloadavg()[0]:.1f})"
         )
         for name, ts in times.items():
+            walls, cpus = [w for w, _ in ts], [c for _, c in ts]
             print(
-                f"  {name:<20}{statistics.median(ts):>8.2f} s   (runs: {', '.join(f'{t:.2f}' for t in ts)})"
+                f"  {name:<20}{statistics.median(walls):>8.2f} s wall {statistics.median(cpus):>8.2f} s CPU"
+                f"   (runs: {', '.join(f'{w:.2f}/{c:.2f}' for w, c in ts)})"
             )
-        cur = doc["summary"]["specs"]["current"]
-        print(
-            f"  (vectors log, current spec: {cur['injecting']} of {cur['queries']} queries inject, "
-            f"{doc['summary']['changes']['threshold=0.9']['changed']} change at threshold 0.9, "
-            f"{doc['summary']['production']['agree']} agree with the logged injections)"
-        )
+        if len(outputs) > 1:
+            same = len(set(outputs.values())) == 1
+            print(f"  vectors log: the trees' outputs are {'identical' if same else 'DIFFERENT'}")
+        if "vectors" in logs and args.format == "json":
+            cur = doc["summary"]["specs"]["current"]
+            print(
+                f"  (vectors log, current spec: {cur['injecting']} of {cur['queries']} queries inject, "
+                f"{doc['summary']['changes']['threshold=0.9']['changed']} change at threshold 0.9, "
+                f"{doc['summary']['production']['agree']} agree with the logged injections)"
+            )
 
 
 if __name__ == "__main__":

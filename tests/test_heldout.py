@@ -177,3 +177,42 @@ def test_tune_benchmark_command_on_a_hand_written_locomo_file(tmp_path, capsys, 
     doc = __import__("json").loads(capsys.readouterr().out)
     groups = {r["group"] for r in doc["summary"] if r["by"] == "haystack"}
     assert groups == {"conv-901", "conv-902", "conv-903", "conv-904"}
+
+
+@pytest.mark.hostile
+def test_a_tenant_filter_tunes_as_if_the_other_tenant_were_not_stored(problem):
+    """``tune-benchmark --filter user_id=a``: another user's memories, each a copy of a question's
+    vector (so that they would win every question), stored in every conversation. Filtered to
+    user a, every table and choice is the study on user a's memories alone."""
+    from dataclasses import replace
+
+    from memlab.datasets.schema import Memory
+    from memlab.qdrant.sharding import Scope
+
+    base, vocabulary = problem
+    ds = base.dataset
+    mine = tuple(replace(m, payload={"user_id": "a"}) for m in ds.memories)
+    theirs = tuple(
+        Memory(
+            f"b{j}",
+            q.date or ds.reference_date,
+            {"en": f"b's note {j}"},
+            "notes",
+            "user",
+            payload={"user_id": "b"},
+        )
+        for j, q in enumerate(ds.questions)
+    )
+    groups = {m.group for m in ds.memories}
+    theirs = tuple(replace(m, group=sorted(groups)[j % len(groups)]) for j, m in enumerate(theirs))
+    both = replace(ds, memories=mine + theirs)
+    vec = base.scores.vectors
+    mem = np.vstack([vec.memories, vec.questions])
+    two = problem_of(both, RetrievalSpec(), memories=mem, questions=vec.questions)
+    unfiltered = run(two, vocabulary)
+    filtered = run(two.with_scope(Scope(filters=(("user_id", "a"),))), vocabulary)
+    alone = run(base, vocabulary)
+    assert filtered.table.equals(alone.table)
+    assert filtered.chosen.equals(alone.chosen)
+    assert not unfiltered.table.equals(alone.table)  # user b's memories do change it unfiltered
+    assert filtered.details["scope"] == "filter user_id=a"

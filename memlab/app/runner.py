@@ -174,8 +174,17 @@ def _fig_formats(value: list[str]) -> None:
     check_fig_formats(value)
 
 
+def _conditions(value: str) -> None:
+    from memlab.answers.conditions import CONDITION_NAMES
+    from memlab.core.registry import check_names
+
+    # split as notebook 09 splits it (``build_conditions(problem, tuple(conditions.split(",")))``):
+    # what the kernel would refuse after a results folder is written is refused here, before
+    check_names(dict.fromkeys(CONDITION_NAMES), value.split(","), "condition")
+
+
 # the comma lists whose every name is checked by the registry that reads it
-LIST_CHECKS = {"retrievers": _retrievers, "fig_formats": _fig_formats}
+LIST_CHECKS = {"retrievers": _retrievers, "fig_formats": _fig_formats, "conditions": _conditions}
 
 
 def parse_overrides(pairs: list[str]) -> dict[str, Any]:

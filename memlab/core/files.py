@@ -39,13 +39,28 @@ INTERRUPTED: list[Path] = []  # writes a signal's exception removed, until disca
 INPUTS: set[str] = set()  # the files the running command reads (their real paths): never written
 _SWEPT: set[Path] = set()  # folders already cleared of dead processes' temporary files
 
-_KINDS = (
+FILE_KINDS = (
     (stat.S_ISDIR, "a folder"),
     (stat.S_ISFIFO, "a FIFO"),
     (stat.S_ISCHR, "a character device"),
     (stat.S_ISBLK, "a block device"),
     (stat.S_ISSOCK, "a socket"),
 )
+
+
+def not_regular(mode: int) -> str | None:
+    """What a file of ``mode`` is when it is not a regular file (``a FIFO``...), else None."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((kind for test, kind in FILE_KINDS if test(mode)), "not a regular file")
+
+
+def file_kind(path: str | Path) -> str | None:
+    """What ``path`` is when it exists and is not a regular file (links followed), else None."""
+    try:
+        return not_regular(os.stat(path).st_mode)
+    except OSError:  # missing, a link loop or to nothing: the caller's own message
+        return None
 
 
 def file_mode(path: Path) -> int:
@@ -76,7 +91,7 @@ def output_target(path: str | Path) -> Path:
     except FileNotFoundError:
         mode = None
     if mode is not None and not stat.S_ISREG(mode):
-        kind = next((k for test, k in _KINDS if test(mode)), "not a regular file")
+        kind = not_regular(mode)
         raise InputError(
             f"{path}: is {kind}, not a regular file: memlab writes only regular files "
             "(for standard output pass -o -)"

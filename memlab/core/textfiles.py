@@ -12,12 +12,15 @@ never a traceback.
 from __future__ import annotations
 
 import codecs
+import errno
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
 from memlab.core.errors import InputError
-from memlab.core.files import note_input
+from memlab.core.files import not_regular, note_input
 
 BOMS = (
     (codecs.BOM_UTF32_LE, "UTF-32"),
@@ -51,10 +54,24 @@ def decode(data: bytes, where: str) -> str:
     return data.decode("utf-8-sig")
 
 
-def read_input(path: str | Path) -> bytes:
+def read_input(path: str | Path, where: str | None = None) -> bytes:
     """The bytes of a file a user gave, noted as the command's input
-    (``memlab.core.files.note_input``: no output of the command may replace it)."""
-    data = Path(path).read_bytes()
+    (``memlab.core.files.note_input``: no output of the command may replace it). Only a regular
+    file is read: a FIFO (which would block until someone writes to it), a device or a socket is
+    one line naming ``where`` (default: the path); it is opened without waiting
+    (``O_NONBLOCK``) and checked on the descriptor, so nothing swapped in between is read. A
+    folder raises ``IsADirectoryError``, a missing file ``FileNotFoundError``, as reading would."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as fh:
+        mode = os.fstat(fh.fileno()).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+        problem = not_regular(mode)
+        if problem is not None:
+            raise InputError(
+                f"{where or path}: is {problem}, not a regular file: memlab reads only regular files"
+            )
+        data = fh.read()
     note_input(path)
     return data
 

@@ -19,6 +19,13 @@ def raw_vector_problem(vec: np.ndarray) -> str | None:
     vec = np.asarray(vec, dtype=np.float64)
     if vec.ndim != 1 or vec.size == 0:
         return f"not a vector (shape {vec.shape})"
+    with np.errstate(over="ignore", invalid="ignore"):
+        norm = float(np.linalg.norm(vec))
+    if NORM_RANGE[0] <= norm <= NORM_RANGE[1]:  # finite, every component far inside float32: the
+        # common case, one check (a query log holds 10^5 vectors); only the unit length is left
+        unit = (vec / norm).astype(np.float32)
+        if abs(float(np.linalg.norm(unit.astype(np.float64))) - 1.0) <= NORM_TOLERANCE:
+            return None
     bad = np.flatnonzero(~np.isfinite(vec))
     if bad.size:
         return f"component {int(bad[0]) + 1} is {float(vec[bad[0]])}"

@@ -13,6 +13,7 @@ import numpy as np
 
 from memlab.core.criteria import Criterion
 from memlab.core.errors import InputError
+from memlab.core.files import file_kind
 from memlab.core.paths import within
 from memlab.core.textfiles import decode, parse_json
 from memlab.core.vectors import NORM_RANGE, raw_vector_problem
@@ -127,6 +128,10 @@ def declared_vectors(items: Any, root: Path, n_memories: int, problems: list[str
         problems.append(f"{where}: file: expected a file name inside the dataset folder, got {name!r}")
     elif (root / name).is_symlink() and not within(root, name):  # a link out of the folder
         problems.append(f"{where}: file: {name} is a link to {os.path.realpath(root / name)}, outside {root}")
+    elif file_kind(root / name) is not None:  # a FIFO would block the load until someone writes to it
+        problems.append(
+            f"{name}: is {file_kind(root / name)}, not a regular file: memlab reads only regular files"
+        )
     elif not (root / name).is_file():
         problems.append(f"{where}: file: {name} is missing in {root}")
     if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from memlab.core.errors import InputError, MissingFileError
+from memlab.core.files import file_kind
 from memlab.core.vectors import raw_vector_problem
 from memlab.datasets.records import (
     DATE_FORMATS,
@@ -102,6 +103,9 @@ def load_log(path: str | Path, time_format: str = "auto") -> QueryLog:
     path = Path(path)
     if time_format not in DATE_FORMATS:
         raise InputError(f"time format {time_format!r}: expected one of {', '.join(DATE_FORMATS)}")
+    kind = file_kind(path)
+    if kind is not None:  # a FIFO: never opened (it would block until someone writes to it)
+        raise InputError(f"{path.name}: is {kind}, not a regular file: memlab reads only regular files")
     if not path.is_file():
         raise MissingFileError(f"{path}: no such log file (JSON lines, one query per line)")
     problem = jsonl_format_problem(path)

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from memlab.core.errors import InputError, MissingFileError, UnknownNameError
+from memlab.core.files import file_kind
 from memlab.core.labels import QUESTION_KINDS
 from memlab.core.spec import age_days
 from memlab.core.textfiles import decode, parse_json, read_input
@@ -413,7 +414,7 @@ def _read_header(root: Path, problems: list[str]) -> _Header:
     meta_path = root / "dataset.json"
     meta: dict[str, Any] = {}
     try:
-        meta = parse_json(decode(read_input(meta_path), "dataset.json"), "dataset.json")
+        meta = parse_json(decode(read_input(meta_path, "dataset.json"), "dataset.json"), "dataset.json")
     except OSError as e:  # missing, a link loop or a link to nothing: said as such
         # without it no record can be read: which languages, and so which text fields (said once,
         # not as an unknown text_ja on every line)
@@ -660,6 +661,8 @@ def stored_vectors(dataset) -> np.ndarray:
     """The memory vectors kept beside an imported dataset, checked against its memories."""
     spec = dataset.vectors or {}
     path = Path(dataset.path) / spec.get("file", "vectors.npy")
+    if file_kind(path) is not None:  # a FIFO swapped in since the load: never waited on
+        raise InputError(f"{path}: is {file_kind(path)}, not a regular file: memlab reads only regular files")
     if not path.is_file():
         raise MissingFileError(f"{path}: the dataset's stored vectors are missing")
     vecs = np.load(path)

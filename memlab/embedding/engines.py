@@ -353,6 +353,19 @@ def model_id(model: str | None) -> str:
     return local_backend(model).model_id
 
 
+def loads_locally(model: str) -> bool:
+    """Whether memlab could load ``model`` on this machine without a server: a model it knows, a
+    model folder, or a model already in the Hugging Face cache (memlab loads models offline)."""
+    if model_card(model) is not None or Path(model).expanduser().is_dir():
+        return True
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(model, "config.json"), str)
+    except Exception:  # not a repository name at all (a server's "acme/v1:latest"): not cached
+        return False
+
+
 def local_backend(model: str | None, *, batch_size: int = 32, progress: bool = False) -> Backend:
     """The engine for a model name, alias or folder (not loaded yet): the card's engine, else
     sentence-transformers."""

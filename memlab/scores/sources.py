@@ -192,7 +192,7 @@ def dataset_model(dataset: Dataset, options: ScoreOptions) -> str | None:
     if not dataset.vectors:
         return options.model
     from memlab.embedding.embedder import declared_same
-    from memlab.embedding.engines import model_id
+    from memlab.embedding.engines import loads_locally, model_id
 
     made_with = dataset.vectors.get("model")
     if made_with is None:
@@ -208,6 +208,13 @@ def dataset_model(dataset: Dataset, options: ScoreOptions) -> str | None:
             f"(--model): new texts must be embedded with {made_with!r}"
         )
     server = options.server
+    if server is None and not loads_locally(made_with):  # a server's own model: only it embeds alike
+        raise InputError(
+            f"dataset {dataset.name!r} keeps vectors made with {made_with!r} (dataset.json: vectors: "
+            "model), a model memlab cannot load here (not one it knows, nor a model folder, nor in the "
+            "Hugging Face cache): embed new texts with the server that made them, --embed-url URL "
+            f"--embed-model {made_with}"
+        )
     if server is not None and not declared_same(server, made_with):
         raise InputError(
             f"dataset {dataset.name!r} keeps vectors made with {made_with!r}, not the server's "
@@ -220,13 +227,20 @@ def dataset_embedder(dataset: Dataset, options: ScoreOptions):
     """The embedder of ``dataset_model`` (``memlab.embedding.embedder.Embedder``), through the
     server first when the options name one."""
     from memlab.embedding.embedder import make_embedder
+    from memlab.embedding.engines import loads_locally
 
+    model, server = dataset_model(dataset, options), options.server
+    if server is not None and model is not None and dataset.vectors and not loads_locally(model):
+        # the stored vectors came from the server's own model (``dataset_model`` held the names
+        # equal): embedded there under its own identity, never checked against or replaced by a
+        # local model, which does not exist here
+        model, server = None, replace(server, model=model)
     return make_embedder(
-        dataset_model(dataset, options),
+        model,
         truncate_dim=options.truncate_dim,
         cache_dir=options.cache_dir,
         progress=options.progress,
-        server=options.server,
+        server=server,
     )
 
 

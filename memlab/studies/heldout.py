@@ -231,7 +231,11 @@ def held_out(
         folds = max(2, min(DEFAULT_FOLDS, len(set(units if haystacks is None else haystacks))))
     fold = assign_folds(units, folds, seed, haystacks)
     # each question over its own conversation's memories: the same choices, a tenth of the width
-    inputs = compact(build_inputs(dataset, problem.scores.raw, lang=problem.lang, keyword=True))
+    # a tenant filter: the other tenants' memories in no route and in no calibration
+    allowed = problem.pool.allowed
+    inputs = compact(
+        build_inputs(dataset, problem.scores.raw, lang=problem.lang, keyword=True, allowed=allowed)
+    )
     # BM25 as the vector route's table; a memory sharing no term with the question (BM25 0) is
     # no match, as the keyword route has it
     keyword = replace(inputs, vector=np.where(inputs.keyword > 0, inputs.keyword, np.nan))
@@ -294,7 +298,9 @@ def held_out(
             rows = test[[units[i] == unit for i in test]]
             when = asked[rows].max()
             mine = np.flatnonzero(
-                ((groups == "") | np.isin(groups, unit.split("+"))) & (memory_dates <= when)
+                ((groups == "") | np.isin(groups, unit.split("+")))
+                & (memory_dates <= when)
+                & (True if allowed is None else allowed)
             )
             ages = age_days(memory_dates[mine], when)
             best_probe = probe_best(probe_vectors, memory_vectors[mine], ages, spec)
@@ -318,6 +324,7 @@ def held_out(
     questions = question_values(problem, injected, fold, units)
     table = compare_systems(questions, n_boot, seed)
     details = {
+        **({} if problem.scope.trivial else {"scope": problem.scope.describe()}),
         "dataset": dataset.name,
         "benchmark": dataset.benchmark,
         "questions": len(dataset.questions),

@@ -23,13 +23,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from memlab.core.decisions import question_decisions
 from memlab.core.errors import InputError, UnknownNameError
-from memlab.core.ranking import candidate_order, injected, resort_order, top_k
+from memlab.core.ranking import candidate_order, injected, resort_order
+from memlab.core.ranking_kernels import visible_top_k
 from memlab.core.shards import Pool, narrow, pool_mask
 from memlab.core.spec import RetrievalSpec, age_days, check_mmr
 from memlab.datasets.querylog import LoggedQuery, QueryLog
@@ -202,9 +204,37 @@ class Replay:
     def labels(self) -> tuple[str, ...]:
         return tuple(r.label for r in self.runs)
 
-    @property
+    @cached_property
     def has_supersession(self) -> bool:
         return any(m.supersedes for m in self.store.memories)
+
+    def stale_injected(self, run: SpecRun) -> np.ndarray:
+        """(queries, candidates): which injected memories are stale at their query's time, as
+        ``stale`` says one by one: superseded by a memory written by then (the earliest
+        successor's date against the query's, to the microsecond as ``stale`` compares them)."""
+        never = np.datetime64("9999-12-31T23:59:59", "us")
+        first = np.full(len(self.store.memories), never)
+        index = self.store.memory_index
+        for m in self.store.memories:
+            if m.supersedes in index:
+                i = index[m.supersedes]
+                first[i] = min(first[i], np.datetime64(naive_utc(m.date), "us"))
+        times = np.array([naive_utc(q.time) for q in self.queries], dtype="datetime64[us]")
+        return run.injected & (first[run.index] <= times[:, None])
+
+    def decision_margins(self, run: SpecRun) -> np.ndarray:
+        """Each query's closest decision distance under ``run`` (inf: no candidate), as
+        ``explain(q).decision_margin`` gives it one query at a time (``decision``)."""
+        threshold, inject = run.spec.threshold, run.spec.inject
+        n_valid = run.valid.sum(axis=1)
+        width = min(inject, run.final.shape[1])
+        near = np.abs(run.final[:, :width] - threshold)
+        out = np.where(np.arange(width) < n_valid[:, None], near, np.inf).min(axis=1, initial=np.inf)
+        if run.final.shape[1] > inject:
+            cut = (n_valid > inject) & (run.final[:, inject] >= threshold)
+            gap = np.where(cut, run.final[:, inject - 1] - run.final[:, inject], np.inf)
+            out = np.minimum(out, gap)
+        return out
 
     def run(self, label: str) -> SpecRun:
         for r in self.runs:
@@ -387,21 +417,26 @@ def _along(a: np.ndarray, order: np.ndarray) -> np.ndarray:
     return np.take_along_axis(a, order, axis=-1)
 
 
-def _candidates(
-    raw: np.ndarray, k: int, pool: Pool, top: np.ndarray | None
+def _top_candidates(
+    top: np.ndarray, top_raw: np.ndarray, k: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """A batch's candidates in candidate order (indices, raw; NaN past the last), and per shard
-    the last candidate's raw and the first non-candidate's (NaN: none). One shard and no filter:
-    the collection's top ``k`` (``top``: ``top_k`` of at least ``k + 1``); else the pool's
+    """One shard and no filter: a block's candidates from its top memories (``visible_top_k``,
+    at least ``k + 1`` of them unless the store is smaller): indices and raw in candidate order
+    (NaN past the last), the last candidate's raw and the first non-candidate's (NaN: none)."""
+    k = min(k, top.shape[1])
+    rows = np.arange(len(top))
+    idx, craw = top[:, :k], top_raw[:, :k]
+    n_valid = np.isfinite(craw).sum(axis=1)
+    last = np.where(n_valid > 0, craw[rows, np.maximum(n_valid - 1, 0)], np.nan)
+    nxt = top_raw[:, k] if top.shape[1] > k else np.full(len(top), np.nan)
+    return idx, craw, last[:, None], nxt[:, None]
+
+
+def _candidates(raw: np.ndarray, k: int, pool: Pool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A block's candidates in candidate order (indices, raw; NaN past the last), and per shard
+    the last candidate's raw and the first non-candidate's (NaN: none), from its whole scores
+    (``raw``: NaN where not written yet or filtered out): the pool's candidates
     (``memlab.core.shards.pool_mask``: each shard's top ``k`` of the memories the filter keeps)."""
-    rows = np.arange(len(raw))
-    if top is not None:
-        idx = top[:, :k]
-        craw = raw[rows[:, None], idx]
-        n_valid = np.isfinite(craw).sum(axis=1)
-        last = np.where(n_valid > 0, craw[rows, np.maximum(n_valid - 1, 0)], np.nan)
-        nxt = raw[rows, top[:, k]] if top.shape[1] > k else np.full(len(raw), np.nan)
-        return idx, craw, last[:, None], np.where(np.isfinite(nxt), nxt, np.nan)[:, None]
     mask = pool_mask(raw, k, pool)
     order = candidate_order(raw)
     width = min(k * pool.shards, raw.shape[1])
@@ -458,10 +493,12 @@ def replay(
     watch: Sequence[str] = (),
     memory_vectors: np.ndarray | None = None,
     batch: int = BATCH,
+    kernel: bool = True,
 ) -> Replay:
     """Replay ``log`` on the problem's store under its spec (labelled ``current``) and ``specs``
     (label, spec); ``watch``: memory ids explained in every query, beside the candidates and
-    production's logged injections."""
+    production's logged injections. ``kernel`` False: every block ranked whole by numpy (the
+    path a filter or shards take), which the tests hold the compiled one equal to."""
     if problem.source != "embedded" and memory_vectors is None:
         raise InputError(
             f"explain scores the logged queries against the store's vectors: --source {problem.source} "
@@ -489,24 +526,35 @@ def replay(
     for _, spec in runs_specs:
         check_mmr(spec, mem, pool)
     dropped: list[list] = [[] for _ in runs_specs]
+    # one shard, no filter, no MMR: each block's top candidates kept in one compiled pass over its
+    # scores (``visible_top_k``), never a (queries, memories) float64 copy; else the pool's rule (and
+    # MMR's picks) on the whole block
+    fused = kernel and pool.trivial and not any(spec.mmr for _, spec in runs_specs)
+    k_top = min(k_max + 1, len(mem))
+    date_s, time_s = dates.astype(np.int64), times.astype(np.int64)
     for start in range(0, n_q, batch):
         stop = min(start + batch, n_q)
-        seen = dates[None, :] <= times[start:stop, None]
-        raw = np.where(seen, (vecs[start:stop] @ mem.T).astype(np.float64), np.nan)
-        visible[start:stop] = seen.sum(axis=1)
-        if pool.allowed is not None:
-            filtered[start:stop] = (seen & ~pool.allowed).sum(axis=1)
+        scores = vecs[start:stop] @ mem.T  # float32, as Qdrant scores
+        if fused:
+            top, top_raw, visible[start:stop] = visible_top_k(scores, date_s, time_s[start:stop], k_top)
+        else:
+            seen = dates[None, :] <= times[start:stop, None]
+            raw = np.where(seen, scores.astype(np.float64), np.nan)
+            visible[start:stop] = seen.sum(axis=1)
+            if pool.allowed is not None:
+                filtered[start:stop] = (seen & ~pool.allowed).sum(axis=1)
+            raw = narrow(raw, pool)  # the memories the filter leaves out: never ranked
         for b, q in enumerate(range(start, stop)):
             logged = log.queries[q].injected or ()
             pos = dict.fromkeys((*watch_pos, *(index[m] for m in logged if m in index)))
-            watched.append({p: float(raw[b, p]) for p in pos})
-        raw = narrow(raw, pool)  # the memories the filter leaves out: never ranked
-        top = top_k(raw, k_max + 1) if pool.trivial else None  # candidate order, unknown scores last
+            watched.append({p: float(scores[b, p]) if date_s[p] <= time_s[q] else float("nan") for p in pos})
         for part, (_, spec), drops in zip(parts, runs_specs, dropped, strict=True):
             if spec.mmr:
                 idx, craw, last, nxt = _mmr_candidates(raw, spec, mem, drops)
+            elif fused:
+                idx, craw, last, nxt = _top_candidates(top, top_raw, spec.candidates)
             else:
-                idx, craw, last, nxt = _candidates(raw, spec.candidates, pool, top)
+                idx, craw, last, nxt = _candidates(raw, spec.candidates, pool)
             valid = np.isfinite(craw)
             ages = np.where(valid, age_days(dates[idx], times[start:stop, None]), np.inf)
             weight = spec.weight(ages)

@@ -26,10 +26,8 @@ def spec_summary(replay: Replay, run: SpecRun) -> dict[str, Any]:
     nothing = ~run.valid.any(axis=1)
     stale_queries, stale_memories = 0, 0
     if replay.has_supersession:
-        for q in range(n):
-            found = sum(bool(replay.stale(int(p), q)[0]) for p in run.index[q][run.injected[q]])
-            stale_memories += found
-            stale_queries += found > 0
+        stale = replay.stale_injected(run)
+        stale_memories, stale_queries = int(stale.sum()), int(stale.any(axis=1).sum())
     return {
         "queries": n,
         "injecting": int(injecting.sum()),
@@ -64,22 +62,25 @@ def changes(replay: Replay, label: str) -> list[dict[str, Any]]:
     return out
 
 
-def fragile(explained: list[QueryExplanation], n: int = FRAGILE) -> list[dict[str, Any]]:
-    """The ``n`` queries whose closest decision is nearest (ties in log order): how far, and what
-    it decides. Queries without a candidate decide nothing and are left out."""
-    ranked = sorted(
-        (e for e in explained if np.isfinite(e.decision_margin)), key=lambda e: e.decision_margin
-    )  # sorted() is stable: log order among equal margins
-    return [
-        {
-            "query": e.query.id,
-            "text": e.query.text,
-            "margin": e.decision_margin,
-            "decides": e.decides,
-            "injected": list(e.injected),
-        }
-        for e in ranked[:n]
-    ]
+def fragile(replay: Replay, n: int = FRAGILE) -> list[dict[str, Any]]:
+    """The ``n`` queries whose closest decision under the current spec is nearest (ties in log
+    order): how far, and what it decides. Queries without a candidate decide nothing and are
+    left out. Only those ``n`` are explained one by one."""
+    margins = replay.decision_margins(replay.runs[0])
+    ranked = [int(q) for q in np.argsort(margins, kind="stable")[:n] if np.isfinite(margins[q])]
+    out = []
+    for q in ranked:
+        e = replay.explain(q)
+        out.append(
+            {
+                "query": e.query.id,
+                "text": e.query.text,
+                "margin": e.decision_margin,
+                "decides": e.decides,
+                "injected": list(e.injected),
+            }
+        )
+    return out
 
 
 def _why(w) -> dict[str, Any]:
@@ -91,20 +92,22 @@ def _why(w) -> dict[str, Any]:
     }
 
 
-def production(replay: Replay, explained: list[QueryExplanation]) -> dict[str, Any]:
+def production(replay: Replay) -> dict[str, Any]:
     """Production's logged injections against memlab's reading under the current spec: per query
     that logs them and disagrees, the memories only production injected (with the step memlab
-    gives each, or ``not in the store``) and those only memlab injects."""
-    index = replay.store.memory_index
+    gives each, or ``not in the store``) and those only memlab injects. Only the queries that
+    disagree are explained one by one."""
+    index, ids, run = replay.store.memory_index, replay.store.memory_ids, replay.runs[0]
     logged, differ = 0, []
-    for e in explained:
-        theirs = e.query.injected
+    for q, query in enumerate(replay.queries):
+        theirs = query.injected
         if theirs is None:
             continue
         logged += 1
-        ours = e.injected
+        ours = [ids[i] for i in run.index[q][run.injected[q]]]  # in re-sort order, as explain gives them
         if set(theirs) == set(ours):
             continue
+        e = replay.explain(q)
         whys = {w.memory_id: w for w in (*e.candidates, *e.watched)}
         only_logged = [
             _why(whys[m])
@@ -115,7 +118,7 @@ def production(replay: Replay, explained: list[QueryExplanation]) -> dict[str, A
         ]
         differ.append(
             {
-                "query": e.query.id,
+                "query": query.id,
                 "logged_only": only_logged,
                 "memlab_only": [m for m in ours if m not in theirs],
             }
@@ -162,15 +165,14 @@ def summary(
 ) -> dict[str, Any]:
     """Every summary of the replay (the module's docstring); ``shards``: the log replayed on
     other shard counts (``shard_changes``)."""
-    current = explain_all(replay)
     return {
         **({"shards": shard_changes(replay, shards)} if shards else {}),
         "specs": {r.label: spec_summary(replay, r) for r in replay.runs},
         "changes": {
             r.label: {"changed": len(c := changes(replay, r.label)), "queries": c} for r in replay.runs[1:]
         },
-        "fragile": fragile(current, n_fragile),
-        "production": production(replay, current),
+        "fragile": fragile(replay, n_fragile),
+        "production": production(replay),
     }
 
 

@@ -159,6 +159,7 @@ def heldout_text(result, elapsed: float, markdown: bool = False) -> str:
         f"(seed {d['seed']}), candidates={d['candidates']} inject={d['inject']}"
     )
     notes = [
+        *([f"collection: {d['scope']}"] if "scope" in d else []),
         f"tuned on the other folds for: {d['objective']}",
         "value: all = mean utility per question (+1 answered, -1 no-hit with an injection); a category = "
         "recall_any of the injected list, or the false-injection rate for a no-hit one (lower is better)",
@@ -550,6 +551,7 @@ def add_metrics_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_tune_benchmark_arguments(p: argparse.ArgumentParser) -> None:
     add_source_options(p)
+    add_collection_options(p, shards=False)  # each system over the tenant's memories, one shard
     h = p.add_argument_group("held-out tuning")
     h.add_argument(
         "--folds",
