@@ -200,7 +200,10 @@ def explain_document(
             "logged_injections": sum(q.injected is not None for q in replay.queries),
         },
         "specs": [{"label": r.label, **r.spec.as_dict()} for r in replay.runs],
-        "steps": STEPS,
+        # MMR's step named only where a spec runs MMR: a replay without it prints what it printed
+        "steps": {
+            s: why for s, why in STEPS.items() if s != "mmr_dropped" or any(r.spec.mmr for r in replay.runs)
+        },
         "margins": MARGINS,
         "scope": replay.problem.scope.describe(),
         "summary": summary(replay, n_fragile, shards),
