@@ -37,6 +37,9 @@ ROOT = Path(__file__).resolve().parents[1]
 # about 127k configurations: long enough (a few seconds) to be stopped at each point
 # large enough that writing the table takes a while, so a signal lands mid-write on a quiet machine
 GRID = ["--bonus", "0:0.1:0.001", "--tau", "1:60:1", "--threshold", "0.40:0.50:0.002"]
+# four times GRID's rows: its write (streamed as the chunks are swept) lasts long enough on a quiet
+# machine for a signal sent once the temporary file is seen to land before the rename
+LONG_GRID = ["--bonus", "0:0.1:0.001", "--tau", "1:60:0.25", "--threshold", "0.40:0.50:0.002"]
 STOPPED = "memlab: stopped by {}; the file being written was removed, earlier files are as they were"
 # stopped before its write began (or by a command that writes nothing)
 STOPPED_BEFORE = "memlab: stopped by {}; nothing was being written, earlier files are as they were"
@@ -99,7 +102,8 @@ def old_result(tmp_path_factory) -> bytes:
 def test_a_signal_leaves_the_old_result_and_no_temporary_file(tmp_path, old_result, point, sig):
     out = tmp_path / "out.csv"
     out.write_bytes(old_result)
-    proc = memlab("sweep", "--source", "published", *GRID, "-o", "out.csv", cwd=tmp_path)
+    grid = LONG_GRID if point == "mid-write" else GRID
+    proc = memlab("sweep", "--source", "published", *grid, "-o", "out.csv", cwd=tmp_path)
     wait_for(lambda: handles_sigterm(proc.pid), proc=proc)
     if point == "mid-write":
         assert wait_for(lambda: bool(temps(tmp_path)), proc=proc), "the sweep ended before its write began"
