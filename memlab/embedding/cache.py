@@ -22,6 +22,7 @@ import json
 import os
 import stat
 import warnings
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -177,7 +178,7 @@ def request_key(request: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-class RequestCache:
+class RequestCache(ABC):
     """What a server answered, on disk, one JSON file per request under ``<cache dir>/<label>/``,
     named by ``request_key``: ``{"memlab_<label>_cache": 1, "request": ..., "<value_key>": ...}``.
     The one reader and writer of the chat replies' and the reranker scores' caches: folders
@@ -200,9 +201,9 @@ class RequestCache:
         self.hits = 0
         self.misses = 0
 
+    @abstractmethod
     def value_problem(self, value: Any) -> str | None:
         """Why a stored value cannot be used, or None."""
-        raise NotImplementedError
 
     def decode(self, value: Any) -> Any:
         return value
