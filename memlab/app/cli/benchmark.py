@@ -166,26 +166,7 @@ def heldout_text(result, elapsed: float, markdown: bool = False) -> str:
         f"d = paired difference to cosine top-k / to the tuned recency spec, 95% bootstrap over questions "
         f"({d['boot']} resamples)",
     ]
-    cols = ["group", "measure", "system", "n", "value", "d vs cosine [95% CI]", "d vs recency [95% CI]"]
-    rows = [
-        [
-            r["group"],
-            r["measure"],
-            r["system"],
-            str(r["n"]),
-            f"{r['value']:.3f}",
-            diff_cell(r, "cosine"),
-            diff_cell(r, "recency"),
-        ]
-        for r in result.table.to_dict("records")
-    ]
-    if markdown:
-        lines = [f"{head}; {'; '.join(notes)}", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-        lines += ["| " + " | ".join(row) + " |" for row in rows]
-    else:
-        widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(cols)]
-        lines = [head, *notes, "  ".join(f"{c:<{w}}" for c, w in zip(cols, widths, strict=True))]
-        lines += ["  ".join(f"{v:<{w}}" for v, w in zip(row, widths, strict=True)) for row in rows]
+    lines = table_lines(result.table, notes, head, markdown)
     lines += [
         "",
         "systems: " + "; ".join(f"{s.name}: {s.meaning}" for s in SYSTEMS.values()),
@@ -228,6 +209,14 @@ def table_lines(table, notes: list[str], head: str, markdown: bool) -> list[str]
         ]
         for r in table.to_dict("records")
     ]
+    return text_table(head, notes, cols, rows, markdown)
+
+
+def text_table(
+    head: str, notes: list[str], cols: list[str], rows: list[list[str]], markdown: bool
+) -> list[str]:
+    """A head line, its notes and the rows: a markdown table (head and notes on one line), or
+    columns padded to their widest cell."""
     if markdown:
         lines = [f"{head}; {'; '.join(notes)}", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
         return lines + ["| " + " | ".join(row) + " |" for row in rows]
@@ -445,13 +434,7 @@ def units_text(result, elapsed: float, markdown: bool = False) -> str:
                 "-" if wins is None or wins != wins else f"+{int(wins)}/-{int(r[f'losses_{ref}'])}",
             ]
         )
-    if markdown:
-        lines = [f"{head}; {'; '.join(notes)}", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-        lines += ["| " + " | ".join(row) + " |" for row in rows]
-    else:
-        widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(cols)]
-        lines = [head, *notes, "  ".join(f"{c:<{w}}" for c, w in zip(cols, widths, strict=True))]
-        lines += ["  ".join(f"{v:<{w}}" for v, w in zip(row, widths, strict=True)) for row in rows]
+    lines = text_table(head, notes, cols, rows, markdown)
     lines += ["", "chosen per fold (each unit's own tuning):"]
     for f, names in d["fold_haystacks"].items():
         lines.append(f"  fold {f}: evaluated on {', '.join(names)}")
