@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from memlab.core.errors import InputError, needs_extra
-from memlab.integrations.layouts import preset_layout
-from memlab.integrations.retriever import AsyncRetriever, RetrievedMemory, Retriever, client_type
+from memlab.integrations.layouts import framework_retriever
+from memlab.integrations.retriever import AsyncRetriever, RetrievedMemory, Retriever
 from memlab.qdrant.query import CollectionSchema
 
 try:
@@ -90,14 +90,15 @@ class MemlabRetriever(BaseRetriever):
         metadata date the application writes (default: the one ``memlab import-qdrant`` recorded for
         the tuned dataset, else ``metadata.date``); ``collection`` likewise. On an
         ``AsyncQdrantClient`` it wraps a ``memlab.AsyncRetriever``: ``ainvoke`` awaits it."""
-        kind = AsyncRetriever if client_type(client) == "async" else Retriever
         return cls(
-            retriever=kind.from_file(
+            retriever=framework_retriever(
                 path,
+                "langchain",
                 client=client,
                 collection=collection,
                 embedder=query_embedder(embedding),
-                layout=layout or preset_layout(path, "langchain", date_field),
+                layout=layout,
+                date_field=date_field,
                 **options,
             )
         )

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
-from memlab.integrations.retriever import imported_collection
+from memlab.integrations.retriever import AsyncRetriever, Retriever, client_type, imported_collection
 from memlab.qdrant.presets import PRESETS
 from memlab.qdrant.query import CollectionSchema
 
@@ -20,3 +21,27 @@ def preset_layout(path: str | Path, preset: str, date_field: str | None = None) 
     if recorded.get("preset") == preset and date_field in (None, recorded.get("date_field")):
         return CollectionSchema.from_dataset(SimpleNamespace(qdrant=recorded))
     return PRESETS[preset].layout(date_field)
+
+
+def framework_retriever(
+    path: str | Path,
+    preset: str,
+    *,
+    client: Any,
+    collection: str | None,
+    embedder: Any,
+    layout: CollectionSchema | None,
+    date_field: str | None = None,
+    **options: Any,
+) -> Retriever | AsyncRetriever:
+    """The memlab retriever a framework's wrapper holds: an ``AsyncRetriever`` on an
+    ``AsyncQdrantClient``, else a ``Retriever``, on ``layout`` or else ``preset_layout``."""
+    kind = AsyncRetriever if client_type(client) == "async" else Retriever
+    return kind.from_file(
+        path,
+        client=client,
+        collection=collection,
+        embedder=embedder,
+        layout=layout or preset_layout(path, preset, date_field),
+        **options,
+    )

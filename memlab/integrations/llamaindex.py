@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from memlab.core.errors import InputError, needs_extra
-from memlab.integrations.layouts import preset_layout
-from memlab.integrations.retriever import AsyncRetriever, RetrievedMemory, Retriever, client_type
+from memlab.integrations.layouts import framework_retriever
+from memlab.integrations.retriever import AsyncRetriever, RetrievedMemory, Retriever
 from memlab.qdrant.query import CollectionSchema
 
 try:
@@ -113,13 +113,14 @@ class MemlabRetriever(BaseRetriever):
         ``memlab.AsyncRetriever``: ``aretrieve`` awaits it."""
         if embed_model is not None and hasattr(embed_model, "get_query_embedding"):
             embed_model = embed_model.get_query_embedding
-        kind = AsyncRetriever if client_type(client) == "async" else Retriever
-        retriever = kind.from_file(
+        retriever = framework_retriever(
             path,
+            "llamaindex",
             client=client,
             collection=collection,
             embedder=embed_model,
-            layout=layout or preset_layout(path, "llamaindex", date_field),
+            layout=layout,
+            date_field=date_field,
             **options,
         )
         return cls(retriever, asked=asked, user=user)
