@@ -31,9 +31,11 @@ from memlab.core.grid import TAU_RANGE
 from memlab.core.http import MAX_ATTEMPTS, MAX_TIMEOUT
 from memlab.core.selection import DEFAULT_RULE
 from memlab.core.spec import COMBINES, DECAYS, SPEC_BOUNDS, RetrievalSpec
+from memlab.datasets.records import DATE_FORMATS
 from memlab.drift.arrays import DRIFT_MODEL
 from memlab.drift.study import DEFAULT_BUDGETS
 from memlab.embedding.models import DEFAULT_MODEL
+from memlab.qdrant.presets import PRESETS
 from memlab.studies.hybrid import RetrieverGrid
 from memlab.studies.robustness import robustness
 
@@ -90,6 +92,13 @@ class Parameter:
     group: str = ""
     empty: str = ""
     short: str = ""  # the notebook cell's comment, when the help's first clause will not do
+    # the help as one command words it, by command name: the same option means a little more or
+    # less there (verify's --collection defaults to the recorded one), said here, not at the call
+    wording: Mapping[str, str] = field(default_factory=dict)
+
+    def help_for(self, command: str | None) -> str:
+        """The help as ``command`` words it (the declared help where it has no wording of its own)."""
+        return self.wording.get(command or "", self.help)
 
     @property
     def comment(self) -> str:
@@ -213,6 +222,10 @@ PARAMETERS: tuple[Parameter, ...] = (
         "--qdrant-path",
         notebook=False,
         group="scores",
+        wording={
+            "calibrate": "local Qdrant folder holding --collection",
+            "verify": "local Qdrant folder holding --collection (qdrant-client's local mode)",
+        },
     ),
     Parameter(
         "qdrant_url",
@@ -222,6 +235,10 @@ PARAMETERS: tuple[Parameter, ...] = (
         "--qdrant-url",
         notebook=False,
         group="scores",
+        wording={
+            "calibrate": "Qdrant server holding --collection",
+            "verify": "Qdrant server holding --collection (searched exactly)",
+        },
     ),
     Parameter(
         "cache_dir",
@@ -389,6 +406,85 @@ PARAMETERS: tuple[Parameter, ...] = (
         "--shard-key",
         group="collection",
         empty="Qdrant's default sharding (--shards)",
+    ),
+    # a Qdrant collection read as it is (import-qdrant, and calibrate, explain, spec and verify,
+    # which read one as import-qdrant does or write the query for one)
+    Parameter(
+        "collection",
+        "str",
+        None,
+        "the Qdrant collection holding the memories",
+        "--collection",
+        notebook=False,
+        wording={
+            "explain": "the collection holding the memories",
+            "spec": "collection name, for --format setup",
+            "verify": "the collection the dataset was imported from (default: the one dataset.json records)",
+        },
+    ),
+    Parameter(
+        "preset",
+        "str",
+        None,
+        "the payload layout a library writes: "
+        + "; ".join(
+            f"{p.name}: text {p.text_field}, date {p.date_field}, user {p.user_field}"
+            for p in PRESETS.values()
+        )
+        + " (docs/integrations.md)",
+        "--preset",
+        notebook=False,
+        choices=lambda: sorted(PRESETS),
+    ),
+    Parameter(
+        "date_field",
+        "str",
+        None,
+        "payload field with the memory's date; needed without --preset",
+        "--date-field",
+        notebook=False,
+        wording={
+            "import-qdrant": "payload field with the memory's date; dots step into objects (metadata.date); "
+            "needed without --preset",
+            "spec": "payload field with the memory's date (default: date)",
+        },
+    ),
+    Parameter(
+        "text_field",
+        "str",
+        None,
+        "payload field with the memory's text; needed without --preset",
+        "--text-field",
+        notebook=False,
+    ),
+    Parameter(
+        "vector_name",
+        "str",
+        None,
+        "which named vector (if the collection has several)",
+        "--vector-name",
+        notebook=False,
+        wording={"spec": "the named vector to search (the query's `using`)"},
+    ),
+    Parameter(
+        "id_field",
+        "str",
+        None,
+        "payload field with your own memory id (default: the point id)",
+        "--id-field",
+        notebook=False,
+        wording={"spec": "payload field with your memory id (default: memory_id)"},
+    ),
+    Parameter(
+        "date_format",
+        "str",
+        "auto",
+        "how the date is stored (default: auto: ISO strings, or numbers as epoch seconds)",
+        "--date-format",
+        notebook=False,
+        choices=lambda: list(DATE_FORMATS),
+        # memlab spec's --date-format is not this one: the formats a query writes (no auto)
+        wording={"explain": "how the collection stores the date"},
     ),
     # the sweep's grid
     Parameter(

@@ -14,7 +14,7 @@ from memlab.app.cli.options import (
     add_collection_options,
     add_family_options,
     add_output_options,
-    add_preset_option,
+    add_parameters,
     add_spec_options,
     check_spec_file,
     emit,
@@ -182,17 +182,11 @@ def add_calibrate_arguments(p: argparse.ArgumentParser) -> None:
         action=Given,
         help="dataset name or folder (default: %(default)s)",
     )
-    g.add_argument("--qdrant-path", default=None, help="local Qdrant folder holding --collection")
-    g.add_argument("--qdrant-url", default=None, help="Qdrant server holding --collection")
-    g.add_argument("--collection", default=None, help="the Qdrant collection holding the memories")
-    add_preset_option(g)
-    g.add_argument(
-        "--date-field", default=None, help="payload field with the memory's date; needed without --preset"
+    add_parameters(
+        g,
+        ["qdrant_path", "qdrant_url", "collection", "preset", "date_field", "text_field", "vector_name"],
+        command="calibrate",
     )
-    g.add_argument(
-        "--text-field", default=None, help="payload field with the memory's text; needed without --preset"
-    )
-    g.add_argument("--vector-name", default=None, help="which named vector (if the collection has several)")
     g.add_argument(
         "--model",
         default=None,

@@ -9,13 +9,12 @@ import shlex
 import sys
 from pathlib import Path
 
-from memlab.app.cli.options import Command, add_output_options, add_preset_option, emit
+from memlab.app.cli.options import Command, add_output_options, add_parameters, emit
 from memlab.core.errors import InputError
 from memlab.core.labels import QUESTION_KINDS
 from memlab.core.memory_text import delimiter_tag, line_break_at
 from memlab.core.numbers import counted
 from memlab.core.paths import plain_name
-from memlab.datasets.records import DATE_FORMATS
 from memlab.datasets.schema import DEFAULT_DATASET, DatasetError, load_dataset
 
 
@@ -273,26 +272,11 @@ def add_import_qdrant_arguments(p: argparse.ArgumentParser) -> None:
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--path", help="local Qdrant folder")
     where.add_argument("--url", help="Qdrant server URL")
-    p.add_argument("--collection", required=True, help="the Qdrant collection holding the memories")
-    add_preset_option(p)
-    p.add_argument(
-        "--date-field",
-        default=None,
-        help="payload field with the memory's date; dots step into objects (metadata.date); "
-        "needed without --preset",
-    )
-    p.add_argument(
-        "--text-field", default=None, help="payload field with the memory's text; needed without --preset"
-    )
-    p.add_argument("--vector-name", default=None, help="which named vector (if the collection has several)")
-    p.add_argument(
-        "--id-field", default=None, help="payload field with your own memory id (default: the point id)"
-    )
-    p.add_argument(
-        "--date-format",
-        choices=list(DATE_FORMATS),
-        default="auto",
-        help="how the date is stored (default: auto: ISO strings, or numbers as epoch seconds)",
+    add_parameters(
+        p,
+        ["collection", "preset", "date_field", "text_field", "vector_name", "id_field", "date_format"],
+        command="import-qdrant",
+        required=["collection"],
     )
     p.add_argument(
         "--model", default=None, help="the model that made the vectors (questions are embedded with it)"

@@ -17,7 +17,6 @@ from memlab.app.cli.options import (
     add_group,
     add_output_options,
     add_parameters,
-    add_preset_option,
     add_source_options,
     add_spec_options,
     emit,
@@ -344,23 +343,10 @@ def add_explain_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group(
         "the store in Qdrant (with --qdrant-path or --qdrant-url; read as import-qdrant reads it)"
     )
-    g.add_argument("--collection", default=None, help="the collection holding the memories")
-    add_preset_option(g)
-    g.add_argument(
-        "--date-field", default=None, help="payload field with the memory's date; needed without --preset"
-    )
-    g.add_argument(
-        "--text-field", default=None, help="payload field with the memory's text; needed without --preset"
-    )
-    g.add_argument("--vector-name", default=None, help="which named vector (if the collection has several)")
-    g.add_argument(
-        "--id-field", default=None, help="payload field with your own memory id (default: the point id)"
-    )
-    g.add_argument(
-        "--date-format",
-        choices=list(DATE_FORMATS),
-        default="auto",
-        help="how the collection stores the date (default: auto)",
+    add_parameters(
+        g,
+        ["collection", "preset", "date_field", "text_field", "vector_name", "id_field", "date_format"],
+        command="explain",
     )
     o = p.add_argument_group("what to show")
     o.add_argument(

@@ -54,14 +54,18 @@ def add_parameters(
     lists: Iterable[str] = (),
     help_extra: Mapping[str, str] | None = None,
     empty: Mapping[str, str] | None = None,
+    command: str | None = None,
+    required: Iterable[str] = (),
 ) -> None:
     """Add the declared parameters ``names`` as options: the flag, the type, the choices (unless
     the parameter is in ``lists``: a comma list, checked by whoever reads it), the default
     (``defaults`` overrides the declared one for this command, and the help shows it; an empty
-    string is None) and the help, with the default that applies (``empty``: what an empty value
-    means for this command, instead of the declared meaning)."""
+    string is None) and the help as ``command`` words it (``Parameter.wording``), with the default
+    that applies (``empty``: what an empty value means for this command, instead of the declared
+    meaning; a help that says its default itself is not told it twice). ``required``: options
+    this command cannot run without."""
     defaults = defaults or {}
-    lists, extra, empties = set(lists), help_extra or {}, empty or {}
+    lists, extra, empties, needed = set(lists), help_extra or {}, empty or {}, set(required)
     for name in names:
         p = parameter(name)
         if p.flag is None:
@@ -69,7 +73,7 @@ def add_parameters(
         default = defaults.get(name, p.default)
         default = None if default in ("", []) else default
         meaning = empties.get(name, p.empty)
-        text = p.help + (f"; {extra[name]}" if name in extra else "")
+        text = p.help_for(command) + (f"; {extra[name]}" if name in extra else "")
         if default is None and meaning:
             text += f" (default: {meaning})"
         if p.type == "bool":  # a --no-X flag that turns a default-on setting off
@@ -77,7 +81,7 @@ def add_parameters(
             continue
         choices = None if p.choices is None or name in lists else list(p.choices())
         kind = str if name in lists or p.type == "list" else TYPES.get(p.type, str)
-        shown = f" (default: {default})" if default is not None else ""
+        shown = f" (default: {default})" if default is not None and "(default: " not in text else ""
         if name in lists and p.choices is not None:
             text = f"comma list of: {', '.join(p.choices())}; {text}"
         parser.add_argument(
@@ -88,6 +92,7 @@ def add_parameters(
             choices=choices,
             action=GivenEach if p.type == "list" else Given,
             help=(text + shown).replace("%", "%%"),
+            **({"required": True} if name in needed else {}),
         )
 
 
@@ -421,22 +426,6 @@ def qdrant_dataset(args: argparse.Namespace, tmp: Path) -> Dataset:
         (),
         path=out,
         vectors=meta["vectors"],
-    )
-
-
-def add_preset_option(p: Any) -> None:
-    """``--preset``: the payload layout a library writes (``memlab.qdrant.presets``), for
-    import-qdrant and the commands that read a collection as it does (explain, calibrate)."""
-    p.add_argument(
-        "--preset",
-        choices=sorted(PRESETS),
-        default=None,
-        help="the payload layout a library writes: "
-        + "; ".join(
-            f"{p.name}: text {p.text_field}, date {p.date_field}, user {p.user_field}"
-            for p in PRESETS.values()
-        )
-        + " (docs/integrations.md)",
     )
 
 

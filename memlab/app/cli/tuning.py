@@ -352,16 +352,15 @@ def add_spec_arguments(p: argparse.ArgumentParser) -> None:
         help="embed this question as the prefetch vector, with the model the dataset's scores come from",
     )
     g = p.add_argument_group("your collection (default: what import-qdrant recorded, else memlab's own)")
-    g.add_argument("--date-field", default=None, help="payload field with the memory's date (default: date)")
+    add_parameters(g, ["date_field"], command="spec")
+    # the formats a query writes, not the registry's --date-format (which reads, auto included)
     g.add_argument(
         "--date-format",
         choices=list(DATE_FORMATS),
         default=None,
         help="how the date is stored (default: iso)",
     )
-    g.add_argument("--vector-name", default=None, help="the named vector to search (the query's `using`)")
-    g.add_argument("--id-field", default=None, help="payload field with your memory id (default: memory_id)")
-    g.add_argument("--collection", default=None, help="collection name, for --format setup")
+    add_parameters(g, ["vector_name", "id_field", "collection"], command="spec")
     p.add_argument(
         "--at",
         default=None,

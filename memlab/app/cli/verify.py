@@ -13,6 +13,7 @@ from memlab.app.cli.options import (
     add_family_options,
     add_group,
     add_output_options,
+    add_parameters,
     add_server_options,
     add_spec_options,
     check_spec_file,
@@ -130,22 +131,13 @@ def add_verify_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group(
         "your store (one of them; only queries are sent: nothing in it is written or changed)"
     )
-    g.add_argument(
-        "--qdrant-path",
-        default=None,
-        help="local Qdrant folder holding --collection (qdrant-client's local mode)",
-    )
-    g.add_argument("--qdrant-url", default=None, help="Qdrant server holding --collection (searched exactly)")
+    add_parameters(g, ["qdrant_path", "qdrant_url"], command="verify")
     g.add_argument(
         "--edge-path",
         default=None,
         help="a qdrant-edge shard folder: Qdrant's own engine, in-process, without a server",
     )
-    g.add_argument(
-        "--collection",
-        default=None,
-        help="the collection the dataset was imported from (default: the one dataset.json records)",
-    )
+    add_parameters(g, ["collection"], command="verify")
     # the scores come from the dataset (its stored vectors, its questions embedded with its model):
     # --qdrant-path and --qdrant-url name the store checked, never one to score in
     add_group(p, "scores", omit=("source", "qdrant_path", "qdrant_url"))
