@@ -45,7 +45,7 @@ from memlab import ScoreOptions, tuned_problem
 from memlab.embedding.server import server_config
 from memlab.output import figures
 from memlab.output.report import Report
-from memlab.studies.robustness import robustness, robustness_summary
+from memlab.studies.robustness import robustness_study
 
 report = Report(out_dir, fig_formats)
 options = ScoreOptions(source, lang, model or None, server=server_config(embed_url, embed_model))
@@ -63,12 +63,13 @@ problem = tuned_problem(
     combine=combine,
 )
 spec = problem.spec
-resamples = robustness(problem, n_boot=boot, seed=seed)
+study = robustness_study(problem, n_boot=boot, seed=seed)
+resamples = study.resamples
 
 # %%
 report.table(
     "robustness_summary",
-    robustness_summary(resamples),
+    study.summary,
     "Share feasible and quantiles of the interval ends and headroom",
 )
 

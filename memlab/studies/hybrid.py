@@ -29,6 +29,8 @@ from memlab.scores.sources import ScoreOptions
 if TYPE_CHECKING:
     import pandas as pd
 
+    from memlab.scores.problem import RetrievalProblem
+
 # The comparison judges each retriever by what it reports (current memories injected, stale
 # injections, no-hit injections), so its utility counts no wrong injections: the sweep's utility
 # (memlab.core.selection.utility) with wrong_weight 0. Its measured tables (docs/hybrid.md) rest
@@ -237,6 +239,7 @@ class Comparison:
     questions: pd.DataFrame  # one row per retriever and question, at the chosen configuration
     configs: int  # configurations evaluated in all
     landscape: pd.DataFrame | None = None  # best utility at each value of a fusion axis
+    time_questions: int = 0  # questions naming a time (the gate's)
 
 
 def fusion_landscape_rows(retriever: Retriever, table: pd.DataFrame, u: np.ndarray) -> list[dict[str, Any]]:
@@ -340,7 +343,28 @@ def compare(
         pd.DataFrame(
             landscape, columns=["retriever", "axis", "norm", "value", "best_utility", "any_feasible"]
         ),
+        int(gate.gated.sum()),
     )
+
+
+def compare_problem(
+    problem: RetrievalProblem,
+    retrievers: Sequence[str] | None = None,
+    grid: RetrieverGrid = RetrieverGrid(),
+    *,
+    progress: bool = False,
+) -> Comparison:
+    """``compare`` on one retrieval problem (what ``memlab compare`` prints and notebook 06 shows
+    per dataset): the routes from its scores, in its language, BM25 only where a retriever reads
+    it; a tenant filter leaves the other tenants' memories out of every route."""
+    inputs = build_inputs(
+        problem.dataset,
+        problem.scores.raw,
+        lang=problem.lang,
+        keyword=uses_keywords(retrievers),
+        allowed=problem.pool.allowed,
+    )
+    return compare(inputs, retrievers, grid, progress=progress)
 
 
 def compare_datasets(
@@ -375,11 +399,7 @@ def compare_datasets(
     out: dict[str, Comparison] = {}
     for dataset in datasets:
         used = options.source if options.source in available_sources(dataset) else "embedded"
-        problem = build_problem(dataset, replace(options, source=used))
-        inputs = build_inputs(
-            dataset, problem.scores.raw, lang=options.lang, keyword=uses_keywords(retrievers)
-        )
-        result = compare(inputs, retrievers, grid)
+        result = compare_problem(build_problem(dataset, replace(options, source=used)), retrievers, grid)
         for frame in (result.chosen, result.by_kind, result.questions, result.landscape):
             frame.insert(0, "dataset", dataset.name)
         result.chosen.insert(1, "source", used)

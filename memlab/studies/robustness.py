@@ -13,6 +13,7 @@ Resamples:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -185,3 +186,43 @@ def robustness_summary(df: pd.DataFrame) -> pd.DataFrame:
         headroom_p05=("headroom", _low),
     )
     return out.reset_index()
+
+
+@dataclass(frozen=True)
+class RobustnessStudy:
+    """The robustness study of one spec: every resample, the summary per kind, and the questions
+    whose leaving out moves the feasible bonus interval."""
+
+    resamples: pd.DataFrame  # robustness(): one row per resample
+    summary: pd.DataFrame  # robustness_summary()
+    moved: pd.DataFrame  # the leave-one-question-out rows whose interval is not the whole set's
+
+    @property
+    def feasible(self) -> bool:
+        """The spec is feasible on the whole set of questions (it has a bonus interval)."""
+        return not bool(self.summary["lo_median"].isna().iloc[0])
+
+
+def moved_intervals(df: pd.DataFrame) -> pd.DataFrame:
+    """The leave-one-question-out rows whose bonus interval moved, or is gone (NaN ends), from
+    the whole set's (the first row)."""
+    import pandas as pd
+
+    loqo = df[df["kind"] == "loqo"]
+    # NaN != NaN would call every infeasible one moved
+    same = loqo["lo"].eq(df["lo"].iloc[0]) | (loqo["lo"].isna() & pd.isna(df["lo"].iloc[0]))
+    same &= loqo["hi"].eq(df["hi"].iloc[0]) | (loqo["hi"].isna() & pd.isna(df["hi"].iloc[0]))
+    return loqo[~same]
+
+
+def robustness_study(
+    problem: RetrievalProblem,
+    criteria: tuple[crit.Criterion, ...] | None = None,
+    n_boot: int = 200,
+    seed: int = 0,
+    progress: bool = False,
+) -> RobustnessStudy:
+    """``robustness`` of the problem's spec with its summary and the moved intervals: what
+    ``memlab robustness`` prints and notebook 05 shows."""
+    df = robustness(problem, criteria, n_boot=n_boot, seed=seed, progress=progress)
+    return RobustnessStudy(df, robustness_summary(df), moved_intervals(df))

@@ -213,26 +213,20 @@ def scale_text(result) -> str:
 
 
 def cmd_robustness(args: argparse.Namespace) -> int:
-    import pandas as pd
-
-    from memlab.studies.robustness import robustness, robustness_summary
+    from memlab.studies.robustness import robustness_study
 
     problem = problem_from(args)
     spec = problem.spec
     criteria = criteria_from(args, problem.dataset)
-    df = robustness(
-        problem,
-        criteria,
-        n_boot=args.boot,
-        seed=args.seed,
-        progress=sys.stderr.isatty(),
+    study = robustness_study(
+        problem, criteria, n_boot=args.boot, seed=args.seed, progress=sys.stderr.isatty()
     )
-    summary = robustness_summary(df)
+    summary = study.summary
     if args.format == "json":
         doc = {
             "spec": spec.as_dict(),
             "summary": summary.to_dict("records"),
-            "resamples": df.to_dict("records"),
+            "resamples": study.resamples.to_dict("records"),
         }
         emit(json.dumps(json_ready(doc), indent=2), args.output)
         return 0
@@ -252,16 +246,12 @@ def cmd_robustness(args: argparse.Namespace) -> int:
             f"{r['kind']:>20} {r['resamples']:>5} {r['feasible_share']:>8.1%} {ends}   "
             f"{fmt(r['headroom_median'])}, {fmt(r['headroom_p05'])}"
         )
-    loqo = df[df["kind"] == "loqo"]
-    # an interval moved, or gone (NaN ends): NaN != NaN would call every infeasible one moved
-    same = loqo["lo"].eq(df["lo"].iloc[0]) | (loqo["lo"].isna() & pd.isna(df["lo"].iloc[0]))
-    same &= loqo["hi"].eq(df["hi"].iloc[0]) | (loqo["hi"].isna() & pd.isna(df["hi"].iloc[0]))
-    for r in loqo[~same].to_dict("records"):
+    for r in study.moved.to_dict("records"):
         interval = (
             "no feasible bonus" if r["lo"] != r["lo"] else f"bonus interval [{fmt(r['lo'])}, {fmt(r['hi'])})"
         )
         lines.append(f"  without {r['left_out']}: {interval}")
-    if summary["lo_median"].isna().iloc[0]:
+    if not study.feasible:
         # the sweep's fallback: that sweep found nothing feasible, so say what this one fails
         shortfall = spec_file_shortfall(args, problem, criteria)
         lines.append(
@@ -299,9 +289,8 @@ def cmd_drift(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from memlab.retrieval.inputs import build_inputs
-    from memlab.retrieval.retrievers import RETRIEVERS, check_retrievers, uses_keywords
-    from memlab.studies.hybrid import compare
+    from memlab.retrieval.retrievers import RETRIEVERS, check_retrievers
+    from memlab.studies.hybrid import compare_problem
 
     retrievers = (
         None if args.retrievers is None else [p.strip() for p in args.retrievers.split(",") if p.strip()]
@@ -310,10 +299,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     grid = retriever_grid_from(args)
     problem = problem_from(args, decay=None, combine=None)  # the family is a grid axis here
     dataset, scores = problem.dataset, problem.scores
-    inputs = build_inputs(  # a tenant filter: the other tenants' memories in no route
-        dataset, scores.raw, lang=args.lang, keyword=uses_keywords(retrievers), allowed=problem.pool.allowed
-    )
-    result = compare(inputs, retrievers, grid, progress=sys.stderr.isatty())
+    result = compare_problem(problem, retrievers, grid, progress=sys.stderr.isatty())
     if args.format == "json":
         doc = {
             "dataset": dataset.name,
@@ -338,10 +324,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         }
         emit(json.dumps(json_ready(doc), indent=2), args.output)
         return 0
-    gated = sum(r is not None for r in inputs.time_ranges)
     lines = [
         f"dataset {dataset.name} ({args.lang}, {counted(len(dataset.questions), 'question')}, "
-        f"{gated} naming a time), "
+        f"{result.time_questions} naming a time), "
         f"scores: {scores.source} {scores.model_label or ''}".rstrip(),
         f"{result.configs:,} configurations; each retriever at its best: current memories injected minus "
         "wrong ones (no-hit, stale), then feasible, then margin; thresholds calibrated per retriever",
