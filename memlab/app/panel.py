@@ -67,6 +67,11 @@ class SliderRange:
     step: float
 
 
+def slider_low(name: str, r: SliderRange) -> float:
+    """A slider's lowest position: tau_days one step above 0 (a decay needs tau > 0)."""
+    return max(r.step, r.low) if name == "tau_days" else r.low
+
+
 def nice_step(span: float, steps: int = 200) -> float:
     """A round step (1, 2 or 5 times a power of ten) giving about ``steps`` positions."""
     if not span > 0:
@@ -430,7 +435,7 @@ class TuningPanel:
             for name, r in self.slider_ranges().items():
                 s = w[name]
                 s.max = max(s.max, r.high)  # widen first, so the value is never clamped
-                s.min = max(r.step, r.low) if name == "tau_days" else r.low
+                s.min = slider_low(name, r)
                 s.max, s.step = r.high, r.step
             w["threshold"].value = self.spec.threshold  # the new scores' default, when it follows
         finally:
@@ -462,32 +467,22 @@ class TuningPanel:
             ),
             "decay": W.Dropdown(options=list(DECAYS), value=s.decay, description="decay"),
             "combine": W.Dropdown(options=list(COMBINES), value=s.combine, description="combine"),
-            "bonus": W.FloatSlider(
-                value=s.bonus,
-                min=r["bonus"].low,
-                max=r["bonus"].high,
-                step=r["bonus"].step,
-                readout_format=".3f",
-                description="bonus",
-                continuous_update=False,
-            ),
-            "tau_days": W.FloatSlider(
-                value=s.tau_days,
-                min=max(r["tau_days"].step, r["tau_days"].low),
-                max=r["tau_days"].high,
-                step=r["tau_days"].step,
-                description="tau (days)",
-                continuous_update=False,
-            ),
-            "threshold": W.FloatSlider(
-                value=s.threshold,
-                min=r["threshold"].low,
-                max=r["threshold"].high,
-                step=r["threshold"].step,
-                readout_format=".3f",
-                description="threshold",
-                continuous_update=False,
-            ),
+            **{
+                name: W.FloatSlider(
+                    value=getattr(s, name),
+                    min=slider_low(name, r[name]),
+                    max=r[name].high,
+                    step=r[name].step,
+                    description=words,
+                    continuous_update=False,
+                    **({"readout_format": ".3f"} if name != "tau_days" else {}),
+                )
+                for name, words in (
+                    ("bonus", "bonus"),
+                    ("tau_days", "tau (days)"),
+                    ("threshold", "threshold"),
+                )
+            },
             "candidates": W.IntSlider(
                 value=s.candidates,
                 min=1,
