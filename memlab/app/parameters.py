@@ -176,7 +176,17 @@ PARAMETERS: tuple[Parameter, ...] = (
         choices=_sources,
         group="scores",
     ),
-    Parameter("lang", "str", "en", "text language to embed: en or ja", "--lang", group="scores"),
+    Parameter(
+        "lang",
+        "str",
+        "en",
+        "text language to embed: en or ja",
+        "--lang",
+        group="scores",
+        wording={
+            "calibrate": "probe language: en or ja (default: en, or the dataset's when it has no English)"
+        },
+    ),
     Parameter(
         "model",
         "str",
@@ -185,6 +195,10 @@ PARAMETERS: tuple[Parameter, ...] = (
         f"{DEFAULT_MODEL} (07_drift: {DRIFT_MODEL})",
         "--model",
         group="scores",
+        wording={
+            "calibrate": "embedding model: the one the stored vectors were made with (a dataset's recorded "
+            f"model by default), else what embeds the memories and the probes (default: {DEFAULT_MODEL})"
+        },
     ),
     Parameter(
         "embed_url",
@@ -203,7 +217,13 @@ PARAMETERS: tuple[Parameter, ...] = (
         group="server",
     ),
     Parameter(
-        "dataset", "str", "seed16", "packaged dataset name or dataset folder", "--dataset", group="scores"
+        "dataset",
+        "str",
+        "seed16",
+        "packaged dataset name or dataset folder",
+        "--dataset",
+        group="scores",
+        wording={"calibrate": "dataset name or folder"},
     ),
     Parameter(
         "truncate_dim",
@@ -213,6 +233,7 @@ PARAMETERS: tuple[Parameter, ...] = (
         "--truncate-dim",
         notebook=False,
         group="scores",
+        wording={"calibrate": "truncate embeddings (then L2-normalise)"},
     ),
     Parameter(
         "qdrant_path",
@@ -248,6 +269,7 @@ PARAMETERS: tuple[Parameter, ...] = (
         "--cache-dir",
         notebook=False,
         group="scores",
+        wording={"calibrate": "embedding cache (default: $MEMLAB_CACHE_DIR or ~/.cache/memlab)"},
     ),
     Parameter(
         "embed_api_key_env",

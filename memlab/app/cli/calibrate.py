@@ -10,7 +10,6 @@ from pathlib import Path
 
 from memlab.app.cli.options import (
     Command,
-    Given,
     add_collection_options,
     add_family_options,
     add_output_options,
@@ -25,7 +24,7 @@ from memlab.app.cli.options import (
 )
 from memlab.core.errors import InputError
 from memlab.core.numbers import counted, plural
-from memlab.datasets.schema import DEFAULT_DATASET, load_dataset
+from memlab.datasets.schema import load_dataset
 from memlab.output.io import json_ready
 
 
@@ -176,33 +175,13 @@ def _short(text: str, width: int) -> str:
 
 def add_calibrate_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("store (a dataset, or a Qdrant collection read without re-embedding)")
-    g.add_argument(
-        "--dataset",
-        default=DEFAULT_DATASET,
-        action=Given,
-        help="dataset name or folder (default: %(default)s)",
-    )
     add_parameters(
         g,
-        ["qdrant_path", "qdrant_url", "collection", "preset", "date_field", "text_field", "vector_name"],
+        [
+            *("dataset", "qdrant_path", "qdrant_url", "collection", "preset", "date_field", "text_field"),
+            *("vector_name", "model", "truncate_dim", "cache_dir", "lang"),
+        ],
         command="calibrate",
-    )
-    g.add_argument(
-        "--model",
-        default=None,
-        action=Given,
-        help="embedding model: the one the stored vectors were made with (a dataset's recorded model "
-        "by default), else what embeds the memories and the probes (default: multilingual-e5-small)",
-    )
-    g.add_argument("--truncate-dim", type=int, default=None, help="truncate embeddings (then L2-normalise)")
-    g.add_argument(
-        "--cache-dir", default=None, help="embedding cache (default: $MEMLAB_CACHE_DIR or ~/.cache/memlab)"
-    )
-    g.add_argument(
-        "--lang",
-        default="en",
-        action=Given,
-        help="probe language: en or ja (default: en, or the dataset's when it has no English)",
     )
     add_spec_options(p)
     add_family_options(p)
