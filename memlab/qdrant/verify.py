@@ -25,7 +25,8 @@ import shutil
 import tempfile
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -114,6 +115,14 @@ class StoreBase:
             return f"the {self.kind} at {self.where}"
         return f"collection {self.collection!r} in {self.where} ({self.kind})"
 
+    def no_collection(self, collections: Any) -> InputError:
+        """The error for a store without the collection, naming those it has (qdrant-client's
+        ``get_collections`` answer)."""
+        names = ", ".join(sorted(c.name for c in collections.collections))
+        return InputError(
+            f"no collection {self.collection!r} in {self.where} (collections: {names or 'none'})"
+        )
+
 
 class UserStore(StoreBase, ABC):
     """A collection of the user's, asked only queries: ``hits(body)`` -> the points; one subclass
@@ -150,6 +159,19 @@ def refused(e: BaseException, what: str) -> MemlabError | None:
     if type(e) in (ValueError, AssertionError):  # local mode checks with these
         return InputError(f"{what} refused the query: {' '.join(str(e).split())}")
     return None
+
+
+@contextmanager
+def refusals(what: str) -> Iterator[None]:
+    """qdrant-client's failures inside as one line naming the store (``refused``); anything else,
+    memlab's own errors included, passes unchanged (a bug shows as one)."""
+    try:
+        yield
+    except Exception as e:
+        problem = refused(e, what)
+        if problem is None:
+            raise
+        raise problem from None
 
 
 def client_kind(client: Any) -> tuple[str, bool]:
@@ -190,31 +212,16 @@ class ClientStore(UserStore):
     def hits(self, body: dict[str, Any], *, with_payload: bool = False) -> list[Hit]:
         from memlab.qdrant.store import run_query
 
-        try:
+        with refusals(self.describe()):
             points = run_query(self.client, self.collection, body, with_payload=with_payload)
-        except Exception as e:
-            problem = refused(e, self.describe())
-            if problem is None:
-                raise
-            raise problem from None
         return [Hit(p.id, float(p.score), p.payload or {}) for p in points]
 
     def facts(self) -> CollectionFacts:
-        try:
+        with refusals(self.describe()):
             if not self.client.collection_exists(self.collection):
-                names = ", ".join(sorted(c.name for c in self.client.get_collections().collections))
-                raise InputError(
-                    f"no collection {self.collection!r} in {self.where} (collections: {names or 'none'})"
-                )
+                raise self.no_collection(self.client.get_collections())
             info = self.client.get_collection(self.collection)
             first, _ = self.client.scroll(self.collection, limit=1, with_payload=True)
-        except MemlabError:
-            raise
-        except Exception as e:
-            problem = refused(e, self.describe())
-            if problem is None:
-                raise
-            raise problem from None
         return collection_facts(info, first, remote=self.exact)
 
     def close(self) -> None:
@@ -242,33 +249,18 @@ class AsyncClientStore(StoreBase):
     async def hits(self, body: dict[str, Any], *, with_payload: bool = False) -> list[Hit]:
         from memlab.qdrant.store import query_arguments
 
-        try:
+        with refusals(self.describe()):
             answer = await self.client.query_points(
                 self.collection, **query_arguments(body, with_payload=with_payload)
             )
-        except Exception as e:
-            problem = refused(e, self.describe())
-            if problem is None:
-                raise
-            raise problem from None
         return [Hit(p.id, float(p.score), p.payload or {}) for p in answer.points]
 
     async def facts(self) -> CollectionFacts:
-        try:
+        with refusals(self.describe()):
             if not await self.client.collection_exists(self.collection):
-                names = ", ".join(sorted(c.name for c in (await self.client.get_collections()).collections))
-                raise InputError(
-                    f"no collection {self.collection!r} in {self.where} (collections: {names or 'none'})"
-                )
+                raise self.no_collection(await self.client.get_collections())
             info = await self.client.get_collection(self.collection)
             first, _ = await self.client.scroll(self.collection, limit=1, with_payload=True)
-        except MemlabError:
-            raise
-        except Exception as e:
-            problem = refused(e, self.describe())
-            if problem is None:
-                raise
-            raise problem from None
         return collection_facts(info, first, remote=self.exact)
 
 
