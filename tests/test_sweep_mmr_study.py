@@ -214,3 +214,16 @@ def test_the_saved_choice_exports_what_the_reference_injects_on_the_engine(tmp_p
     finally:
         shard.close()
     assert len(ev.results) == len(ds.questions) > 0
+
+
+def test_scale_and_the_margin_refuse_mmr_with_diversity_in_one_line():
+    from memlab.core.decisions import decision_margin
+    from memlab.core.errors import InputError
+    from memlab.studies.scale import scale_study
+
+    problem = random_problem(0)
+    spec = RetrievalSpec(candidates=3, mmr_pool=8, diversity=0.5)
+    with pytest.raises(InputError, match=r"^no exact decision margin under MMR with diversity > 0: "):
+        decision_margin(problem.raw, problem.ages(), problem.dataset.memory_ids, spec)
+    with pytest.raises(InputError, match=r"^scale: an MMR stage is not modelled: "):
+        scale_study(problem.with_spec(spec), [20], (np.zeros((4, 5), np.float32), np.zeros(4)))
