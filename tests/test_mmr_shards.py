@@ -202,3 +202,41 @@ def test_the_sweep_over_shards_is_the_reference(shards):
             [c.index for c in r.injected] for r in flat.results
         ]
     assert differs > 0  # the shards changed some rows' injections
+
+
+@pytest.mark.qdrant_edge
+@pytest.mark.parametrize("shards", [2, 3])
+def test_the_retriever_on_engine_shards_returns_the_references_mmr_injections(shards, tmp_path):
+    """``memlab.Retriever`` over EdgeShards (it sends the export to each shard and merges the
+    lists as the collection does): what it returns is the reference's injected memories under an
+    MMR spec, per shard diversified, with and without the tenant filter."""
+    from test_retriever import random_world
+    from test_retriever import same as same_memories
+
+    from memlab import Retriever
+    from memlab.scores.sources import ScoreTable
+
+    world = random_world(30 + shards, uuids=shards == 3)
+    engine = world.edge(tmp_path, shards)
+    table = ScoreTable(
+        world.dataset.question_ids,
+        world.dataset.memory_ids,
+        cosine_table(world.queries, world.mem),
+        "embedded",
+        vectors=Vectors(world.mem, world.queries),
+    )
+    rng = np.random.default_rng(shards)
+    differs = 0
+    for spec in specs(rng, 6):
+        retriever = Retriever.from_spec(spec, client=engine)
+        for user in (None, "alice"):
+            scope = Scope(filters=(("user_id", user),) if user else (), shards=shards)
+            ev = evaluate(world.dataset, table, spec, pool=scope.pool(world.memories))
+            one = evaluate(world.dataset, table, spec, pool=Scope(filters=scope.filters).pool(world.memories))
+            for i, result in enumerate(ev.results):
+                got = retriever.retrieve(
+                    world.queries[i], world.asked[i], {"user_id": user} if user else None
+                )
+                same_memories(got, result, world, (shards, user, spec, result.question_id))
+                differs += [c.index for c in result.injected] != [c.index for c in one.results[i].injected]
+    assert differs > 0  # per-shard MMR injected other memories than one shard's would
