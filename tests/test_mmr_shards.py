@@ -240,3 +240,36 @@ def test_the_retriever_on_engine_shards_returns_the_references_mmr_injections(sh
                 same_memories(got, result, world, (shards, user, spec, result.question_id))
                 differs += [c.index for c in result.injected] != [c.index for c in one.results[i].injected]
     assert differs > 0  # per-shard MMR injected other memories than one shard's would
+
+
+def test_explain_refuses_mmr_over_several_shards_in_one_line(tmp_path):
+    """The reference runs it per shard; explain's replay (which names the pick a dropped memory was
+    too close to) does not yet, and says so rather than replaying one shard's picks."""
+    from test_explain import write_log
+
+    from memlab.core.errors import InputError
+    from memlab.datasets.querylog import load_log
+    from memlab.scores.problem import RetrievalProblem
+    from memlab.scores.sources import ScoreTable
+    from memlab.tuning.explain import replay
+
+    rng = np.random.default_rng(0)
+    dataset = make_dataset(rng.integers(0, 10 * 86400, 12), ["hit"] * 3, [0, 1, 2], [()] * 3)
+    mem = rng.normal(size=(12, 4)).astype(np.float32)
+    qv = rng.normal(size=(3, 4)).astype(np.float32)
+    scores = ScoreTable(
+        dataset.question_ids, dataset.memory_ids, cosine_table(qv, mem), "embedded", vectors=Vectors(mem, qv)
+    )
+    spec = RetrievalSpec(candidates=3, mmr_pool=8, diversity=0.5)
+    problem = RetrievalProblem.of(dataset, scores, spec).with_scope(Scope(shards=2))
+    lines = [
+        {"id": q.id, "vector": qv[j].tolist(), "time": REF.isoformat()}
+        for j, q in enumerate(dataset.questions)
+    ]
+    log = load_log(write_log(tmp_path / "log.jsonl", lines))
+    with pytest.raises(InputError, match=r"^explain: MMR over several shards is not replayed \(") as e:
+        replay(problem, log, memory_vectors=mem)
+    assert "\n" not in str(e.value)
+    assert (
+        replay(problem.with_scope(Scope()), log, memory_vectors=mem).explain(0).candidates
+    )  # one shard runs

@@ -304,7 +304,8 @@ MMR_NEEDS_VECTORS = (
 MMR_NO_MARGIN = (
     "no exact decision margin under MMR with diversity > 0: MMR's picks are decided by "
     "lambda*raw - (1-lambda)*similarity to earlier picks, which a move of a final score changes "
-    "by lambda times it, by nothing or through the vectors depending on what moved (docs/spec.md#mmr)"
+    "by lambda times it, by nothing or through the vectors depending on what moved "
+    "(docs/sweep.md, MMR as axes)"
 )
 
 

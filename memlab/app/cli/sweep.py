@@ -401,6 +401,7 @@ def grouped_conflicts(rows: list[dict[str, Any]]) -> list[str]:
 
 
 GRID_TITLE = "grid (start:stop:step with stop included, a comma list, or one value)"
+MMR_EXAMPLES = {"mmr_pool": "20,40 or 10:40:10", "diversity": "0:1:0.25 or 0.3,0.6"}
 MMR_TITLE = (
     "MMR axes (Qdrant's mmr before the bonus, outermost axes; off unless both are given; each "
     "shard diversifies its own pool)"
@@ -443,12 +444,16 @@ def add_sweep_arguments(p: argparse.ArgumentParser) -> None:
             help=f"{parameter(axis).help}: a value or an axis, {example} (default: %(default)s)",
         )
     g = p.add_argument_group(MMR_TITLE)
-    for name, example in (("mmr_pool", "20,40 or 10:40:10"), ("diversity", "0:1:0.25 or 0.3,0.6")):
+    for name, text in (
+        ("mmr_pool", "MMR's pools (the raw nearest neighbours diversified down to --candidates), 1 or more"),
+        ("diversity", f"MMR's diversities: {parameter('diversity').help.split(': ', 1)[-1]}"),
+    ):
         g.add_argument(
             f"--{name.replace('_', '-')}",
             dest=f"{name}_range",
             default=None,
-            help=f"{parameter(name).help}: a value or an axis, {example} (default: no MMR axes)",
+            metavar="AXIS",
+            help=f"{text}: a value or an axis, {MMR_EXAMPLES[name]} (default: no MMR axes)",
         )
     add_family_options(p, many=True)
     add_criteria_option(p)
