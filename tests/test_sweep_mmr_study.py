@@ -139,6 +139,7 @@ def test_the_study_chooses_among_the_mmr_rows_and_off_is_the_sweep_as_before():
         (["--mmr-pool", "8", "--diversity", "0,1.5"], "diversity: expected"),
         (["--mmr-pool", "8:x:2", "--diversity", "0"], "--mmr-pool: '8:x:2' is not start:stop:step"),
         (["--mmr-pool", "8", "--diversity", "0.5"], "MMR with diversity > 0 needs the memories' vectors"),
+        (["--mmr-pool", "8", "--diversity", "0", "--print-choice", "yaml"], "the choice would lose mmr_pool"),
     ],
 )
 def test_bad_axes_are_one_line(argv, message, capsys, tmp_path):

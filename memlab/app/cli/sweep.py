@@ -154,6 +154,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     criteria = criteria_from(args, dataset)
     grid = grid_from(args, problems[0])
     mmr = mmr_axes_from(args)
+    if mmr is not None and args.print_choice == "yaml":  # refused before the sweep, not after it
+        raise InputError(
+            "--print-choice yaml: a batch run's parameters have no MMR stage, so the choice would lose "
+            "mmr_pool and diversity: use --save FILE (the notebooks' spec_file reads it) or "
+            "--print-choice flags"
+        )
     size = grid.size * (1 if mmr is None else mmr.size)
     progress = mmr is None and grid.size >= 1_000_000 and sys.stderr.isatty()
     check_sweep_work(size, len(dataset.questions))  # refused before the estimate, not after
