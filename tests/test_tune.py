@@ -27,6 +27,8 @@ def test_panel_updates_figure_criteria_and_prompt(seed):
         "threshold",
         "candidates",
         "inject",
+        "MMR pool",
+        "diversity",
     ]
     assert panel.state.feasible
     before = list(panel.figure.data[1].y)

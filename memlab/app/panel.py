@@ -381,6 +381,8 @@ class TuningPanel:
                 setattr(self, key, changes.pop(key))
         if "threshold" in changes:
             self.threshold_follows = False  # moved by hand: it stays where it was put
+        if changes.get("mmr_pool") == 0:  # MMR off: no diversity left to apply (the spec refuses one)
+            changes["diversity"] = 0.0
         if changes:
             self.spec = replace(self.spec, **changes)
         if rescored:
@@ -391,7 +393,22 @@ class TuningPanel:
         self.last_update_ms = (time.perf_counter() - t0) * 1000
         if self._widgets is not None:
             self._widgets["criteria"].value = self.criteria_html()
+            self._sync_mmr()
         return self.state
+
+    def has_vectors(self) -> bool:
+        """Whether these scores keep the memories' vectors (MMR's diversity needs them)."""
+        return self.scores().vectors is not None
+
+    def _sync_mmr(self) -> None:
+        """The MMR sliders show the spec: diversity only with a pool and the vectors it needs."""
+        w = self._widgets
+        self._quiet = True
+        try:
+            w["mmr_pool"].value, w["diversity"].value = self.spec.mmr_pool, self.spec.diversity
+            w["diversity"].disabled = not (self.spec.mmr and self.has_vectors())
+        finally:
+            self._quiet = False
 
     # -- the widgets ----------------------------------------------------------------------
     def _refresh_widgets(self, rescored: bool = False) -> None:
@@ -492,6 +509,24 @@ class TuningPanel:
             ),
             "inject": W.IntSlider(
                 value=s.inject, min=1, max=max(8, s.inject), description="inject", continuous_update=False
+            ),
+            # MMR (Qdrant's mmr before the bonus): pool 0 is off; diversity needs a pool and vectors
+            "mmr_pool": W.IntSlider(
+                value=s.mmr_pool,
+                min=0,
+                max=max(len(self.dataset.memories), s.mmr_pool),
+                description="MMR pool",
+                continuous_update=False,
+            ),
+            "diversity": W.FloatSlider(
+                value=s.diversity,
+                min=0.0,
+                max=1.0,
+                step=0.05,
+                readout_format=".2f",
+                description="diversity",
+                disabled=not (s.mmr and self.has_vectors()),
+                continuous_update=False,
             ),
         }
         for name, control in controls.items():

@@ -12,6 +12,11 @@ The decision margin is the smallest of these over every question: the amount by 
 final score could move before an injection changes (0: a decision sits exactly on a tie).
 Candidates past inject+1 decide nothing (they are not injected whichever way their score moves
 by less than the margin), nor do questions without a candidate.
+
+Under an MMR stage with diversity 0 the candidates are the top ones by raw score, as without MMR,
+and the margin is the same. With diversity above 0 MMR's picks are decided by other numbers than
+the final scores, and no one margin is exact: ``decision_margin`` refuses it
+(``memlab.core.spec.MMR_NO_MARGIN`` says why).
 """
 
 from __future__ import annotations
@@ -21,8 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from memlab.core.errors import InputError
 from memlab.core.shards import Pool
-from memlab.core.spec import RetrievalSpec, retrieve
+from memlab.core.spec import MMR_NO_MARGIN, RetrievalSpec, retrieve
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,8 @@ def decision_margin(
     """The smallest distance from any decision of ``spec`` over every question (rows of ``raw``,
     NaN: not retrievable; ``ages`` per memory or per question and memory), with the one it is;
     ``pool``: the tenant filter and the shards the candidates come from."""
+    if spec.mmr and spec.diversity > 0:
+        raise InputError(MMR_NO_MARGIN)
     raw = np.asarray(raw, dtype=np.float64)
     ages = np.broadcast_to(np.asarray(ages, dtype=np.float64), raw.shape)
     best = Decision(math.inf)

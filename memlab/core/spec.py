@@ -29,9 +29,9 @@ import numpy as np
 
 from memlab.core.errors import InputError
 from memlab.core.numbers import check_number
-from memlab.core.ranking import injected, rerank, select_candidates, top_k
+from memlab.core.ranking import candidate_order, injected, rerank, select_candidates, top_k
 from memlab.core.registry import lookup
-from memlab.core.shards import Pool, pool_candidates
+from memlab.core.shards import Pool, narrow, pool_candidates
 
 SECONDS_PER_DAY = 86_400.0
 
@@ -295,26 +295,67 @@ MMR_NEEDS_VECTORS = (
 )
 
 
+# why no decision margin (memlab.core.decisions) is given under MMR with diversity: the margin is how
+# far one final score can move before an injection changes, and MMR's picks are decided by other
+# numbers too, lambda * raw - (1 - lambda) * the similarity to earlier picks. A move of a final
+# score moves the MMR score by lambda times it if the raw score moved, by nothing if the bonus
+# did, and a move of the raw score is a move of the vector every similarity is computed from:
+# each reading gives another margin, so none is the margin
+MMR_NO_MARGIN = (
+    "no exact decision margin under MMR with diversity > 0: MMR's picks are decided by "
+    "lambda*raw - (1-lambda)*similarity to earlier picks, which a move of a final score changes "
+    "by lambda times it, by nothing or through the vectors depending on what moved "
+    "(docs/sweep.md, MMR as axes)"
+)
+
+
 def check_mmr(spec: RetrievalSpec, vectors: np.ndarray | None, pool: Pool | None = None) -> None:
     """Refuse, in one line, an MMR stage the inputs cannot run: diversity without vectors (the
-    seed's published scores), or MMR over several shards (Qdrant runs it per shard)."""
+    seed's published scores). Several shards are modelled as Qdrant runs them: MMR on each shard
+    apart (``mmr_pool_candidates``)."""
     if spec.mmr and spec.diversity > 0 and vectors is None:
         raise InputError(MMR_NEEDS_VECTORS)
-    if spec.mmr and pool is not None and pool.shards > 1:
-        raise InputError("MMR over several shards is not modelled (Qdrant diversifies each shard apart)")
 
 
 def mmr_candidates(
     raw: np.ndarray, spec: RetrievalSpec, vectors: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The MMR stage for one question: (its pool, the top ``mmr_pool`` by raw score in candidate
-    order; the places in the pool MMR picks, in pick order: ``memlab.core.mmr.select``, relevance
-    the raw cosine, similarity the memories' cosine)."""
+    """The MMR stage for one question on one shard: (its pool, the top ``mmr_pool`` by raw score
+    in candidate order; the places in the pool MMR picks, in pick order:
+    ``memlab.core.mmr.select``, relevance the raw cosine, similarity the memories' cosine)."""
     from memlab.core import mmr
 
     pool_idx = select_candidates(raw, spec.mmr_pool)
     sim = mmr.similarities(vectors if spec.diversity > 0 else None, pool_idx)
     return pool_idx, mmr.select(raw[pool_idx], sim, spec.diversity, spec.candidates)
+
+
+def mmr_pool_candidates(
+    raw: np.ndarray, spec: RetrievalSpec, vectors: np.ndarray | None, pool: Pool | None = None
+) -> np.ndarray:
+    """One question's candidates under the MMR stage, in candidate order (higher raw first, ties
+    in dataset order): the memories MMR picks on each shard of ``pool`` apart, among that shard's
+    memories the filter keeps. Qdrant runs an ``mmr`` prefetch with its own nested prefetch as a
+    shard-level rescore (``lib/shard/src/query/planned_query.rs``, ``recurse_prefetches``): each
+    shard diversifies its own top ``mmr_pool`` down to ``candidates``, and the collection only
+    merges what the formula above it returns, so the candidates are the union of the shards'
+    picks (at most ``shards * candidates``)."""
+    raw = narrow(np.asarray(raw, dtype=np.float64), pool)
+    if pool is None or pool.shards == 1:
+        shards = [raw]
+    else:
+        shard = np.asarray(pool.shard)
+        shards = [np.where(shard == s, raw, np.nan) for s in np.unique(shard)]
+    chosen = []
+    for part in shards:
+        pool_idx, picks = mmr_candidates(part, spec, vectors)
+        chosen.append(pool_idx[picks])
+    # MMR only chooses the candidates; the re-sort then orders them by its own rule, which breaks
+    # ties by candidate order (raw, then dataset order), so they are kept in it
+    keep = np.zeros(raw.shape[-1], dtype=bool)
+    keep[np.concatenate(chosen).astype(np.intp)] = True
+    order = candidate_order(raw)
+    return order[keep[order]]
 
 
 def retrieve(
@@ -332,10 +373,7 @@ def retrieve(
     raw = np.asarray(raw, dtype=np.float64)
     if spec.mmr:
         check_mmr(spec, vectors, pool)
-        pool_idx, picks = mmr_candidates(raw, spec, vectors)
-        # MMR only chooses the candidates; the re-sort then orders them by its own rule, which
-        # breaks ties by candidate order (raw, then dataset order), so they are kept in it
-        idx = pool_idx[np.sort(picks)]
+        idx = mmr_pool_candidates(raw, spec, vectors, pool)
     else:
         idx = pool_candidates(raw, spec.candidates, pool)
     weight = spec.weight(ages)

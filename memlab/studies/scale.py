@@ -496,6 +496,13 @@ def scale_study(
     predicted, under the problem's whole spec. ``pool`` = (vectors, ages in days) of the real
     distractors (``distractor_pool``), embedded with the problem's model."""
     dataset, spec, scores_raw = problem.dataset, problem.spec, problem.scores.raw
+    if spec.mmr:
+        raise InputError(
+            "scale: an MMR stage is not modelled: the study's curves and laws rest on the best final "
+            "score among the top candidates being a running maximum over the distractors, and MMR's "
+            "picks are not (a distractor close to a pick can drop another memory); drop --mmr-pool "
+            "(with diversity 0 and --mmr-pool >= --candidates MMR keeps the plain candidates)"
+        )
     queries = problem.question_vectors()
     pool, pool_ages = pool
     spec = spec.with_reference(dataset.reference_date)

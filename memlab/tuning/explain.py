@@ -525,6 +525,12 @@ def replay(
     watched: list[dict[int, float]] = []
     for _, spec in runs_specs:
         check_mmr(spec, mem, pool)
+        if spec.mmr and pool.shards > 1:  # the reference runs it (per shard); the replay does not yet
+            raise InputError(
+                "explain: MMR over several shards is not replayed (each shard diversifies its own pool, "
+                "and explain names the pick a dropped memory was too close to on one shard): "
+                "give --shards 1, or use evaluate, which runs it"
+            )
     dropped: list[list] = [[] for _ in runs_specs]
     # one shard, no filter, no MMR: each block's top candidates kept in one compiled pass over its
     # scores (``visible_top_k``), never a (queries, memories) float64 copy; else the pool's rule (and

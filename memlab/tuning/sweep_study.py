@@ -1,7 +1,11 @@
 """The sweep as a study: a grid swept over one problem per language (jointly when there are
 several), one configuration chosen by a rule while the chunks stream past, and the decision
 margin of a spec on each problem. What ``memlab sweep`` prints and saves, callable from a
-notebook or the panel alike; the command only parses and prints."""
+notebook or the panel alike; the command only parses and prints.
+
+``mmr`` (``memlab.core.sweep_mmr.MmrAxes``) adds MMR's pool and diversity as the outermost axes:
+the sweep is then ``sweep_mmr_chunks`` (MMR per shard, as Qdrant runs it), one frame per (pool,
+diversity); None (the default) is the sweep without MMR, frame for frame as before."""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from memlab.core.decisions import decision_margin
 from memlab.core.grid import AXES, Grid
 from memlab.core.selection import FALLBACK, choose_streaming, rule_metrics, utility
 from memlab.core.spec import RetrievalSpec
+from memlab.core.sweep_mmr import MMR_AXES, MmrAxes, sweep_mmr_chunks
 from memlab.core.sweep_pool import pooled_sweep_chunks
 from memlab.scores.problem import RetrievalProblem
 
@@ -57,9 +62,24 @@ def sweep_chunks(
     long: bool = False,
     metrics: Sequence[str] | None = None,
     progress: bool = False,
+    mmr: MmrAxes | None = None,
 ) -> Iterator:
-    """One problem's sweep over ``grid`` as chunks of rows (``long``: one row per configuration
-    and question, every metric)."""
+    """One problem's sweep over ``grid`` (and the MMR axes ``mmr``) as chunks of rows (``long``:
+    one row per configuration and question, every metric)."""
+    if mmr is not None:
+        vectors = None if problem.scores.vectors is None else problem.scores.vectors.memories
+        return sweep_mmr_chunks(
+            problem.raw,
+            problem.ages(),
+            problem.labels(),
+            grid,
+            criteria,
+            vectors=vectors,
+            axes=mmr,
+            pool=problem.pool,
+            long=long,
+            metrics=None if long else metrics,
+        )
     return pooled_sweep_chunks(
         problem.raw,
         problem.ages(),
@@ -99,16 +119,19 @@ def sweep_study(
     metrics: Sequence[str] | None = None,
     progress: bool = False,
     sink: Callable[[Any], None] | None = None,
+    mmr: MmrAxes | None = None,
 ) -> SweepOutcome:
-    """Sweep ``grid`` on each language's problem (jointly: feasible in every one), and choose one
-    configuration by ``rule`` as the chunks stream past; ``sink`` sees every chunk (the table
-    written beside the choice). ``metrics``: the metric groups asked, the rule's own added."""
+    """Sweep ``grid`` (and the MMR axes ``mmr``) on each language's problem (jointly: feasible in
+    every one), and choose one configuration by ``rule`` as the chunks stream past; ``sink`` sees
+    every chunk (the table written beside the choice). ``metrics``: the metric groups asked, the
+    rule's own added."""
     metrics = None if metrics is None else (*metrics, *rule_metrics(rule, FALLBACK))
     langs = tuple(langs)
     t0 = time.perf_counter()
-    streams = [sweep_chunks(p, grid, criteria, metrics=metrics, progress=progress) for p in problems]
+    streams = [sweep_chunks(p, grid, criteria, metrics=metrics, progress=progress, mmr=mmr) for p in problems]
     joint = len(langs) > 1
-    wide = joint_frames(streams, langs, AXES) if joint else streams[0]
+    axes = AXES if mmr is None else (*MMR_AXES, *AXES)
+    wide = joint_frames(streams, langs, axes) if joint else streams[0]
     names = [f"{lang}:{c.name}" for lang in langs for c in criteria] if joint else [c.name for c in criteria]
 
     def passed() -> Iterator:
@@ -126,8 +149,11 @@ def sweep_study(
     return SweepOutcome(choice, row, time.perf_counter() - t0, langs)
 
 
-def decision_margins(problems: Sequence[RetrievalProblem], spec: RetrievalSpec) -> list:
-    """The spec's decision margin on each problem (``memlab.core.decisions``)."""
+def decision_margins(problems: Sequence[RetrievalProblem], spec: RetrievalSpec) -> list | None:
+    """The spec's decision margin on each problem (``memlab.core.decisions``); None under MMR
+    with diversity above 0, where no margin is exact (``memlab.core.spec.MMR_NO_MARGIN``)."""
+    if spec.mmr and spec.diversity > 0:
+        return None
     return [
         decision_margin(p.raw, p.ages(), p.dataset.memory_ids, spec, p.dataset.question_ids, p.pool)
         for p in problems

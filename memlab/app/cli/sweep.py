@@ -31,7 +31,7 @@ from memlab.app.cli.options import (
 )
 from memlab.core.errors import InputError
 from memlab.core.numbers import check_work, counted, plural
-from memlab.core.spec import DEFAULT_FAMILY, RetrievalSpec
+from memlab.core.spec import DEFAULT_FAMILY, MMR_NO_MARGIN, RetrievalSpec
 from memlab.datasets.schema import load_dataset
 
 MAX_REGIONS = 1_000_000  # feasible regions one `memlab feasible` computes
@@ -56,6 +56,23 @@ def grid_from(args: argparse.Namespace, problem=None):
     )
 
 
+def mmr_axes_from(args: argparse.Namespace):
+    """The MMR axes ``--mmr-pool`` and ``--diversity`` give (``memlab.core.sweep_mmr.MmrAxes``),
+    both or neither; None: the sweep without MMR."""
+    from memlab.core.grid import parse_axis
+    from memlab.core.sweep_mmr import MmrAxes
+
+    pools, divs = getattr(args, "mmr_pool_range", None), getattr(args, "diversity_range", None)
+    if pools is None and divs is None:
+        return None
+    if pools is None or divs is None:
+        given, missing = ("--diversity", "--mmr-pool") if pools is None else ("--mmr-pool", "--diversity")
+        raise InputError(
+            f"{given}: MMR's axes come together: give {missing} too (the pool MMR diversifies, and how much)"
+        )
+    return MmrAxes.of(parse_axis(pools, "mmr-pool", integer=True), parse_axis(divs, "diversity"))
+
+
 SHOWN_CRITERIA = 24  # criterion values the choice line prints one by one (beyond: a count)
 
 
@@ -67,6 +84,12 @@ def describe_row(row: dict[str, Any], criteria, prefixes: Sequence[str] = ("",))
         f"threshold={row['threshold']:g}",
         f"candidates={int(row['candidates'])}",
         f"inject={int(row['inject'])}",
+        # the MMR axes, when swept (a sweep without them prints what it printed before)
+        *(
+            [f"mmr_pool={int(row['mmr_pool'])}", f"diversity={row['diversity']:g}"]
+            if "mmr_pool" in row
+            else []
+        ),
         f"headroom={fmt(row['headroom'])}",
         f"min_margin={fmt(row['min_margin'])}",
     ]
@@ -130,17 +153,31 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     dataset = problems[0].dataset  # the questions the tenant filter asks, and their criteria
     criteria = criteria_from(args, dataset)
     grid = grid_from(args, problems[0])
-    progress = grid.size >= 1_000_000 and sys.stderr.isatty()
-    check_sweep_work(grid.size, len(dataset.questions))  # refused before the estimate, not after
-    seconds = grid.size * len(langs) / SWEEP_RATE * max(1.0, len(dataset.questions) / 20)
+    mmr = mmr_axes_from(args)
+    if mmr is not None and args.print_choice == "yaml":  # refused before the sweep, not after it
+        raise InputError(
+            "--print-choice yaml: a batch run's parameters have no MMR stage, so the choice would lose "
+            "mmr_pool and diversity: use --save FILE (the notebooks' spec_file reads it) or "
+            "--print-choice flags"
+        )
+    size = grid.size * (1 if mmr is None else mmr.size)
+    progress = mmr is None and grid.size >= 1_000_000 and sys.stderr.isatty()
+    check_sweep_work(size, len(dataset.questions))  # refused before the estimate, not after
+    seconds = size * len(langs) / SWEEP_RATE * max(1.0, len(dataset.questions) / 20)
     if seconds >= 10 and not progress:  # no bar (stderr is no terminal): said before it starts
         print(
-            f"sweeping {grid.size:,} configurations of {counted(len(dataset.questions), 'question')}: "
+            f"sweeping {size:,} configurations of {counted(len(dataset.questions), 'question')}: "
             f"about {seconds:.0f} s on two cores (a coarser step or a narrower axis finishes sooner)",
             file=sys.stderr,
         )
     asked = check_metrics(args.metrics.split(",")) if args.metrics else None
-    study = {"nohit_weight": args.nohit_weight, "langs": langs, "metrics": asked, "progress": progress}
+    study = {
+        "nohit_weight": args.nohit_weight,
+        "langs": langs,
+        "metrics": asked,
+        "progress": progress,
+        "mmr": mmr,
+    }
     if args.output and not args.long:
         with TableWriter(args.output, args.format) as out:
             outcome = sweep_study(problems, grid, criteria, args.select, sink=out.write, **study)
@@ -151,7 +188,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if joint:
             raise InputError("--long writes one language's table: give one --lang with it")
         with TableWriter(args.output, args.format) as out:
-            for frame in sweep_chunks(problems[0], grid, criteria, long=True, progress=progress):
+            for frame in sweep_chunks(problems[0], grid, criteria, long=True, progress=progress, mmr=mmr):
                 out.write(frame)
     elapsed = outcome.elapsed
     # -o - (the table) and --print-choice yaml|flags (the choice, for $(...) or a paste) own
@@ -164,6 +201,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         )
         if a not in ("decay", "combine") or n > 1
     )
+    if mmr is not None:  # the MMR axes, outermost
+        shown_axes = f"{len(mmr.mmr_pool)} mmr_pool x {len(mmr.diversity)} diversity x {shown_axes}"
     total = choice.total
     print(
         f"grid: {shown_axes} = {total:,} {plural(total, 'configuration')}, "
@@ -202,12 +241,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if not scope.trivial:
         print(shard_summary(problems[0], spec), file=say)
     decisions = decision_margins(problems, spec)
-    closest = min(range(len(langs)), key=lambda i: decisions[i].margin)
-    print(
-        f"{decisions[closest].text()}{f' ({langs[closest]})' if joint else ''}: no final score can move "
-        "by less than this and change an injection",
-        file=say,
-    )
+    if decisions is None:  # MMR with diversity: no margin is exact, and none is made up
+        print(MMR_NO_MARGIN, file=say)
+    else:
+        closest = min(range(len(langs)), key=lambda i: decisions[i].margin)
+        print(
+            f"{decisions[closest].text()}{f' ({langs[closest]})' if joint else ''}: no final score can move "
+            "by less than this and change an injection",
+            file=say,
+        )
     if args.save:
         selection = {
             "rule": choice.rule,
@@ -216,7 +258,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             "feasible": bool(row["feasible"]),
             "utility": row["utility"],
             "min_margin": float(row["min_margin"]),
-            "decision_margin": float(decisions[closest].margin),
+            "decision_margin": None if decisions is None else float(decisions[closest].margin),
             "configurations": int(total),
             "feasible_configurations": int(choice.feasible),
             # the criteria that conflict, when none holds: what every command reading it says
@@ -228,8 +270,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         make = batch_yaml if args.print_choice == "yaml" else cli_flags
         for lang in langs:
             print(make(dataset_reference(dataset), args.source, lang, spec).rstrip("\n"))
-    flag = {"bonus": "--bonus", "tau_days": "--tau", "threshold": "--threshold"}
-    for axis, side, value in grid.edges(row):
+    flag = {"bonus": "--bonus", "tau_days": "--tau", "threshold": "--threshold", "mmr_pool": "--mmr-pool"}
+    for axis, side, value in [*(mmr.edges(row) if mmr is not None else ()), *grid.edges(row)]:
         print(
             f"warning: the choice sits at the {side} value of {flag.get(axis, '--' + axis)} ({value:g}): "
             "the best configuration may lie outside the grid; widen that axis",
@@ -365,6 +407,11 @@ def grouped_conflicts(rows: list[dict[str, Any]]) -> list[str]:
 
 
 GRID_TITLE = "grid (start:stop:step with stop included, a comma list, or one value)"
+MMR_EXAMPLES = {"mmr_pool": "20,40 or 10:40:10", "diversity": "0:1:0.25 or 0.3,0.6"}
+MMR_TITLE = (
+    "MMR axes (Qdrant's mmr before the bonus, outermost axes; off unless both are given; each "
+    "shard diversifies its own pool)"
+)
 
 
 def shard_summary(problem, spec) -> str:
@@ -401,6 +448,18 @@ def add_sweep_arguments(p: argparse.ArgumentParser) -> None:
             dest=f"{axis}_range",
             default=str(getattr(DEFAULTS, axis)),
             help=f"{parameter(axis).help}: a value or an axis, {example} (default: %(default)s)",
+        )
+    g = p.add_argument_group(MMR_TITLE)
+    for name, text in (
+        ("mmr_pool", "MMR's pools (the raw nearest neighbours diversified down to --candidates), 1 or more"),
+        ("diversity", f"MMR's diversities: {parameter('diversity').help.split(': ', 1)[-1]}"),
+    ):
+        g.add_argument(
+            f"--{name.replace('_', '-')}",
+            dest=f"{name}_range",
+            default=None,
+            metavar="AXIS",
+            help=f"{text}: a value or an axis, {MMR_EXAMPLES[name]} (default: no MMR axes)",
         )
     add_family_options(p, many=True)
     add_criteria_option(p)
