@@ -27,9 +27,9 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
 from memlab.core.errors import MemlabError
-from memlab.core.http import HttpClient, HttpConfig, raise_for_status, read_limited
+from memlab.core.http import HttpClient, HttpConfig, json_reply, raise_for_status, read_limited
 from memlab.core.numbers import check_number, counted
-from memlab.core.textfiles import json_number_problem, surrogate_problem
+from memlab.core.textfiles import surrogate_problem
 from memlab.core.urls import excerpt, join_path, redact
 
 CHAT_PATH = "chat/completions"
@@ -227,26 +227,9 @@ def broken(message: str) -> Exception:
 
 
 def parse_json_reply(data: bytes, content_type: str, where: str, what: str) -> Any:
-    """``data`` (a whole body or one stream event) as JSON; each way it is not as one line."""
-    if not data.strip():
-        raise broken("an empty reply (no body)")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ChatError(f"{where} sent {what} that is not UTF-8 (byte 0x{data[e.start]:02x})") from None
-    try:
-        parsed = json.loads(text)
-    except RecursionError:
-        raise ChatError(f"{where} sent {what} nested deeper than memlab reads (about 1000 levels)") from None
-    except json.JSONDecodeError:
-        said = "no chat reply" if what == "a reply" else f"{what} that is not JSON"
-        raise ChatError(f"{where} sent {said}: {excerpt(text, content_type)}") from None
-    except ValueError as e:  # an integer of more than 4300 digits
-        raise ChatError(f"{where} sent {what} that {json_number_problem(e)}") from None
-    problem = surrogate_problem(parsed)
-    if problem is not None:
-        raise ChatError(f"{where} sent {what} with text that is not Unicode: {problem}")
-    return parsed
+    """``data`` (a whole body or one stream event) as JSON (``memlab.core.http.json_reply``)."""
+    said = "no chat reply" if what == "a reply" else None
+    return json_reply(data, content_type, where, what, ChatError, said)
 
 
 def shape(where: str, what: str, value: Any) -> ChatError:

@@ -24,6 +24,7 @@ request is sent, never at import.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from abc import ABC, abstractmethod
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from memlab.core.errors import InputError, MemlabError, UnreachableError
 from memlab.core.numbers import check_number, counted
+from memlab.core.textfiles import json_number_problem, surrogate_problem
 from memlab.core.urls import check_url, excerpt, redact, reveal, server_identity
 
 T = TypeVar("T")
@@ -187,6 +189,42 @@ def read_limited(chunks: Iterator[bytes], limit: int, where: str) -> Iterator[by
         if total > limit:
             raise TooLarge(f"{where} sent a reply of more than {limit:,} bytes: not a reply memlab reads")
         yield chunk
+
+
+def json_reply(
+    data: bytes,
+    content_type: str,
+    where: str,
+    what: str,
+    error: type[Exception],
+    not_json: str | None = None,
+) -> Any:
+    """``data`` (a whole body, or one event of a stream) as JSON, checked before anything uses
+    it; each way it is not is one line ``error`` naming ``where`` and ``what``: not UTF-8, nested
+    deeper than memlab reads, not JSON (``not_json``: how to say so; default "{what} that is not
+    JSON"), an integer too long, text that is not Unicode. An empty body is a reply cut short
+    (``httpx.RemoteProtocolError``), retried like a broken connection."""
+    import httpx
+
+    if not data.strip():
+        raise httpx.RemoteProtocolError("an empty reply (no body)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise error(f"{where} sent {what} that is not UTF-8 (byte 0x{data[e.start]:02x})") from None
+    try:
+        parsed = json.loads(text)
+    except RecursionError:
+        raise error(f"{where} sent {what} nested deeper than memlab reads (about 1000 levels)") from None
+    except json.JSONDecodeError:
+        said = not_json or f"{what} that is not JSON"
+        raise error(f"{where} sent {said}: {excerpt(text, content_type)}") from None
+    except ValueError as e:  # an integer of more than 4300 digits
+        raise error(f"{where} sent {what} that {json_number_problem(e)}") from None
+    problem = surrogate_problem(parsed)
+    if problem is not None:
+        raise error(f"{where} sent {what} with text that is not Unicode: {problem}")
+    return parsed
 
 
 def raise_for_status(response: Any, limit: int, where: str) -> None:

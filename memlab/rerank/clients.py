@@ -36,10 +36,9 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from memlab.core.errors import InputError, MemlabError
-from memlab.core.http import HttpClient, HttpConfig, raise_for_status, read_limited
+from memlab.core.http import HttpClient, HttpConfig, json_reply, raise_for_status, read_limited
 from memlab.core.numbers import check_number
 from memlab.core.rerank_stage import RERANKERS
-from memlab.core.textfiles import json_number_problem, surrogate_problem
 from memlab.core.urls import excerpt, join_path
 
 CHAT_PATH = "chat/completions"
@@ -130,29 +129,8 @@ def yes_probability(top: Sequence[tuple[str, float]]) -> float:
 
 
 def parse_reply(data: bytes, content_type: str, where: str) -> Any:
-    """A reply's body as JSON; each way it is not as one line."""
-    if not data.strip():
-        import httpx
-
-        raise httpx.RemoteProtocolError("an empty reply (no body)")  # retried like a broken reply
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise RerankError(f"{where} sent a reply that is not UTF-8 (byte 0x{data[e.start]:02x})") from None
-    try:
-        parsed = json.loads(text)
-    except RecursionError:
-        raise RerankError(
-            f"{where} sent a reply nested deeper than memlab reads (about 1000 levels)"
-        ) from None
-    except json.JSONDecodeError:
-        raise RerankError(f"{where} sent a reply that is not JSON: {excerpt(text, content_type)}") from None
-    except ValueError as e:  # an integer of more than 4300 digits
-        raise RerankError(f"{where} sent a reply that {json_number_problem(e)}") from None
-    problem = surrogate_problem(parsed)
-    if problem is not None:
-        raise RerankError(f"{where} sent a reply with text that is not Unicode: {problem}")
-    return parsed
+    """A reply's body as JSON (``memlab.core.http.json_reply``)."""
+    return json_reply(data, content_type, where, "a reply", RerankError)
 
 
 def _shape(where: str, what: str, value: Any) -> RerankError:
