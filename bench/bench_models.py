@@ -84,7 +84,7 @@ def measure(model: str, lang: str, repeat: int) -> dict:
     return {
         "model": model,
         "lang": lang,
-        "model_id": scores.details["model"],
+        "model_id": scores.model_label,
         "c1_current": round(float(current["C1"]), 4),
         "h2_current": round(float(current["H2"]), 4),
         "best_nohit": round(float(np.nanmax(raw[nohit])), 4),

@@ -65,7 +65,7 @@ problem = tuned_problem(
 )
 data, scores, spec = problem.dataset, problem.scores, problem.spec
 ev = evaluate(problem)
-print(f"{scores.source} scores ({scores.details.get('model', '')}), {len(data.memories)} memories")
+print(f"{scores.source} scores ({scores.model_label or ''}), {len(data.memories)} memories")
 
 # %% [markdown]
 # ## The hand-picked candidates, and the rule "smallest bonus that satisfies all"

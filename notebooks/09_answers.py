@@ -101,18 +101,17 @@ if run:
     )
     tune = TuneGrid(select, bonus_range, tau_range, threshold_range or None)
     chosen = build_conditions(problem, tuple(conditions.split(",")), (), tune)
-    chat = ChatClient(ChatConfig(chat_url, chat_model, None, temperature, max_tokens, seed))
+    chat = ChatClient(ChatConfig(chat_url, chat_model, temperature, max_tokens, seed))
     same = not judge_url or judge_url == chat_url
     judge = ChatClient(
         ChatConfig(
             judge_url or chat_url,
             judge_model or (chat_model if same else ""),
-            None,
             0.0,
             JUDGE_MAX_TOKENS,
             0,
+            JUDGE_FORMATS[judge_format],
             option="judge_url",
-            response_format=JUDGE_FORMATS[judge_format],
         )
     )
     study = answer_study(

@@ -15,7 +15,7 @@ import pytest
 from chat_fake import FakeChat
 
 from memlab.answers.cache import ReplyCache, cached_complete, chat_request
-from memlab.answers.chat import ChatClient, ChatConfig, ChatError, ChatUnavailable, Reply
+from memlab.answers.chat import ChatClient, ChatConfig, ChatError, Reply
 from memlab.answers.conditions import Condition, TuneGrid, build_conditions, parse_variant
 from memlab.answers.f1 import f1_score, locomo_f1, multi_answer_f1, normalize_answer
 from memlab.answers.judge import JUDGE_FORMATS, PROTOCOL, judge_messages, parse_verdict
@@ -24,6 +24,7 @@ from memlab.answers.rates import rates
 from memlab.answers.replay import build_turns, replay
 from memlab.app.cli import main
 from memlab.core.errors import InputError, MemlabWarning, UnknownNameError
+from memlab.core.http import ServerFailure
 from memlab.datasets.schema import DatasetError, load_dataset
 from memlab.embedding.cache import CacheWarning
 from memlab.scores.problem import build_problem
@@ -248,7 +249,7 @@ def test_a_5xx_is_retried_then_fails_with_one_line():
     server = FakeChat(lambda body: (503, "busy"))
     try:
         client = ChatClient(ChatConfig(server.url, "m", attempts=3, backoff=0.01))
-        with pytest.raises(ChatUnavailable) as e:
+        with pytest.raises(ServerFailure) as e:
             client.complete([{"role": "user", "content": "q"}])
     finally:
         server.close()
@@ -261,7 +262,7 @@ def test_a_5xx_is_retried_then_fails_with_one_line():
 def test_a_client_error_is_not_retried():
     server = FakeChat(lambda body: (400, "bad model"))
     try:
-        with pytest.raises(ChatUnavailable, match="failed after 1 attempt: HTTP 400: bad model"):
+        with pytest.raises(ServerFailure, match="failed after 1 attempt: HTTP 400: bad model"):
             ChatClient(ChatConfig(server.url, "m", attempts=3, backoff=0.01)).complete([])
     finally:
         server.close()
@@ -273,7 +274,7 @@ def test_an_unreachable_or_silent_server_is_one_line():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     refused = ChatClient(ChatConfig(f"http://127.0.0.1:{port}/v1", "m", attempts=2, backoff=0.01))
-    with pytest.raises(ChatUnavailable, match=r"failed after 2 attempts: cannot connect"):
+    with pytest.raises(ServerFailure, match=r"failed after 2 attempts: cannot connect"):
         refused.complete([])
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
@@ -283,7 +284,7 @@ def test_an_unreachable_or_silent_server_is_one_line():
     url = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
     try:
         slow = ChatClient(ChatConfig(url, "m", timeout=0.3, attempts=2, backoff=0.01))
-        with pytest.raises(ChatUnavailable, match=r"failed after 2 attempts: no answer within 0.3 s"):
+        with pytest.raises(ServerFailure, match=r"failed after 2 attempts: no answer within 0.3 s"):
             slow.complete([])
     finally:
         silent.close()

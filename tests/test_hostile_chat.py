@@ -18,7 +18,7 @@ import pytest
 from chat_fake import FakeChat, Raw
 
 from memlab.answers.cache import ChatCacheError, ReplyCache, cached_complete, chat_request
-from memlab.answers.chat import ChatClient, ChatConfig, ChatUnavailable, Reply
+from memlab.answers.chat import ChatClient, ChatConfig, Reply
 from memlab.answers.judge import parse_verdict
 from memlab.answers.replay import MAX_REPEATS, MAX_REQUESTS, Turn, replay
 from memlab.app.answer_parameters import MAX_REPEATS as REGISTRY_MAX_REPEATS
@@ -26,7 +26,7 @@ from memlab.app.cli import main
 from memlab.app.execution import redact_outputs
 from memlab.app.parameters import BY_NAME
 from memlab.core.errors import InputError, MemlabError
-from memlab.core.http import MAX_ATTEMPTS, MAX_TIMEOUT
+from memlab.core.http import MAX_ATTEMPTS, MAX_TIMEOUT, ServerFailure
 from memlab.core.urls import SECRETS_ENV, hide_secrets
 from memlab.embedding.cache import CacheWarning
 from memlab.embedding.server import ServerConfig
@@ -295,7 +295,7 @@ def test_credentials_in_the_chat_url_are_never_printed():
     try:
         for option in ("--chat-url", "--judge-url"):
             url = f"http://alice:PW@127.0.0.1:{port}/v1?api-key=SECRETKEY"
-            with pytest.raises(ChatUnavailable) as e:
+            with pytest.raises(ServerFailure) as e:
                 ChatClient(ChatConfig(url, "m", attempts=1, option=option)).complete(ASK)
             assert str(e.value) == (
                 f"chat server http://***@127.0.0.1:{port}/v1/chat/completions?api-key=*** failed after 1 "

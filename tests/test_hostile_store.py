@@ -22,10 +22,11 @@ from qdrant_client import QdrantClient, models
 
 from memlab.app.cli import main
 from memlab.core.errors import EmbeddingError, InputError
+from memlab.core.http import ServerFailure
 from memlab.core.ranking import select_candidates
 from memlab.datasets.schema import dataset_dir, load_dataset
 from memlab.embedding.embedder import PROBE_TEXT, Embedder
-from memlab.embedding.server import ServerConfig, ServerUnavailable
+from memlab.embedding.server import ServerConfig
 from memlab.qdrant.store import MemoryStore
 from memlab.scores.sources import load_scores
 
@@ -366,7 +367,7 @@ def test_a_server_that_trickles_meets_the_deadline_of_its_request(tmp_path, tric
         Embedder(cache_dir=tmp_path, server=cfg).encode_queries(["hello"])
     elapsed = time.monotonic() - t0
     assert 1.0 <= elapsed < 2.5  # the deadline, not a wait per read (that one would never fire)
-    assert isinstance(e.value.__cause__, ServerUnavailable)
+    assert isinstance(e.value.__cause__, ServerFailure)
     assert str(e.value).startswith(
         f"embedding server {trickle}/embeddings failed after 1 attempt: no answer within 1 s; no local fallback"
     )

@@ -14,13 +14,12 @@ import warnings
 import pytest
 
 from memlab.core.errors import InputError
-from memlab.core.http import TooLarge
+from memlab.core.http import ServerFailure, TooLarge
 from memlab.rerank.cache import ScoreCache
 from memlab.rerank.clients import (
     Reranker,
     RerankerConfig,
     RerankError,
-    RerankUnavailable,
     is_yes,
     rerank_scores,
     yes_probability,
@@ -138,7 +137,7 @@ def test_a_reply_too_large_or_too_slow_is_refused_in_bounded_time(fake):
         Reranker(cfg).score("q", ["m"])
     fake.reply = lambda body: Raw([b"{"], "application/json", forever=b" ", pause=0.2)
     cfg = RerankerConfig("chat", fake.url, model="m", attempts=1, timeout=1.0)
-    with pytest.raises(RerankUnavailable, match=r"failed after 1 attempt: no answer within 1 s"):
+    with pytest.raises(ServerFailure, match=r"failed after 1 attempt: no answer within 1 s"):
         Reranker(cfg).score("q", ["m"])
 
 
@@ -154,7 +153,7 @@ def test_a_server_error_is_retried_then_named_redacted(fake):
     url = fake.url.replace("http://", "http://user:secret@")
     assert chat_reranker(url, attempts=2).score("q", ["m"]) == [pytest.approx(0.9)]
     fake.reply = lambda body: (500, "down")
-    with pytest.raises(RerankUnavailable) as e:
+    with pytest.raises(ServerFailure) as e:
         chat_reranker(url, attempts=2).score("q", ["m"])
     assert "secret" not in str(e.value) and "HTTP 500: down" in str(e.value)
 

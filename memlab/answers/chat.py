@@ -22,26 +22,15 @@ import json
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
-from memlab.core.errors import MemlabError, UnreachableError
-from memlab.core.http import (
-    MAX_ATTEMPTS,
-    MAX_REPLY_BYTES,
-    MAX_TIMEOUT,
-    Connection,
-    HttpClient,
-    ServerFailure,
-    api_key,
-    check_http_url,
-    raise_for_status,
-    read_limited,
-)
+from memlab.core.errors import MemlabError
+from memlab.core.http import HttpClient, HttpConfig, json_reply, raise_for_status, read_limited
 from memlab.core.numbers import check_number, counted
-from memlab.core.textfiles import json_number_problem, surrogate_problem
-from memlab.core.urls import excerpt, join_path, redact, reveal, server_identity
+from memlab.core.textfiles import surrogate_problem
+from memlab.core.urls import excerpt, join_path, redact
 
 CHAT_PATH = "chat/completions"
 
@@ -55,43 +44,28 @@ class Stopped(Exception):
     (``memlab.answers.inflight``). Never retried, never shown: the earlier error is."""
 
 
-class ChatUnavailable(ServerFailure, UnreachableError):
-    """The chat server could not be reached, did not answer in time, or answered an error status."""
-
-    what = "chat server"
-
-
 @dataclass(frozen=True)
-class ChatConfig:
-    """Where the chat model is and how it is asked (``--chat-url`` and its companions)."""
+class ChatConfig(HttpConfig):
+    """Where the chat model is and how it is asked (``--chat-url`` and its companions): what every
+    server client is configured with (``memlab.core.http.HttpConfig``: the API key, the timeout,
+    the attempts, the size limit), and the chat's own model and sampling."""
+
+    what: ClassVar[str] = "chat server"
 
     url: str
     model: str = ""  # the name sent as "model"; "": the first model the server lists
-    api_key_env: str | None = None  # the environment variable holding the API key (never recorded)
     temperature: float = 0.7
     max_tokens: int = 256
     seed: int = 0  # repeat r is sent with seed + r
-    timeout: float = 120.0  # seconds a request may take, whole (a deadline, not a wait per read)
-    attempts: int = 3  # tries per request, the first included
-    backoff: float = 0.5  # seconds before the second try, doubling after
-    option: str = "--chat-url"  # the option that named the server, for messages
     # the reply's form, sent as "response_format" (the judge's JSON verdict); None: free text
     response_format: dict[str, Any] | None = None
-    max_bytes: int = MAX_REPLY_BYTES  # the longest reply read (bytes of the HTTP body)
+    option: str = field(default="--chat-url", kw_only=True)
 
     def __post_init__(self) -> None:
-        # notebook 09 under memlab run is given the URL redacted: the kernel's environment has it whole
-        object.__setattr__(self, "url", reveal(self.url))
-        check_http_url(self.url, self.option)
-        prefix = self.option.removesuffix("-url")
+        super().__post_init__()
         check_number(self.temperature, "--temperature", minimum=0, maximum=2)
         check_number(self.max_tokens, "--max-tokens", integer=True, minimum=1)
         check_number(self.seed, "--seed", integer=True, minimum=0)
-        check_number(self.attempts, f"{prefix}-attempts", integer=True, minimum=1, maximum=MAX_ATTEMPTS)
-        check_number(self.timeout, f"{prefix}-timeout", above=0)
-        check_number(self.timeout, f"{prefix}-timeout", maximum=MAX_TIMEOUT)
-        check_number(self.backoff, "backoff", minimum=0, maximum=30)
-        check_number(self.max_bytes, "max_bytes", integer=True, minimum=1)
 
     @property
     def endpoint(self) -> str:
@@ -103,25 +77,6 @@ class ChatConfig:
         parts = urlsplit(self.endpoint)
         base = urlunsplit(parts._replace(path=parts.path.removesuffix("/" + CHAT_PATH)))
         return join_path(base, "models")
-
-    @property
-    def shown(self) -> str:
-        """The endpoint as memlab prints it: redacted (``memlab.core.urls.redact``)."""
-        return redact(self.endpoint)
-
-    @property
-    def server(self) -> str:
-        """Which server answers (the reply cache's key): the endpoint without user info or secrets."""
-        return server_identity(self.endpoint)
-
-    @property
-    def connection(self) -> Connection:
-        """How the server is reached (``memlab.core.http``, as the embedding server is)."""
-        flag = f"{self.option.removesuffix('-url')}-api-key-env"
-        return Connection(self.timeout, self.attempts, self.backoff, self.api_key_env, flag)
-
-    def api_key(self) -> str | None:
-        return api_key(self.api_key_env, self.connection.key_flag)
 
     def parameters(self) -> dict[str, Any]:
         """What a reply depends on besides the prompt and the model (the cache's key)."""
@@ -186,7 +141,7 @@ class ChatClient:
         self.config = config
         self.requests = 0
         self._model = config.model
-        self.http = HttpClient(config.connection, ChatUnavailable)
+        self.http = HttpClient(config)
         # asked before every try of a request: True stops it (``Stopped``), an earlier one failed
         self.stopped: Callable[[], bool] = lambda: False
 
@@ -211,7 +166,7 @@ class ChatClient:
 
     def _first_model(self, client) -> str:
         cfg = self.config
-        where = f"chat server {redact(cfg.models_endpoint)}"
+        where = f"{cfg.what} {redact(cfg.models_endpoint)}"
         with client.stream("GET", cfg.models_endpoint) as response:
             raise_for_status(response, cfg.max_bytes, where)
             body = b"".join(read_limited(response.iter_bytes(), cfg.max_bytes, where))
@@ -242,7 +197,7 @@ class ChatClient:
         if self.stopped():
             raise Stopped()
         cfg = self.config
-        where = f"chat server {self.endpoint}"
+        where = f"{cfg.what} {self.endpoint}"
         content = json.dumps(body, ensure_ascii=False).encode()
         start = time.perf_counter()
         with client.stream("POST", cfg.endpoint, content=content) as response:
@@ -272,26 +227,9 @@ def broken(message: str) -> Exception:
 
 
 def parse_json_reply(data: bytes, content_type: str, where: str, what: str) -> Any:
-    """``data`` (a whole body or one stream event) as JSON; each way it is not as one line."""
-    if not data.strip():
-        raise broken("an empty reply (no body)")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ChatError(f"{where} sent {what} that is not UTF-8 (byte 0x{data[e.start]:02x})") from None
-    try:
-        parsed = json.loads(text)
-    except RecursionError:
-        raise ChatError(f"{where} sent {what} nested deeper than memlab reads (about 1000 levels)") from None
-    except json.JSONDecodeError:
-        said = "no chat reply" if what == "a reply" else f"{what} that is not JSON"
-        raise ChatError(f"{where} sent {said}: {excerpt(text, content_type)}") from None
-    except ValueError as e:  # an integer of more than 4300 digits
-        raise ChatError(f"{where} sent {what} that {json_number_problem(e)}") from None
-    problem = surrogate_problem(parsed)
-    if problem is not None:
-        raise ChatError(f"{where} sent {what} with text that is not Unicode: {problem}")
-    return parsed
+    """``data`` (a whole body or one stream event) as JSON (``memlab.core.http.json_reply``)."""
+    said = "no chat reply" if what == "a reply" else None
+    return json_reply(data, content_type, where, what, ChatError, said)
 
 
 def shape(where: str, what: str, value: Any) -> ChatError:

@@ -106,7 +106,7 @@ ANSWER_PARAMETERS: tuple[dict[str, Any], ...] = (
         "chat_attempts",
         "int",
         ChatConfig.attempts,
-        "answers: tries per chat request, backoff 0.5 s doubling",
+        f"answers: tries per chat request, backoff {ChatConfig.backoff:g} s doubling",
         "--chat-attempts",
         notebook=False,
         bounds={"minimum": 1, "maximum": MAX_ATTEMPTS},

@@ -35,6 +35,7 @@ from memlab.datasets.records import DATE_FORMATS
 from memlab.drift.arrays import DRIFT_MODEL
 from memlab.drift.study import DEFAULT_BUDGETS
 from memlab.embedding.models import DEFAULT_MODEL
+from memlab.embedding.server import ENCODINGS, SERVER_ROLES, ServerConfig
 from memlab.qdrant.presets import PRESETS
 from memlab.studies.hybrid import RetrieverGrid
 from memlab.studies.robustness import robustness
@@ -59,18 +60,6 @@ def _selection_rules() -> list[str]:
     from memlab.core.selection import SELECTION_RULES
 
     return list(SELECTION_RULES)
-
-
-def _server_roles() -> list[str]:
-    from memlab.embedding.server import SERVER_ROLES
-
-    return list(SERVER_ROLES)
-
-
-def _encodings() -> list[str]:
-    from memlab.embedding.server import ENCODINGS
-
-    return list(ENCODINGS)
 
 
 @dataclass(frozen=True)
@@ -274,7 +263,7 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter(
         "embed_api_key_env",
         "str",
-        None,
+        ServerConfig.api_key_env,
         "environment variable holding the server's API key (sent as Bearer, never recorded)",
         "--embed-api-key-env",
         notebook=False,
@@ -283,28 +272,28 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter(
         "embed_roles",
         "str",
-        "input-type",
+        ServerConfig.roles,
         "how the query/document role reaches the server: an input_type field, an E5 "
         "'query: '/'passage: ' prefix memlab adds, or none",
         "--embed-roles",
         notebook=False,
-        choices=_server_roles,
+        choices=lambda: list(SERVER_ROLES),
         group="server",
     ),
     Parameter(
         "embed_encoding",
         "str",
-        "float",
+        ServerConfig.encoding,
         "how the server sends vectors",
         "--embed-encoding",
         notebook=False,
-        choices=_encodings,
+        choices=lambda: list(ENCODINGS),
         group="server",
     ),
     Parameter(
         "embed_batch",
         "int",
-        32,
+        ServerConfig.batch_size,
         "texts per request",
         "--embed-batch",
         notebook=False,
@@ -314,7 +303,7 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter(
         "embed_timeout",
         "float",
-        30.0,
+        ServerConfig.timeout,
         "seconds per request",
         "--embed-timeout",
         notebook=False,
@@ -324,8 +313,8 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter(
         "embed_attempts",
         "int",
-        3,
-        "tries per request, backoff 0.5 s doubling",
+        ServerConfig.attempts,
+        f"tries per request, backoff {ServerConfig.backoff:g} s doubling",
         "--embed-attempts",
         notebook=False,
         bounds={"minimum": 1, "maximum": MAX_ATTEMPTS},
@@ -334,7 +323,7 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter(
         "embed_fallback",
         "bool",
-        True,
+        ServerConfig.fallback,
         "stop when the embedding server fails (by default memlab falls back to the local model, "
         "when it is the same model)",
         "--no-embed-fallback",

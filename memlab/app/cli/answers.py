@@ -54,12 +54,12 @@ def clients_from(args: argparse.Namespace):
         ChatConfig(
             args.chat_url,
             args.chat_model or "",
-            args.chat_api_key_env,
             args.temperature,
             args.max_tokens,
             args.seed,
-            args.chat_timeout,
-            args.chat_attempts,
+            api_key_env=args.chat_api_key_env,
+            timeout=args.chat_timeout,
+            attempts=args.chat_attempts,
         )
     )
     judge = None
@@ -69,14 +69,14 @@ def clients_from(args: argparse.Namespace):
             ChatConfig(
                 args.judge_url or args.chat_url,
                 args.judge_model or (args.chat_model or "" if same else ""),
-                args.judge_api_key_env or (args.chat_api_key_env if same else None),
                 0.0,
                 JUDGE_MAX_TOKENS,
                 0,
-                args.chat_timeout,
-                args.chat_attempts,
+                JUDGE_FORMATS[args.judge_format],
+                api_key_env=args.judge_api_key_env or (args.chat_api_key_env if same else None),
+                timeout=args.chat_timeout,
+                attempts=args.chat_attempts,
                 option="--judge-url",
-                response_format=JUDGE_FORMATS[args.judge_format],
             )
         )
     return chat, judge
