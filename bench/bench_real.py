@@ -167,7 +167,8 @@ def answer_step(against: str, repeat: int) -> dict:
     rps = {f"{side}_c{n}": median(v) for (side, n), v in runs.items()}
     out = {**rps, "requests": len(rows["now"]), "rows_same": rows["now"] == rows[against]}
     out["now_c4_over_c1"] = rps["now_c4"] / rps["now_c1"]
-    out["load1"] = [round(x, 1) for x in loads]
+    out["all_rps"] = {f"{side}_c{n}": [round(x, 3) for x in v] for (side, n), v in runs.items()}
+    out["load1"] = [round(x, 1) for x in loads]  # after each run, in the order they ran
     out["target_c4_over_c1"] = 2.5
     return out
 
