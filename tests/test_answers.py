@@ -469,8 +469,13 @@ def test_reply_checks_against_the_echo(tmp_path, fake, capsys):
     }
     assert out["chat"]["model_ids"] == ["fake-1"] and out["judge"] is None
     assert out["notes"] == [
+        "chat times measured one request at a time (--concurrency 1): each from its own send, a single "
+        "user's turn",
+        # N1-N4 get no memory under raw and today: the request sent under off, read from the cache
+        "8 of 30 replies read from the cache: their chat times are those of the run that first sent them, "
+        "at whatever concurrency that was",
         "question embedding and store query not timed: the published scores of 'seed16' come from a model "
-        "memlab cannot run here: nothing new can be embedded alike (use --source embedded)"
+        "memlab cannot run here: nothing new can be embedded alike (use --source embedded)",
     ]
     steps = {(t["condition"], t["step"]) for t in out["timing"]}
     assert steps == {(c, s) for c in ("off", "raw", "today") for s in ("chat: first token", "chat: total")}

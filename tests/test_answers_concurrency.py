@@ -100,7 +100,21 @@ def test_four_in_flight_give_what_one_at_a_time_gives(tmp_path, capsys, fmt):
     assert cache4 == cache1 and len(cache4) == 44
     if fmt == "table":
         assert untimed(out4) == untimed(out1)
-        assert out4.splitlines()[-2] == (
+        notes1 = [ln for ln in out1.splitlines() if ln.startswith("note: ")]
+        notes4 = [ln for ln in out4.splitlines() if ln.startswith("note: ")]
+        assert notes1[0] == (
+            "note: chat times measured one request at a time (--concurrency 1): each from its own "
+            "send, a single user's turn"
+        )
+        assert (
+            notes1[1]
+            == notes4[1]
+            == (
+                "note: 8 of 30 replies read from the cache: their chat times are those of the run that "
+                "first sent them, at whatever concurrency that was"
+            )
+        )
+        assert notes4[0] == (
             "note: chat times measured with up to 4 requests in flight (--concurrency 4): each from its "
             "own send (memlab's queue left out), but the server shared its time among them, so they are "
             "longer than one user's turn; --concurrency 1 times a single user's turn"
@@ -115,7 +129,11 @@ def test_four_in_flight_give_what_one_at_a_time_gives(tmp_path, capsys, fmt):
     assert [(t["condition"], t["step"], t["n"]) for t in four["timing"]] == [
         (t["condition"], t["step"], t["n"]) for t in one["timing"]
     ]
-    assert len(four["notes"]) == len(one["notes"]) + 1
+    # each says how its chat times were measured, and that the 8 cached replies' are not this run's
+    assert one["notes"][0].startswith("chat times measured one request at a time (--concurrency 1)")
+    assert four["notes"][0].startswith("chat times measured with up to 4 requests in flight")
+    assert one["notes"][1:] == four["notes"][1:]
+    assert four["notes"][1].startswith("8 of 30 replies read from the cache: their chat times are those")
 
 
 def test_without_a_cache_a_repeated_request_is_sent_each_time_as_at_one(tmp_path):

@@ -50,12 +50,28 @@ class AnswerStudy:
 
 
 def concurrency_note(concurrency: int) -> str:
-    """What the chat's times are when requests went side by side."""
+    """How the chat's times were measured: one request at a time, or side by side."""
+    if concurrency == 1:
+        return (
+            "chat times measured one request at a time (--concurrency 1): each from its own send, "
+            "a single user's turn"
+        )
     return (
         f"chat times measured with up to {concurrency} requests in flight (--concurrency "
         f"{concurrency}): each from its own send (memlab's queue left out), but the server shared "
         "its time among them, so they are longer than one user's turn; --concurrency 1 times a "
         "single user's turn"
+    )
+
+
+def cached_note(replies: pd.DataFrame) -> str | None:
+    """Which chat times this run did not measure: a cached reply keeps its first run's."""
+    n = int(replies["cached"].sum())
+    if not n:
+        return None
+    return (
+        f"{n} of {len(replies)} replies read from the cache: their chat times are those of the run "
+        "that first sent them, at whatever concurrency that was"
     )
 
 
@@ -98,9 +114,9 @@ def answer_study(
         )
     order = [c.name for c in conditions]
     table = rates(replies, boot, seed, order=order)
-    notes: list[str] = []
-    if concurrency > 1:
-        notes.append(concurrency_note(concurrency))
+    notes = [concurrency_note(concurrency)]
+    if (cached := cached_note(replies)) is not None:
+        notes.append(cached)
     embedding = queries = None
     if timing and any(c.spec is not None for c in conditions):
         try:
