@@ -188,8 +188,20 @@ def fixtures(tmp: Path) -> dict[str, Path]:
     tuned("t_bomb", "\n".join(aliases) + "\n")
     t_alice = tmp / "t_filter_alice.yaml"  # a tuned file that records Alice's filter
     sp.run(
-        [sys.executable, "-m", "memlab", "sweep", "--source", "embedded", "--dataset", str(f["two_users"]),
-         "--filter", "user_id=alice", "--save", str(t_alice)],
+        [
+            sys.executable,
+            "-m",
+            "memlab",
+            "sweep",
+            "--source",
+            "embedded",
+            "--dataset",
+            str(f["two_users"]),
+            "--filter",
+            "user_id=alice",
+            "--save",
+            str(t_alice),
+        ],
         check=True,
         capture_output=True,
         env=dict(os.environ, PYTHONPATH=str(ROOT)),
@@ -802,7 +814,6 @@ def main() -> int:
                     for c, (o, s, last) in zip(cases, results, strict=True)
                 ],
                 indent=1,
-                ensure_ascii=False,
             )
         )
     shutil.rmtree(tmp, ignore_errors=True)
