@@ -424,7 +424,7 @@ NUMBERS = [
     ),
     (
         ["feasible", "--source", "published", "--candidates", "0"],
-        "candidates: expected an integer >= 1, got 0",
+        "candidates: expected an integer in [1, 2147483647], got 0",
     ),
     (
         ["evaluate", "--source", "published", "--tau", "inf"],

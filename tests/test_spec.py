@@ -98,8 +98,8 @@ def test_unknown_scores_are_never_candidates():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"candidates": 0}, "candidates: expected an integer >= 1, got 0"),
-        ({"inject": 2.5}, "inject: expected an integer >= 1, got 2.5"),
+        ({"candidates": 0}, "candidates: expected an integer in [1, 2147483647], got 0"),
+        ({"inject": 2.5}, "inject: expected an integer in [1, 2147483647], got 2.5"),
         ({"tau_days": 0}, "tau_days: expected a finite number > 0, got 0"),
         ({"bonus": -0.01}, "bonus: expected a finite number >= 0, got -0.01"),
         ({"threshold": float("nan")}, "threshold: expected a finite number, got nan"),

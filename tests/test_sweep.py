@@ -402,7 +402,7 @@ def test_parse_axis_errors(text, integer, message):
     [
         ({"tau_days": (0.0,)}, "tau_days: expected a finite number > 0, got 0"),
         ({"bonus": (-0.1,)}, "bonus: expected a finite number >= 0, got -0.1"),
-        ({"candidates": (0,)}, "candidates: expected an integer >= 1, got 0"),
+        ({"candidates": (0,)}, "candidates: expected an integer in [1, 2147483647], got 0"),
         ({"threshold": ()}, "threshold: the axis has no values"),
     ],
 )

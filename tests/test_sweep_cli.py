@@ -210,7 +210,7 @@ def test_feasible_over_decay_families(capsys):
         ),
         (
             ["sweep", "--source", "published", "--candidates", "0"],
-            "memlab: error: candidates: expected an integer >= 1, got 0\n",
+            "memlab: error: candidates: expected an integer in [1, 2147483647], got 0\n",
         ),
         (
             ["feasible", "--source", "published", "--tau", "0"],

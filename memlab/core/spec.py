@@ -174,8 +174,10 @@ def final_score(
 
 # each field's range, checked by memlab.core.numbers.check_number (the grid's axes use the same)
 SPEC_BOUNDS: dict[str, dict[str, float]] = {
-    "candidates": {"minimum": 1},
-    "inject": {"minimum": 1},
+    # a count past a 32-bit integer is no count of memories: the exported query's limit would be
+    # a number Qdrant's clients cannot all hold (10**30 was exported as is, issue 37's walk)
+    "candidates": {"minimum": 1, "maximum": 2**31 - 1},
+    "inject": {"minimum": 1, "maximum": 2**31 - 1},
     "threshold": {},
     "bonus": {"minimum": 0.0},
     "tau_days": {"above": 0.0},

@@ -62,14 +62,16 @@ def import_qdrant(
     progress: bool = False,
     keep_fields: tuple[str, ...] = (),
     preset: str | None = None,
+    filter_fields: tuple[str, ...] = (),
 ) -> Path:
     """Write the dataset folder ``out`` from the collection (see the module's docstring); the
     questions file may hold a text per language (``text``, ``text_ja``...): each ``text_<lang>``
     is a language of the dataset, asked of the memories' one text. ``keep_fields``: payload
     fields kept as the memory's ``payload`` (keyword values: a tenant filter's fields, a shard
-    key); every memory keeps its point id (``point_id``), which Qdrant's sharding hashes. A
-    ``preset`` fills the date and text names it knows and keeps its user field where the
-    points have one."""
+    key); ``filter_fields``: kept the same, for a tenant filter the caller applies next (a field
+    no point holds is then named as ``--filter``'s); every memory keeps its point id
+    (``point_id``), which Qdrant's sharding hashes. A ``preset`` fills the date and text names it
+    knows and keeps its user field where the points have one."""
     chosen = lookup(PRESETS, preset, "preset") if preset is not None else None
     if chosen is not None:
         date_field = date_field or chosen.date_field
@@ -124,7 +126,12 @@ def import_qdrant(
     ):
         keep_fields = (*keep_fields, chosen.user_field)
     options = [(date_field, "--date-field"), (text_field, "--text-field"), (id_field, "--id-field")]
-    for name, what in [*options, *((k, "--keep-field") for k in keep_fields)]:
+    filter_fields = tuple(k for k in dict.fromkeys(filter_fields) if k not in keep_fields)
+    for name, what in [
+        *options,
+        *((k, "--keep-field") for k in keep_fields),
+        *((k, "--filter") for k in filter_fields),
+    ]:
         reads_json = name == text_field
         if (
             name is not None
@@ -181,7 +188,7 @@ def import_qdrant(
         if untrusted is not None:  # a zero vector has no cosine; a lone surrogate no UTF-8
             problems.append(f"{where}: point {pid}: {untrusted}")
             continue
-        kept = {k: v for k in keep_fields if (v := payload_at(payload, k)) is not MISSING}
+        kept = {k: v for k in (*keep_fields, *filter_fields) if (v := payload_at(payload, k)) is not MISSING}
         bad = read_payload(kept)[1]
         if bad is not None:
             problems.append(f"{where}: point {pid}: {bad}")

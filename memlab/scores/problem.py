@@ -222,7 +222,9 @@ def build_problem(
     given = {k: v for k, v in fields.items() if v is not None}
     threshold_given = "threshold" in given or spec is not None
     scope = scope or Scope()
-    if scope.filters:  # the tenant's own questions: another tenant's ask about memories it cannot see
+    # the tenant's own questions: another tenant's ask about memories it cannot see; a store without
+    # questions (a collection calibrate and explain read) is filtered on its memories alone
+    if scope.filters and dataset.questions:
         from memlab.datasets.payload import asked_by, filter_text
 
         kept = asked_by(dataset.questions, scope.filters)

@@ -411,11 +411,22 @@ def qdrant_dataset(args: argparse.Namespace, tmp: Path) -> Dataset:
         date_format=getattr(args, "date_format", None) or "auto",
         model=args.model,
         progress=sys.stderr.isatty(),
+        # a tenant filter reads the fields it names: the filter then keeps the tenant's memories
+        # as it does on a dataset (``scope_from``), and a field no point holds is one line
+        filter_fields=tuple(text.partition("=")[0] for text in getattr(args, "filters", None) or ()),
     )
     meta = json.loads((out / "dataset.json").read_text(encoding="utf-8"))
     rows = [json.loads(line) for line in (out / "memories.jsonl").read_text(encoding="utf-8").splitlines()]
     memories = tuple(
-        Memory(r["id"], parse_datetime(r["date"]), {meta["language"]: r["text"]}, "", "imported")
+        Memory(
+            r["id"],
+            parse_datetime(r["date"]),
+            {meta["language"]: r["text"]},
+            "",
+            "imported",
+            payload=r.get("payload", {}),
+            point_id=r["point_id"],
+        )
         for r in rows
     )
     return Dataset(
