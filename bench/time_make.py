@@ -21,7 +21,8 @@ def main(argv: list[str]) -> int:
     wall = time.perf_counter() - start
     summary = [ln for ln in done.stdout.splitlines() if re.search(r"\b(passed|failed)\b.* in [\d.]+s", ln)]
     if done.returncode != 0 or not summary:
-        print(f"make {target} exited {done.returncode}: {summary[-1] if summary else done.stderr[-300:]}", file=sys.stderr)
+        why = summary[-1] if summary else done.stderr[-300:]
+        print(f"make {target} exited {done.returncode}: {why}", file=sys.stderr)
         return 1
     line = summary[-1].strip("= ")
     m = re.search(r"(\d+) passed.* in ([\d.]+)s", line)
