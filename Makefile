@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help install run lab test test-fast test-hostile lint bench clean notebooks docs
+.PHONY: help install run lab test test-fast test-hostile lint bench clean notebooks docs docs-figures
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -79,6 +79,9 @@ notebooks: $(VENV)/.installed  ## rewrite the notebooks' parameters cells from m
 
 docs: $(VENV)/.installed  ## rewrite the generated pages docs/cli.md and docs/parameters.md
 	$(BIN)/python -m memlab.app.cli.reference docs
+
+docs-figures: $(VENV)/.installed  ## rerun every recorded block of README.md and docs/*.md (memlab.app.record; --check: make docs-figures ARGS=--check)
+	$(BIN)/python -m memlab.app.record README.md docs $(ARGS)
 
 lint: $(VENV)/.installed-dev  ## ruff check and format check
 	$(BIN)/ruff check memlab tests bench notebooks
