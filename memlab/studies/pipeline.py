@@ -167,6 +167,8 @@ def combine(
     place = {int(r): i for i, r in enumerate(rows)}  # a subset row's place in the rerank arrays
     hyb = held.chosen[held.chosen["system"] == "hybrid"].set_index("fold")
     singles = {s: lists_of(problem, held.questions, s) for s in ("cosine", SPEC_SYSTEM, "hybrid")}
+    if not singles["hybrid"]:  # --hybrids "": no hybrid tuned
+        del singles["hybrid"]
     if mmr is not None:
         singles[mmr_held.SYSTEM] = mmr.lists
     if staged is not None:

@@ -482,6 +482,11 @@ def cmd_tune_benchmark(args: argparse.Namespace) -> int:
                 "best": outcome.saved.best,
                 "objectives": outcome.saved.objectives,
                 "tuned": outcome.saved.tuned.as_dict(),
+                # what a command reading the file injects again, per question
+                "injected": {
+                    problem.dataset.questions[r].id: [problem.dataset.memory_ids[m] for m in got]
+                    for r, got in sorted(outcome.saved.lists.items())
+                },
             }
         emit(json.dumps(json_ready(doc), indent=2, ensure_ascii=False), args.output)
         return 0
