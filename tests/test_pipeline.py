@@ -259,3 +259,24 @@ def test_the_saved_spec_is_what_spec_exports(saved):
     if tuned.spec.mmr:  # the export is Qdrant's own mmr query with the saved fields
         assert '"mmr"' in exported and f"{tuned.spec.diversity:g}" in exported
     assert f"{tuned.spec.threshold:.6g}"[:6] in exported
+
+
+@pytest.mark.parametrize(
+    ("more", "message"),
+    [
+        (["--mmr", "--mmr-pools", "0"], "--mmr-pools: an MMR pool is 1 or more"),
+        (["--mmr", "--mmr-pools", "x"], "--mmr-pools: expected comma-separated numbers"),
+        (["--mmr", "--mmr-diversities", "0.5,1.5"], "--mmr-diversities"),
+        (["--rerank-url", "http://127.0.0.1:9/v1", "--rerank-subset-seed", "-1"], "--rerank-subset-seed"),
+    ],
+)
+def test_bad_stage_options_are_one_line_before_anything_is_scored(tmp_path, capsys, more, message):
+    from memlab.app.cli import main
+
+    save = tmp_path / "tuned.yaml"
+    argv = ["tune-benchmark", "--dataset", str(tmp_path / "missing"), "--save", str(save), *more]
+    assert main(argv) != 0
+    err = capsys.readouterr().err.strip()
+    # the option's error, not the missing dataset's: said before the dataset is read
+    assert message in err and "missing" not in err and len(err.splitlines()) == 1
+    assert not save.exists()
