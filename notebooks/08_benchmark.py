@@ -44,7 +44,7 @@ benchmark_file: str = ""  # benchmark: LoCoMo or LongMemEval JSON you downloaded
 benchmark_granularity: str = ""  # benchmark: observation|turn|session
 rerank_url: str = ""  # benchmark: the reranker's URL for the held-out + rerank
 reranker: str = "chat"  # benchmark: chat or endpoint
-rerank_subset: int = 10  # benchmark: + rerank on the first N questions of each conversation
+rerank_subset: int = 10  # benchmark: + rerank on N questions of each conversation, drawn with seed
 out_dir: str = "results/notebook"  # folder for this notebook's tables and figures
 fig_formats: list = ["html", "png"]  # figure formats
 
@@ -64,10 +64,11 @@ from memlab.importers.benchmarks import import_benchmark
 from memlab.output.figures import stage_bars
 from memlab.output.report import Report
 from memlab.rerank.cache import ScoreCache
-from memlab.rerank.clients import Reranker, RerankerConfig
-from memlab.studies.heldout import haystack_units, held_out
+from memlab.rerank.clients import RerankerConfig
+from memlab.studies.heldout import haystack_units
+from memlab.studies.pipeline import MmrPlan, RerankPlan, benchmark_study
+from memlab.studies.rerank import BLENDS, DEPTHS
 from memlab.studies.scale import DEFAULT_SIZES, distractor_pool, scale_study
-from memlab.studies.stages import rerank_held_out
 from memlab.tuning.ir_metrics import metrics_table
 
 report = Report(out_dir, fig_formats)
@@ -192,31 +193,37 @@ if run:
 # %% [markdown]
 # ## The stages side by side, held out
 #
-# `memlab tune-benchmark` in one call: each system tuned on the other conversations and evaluated
-# on its own (folds by conversation), per category and over all questions. With `rerank_url`
-# given, `+ rerank` joins them: the rerank stage tuned per fold on top of the tuned recency spec,
-# on the first `rerank_subset` questions of each conversation (every system is then counted over
-# that subset, named in the title). Without it the figure shows the systems that exist.
+# `memlab tune-benchmark --mmr` in one call (`memlab.studies.pipeline.benchmark_study`, the
+# function the command calls): each system tuned on the other conversations and evaluated on its
+# own (folds by conversation), per category and over all questions, with `+ MMR` (MMR's pool and
+# diversity tuned per fold on the tuned recency spec) and the best combination (per fold, the
+# pipeline with the best objective on the other conversations). With `rerank_url` given,
+# `+ rerank` joins them on `rerank_subset` questions of each conversation drawn with `seed`
+# (every system is then counted over that subset, named in the title).
 
 # %%
 conversations = len(set(haystack_units(problem))) if run else 0
 if run and conversations < 2:  # folds by conversation need two
     print(f"{conversations} conversation: the held-out stages need two or more (a whole import)")
 if run and conversations >= 2:
-    held = held_out(problem, seed=seed, n_boot=boot)
-    stages_table, subset_title = held.table, "every question"
+    rerank_plan = None
     if rerank_url:
-        reranker_client = Reranker(RerankerConfig(reranker, rerank_url))
-        try:
-            staged = rerank_held_out(problem, held, reranker_client, subset=rerank_subset, cache=ScoreCache())
-        finally:
-            reranker_client.close()
-        stages_table, subset_title = staged.table, staged.details["subset"]
-        report.table("rerank_chosen", staged.chosen, "+ rerank: the stage chosen per fold, kept or not")
-    report.table("heldout", stages_table, f"held-out systems per category, {subset_title}")
+        rerank_plan = RerankPlan(
+            RerankerConfig(reranker, rerank_url), DEPTHS, BLENDS, rerank_subset, seed, ScoreCache()
+        )
+    outcome = benchmark_study(problem, seed=seed, n_boot=boot, mmr=MmrPlan(), rerank=rerank_plan)
+    stages_table = outcome.pipeline.table
+    subset_title = outcome.staged.details["subset"] if outcome.staged is not None else "every question"
+    if outcome.staged is not None:
+        report.table(
+            "rerank_chosen", outcome.staged.chosen, "+ rerank: the stage chosen per fold, kept or not"
+        )
+    report.table("mmr_chosen", outcome.mmr.chosen, "+ MMR: the stage chosen per fold, kept or not")
+    report.table("pipeline_chosen", outcome.pipeline.chosen, "best combination: the pipeline chosen per fold")
+    report.table("heldout", stages_table, f"held-out stages per category, {subset_title}")
     report.figure(
         "stages",
-        stage_bars(stages_table, f"Held-out systems per LoCoMo category ({subset_title})"),
+        stage_bars(stages_table, f"Held-out stages per LoCoMo category ({subset_title})"),
     )
     stages_table
 

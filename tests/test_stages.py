@@ -130,7 +130,10 @@ def test_the_subset_is_named_and_is_what_the_table_counts(study):
     part = rerank_held_out(
         problem, held, rerank=np.where(base.index >= 0, 0.5, np.nan), subset=2, depths=(8,), blends=(1.0,)
     )
-    assert part.details["subset"] == "the first 2 questions of each conversation (8 of 20 questions)"
+    assert (
+        part.details["subset"]
+        == "2 questions of each conversation drawn at random (seed 0) (8 of 20 questions)"
+    )
     ids = {problem.dataset.questions[int(r)].id for r in rows}
     assert set(part.questions["question"]) == ids
     everyone = part.table[part.table["group"] == "all"]
@@ -197,9 +200,14 @@ def test_tune_benchmark_with_a_rerank_url_prints_the_named_subset(tmp_path, caps
         out = capsys.readouterr().out
         assert main([*args, *more, "--format", "json"]) == 0
         doc = json.loads(capsys.readouterr().out)
-    head = "+ rerank held out on the first 3 questions of each conversation (12 of 20 questions)"
+    head = (
+        "+ rerank held out on 3 questions of each conversation drawn at random (seed 0) (12 of 20 questions)"
+    )
     assert head in out and "+ rerank chosen per fold:" in out and "reranked in " in out
-    assert doc["rerank"]["subset"] == "the first 3 questions of each conversation (12 of 20 questions)"
+    assert (
+        doc["rerank"]["subset"]
+        == "3 questions of each conversation drawn at random (seed 0) (12 of 20 questions)"
+    )
     systems = [r["system"] for r in doc["rerank"]["table"] if r["group"] == "all"]
     assert systems[-1] == "+ rerank" and all(
         r["n"] == 12 for r in doc["rerank"]["table"] if r["group"] == "all"

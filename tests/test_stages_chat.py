@@ -39,7 +39,9 @@ def test_rerank_held_out_with_smollm2(server, study, tmp_path):  # noqa: F811
     )
     reranker.close()
     d = result.details
-    assert d["model"] == MODEL_ALIAS and d["subset"].startswith("the first 1 questions of each conversation")
+    assert d["model"] == MODEL_ALIAS and d["subset"].startswith(
+        "1 questions of each conversation drawn at random (seed 0)"
+    )
     units = held.questions[held.questions["system"] == "cosine"]["haystack"].tolist()
     rows = subset_rows(units, 1)
     pairs = int((held_pool(problem, rows, 4).index >= 0).sum())

@@ -699,7 +699,7 @@ PARAMETERS: tuple[Parameter, ...] = (
         "rerank_subset",
         "int",
         10,
-        "benchmark: + rerank on the first N questions of each conversation",
+        "benchmark: + rerank on N questions of each conversation, drawn with seed",
         bounds={"minimum": 1},
         group="benchmark",
     ),

@@ -45,10 +45,17 @@ MMR_AXES = ("mmr_pool", "diversity")
 
 
 def mmr_picks(
-    raw: np.ndarray, vectors: np.ndarray | None, pool: int, diversity: float, limit: int
+    raw: np.ndarray,
+    vectors: np.ndarray | None,
+    pool: int,
+    diversity: float,
+    limit: int,
+    slots: np.ndarray | None = None,
 ) -> np.ndarray:
-    """(questions, limit) memory indices MMR picks for each question, in pick order, -1 past its
-    picks: the top ``pool`` known raw scores (candidate order), diversified."""
+    """(questions, limit) column indices of ``raw`` MMR picks for each question, in pick order, -1
+    past its picks: the top ``pool`` known raw scores (candidate order), diversified. ``slots``
+    (compacted inputs, ``memlab.retrieval.inputs.compact``): the memory (row of ``vectors``) in
+    each column of each row; None: column i is memory i."""
     raw = np.asarray(raw, dtype=np.float64)
     idx = candidate_lists(raw, pool)
     counts = (idx >= 0).sum(axis=-1)
@@ -59,7 +66,7 @@ def mmr_picks(
     for q in range(n_q):
         k = int(counts[q])
         rel[q, :k] = raw[q, idx[q, :k]]
-        sim[q, :k, :k] = mmr.similarities(use, idx[q, :k])
+        sim[q, :k, :k] = mmr.similarities(use, idx[q, :k] if slots is None else slots[q, idx[q, :k]])
     places = np.empty((n_q, limit), dtype=np.int64)
     mmr_select(rel, sim, counts, *mmr.mmr_lambda(diversity), places)
     return np.where(places >= 0, np.take_along_axis(idx, np.maximum(places, 0), axis=-1), -1)

@@ -38,7 +38,7 @@ the mean, and the paired bootstrap interval of its difference to each reference 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -199,6 +199,10 @@ class HeldOut:
     table: pd.DataFrame  # per category and system: mean and paired differences to the references
     chosen: pd.DataFrame  # per fold and tuned system: its configuration and tuning objective
     details: dict[str, Any]
+    # what the stages held out (``memlab.studies.pipeline``) tune on: the study's compacted inputs
+    # (BM25 included) and its grid
+    inputs: RetrievalInputs | None = field(default=None, compare=False, repr=False)
+    grid: RetrieverGrid | None = field(default=None, compare=False, repr=False)
 
 
 def held_out(
@@ -344,7 +348,7 @@ def held_out(
         "model": problem.model_id,
         "source": problem.source,
     }
-    return HeldOut(questions, table, pd.DataFrame(chosen), details)
+    return HeldOut(questions, table, pd.DataFrame(chosen), details, inputs, grid)
 
 
 def question_values(problem: RetrievalProblem, injected: dict[str, dict[int, tuple[int, ...]]], fold, units):

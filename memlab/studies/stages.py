@@ -21,10 +21,10 @@ on the stage's grid, its candidates), not anything the reranker said; the tuned 
 chose those on the same training questions. Measuring the reranker means crediting it only with
 what its score changes, so a grid of blend 0 alone gives exactly the tuned spec's row.
 
-Reranking is slow on a small local model, so ``subset`` reranks only the first ``subset``
-questions of each conversation (dataset order): the stage is tuned on the training folds' subset
-questions and evaluated on the fold's, and the table (every system of the held-out study) is
-computed over the subset questions only, named in ``details["subset"]``.
+Reranking is slow on a small local model, so ``subset`` reranks only ``subset`` questions of
+each conversation, drawn at random with ``subset_seed`` (``subset_rows``): the stage is tuned
+on the training folds' subset questions and evaluated on the fold's, and the table (every
+system of the held-out study) is computed over the subset questions only, named in ``details["subset"]``.
 """
 
 from __future__ import annotations
@@ -58,24 +58,30 @@ MEANING = (
 )
 
 
-def subset_rows(units: Sequence[str], first: int | None) -> np.ndarray:
-    """The first ``first`` questions of each haystack, in dataset order (None: every question)."""
+def subset_rows(units: Sequence[str], first: int | None, seed: int = 0) -> np.ndarray:
+    """``first`` questions of each haystack drawn at random without replacement (a seeded choice,
+    the haystacks in first-seen order; all of a haystack's when it has fewer), in dataset order
+    (None: every question). Random rather than the first ones: LoCoMo lists each conversation's
+    adversarial questions last, so its first questions hold none."""
     if first is None:
         return np.arange(len(units))
     check_number(first, "--rerank-subset", integer=True, minimum=1)
-    seen: dict[str, int] = {}
-    rows = []
+    check_number(seed, "--rerank-subset-seed", integer=True, minimum=0)
+    rng = np.random.default_rng(seed)
+    by: dict[str, list[int]] = {}
     for i, u in enumerate(units):
-        seen[u] = seen.get(u, 0) + 1
-        if seen[u] <= first:
-            rows.append(i)
-    return np.array(rows, dtype=np.int64)
+        by.setdefault(u, []).append(i)
+    rows = [int(r) for mine in by.values() for r in rng.permutation(mine)[:first]]
+    return np.array(sorted(rows), dtype=np.int64)
 
 
-def subset_name(first: int | None, rows: np.ndarray, total: int) -> str:
+def subset_name(first: int | None, rows: np.ndarray, total: int, seed: int = 0) -> str:
     if first is None:
         return f"every question ({total})"
-    return f"the first {first} questions of each conversation ({len(rows)} of {total} questions)"
+    return (
+        f"{first} questions of each conversation drawn at random (seed {seed}) "
+        f"({len(rows)} of {total} questions)"
+    )
 
 
 @dataclass(frozen=True)
@@ -145,17 +151,20 @@ def rerank_folds(
     *,
     depths: Sequence[int] = DEPTHS,
     blends: Sequence[float] = BLENDS,
-) -> tuple[list[dict[str, Any]], list[tuple[int, ...]]]:
+) -> tuple[list[dict[str, Any]], list[tuple[int, ...]], dict[int, list[tuple[int, ...]]]]:
     """Every fold's stage, tuned on the other folds' rows of ``base`` and applied to its own (see
     the module): (one record per fold: the stage chosen or none, the training objectives; per row
-    of ``base``, its injected memories in order). ``fold`` (Q,) per row; ``specs``: each fold's
-    tuned spec (candidates, inject, bonus, tau, threshold)."""
+    of ``base``, its injected memories in order; per fold, every row's injected memories under
+    the fold's stage, kept or not: what the best combination compares on the training rows).
+    ``fold`` (Q,) per row; ``specs``: each fold's tuned spec (candidates, inject, bonus, tau,
+    threshold)."""
     depths = sorted({check_depth(d, "--rerank-depth") for d in depths})
     blends = sorted({check_blend(b, "--rerank-blend") for b in blends})
     if not depths or not blends:
         raise InputError("--rerank-depth and --rerank-blend: give at least one value each")
     staged = [b for b in blends if b > 0]
     lists: list[tuple[int, ...]] = [()] * len(fold)
+    stages: dict[int, list[tuple[int, ...]]] = {}
     records = []
     for f in sorted(specs):
         spec = specs[f]
@@ -186,6 +195,11 @@ def rerank_folds(
                 stage_threshold=float(chosen["threshold"]),
                 stage_objective=int(chosen["utility"]),
             )
+            _, every = stage_injected(
+                pool.raw, pool.final, rerank, int(chosen["depth"]), float(chosen["blend"]),
+                float(chosen["threshold"]), spec.inject,
+            )  # fmt: skip
+            stages[f] = injected_order(pool, rerank, float(chosen["blend"]), every)
         kept = chosen is not None and int(chosen["utility"]) > spec_value
         record["kept"] = kept
         held = pool.rows(test)
@@ -199,7 +213,7 @@ def rerank_folds(
         for r, order in zip(test, injected_order(held, rerank[test], blend, mask), strict=True):
             lists[int(r)] = order
         records.append(record)
-    return records, lists
+    return records, lists, stages
 
 
 @dataclass(frozen=True)
@@ -208,6 +222,12 @@ class RerankHeldOut:
     table: pd.DataFrame  # compare_systems over the subset: every system, + rerank among them
     chosen: pd.DataFrame  # per fold: the stage tuned there, whether it was kept
     details: dict[str, Any]
+    rows: np.ndarray | None = None  # the subset's questions (dataset indices)
+    fold: np.ndarray | None = None  # their folds
+    # per fold, every subset row's injected memories under the fold's stage (kept or not)
+    stages: dict[int, list[tuple[int, ...]]] | None = None
+    pool: HeldPool | None = None  # the subset's pool and the reranker's scores there
+    rerank: np.ndarray | None = None
 
 
 def fold_specs(held: HeldOut) -> dict[int, RetrievalSpec]:
@@ -237,6 +257,7 @@ def rerank_held_out(
     depths: Sequence[int] = DEPTHS,
     blends: Sequence[float] = BLENDS,
     subset: int | None = None,
+    subset_seed: int = 0,
     cache: ScoreCache | None = None,
     concurrency: int = 1,
     bar: Any = None,
@@ -250,7 +271,7 @@ def rerank_held_out(
 
     dataset = problem.dataset
     units = haystack_units(problem)
-    rows = subset_rows(units, subset)
+    rows = subset_rows(units, subset, subset_seed)
     specs = fold_specs(held)
     depth = max(max(depths), *(s.candidates for s in specs.values()))
     base = held_pool(problem, rows, depth)
@@ -270,7 +291,7 @@ def rerank_held_out(
         raise InputError(f"rerank scores: expected shape {base.index.shape}, got {rerank.shape}")
     cos = held.questions[held.questions["system"] == "cosine"].set_index("question")["fold"]
     fold_all = np.array([int(cos[q.id]) for q in dataset.questions])
-    records, lists = rerank_folds(base, rerank, fold_all[rows], specs, depths=depths, blends=blends)
+    records, lists, stages = rerank_folds(base, rerank, fold_all[rows], specs, depths=depths, blends=blends)
     injected = {SYSTEM: dict(zip(rows.tolist(), lists, strict=True))}
     ours = question_values(problem, injected, fold_all, units)
     ids = {dataset.questions[int(i)].id for i in rows}
@@ -278,8 +299,9 @@ def rerank_held_out(
     questions = pd.concat([theirs, ours], ignore_index=True)
     table = compare_systems(questions, int(held.details["boot"]), int(held.details["seed"]))
     details = {
-        "subset": subset_name(subset, rows, len(dataset.questions)),
+        "subset": subset_name(subset, rows, len(dataset.questions), subset_seed),
         "subset_first": subset,
+        "subset_seed": subset_seed,
         "subset_questions": len(rows),
         "depths": sorted(set(depths)),
         "blends": sorted(set(blends)),
@@ -293,4 +315,6 @@ def rerank_held_out(
             requests=reranker.requests,
             cache_hits=cache.hits if cache is not None else 0,
         )
-    return RerankHeldOut(questions, table, pd.DataFrame(records), details)
+    return RerankHeldOut(
+        questions, table, pd.DataFrame(records), details, rows, fold_all[rows], stages, base, rerank
+    )

@@ -226,50 +226,48 @@ def text_table(
 
 
 def rerank_plan(args: argparse.Namespace):
-    """The reranker's options checked before anything is scored: (its config, the depths, the
-    blends), or None without ``--rerank-url``."""
+    """The reranker's options checked before anything is scored (``RerankPlan``), or None
+    without ``--rerank-url``."""
     if not args.rerank_url:
         return None
     from memlab.app.cli.rerank import number_list, reranker_config
     from memlab.core.numbers import check_number
     from memlab.core.rerank_stage import check_blend, check_depth
+    from memlab.rerank.cache import ScoreCache
     from memlab.rerank.scoring import check_concurrency
+    from memlab.studies.pipeline import RerankPlan
 
     depths = [check_depth(d, "--rerank-depth") for d in number_list(args.rerank_depth, "--rerank-depth", int)]
     blends = [check_blend(b, "--rerank-blend") for b in number_list(args.rerank_blend, "--rerank-blend")]
     check_concurrency(args.rerank_concurrency)
     if args.rerank_subset is not None:
         check_number(args.rerank_subset, "--rerank-subset", integer=True, minimum=1)
-    return reranker_config(args), depths, blends
+    subset_seed = args.seed if args.rerank_subset_seed is None else args.rerank_subset_seed
+    check_number(subset_seed, "--rerank-subset-seed", integer=True, minimum=0)
+    return RerankPlan(
+        reranker_config(args),
+        tuple(depths),
+        tuple(blends),
+        args.rerank_subset,
+        subset_seed,
+        None if args.no_rerank_cache else ScoreCache(getattr(args, "cache_dir", None)),
+        args.rerank_concurrency,
+    )
 
 
-def rerank_from(args: argparse.Namespace, plan, problem, result):
-    """``+ rerank`` held out (``memlab.studies.stages``) as ``rerank_plan`` says: (the study, its
-    seconds), or None."""
-    if plan is None:
+def mmr_plan(args: argparse.Namespace):
+    """``--mmr``'s grid checked before anything is scored (``MmrPlan``), or None without it."""
+    if not args.mmr:
         return None
-    from memlab.rerank.cache import ScoreCache
-    from memlab.rerank.clients import Reranker
-    from memlab.studies.stages import rerank_held_out
+    from memlab.app.cli.rerank import number_list
+    from memlab.studies.mmr_held import check_grid
+    from memlab.studies.pipeline import MmrPlan
 
-    config, depths, blends = plan
-    reranker = Reranker(config)
-    cache = None if args.no_rerank_cache else ScoreCache(getattr(args, "cache_dir", None))
-    t0 = time.perf_counter()
-    try:
-        staged = rerank_held_out(
-            problem,
-            result,
-            reranker,
-            depths=depths,
-            blends=blends,
-            subset=args.rerank_subset,
-            cache=cache,
-            concurrency=args.rerank_concurrency,
-        )
-    finally:
-        reranker.close()
-    return staged, time.perf_counter() - t0
+    pools, diversities = check_grid(
+        number_list(args.mmr_pools, "--mmr-pools", int),
+        number_list(args.mmr_diversities, "--mmr-diversities"),
+    )
+    return MmrPlan(pools, diversities)
 
 
 def rerank_text(result, staged, seconds: float, markdown: bool = False) -> str:
@@ -332,18 +330,109 @@ def heldout_grid(args: argparse.Namespace, problem):
     return retriever_grid_from(args, bonus=args.bonus_range, tau=args.tau_range)
 
 
+def pipeline_text(outcome, markdown: bool = False) -> str:
+    """The pipeline table (``memlab.studies.pipeline``): the single stages, the best combination,
+    d to cosine, to the tuned spec and to the best single stage; each fold's choices."""
+    from memlab.studies.mmr_held import MEANING as MMR_MEANING
+    from memlab.studies.mmr_held import SYSTEM as MMR
+    from memlab.studies.pipeline import COMBINED, COMBINED_MEANING
+
+    p = outcome.pipeline
+    d = p.details
+    over = outcome.staged.details["subset"] if outcome.staged is not None else "every question"
+    head = (
+        f"pipeline held out on {over}: {', '.join(d['combinations'])} and the {COMBINED} "
+        f"({d['questions']} questions)"
+    )
+    notes = []
+    if outcome.mmr is not None:
+        m = outcome.mmr.details
+        notes.append(
+            f"{MMR}: {MMR_MEANING}; grid: pools {','.join(map(str, m['pools']))}, diversities "
+            f"{','.join(f'{x:g}' for x in m['diversities'])} (MMR before the bonus, as Qdrant runs it)"
+        )
+    notes += [
+        f"{COMBINED}: {COMBINED_MEANING}; not modelled: {d['not_modelled']}",
+        f"d vs best single: to {d['best_single']}, the single stage with the highest held-out utility "
+        "over all (chosen in hindsight: the hardest reference); other d as above",
+    ]
+    cols = ["group", "measure", "system", "n", "value", "d vs cosine [95% CI]", "d vs recency [95% CI]"]
+    cols.append("d vs best single [95% CI]")
+    systems = [*dict.fromkeys(("cosine", *d["combinations"], COMBINED))]
+    table = p.table[p.table["system"].isin(systems)]
+    rows = [
+        [
+            r["group"],
+            r["measure"],
+            r["system"],
+            str(r["n"]),
+            f"{r['value']:.3f}",
+            diff_cell(r, "cosine"),
+            diff_cell(r, "recency"),
+            diff_cell(r, "best"),
+        ]
+        for r in table.to_dict("records")
+    ]
+    lines = text_table(head, notes, cols, rows, markdown)
+    lines += ["", "chosen per fold:"]
+    if outcome.mmr is not None:
+        for c in outcome.mmr.chosen.to_dict("records"):
+            lines.append(
+                f"  fold {c['fold']} {MMR}: pool={c['mmr_pool']} diversity={c['diversity']:g} "
+                f"objective={c['stage_objective']}; tuned spec objective={c['spec_objective']} "
+                f"(of {c['tuning_questions']} tuning questions): "
+                + ("stage kept" if c["kept"] else "tuned spec kept")
+            )
+    for c in p.chosen.to_dict("records"):
+        scores = ", ".join(
+            f"{k.removeprefix('objective ')} {int(v)}"
+            for k, v in c.items()
+            if k.startswith("objective ") and v == v
+        )
+        lines.append(
+            f"  fold {c['fold']} {COMBINED}: {c['chosen']} (objectives of {c['tuning_questions']} tuning "
+            f"questions: {scores})"
+        )
+    lines.append(f"computed in {outcome.pipeline_seconds:.1f} s")
+    return "\n".join(lines)
+
+
+def saved_text(saved, path) -> str:
+    from memlab.studies.pipeline import SAVED_NOTE
+
+    s = saved.tuned.spec
+    mmr = f" mmr_pool={s.mmr_pool} diversity={s.diversity:g}" if s.mmr else ""
+    stage = saved.tuned.rerank
+    rerank = (
+        f"; rerank stage depth={stage.depth} blend={stage.blend:g} threshold={stage.threshold:.6g} "
+        "(in the application)"
+        if stage is not None
+        else ""
+    )
+    lines = [
+        f"saved {path}: {saved.pipeline}, {spec_line(s)}{mmr}{rerank}",
+        f"  {SAVED_NOTE}",
+        "  objectives on the "
+        + f"{saved.questions} questions: "
+        + ", ".join(f"{k} {v}" for k, v in saved.objectives.items()),
+    ]
+    if saved.best != saved.pipeline:
+        lines.append(f"  the best was {saved.best}, which a tuned file cannot hold (it is no vector spec)")
+    return "\n".join(lines)
+
+
 def cmd_tune_benchmark(args: argparse.Namespace) -> int:
-    from memlab.studies.heldout import held_out
+    from memlab.studies.pipeline import benchmark_study
 
     if args.units is not None or args.benchmark_file is not None:
         return cmd_tune_units(args)
     hybrids = hybrids_from(args)
     family_values(args)
     plan = rerank_plan(args)  # None without --rerank-url
+    mmr = mmr_plan(args)  # None without --mmr
     problem = problem_from(args, decay=None, combine=None)  # the family is a grid axis here
     grid = heldout_grid(args, problem)
-    t0 = time.perf_counter()
-    result = held_out(
+    outcome = benchmark_study(
         problem,
         folds=args.folds,
         seed=args.seed,
@@ -352,10 +441,17 @@ def cmd_tune_benchmark(args: argparse.Namespace) -> int:
         false_rate=args.false_rate,
         probes=args.probes,
         hybrids=hybrids,
+        mmr=mmr,
+        rerank=plan,
+        save=bool(args.save),
         progress=sys.stderr.isatty(),
     )
-    elapsed = time.perf_counter() - t0
-    staged = rerank_from(args, plan, problem, result)
+    result, elapsed, staged = outcome.held, outcome.seconds, outcome.staged
+    path = None
+    if outcome.saved is not None:
+        from memlab.tuning.tuned import save_tuned
+
+        path = save_tuned(args.save, outcome.saved.tuned)
     if args.format == "json":
         doc = {
             **result.details,
@@ -364,18 +460,44 @@ def cmd_tune_benchmark(args: argparse.Namespace) -> int:
             "chosen": result.chosen.to_dict("records"),
         }
         if staged is not None:
-            staged_result, seconds = staged
             doc["rerank"] = {
-                **staged_result.details,
-                "seconds": seconds,
-                "table": staged_result.table.to_dict("records"),
-                "chosen": staged_result.chosen.to_dict("records"),
+                **staged.details,
+                "seconds": outcome.rerank_seconds,
+                "table": staged.table.to_dict("records"),
+                "chosen": staged.chosen.to_dict("records"),
+            }
+        if outcome.pipeline is not None and (mmr is not None or staged is not None):
+            p = outcome.pipeline
+            doc["pipeline"] = {
+                **p.details,
+                "seconds": outcome.pipeline_seconds,
+                "table": p.table.to_dict("records"),
+                "chosen": p.chosen.to_dict("records"),
+                **({"mmr_chosen": outcome.mmr.chosen.to_dict("records")} if outcome.mmr is not None else {}),
+            }
+        if outcome.saved is not None:
+            doc["saved"] = {
+                "path": str(path),
+                "pipeline": outcome.saved.pipeline,
+                "best": outcome.saved.best,
+                "objectives": outcome.saved.objectives,
+                "tuned": outcome.saved.tuned.as_dict(),
+                # what a command reading the file injects again, per question
+                "injected": {
+                    problem.dataset.questions[r].id: [problem.dataset.memory_ids[m] for m in got]
+                    for r, got in sorted(outcome.saved.lists.items())
+                },
             }
         emit(json.dumps(json_ready(doc), indent=2, ensure_ascii=False), args.output)
         return 0
-    text = heldout_text(result, elapsed, markdown=args.format == "markdown")
+    markdown = args.format == "markdown"
+    text = heldout_text(result, elapsed, markdown=markdown)
     if staged is not None:
-        text += "\n\n" + rerank_text(result, *staged, markdown=args.format == "markdown")
+        text += "\n\n" + rerank_text(result, staged, outcome.rerank_seconds, markdown=markdown)
+    if outcome.pipeline is not None and (mmr is not None or staged is not None):
+        text += "\n\n" + pipeline_text(outcome, markdown=markdown)
+    if outcome.saved is not None:
+        text += "\n\n" + saved_text(outcome.saved, path)
     emit(text, args.output)
     if sys.stderr.isatty():
         print(f"held-out study in {elapsed:.1f} s", file=sys.stderr)
@@ -610,10 +732,36 @@ def add_tune_benchmark_arguments(p: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="rerank only the first N questions of each conversation; the + rerank table is over "
-        "those (default: every question)",
+        help="rerank only N questions of each conversation, drawn at random (--rerank-subset-seed); "
+        "the + rerank table is over those (default: every question)",
+    )
+    s.add_argument(
+        "--rerank-subset-seed",
+        type=int,
+        default=None,
+        help="the seed of --rerank-subset's random choice (default: --seed)",
     )
     s.add_argument("--no-rerank-cache", action="store_true", help="ask the reranker again for every pair")
+    m = p.add_argument_group("MMR stage and the best combination, held out")
+    m.add_argument(
+        "--mmr",
+        action="store_true",
+        help="add + MMR (pool and diversity tuned per fold on the tuned recency spec) and the best "
+        "combination of the stages (also with --rerank-url alone)",
+    )
+    # memlab.studies.mmr_held.POOLS and DIVERSITIES (not imported here: the parser is built for
+    # every command)
+    m.add_argument("--mmr-pools", default="16,32", help="--mmr: MMR's pools tried (default: %(default)s)")
+    m.add_argument(
+        "--mmr-diversities", default="0.1,0.25,0.5", help="--mmr: diversities tried (default: %(default)s)"
+    )
+    m.add_argument(
+        "--save",
+        default=None,
+        metavar="FILE",
+        help="write the chosen pipeline, tuned on every conversation after the held-out evaluation, "
+        "as a tuned file every --spec reads (a rerank stage as an application-side stage)",
+    )
     add_output_options(p, ["table", "markdown", "json"])
 
 

@@ -20,6 +20,8 @@ SYSTEM_COLOURS = {
     "bm25": OKABE_ITO["yellow"],
     "hybrid": OKABE_ITO["orange"],
     "+ rerank": OKABE_ITO["vermillion"],
+    "+ MMR": OKABE_ITO["purple"],
+    "best combination": OKABE_ITO["black"],
 }
 MEASURES = {
     "utility": "utility",
