@@ -102,3 +102,16 @@ def test_explain_log_names_the_line_and_the_range(tmp_path, capsys):
         and "log.jsonl:1: time: 1e+300 is out of range as epoch-ms" in err[-1]
     )
     assert Path(log).read_text().count("\n") == 1
+
+
+def test_tune_benchmark_boot_past_memory_is_one_line(tmp_path, capsys):
+    """10**30 resamples were numpy's "Maximum allowed dimension exceeded" traceback; the bound is
+    memlab's 2 GiB budget over 16 bytes a question a resample."""
+    from memlab.importers.locomo import import_locomo
+
+    root = tmp_path / "ds"
+    import_locomo(Path(__file__).parent / "data" / "locomo_heldout.json", root, granularity="turn")
+    assert main(["tune-benchmark", "--dataset", str(root), "--folds", "2", "--boot", str(10**30)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("memlab: error: n_boot: 1,000,000,000,000,000,000,000")
+    assert "more than memlab's budget of 2.0 GiB: at most" in err[0]
