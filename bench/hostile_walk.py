@@ -365,7 +365,8 @@ SHARED = {
     for flag in ("--embed-batch", "--embed-timeout", "--embed-attempts", "--truncate-dim")
 }
 # where a bad value is refused or the work never starts, whatever else fails first
-NUMERIC_OK = {"-1": {"--threshold", "--seed"}, "1" + "0" * 30: set()}
+# (a seed of any size is a valid seed: numpy takes it whole)
+NUMERIC_OK = {"-1": {"--threshold", "--seed"}, "1" + "0" * 30: {"--seed"}}
 
 
 def numeric_cases() -> list[Case]:
@@ -725,7 +726,7 @@ def file_cases() -> list[Case]:
 
 # what a command prints before long work it accepted ("sweeping N configurations: about 40 s"): a
 # case cut by the time limit after saying so ran as told, it is no hang
-ESTIMATE = re.compile(r"\babout [\d,.]+ ?(s|seconds?|min|minutes?|h|hours?)\b", re.IGNORECASE)
+ESTIMATE = re.compile(r"\babout (a|an|[\d,.]+) ?(s|seconds?|min|minutes?|h|hours?)\b", re.IGNORECASE)
 
 
 def classify(case: Case, rc: int | None, err: str) -> str:
