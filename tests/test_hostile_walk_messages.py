@@ -115,3 +115,38 @@ def test_tune_benchmark_boot_past_memory_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("memlab: error: n_boot: 1,000,000,000,000,000,000,000")
     assert "more than memlab's budget of 2.0 GiB: at most" in err[0]
+
+
+@pytest.fixture(scope="module")
+def locomo_ds(tmp_path_factory) -> Path:
+    from memlab.importers.locomo import import_locomo
+
+    root = tmp_path_factory.mktemp("locomo") / "ds"
+    import_locomo(Path(__file__).parent / "data" / "locomo_heldout.json", root, granularity="turn")
+    return root
+
+
+RERANK_ALONE = [  # (options without --rerank-url, the options the line names): were ignored
+    (["--rerank-attempts", "-1"], "--rerank-attempts: it shapes"),
+    (["--rerank-timeout", "nan"], "--rerank-timeout: it shapes"),
+    (["--rerank-subset", "1"], "--rerank-subset: it shapes"),
+    (
+        ["--rerank-depth", "4", "--rerank-concurrency", "2"],
+        "--rerank-concurrency, --rerank-depth: they shape",
+    ),
+]
+
+
+@pytest.mark.parametrize(("extra", "fragment"), RERANK_ALONE)
+def test_tune_benchmark_rerank_options_without_a_reranker_are_refused(locomo_ds, capsys, extra, fragment):
+    assert main(["tune-benchmark", "--dataset", str(locomo_ds), "--folds", "2", "--boot", "5", *extra]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"memlab: error: {fragment} the held-out + rerank system, which runs only with --rerank-url: "
+        f"add it, or drop {'them' if 'they' in fragment else 'it'}"
+    ]
+
+
+def test_tune_benchmark_without_rerank_options_still_runs(locomo_ds, capsys):
+    assert main(["tune-benchmark", "--dataset", str(locomo_ds), "--folds", "2", "--boot", "5"]) == 0
+    assert "recency+calibrated" in capsys.readouterr().out

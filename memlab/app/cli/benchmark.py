@@ -225,10 +225,32 @@ def text_table(
     return lines + ["  ".join(f"{v:<{w}}" for v, w in zip(row, widths, strict=True)) for row in rows]
 
 
+def rerank_defaults() -> dict:
+    """Each reranker option's default as ``add_tune_benchmark`` declares it (from the same adders,
+        so one default in one place), but ``--rerank-url``, which turns the stage on (``--rerank-subset``,
+    declared with the command, defaults to None)."""
+    from memlab.app.cli.rerank import add_reranker_options, add_stage_grid_options
+
+    probe = argparse.ArgumentParser(add_help=False)
+    add_reranker_options(probe)
+    add_stage_grid_options(probe)
+    return {k: v for k, v in vars(probe.parse_args([])).items() if k != "rerank_url"}
+
+
 def rerank_plan(args: argparse.Namespace):
     """The reranker's options checked before anything is scored: (its config, the depths, the
     blends), or None without ``--rerank-url``."""
     if not args.rerank_url:
+        from memlab.core.errors import InputError
+
+        defaults = {**rerank_defaults(), "rerank_subset": None}
+        given = [f"--{n.replace('_', '-')}" for n, v in defaults.items() if getattr(args, n) != v]
+        if given:  # they shape only the + rerank system: without a reranker they would be ignored
+            raise InputError(
+                f"{', '.join(given)}: {'it shapes' if len(given) == 1 else 'they shape'} the held-out "
+                "+ rerank system, which runs only with --rerank-url: add it, or drop "
+                f"{'it' if len(given) == 1 else 'them'}"
+            )
         return None
     from memlab.app.cli.rerank import number_list, reranker_config
     from memlab.core.numbers import check_number
