@@ -150,3 +150,12 @@ def test_tune_benchmark_rerank_options_without_a_reranker_are_refused(locomo_ds,
 def test_tune_benchmark_without_rerank_options_still_runs(locomo_ds, capsys):
     assert main(["tune-benchmark", "--dataset", str(locomo_ds), "--folds", "2", "--boot", "5"]) == 0
     assert "recency+calibrated" in capsys.readouterr().out
+
+
+def test_tune_benchmark_systems_without_units_is_refused(locomo_ds, capsys):
+    """--systems shapes only the --units table: it was ignored, 'bogus' included."""
+    assert main(["tune-benchmark", "--dataset", str(locomo_ds), "--systems", "bogus"]) == 2
+    assert capsys.readouterr().err == (
+        "memlab: error: --systems: it names the systems compared across --units (with "
+        "--benchmark-file): add those two, or drop it (the held-out table compares every system)\n"
+    )

@@ -359,6 +359,13 @@ def cmd_tune_benchmark(args: argparse.Namespace) -> int:
 
     if args.units is not None or args.benchmark_file is not None:
         return cmd_tune_units(args)
+    if args.systems is not None:  # it names the systems compared across units: here it would be ignored
+        from memlab.core.errors import InputError
+
+        raise InputError(
+            "--systems: it names the systems compared across --units (with --benchmark-file): add those "
+            "two, or drop it (the held-out table compares every system)"
+        )
     hybrids = hybrids_from(args)
     family_values(args)
     plan = rerank_plan(args)  # None without --rerank-url
@@ -487,12 +494,13 @@ def cmd_tune_units(args: argparse.Namespace) -> int:
     from memlab.embedding.models import model_card
     from memlab.importers.benchmarks import import_benchmark, unit_names
     from memlab.studies.heldout import SYSTEMS
-    from memlab.studies.units import held_out_units
+    from memlab.studies.units import UNIT_SYSTEMS, held_out_units
 
     if args.units is None or args.benchmark_file is None:
         raise InputError("--units and --benchmark-file go together: the units are imported from that file")
     units = [u.strip() for u in args.units.split(",") if u.strip()]
-    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    given = args.systems if args.systems is not None else ",".join(UNIT_SYSTEMS)
+    systems = [s.strip() for s in given.split(",") if s.strip()]
     for system in systems:  # said before anything is imported or scored
         lookup(SYSTEMS, system, "system for --systems")
     unit_names(args.benchmark_file, units)  # each unit checked against the file's benchmark
@@ -597,9 +605,10 @@ def add_tune_benchmark_arguments(p: argparse.ArgumentParser) -> None:
     )
     u.add_argument(
         "--systems",
-        # memlab.studies.units.UNIT_SYSTEMS (not imported here: the parser is built for every command)
-        default="cosine,recency,hybrid",
-        help="--units: the held-out systems compared across units (default: %(default)s)",
+        # None: memlab.studies.units.UNIT_SYSTEMS (not imported here: the parser is built for every
+        # command); None also tells a --systems given without --units, which would be ignored
+        default=None,
+        help="--units: the held-out systems compared across units (default: cosine,recency,hybrid)",
     )
     g = p.add_argument_group("grid (start:stop:step with stop included, a comma list, or one value)")
     add_parameters(g, ["alpha_range"], defaults={"alpha_range": "0:1:0.25"})
