@@ -159,3 +159,23 @@ def test_tune_benchmark_systems_without_units_is_refused(locomo_ds, capsys):
         "memlab: error: --systems: it names the systems compared across --units (with "
         "--benchmark-file): add those two, or drop it (the held-out table compares every system)\n"
     )
+
+
+ANSWER_BOOT = [  # (--boot, the line): checked before any chat request (port 9 is never asked)
+    ("-1", "memlab: error: --boot: expected an integer >= 1, got -1"),
+    ("0", "memlab: error: --boot: expected an integer >= 1, got 0"),
+    (
+        str(10**30),
+        "memlab: error: --boot: 1,000,000,000,000,000,000,000,000,000,000 bootstrap resamples would",
+    ),
+]
+
+
+@pytest.mark.parametrize(("boot", "line"), ANSWER_BOOT)
+def test_answer_boot_is_checked_before_the_chat(tmp_path, capsys, boot, line):
+    argv = ["answer", "--source", "published", "--chat-url", "http://127.0.0.1:9/v1", "--chat-model", "m"]
+    argv += ["--no-llm-judge", "--questions", "H1", "--chat-attempts", "1", "--boot", boot]
+    assert main([*argv, "--cache-dir", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(line)
+    assert "cannot connect" not in err[0]
