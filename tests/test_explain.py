@@ -265,7 +265,8 @@ def test_table(hand, capsys):
         ),
         (
             {"text": "x", "time": 1789000000000},
-            "log.jsonl:2: time: 1789000000000 looks like epoch milliseconds: pass --time-format epoch-ms",
+            "log.jsonl:2: time: 1789000000000 looks like epoch milliseconds (2026-09-10T00:26:40+00:00 as "
+            "such): pass --time-format epoch-ms",
         ),
         ({"vector": [0, 0, 0], "time": "2026-09-10"}, "log.jsonl:2: vector: a zero vector"),
         ({"vector": [1, "x"], "time": "2026-09-10"}, "log.jsonl:2: vector: expected a list of numbers"),

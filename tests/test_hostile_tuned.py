@@ -67,7 +67,8 @@ HOSTILE = [
     (
         "digits",
         lambda t: t.replace("candidates: 8", "candidates: " + "9" * 5000).encode(),
-        " holds an integer of more than 4300 digits: not a number memlab reads",
+        "6: spec.candidates: an integer of 5,000 digits: not a number memlab reads (Python converts at "
+        "most 4,300)",
     ),
     (
         "selection list",

@@ -362,8 +362,8 @@ def test_epoch_milliseconds(tmp_path):
     with pytest.raises(DatasetError) as e:
         import_qdrant(**kw, out=tmp_path / "ds")
     assert (
-        e.value.problems[0]
-        == "collection mem: point 0: ts: 1788998400250 looks like epoch milliseconds: pass --date-format epoch-ms"
+        e.value.problems[0] == "collection mem: point 0: ts: 1788998400250 looks like epoch milliseconds "
+        "(2026-09-10T00:00:00.250000+00:00 as such): pass --date-format epoch-ms"
     )
     out = import_qdrant(**kw, date_format="epoch-ms", out=tmp_path / "ds")
     first = json.loads((out / "memories.jsonl").read_text().splitlines()[0])

@@ -14,6 +14,7 @@ from memlab.answers.rates import rates
 from memlab.answers.replay import build_turns, replay
 from memlab.answers.timing import embedding_times, store_times, timing_table, turn_times
 from memlab.core.errors import MemlabError
+from memlab.core.numbers import check_fits, check_number
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -103,6 +104,10 @@ def answer_study(
     time. ``concurrency``: chat requests in flight at once, the replies' and the judge's (the same
     replies, verdicts and rates as one at a time)."""
     check_concurrency(concurrency)
+    # the rates' resamples, checked before any chat request: a bad --boot once surfaced only after
+    # every reply had been asked and judged
+    check_number(boot, "--boot", integer=True, minimum=1)
+    check_fits(boot, "--boot", 16 * max(len(problem.dataset.questions), 1), "bootstrap resamples")
     progress = sys.stderr.isatty() if progress is None else progress
     turns = build_turns(problem, conditions, questions)
     replies = replay(turns, chat, cache, repeats, progress, concurrency)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import codecs
 import os
 from collections.abc import Iterator
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -79,12 +79,38 @@ def parse_instant(value: Any, date_format: str = "auto", flag: str = "--date-for
         return parse_datetime(value)
     if not is_number(value):
         raise InputError(f"expected a number ({date_format}), got {value!r}")
+    if value != value or abs(value) == float("inf"):
+        raise InputError(f"{value!r} is not a finite number of epoch seconds or milliseconds")
     if date_format == "auto" and abs(value) >= EPOCH_MS_LIKELY:
-        raise InputError(f"{value!r} looks like epoch milliseconds: pass {flag} epoch-ms")
+        as_ms = _epoch(value, 1000.0)
+        if as_ms is None:  # no format reads it: naming one would only lead to the next error
+            raise InputError(f"{value!r} is out of range: {EPOCH_RANGE}")
+        raise InputError(
+            f"{value!r} looks like epoch milliseconds ({as_ms.isoformat()} as such): pass {flag} epoch-ms"
+        )
+    unit = DATE_FORMATS[date_format] or 1.0
+    instant = _epoch(value, unit)
+    if instant is None:
+        raise InputError(f"{value!r} is out of range as {date_format}: {EPOCH_RANGE}")
+    return instant
+
+
+# what Python's datetime holds: the years 1 to 9999
+EPOCH_RANGE = (
+    "memlab reads instants from year 1 to 9999, in epoch seconds -62,135,596,800 to 253,402,300,799 "
+    "(epoch-ms: 1,000 times as many)"
+)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _epoch(value: float, unit: float) -> datetime | None:
+    """The instant ``value / unit`` seconds after 1970 (before it when negative), or None when it
+    is not in ``EPOCH_RANGE`` (or not finite). By timedelta, not ``fromtimestamp``: the platform's
+    time_t refuses what datetime holds on some systems, and its message names no range."""
     try:
-        return datetime.fromtimestamp(float(value) / (DATE_FORMATS[date_format] or 1.0), tz=UTC)
-    except (ValueError, OverflowError, OSError) as e:
-        raise InputError(f"{value!r} is not an instant memlab reads ({e})") from None
+        return EPOCH + timedelta(seconds=float(value) / unit)
+    except (ValueError, OverflowError):
+        return None
 
 
 def not_there(path: Path) -> str:

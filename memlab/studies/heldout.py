@@ -45,7 +45,7 @@ import numpy as np
 
 from memlab.core.errors import InputError
 from memlab.core.labels import Labels
-from memlab.core.numbers import check_number
+from memlab.core.numbers import check_fits, check_number
 from memlab.core.selection import select
 from memlab.core.spec import RetrievalSpec, age_days
 from memlab.drift.intervals import paired_bootstrap_ci
@@ -230,6 +230,9 @@ def held_out(
     check_number(n_boot, "n_boot", integer=True, minimum=1)
     grid = grid or RetrieverGrid()
     dataset = problem.dataset
+    # each resample draws one index per question (int64) and sums it: before, 10**30 resamples were
+    # numpy's "Maximum allowed dimension exceeded" traceback
+    check_fits(n_boot, "n_boot", 16 * max(len(dataset.questions), 1), "bootstrap resamples")
     units = haystack_units(problem)
     if folds is None:  # at least 2: with one haystack, assign_folds says what is missing
         folds = max(2, min(DEFAULT_FOLDS, len(set(units if haystacks is None else haystacks))))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import stat
+import sys
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -243,6 +244,19 @@ def save_tuned(path: str | Path, tuned: TunedSpec) -> Path:
     return atomic_write_text(path, text)
 
 
+INT_TAG = "tag:yaml.org,2002:int"
+
+
+def _max_digits() -> int:
+    return sys.get_int_max_str_digits() or 10**9  # 0: no limit set
+
+
+def _digits(value: str) -> int:
+    """The digits of a YAML integer: the one past Python's limit is refused by the YAML library
+    deep inside the document, with no word of which field held it, so it is found and named before."""
+    return sum(ch.isdigit() for ch in value)
+
+
 def _lines(root, path: Path) -> dict[str, int]:
     """Each key's line (1-based) in a composed YAML document, by dotted path; a node reached twice
     (a YAML alias: ``*name``) is refused, since expanding one alias of an alias of ... is
@@ -275,6 +289,12 @@ def _lines(root, path: Path) -> dict[str, int]:
                 todo += [(k, prefix), (v, key + ".")]
         elif isinstance(node, yaml.SequenceNode):
             todo += [(v, prefix) for v in node.value]
+        elif node.tag == INT_TAG and _digits(node.value) > _max_digits():  # named here: see _digits
+            raise InputError(
+                f"{path}:{node.start_mark.line + 1}: {prefix.rstrip('.') or 'a key'}: an integer of "
+                f"{_digits(node.value):,} digits: not a number memlab reads (Python converts at most "
+                f"{_max_digits():,})"
+            )
         elif isinstance(node.value, str) and CONTROL.search(node.value):  # printed back in messages
             bad = CONTROL.search(node.value).group()
             raise InputError(

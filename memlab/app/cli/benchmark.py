@@ -225,10 +225,32 @@ def text_table(
     return lines + ["  ".join(f"{v:<{w}}" for v, w in zip(row, widths, strict=True)) for row in rows]
 
 
+def rerank_defaults() -> dict:
+    """Each reranker option's default as ``add_tune_benchmark`` declares it (from the same adders,
+        so one default in one place), but ``--rerank-url``, which turns the stage on (``--rerank-subset``,
+    declared with the command, defaults to None)."""
+    from memlab.app.cli.rerank import add_reranker_options, add_stage_grid_options
+
+    probe = argparse.ArgumentParser(add_help=False)
+    add_reranker_options(probe)
+    add_stage_grid_options(probe)
+    return {k: v for k, v in vars(probe.parse_args([])).items() if k != "rerank_url"}
+
+
 def rerank_plan(args: argparse.Namespace):
     """The reranker's options checked before anything is scored (``RerankPlan``), or None
     without ``--rerank-url``."""
     if not args.rerank_url:
+        from memlab.core.errors import InputError
+
+        defaults = {**rerank_defaults(), "rerank_subset": None}
+        given = [f"--{n.replace('_', '-')}" for n, v in defaults.items() if getattr(args, n) != v]
+        if given:  # they shape only the + rerank system: without a reranker they would be ignored
+            raise InputError(
+                f"{', '.join(given)}: {'it shapes' if len(given) == 1 else 'they shape'} the held-out "
+                "+ rerank system, which runs only with --rerank-url: add it, or drop "
+                f"{'it' if len(given) == 1 else 'them'}"
+            )
         return None
     from memlab.app.cli.rerank import number_list, reranker_config
     from memlab.core.numbers import check_number
@@ -426,6 +448,13 @@ def cmd_tune_benchmark(args: argparse.Namespace) -> int:
 
     if args.units is not None or args.benchmark_file is not None:
         return cmd_tune_units(args)
+    if args.systems is not None:  # it names the systems compared across units: here it would be ignored
+        from memlab.core.errors import InputError
+
+        raise InputError(
+            "--systems: it names the systems compared across --units (with --benchmark-file): add those "
+            "two, or drop it (the held-out table compares every system)"
+        )
     hybrids = hybrids_from(args)
     family_values(args)
     plan = rerank_plan(args)  # None without --rerank-url
@@ -587,12 +616,13 @@ def cmd_tune_units(args: argparse.Namespace) -> int:
     from memlab.embedding.models import model_card
     from memlab.importers.benchmarks import import_benchmark, unit_names
     from memlab.studies.heldout import SYSTEMS
-    from memlab.studies.units import held_out_units
+    from memlab.studies.units import UNIT_SYSTEMS, held_out_units
 
     if args.units is None or args.benchmark_file is None:
         raise InputError("--units and --benchmark-file go together: the units are imported from that file")
     units = [u.strip() for u in args.units.split(",") if u.strip()]
-    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    given = args.systems if args.systems is not None else ",".join(UNIT_SYSTEMS)
+    systems = [s.strip() for s in given.split(",") if s.strip()]
     for system in systems:  # said before anything is imported or scored
         lookup(SYSTEMS, system, "system for --systems")
     unit_names(args.benchmark_file, units)  # each unit checked against the file's benchmark
@@ -697,9 +727,10 @@ def add_tune_benchmark_arguments(p: argparse.ArgumentParser) -> None:
     )
     u.add_argument(
         "--systems",
-        # memlab.studies.units.UNIT_SYSTEMS (not imported here: the parser is built for every command)
-        default="cosine,recency,hybrid",
-        help="--units: the held-out systems compared across units (default: %(default)s)",
+        # None: memlab.studies.units.UNIT_SYSTEMS (not imported here: the parser is built for every
+        # command); None also tells a --systems given without --units, which would be ignored
+        default=None,
+        help="--units: the held-out systems compared across units (default: cosine,recency,hybrid)",
     )
     g = p.add_argument_group("grid (start:stop:step with stop included, a comma list, or one value)")
     add_parameters(g, ["alpha_range"], defaults={"alpha_range": "0:1:0.25"})
