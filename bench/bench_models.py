@@ -74,7 +74,9 @@ def measure(model: str, lang: str, repeat: int) -> dict:
     feasible_cells, widest = 0, (0.0, None)
     for tau in TAUS:
         for thr in thresholds:
-            region = feasible_bonus(raw, ages, labels, criteria, tau_days=float(tau), threshold=float(thr))
+            region = feasible_bonus(
+                raw, ages, labels, criteria, spec=RetrievalSpec(tau_days=float(tau), threshold=float(thr))
+            )
             if not region.empty:
                 feasible_cells += 1
                 width = sum(min(float(a.upper), 1.0) - float(a.lower) for a in region)

@@ -43,6 +43,7 @@ fig_formats: list = ["html", "png"]  # figure formats
 
 # %%
 import json
+from dataclasses import replace
 
 import pandas as pd
 
@@ -158,16 +159,7 @@ bands = pd.DataFrame(
             "threshold": thr,
             **intervals_json(
                 feasible_bonus(
-                    raw,
-                    ages,
-                    labels,
-                    criteria,
-                    tau_days=tau,
-                    threshold=thr,
-                    candidates=candidates,
-                    inject=inject,
-                    decay=decay,
-                    combine=combine,
+                    raw, ages, labels, criteria, spec=replace(problem.spec, tau_days=tau, threshold=thr)
                 )
             ),
         }

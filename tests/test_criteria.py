@@ -140,25 +140,24 @@ def test_stale_criteria_on_paper(bonus, inject, no_stale, first, stale_n, wrong_
 def test_stale_regions_on_paper():
     from memlab.core.feasible import feasible_bonus
     from memlab.core.labels import Labels
-    from memlab.core.spec import age_days
+    from memlab.core.spec import RetrievalSpec, age_days
 
     dataset, scores = stale_case()
     ages = age_days(dataset.memory_dates(), dataset.reference_date)
     labels = Labels.from_dataset(dataset)
-    one = dict(tau_days=1.0, threshold=0.45, candidates=3, inject=1)
+    one = {"spec": RetrievalSpec(tau_days=1.0, threshold=0.45, candidates=3, inject=1)}
     s = feasible_bonus(scores.raw, ages, labels, (Criterion("s", "no_stale_injected"),), **one)
     f = feasible_bonus(scores.raw, ages, labels, (Criterion("f", "current_above_stale"),), **one)
     # m1 ahead of m0 from the crossing on: closed at the first float where the reference ranks
     # m1 first (at an exact tie m0 would win, being earlier in candidate order)
     assert s == f
     assert s.lower == pytest.approx(CROSS) and s.left == P.CLOSED and s.upper == P.inf
-    from memlab.core.spec import RetrievalSpec
     from memlab.tuning.evaluate import evaluate
 
     for b, passes in ((s.lower, True), (float(np.nextafter(s.lower, 0)), False)):
         spec = RetrievalSpec(candidates=3, inject=1, threshold=0.45, bonus=b, tau_days=1.0)
         assert evaluate(dataset, scores, spec, (Criterion("s", "no_stale_injected"),)).feasible is passes
-    two = {**one, "inject": 2}
+    two = {"spec": RetrievalSpec(tau_days=1.0, threshold=0.45, candidates=3, inject=2)}
     # with two slots m0 stays in until m2 (raw 0.1, written today: weight 1) passes it too, at
     # 0.1 + b = 0.6 + b e^-10
     s2 = feasible_bonus(scores.raw, ages, labels, (Criterion("s", "no_stale_injected"),), **two)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import portion as P
 import pytest
@@ -13,36 +15,15 @@ from memlab.core.criteria import SEED_CRITERIA, Criterion
 from memlab.core.feasible import Lines, feasible_bonus, intervals_json, intervals_text, rank_below
 from memlab.core.grid import Grid
 from memlab.core.labels import Labels
-from memlab.core.spec import COMBINES, DECAYS, age_days
+from memlab.core.spec import COMBINES, DECAYS, RetrievalSpec, age_days
 from memlab.core.sweep import sweep
 
 DENSE = tuple(np.round(np.linspace(0.0, 0.3, 3001), 12).tolist())  # step 1e-4
 
 
-def agree_on_dense_grid(
-    raw, ages, labels, criteria, tau, threshold, candidates=8, inject=3, decay="exp", combine="add"
-):
-    region = feasible_bonus(
-        raw,
-        ages,
-        labels,
-        criteria,
-        tau_days=tau,
-        threshold=threshold,
-        candidates=candidates,
-        inject=inject,
-        decay=decay,
-        combine=combine,
-    )
-    grid = Grid(
-        bonus=DENSE,
-        tau_days=(tau,),
-        threshold=(threshold,),
-        candidates=(candidates,),
-        inject=(inject,),
-        decay=(decay,),
-        combine=(combine,),
-    )
+def agree_on_dense_grid(raw, ages, labels, criteria, spec: RetrievalSpec):
+    region = feasible_bonus(raw, ages, labels, criteria, spec=spec)
+    grid = replace(Grid.of(spec), bonus=DENSE)
     feasible = sweep(raw, ages, labels, grid, criteria)["feasible"].to_numpy()
     ends = [float(e) for a in ([] if region.empty else region) for e in (a.lower, a.upper) if e != P.inf]
     checked = 0
@@ -65,7 +46,11 @@ def test_seed_region_matches_dense_grid(seed, published, tau, threshold):
     )
     for criteria, inject in ((SEED_CRITERIA, 3), (crits, 3), (crits, 2)):
         agree_on_dense_grid(
-            published.raw, ages, Labels.from_dataset(seed), criteria, tau, threshold, inject=inject
+            published.raw,
+            ages,
+            Labels.from_dataset(seed),
+            criteria,
+            RetrievalSpec(tau_days=tau, threshold=threshold, inject=inject),
         )
 
 
@@ -73,7 +58,11 @@ def test_seed_region_at_14_days_by_hand(seed, published):
     """Worked on paper: (c) needs 0.408 + b*exp(-1/14) >= 0.45; (a) needs 0.404 + b*exp(-7/14) < 0.45."""
     ages = age_days(seed.memory_dates(), seed.reference_date)
     region = feasible_bonus(
-        published.raw, ages, Labels.from_dataset(seed), SEED_CRITERIA, tau_days=14, threshold=0.45
+        published.raw,
+        ages,
+        Labels.from_dataset(seed),
+        SEED_CRITERIA,
+        spec=RetrievalSpec(tau_days=14, threshold=0.45),
     )
     lo = (0.45 - 0.408) / np.exp(-1 / 14)
     hi = (0.45 - 0.404) / np.exp(-7 / 14)
@@ -106,7 +95,11 @@ def test_rank_breakpoints_closed_and_open_ends():
     got = sweep(np.array([[0.5, 0.25]]), ages, labels, grid, crit_c)["c_pass"].tolist()
     assert got == [False, True, True]
     region = feasible_bonus(
-        np.array([[0.5, 0.25]]), ages, labels, crit_c, tau_days=1.0, threshold=0.0, candidates=2, inject=1
+        np.array([[0.5, 0.25]]),
+        ages,
+        labels,
+        crit_c,
+        spec=RetrievalSpec(tau_days=1.0, threshold=0.0, candidates=2, inject=1),
     )
     b = float(np.nextafter(0.25, 0))
     for _ in range(6):  # c first exactly where 0.25 + b * 1 > 0.5 + b * 0 in floats
@@ -161,12 +154,9 @@ def test_random_regions_match_dense_grid(case):
         ages,
         Labels.from_dataset(dataset),
         criteria_for(dataset),
-        tau,
-        thr,
-        candidates,
-        inject,
-        decay,
-        combine,
+        RetrievalSpec(
+            tau_days=tau, threshold=thr, candidates=candidates, inject=inject, decay=decay, combine=combine
+        ),
     )
     assert checked > 2900
 
@@ -181,10 +171,7 @@ def test_mult_region_by_hand():
         np.array([0.0, 0.0]),
         labels,
         (Criterion("a", "nohit_below"),),
-        tau_days=1.0,
-        threshold=0.5,
-        candidates=2,
-        combine="mult",
+        spec=RetrievalSpec(tau_days=1.0, threshold=0.5, candidates=2, combine="mult"),
     )
     (part,) = list(region)
     assert (part.lower, part.left, part.right) == (0, P.CLOSED, P.OPEN)
@@ -196,10 +183,7 @@ def test_mult_region_by_hand():
         np.array([0.0, 0.0]),
         labels,
         (Criterion("a", "nohit_below"),),
-        tau_days=1.0,
-        threshold=-0.1,
-        candidates=2,
-        combine="mult",
+        spec=RetrievalSpec(tau_days=1.0, threshold=-0.1, candidates=2, combine="mult"),
     ).empty
 
 
@@ -215,8 +199,7 @@ def test_kind_without_closed_form_is_named(seed, published):
                 ages,
                 Labels.from_dataset(seed),
                 (Criterion("d", "current_injected", "H2"),),
-                tau_days=14,
-                threshold=0.45,
+                spec=RetrievalSpec(tau_days=14, threshold=0.45),
             )
     finally:
         feasible.REGIONS["current_injected"] = saved

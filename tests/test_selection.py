@@ -43,7 +43,7 @@ def test_two_criteria_that_never_hold_together_are_named():
     # the closed form says the same at one threshold: nohit holds for bonus < 0.1 (0.6 + b < 0.7),
     # current_q0 for bonus >= 0.2 (0.5 + b >= 0.7), current_q2 everywhere
     regions = criterion_regions(
-        raw, ds.ages(), Labels.from_dataset(ds), criteria, tau_days=14.0, threshold=0.7
+        raw, ds.ages(), Labels.from_dataset(ds), criteria, spec=RetrievalSpec(tau_days=14.0, threshold=0.7)
     )
     assert (regions["nohit"].lower, regions["nohit"].upper) == (0, pytest.approx(0.1))
     assert regions["current_q0"].lower == pytest.approx(0.2)

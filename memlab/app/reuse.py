@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memlab.core.files import atomic_write_text, file_sha256, pid_alive
+from memlab.core.files import atomic_write_text, file_sha256, json_sha256, pid_alive
 
 SKIP_DIRS = {"__pycache__"}
 
@@ -160,7 +160,7 @@ class Reuse:
 
     @staticmethod
     def key(inputs: dict[str, Any]) -> str:
-        return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()
+        return json_sha256(inputs, default=str)
 
     def find(self, key: str) -> Entry | None:
         path = self.root / key

@@ -36,10 +36,9 @@ import portion as P
 from memlab.core import criteria as crit
 from memlab.core.errors import InputError
 from memlab.core.labels import Labels
-from memlab.core.numbers import check_number
 from memlab.core.ranking import select_candidates
-from memlab.core.registry import lookup, unknown_message
-from memlab.core.spec import COMBINES, SPEC_BOUNDS, recency_weight, rescore
+from memlab.core.registry import unknown_message
+from memlab.core.spec import COMBINES, RetrievalSpec, rescore
 
 
 @dataclass(frozen=True)
@@ -249,28 +248,11 @@ def feasible_bonus(
     labels: Labels,
     criteria: tuple[crit.Criterion, ...] | None = None,
     *,
-    tau_days: float,
-    threshold: float,
-    candidates: int = 8,
-    inject: int = 3,
-    decay: str = "exp",
-    combine: str = "add",
+    spec: RetrievalSpec,
 ) -> P.Interval:
-    """The exact set of bonus values >= 0 where every criterion holds."""
-    return intersect(
-        criterion_regions(
-            raw,
-            ages,
-            labels,
-            criteria,
-            tau_days=tau_days,
-            threshold=threshold,
-            candidates=candidates,
-            inject=inject,
-            decay=decay,
-            combine=combine,
-        )
-    )
+    """The exact set of bonus values >= 0 where every criterion holds, the rest of ``spec`` fixed
+    (its own bonus is not read)."""
+    return intersect(criterion_regions(raw, ages, labels, criteria, spec=spec))
 
 
 def intersect(regions: dict[str, P.Interval]) -> P.Interval:
@@ -287,26 +269,18 @@ def criterion_regions(
     labels: Labels,
     criteria: tuple[crit.Criterion, ...] | None = None,
     *,
-    tau_days: float,
-    threshold: float,
-    candidates: int = 8,
-    inject: int = 3,
-    decay: str = "exp",
-    combine: str = "add",
+    spec: RetrievalSpec,
 ) -> dict[str, P.Interval]:
-    """Per criterion (by name, in order), the exact set of bonus values >= 0 where it holds."""
-    for name, value in (("tau_days", tau_days), ("threshold", threshold), ("candidates", candidates)):
-        check_number(value, name, integer=name == "candidates", **SPEC_BOUNDS[name])
-    check_number(inject, "inject", integer=True, **SPEC_BOUNDS["inject"])
+    """Per criterion (by name, in order), the exact set of bonus values >= 0 where it holds, the
+    rest of ``spec`` fixed (its own bonus is not read; the spec checked its fields)."""
     criteria = labels.criteria() if criteria is None else criteria
-    lookup(COMBINES, combine, "combine")
     ages = np.broadcast_to(np.asarray(ages, dtype=np.float64), raw.shape)
-    weight = recency_weight(ages, tau_days, decay)
+    weight = spec.weight(ages)
     lines = []
     for q in range(raw.shape[0]):
-        idx = select_candidates(raw[q], candidates)  # the reference's own candidate order
-        lines.append(Lines(idx, raw[q, idx], weight[q, idx], combine))
-    ctx = {"lines": lines, "labels": labels, "threshold": threshold, "inject": inject}
+        idx = select_candidates(raw[q], spec.candidates)  # the reference's own candidate order
+        lines.append(Lines(idx, raw[q, idx], weight[q, idx], spec.combine))
+    ctx = {"lines": lines, "labels": labels, "threshold": spec.threshold, "inject": spec.inject}
     out = {}
     for c in criteria:
         if c.kind not in REGIONS:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import errno
 import hashlib
+import json
 import os
 import secrets
 import shutil
@@ -28,6 +29,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from memlab.core.errors import InputError, MemlabError
 from memlab.core.paths import check_links
@@ -330,3 +332,15 @@ def file_sha256(path: str | os.PathLike) -> str:
     one file hash the caches, the reuse check, the tuned spec and the importers record."""
     with open(path, "rb") as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def text_sha256(text: str) -> str:
+    """The SHA-256 (hex) of a text's UTF-8 bytes: the one text hash (cache keys are made of it, so
+    its value never changes)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def json_sha256(value: Any, **dumps: Any) -> str:
+    """The SHA-256 (hex) of ``json.dumps(value, sort_keys=True, **dumps)``: each caller keeps its
+    own JSON form (separators, ascii, default), on which its keys on disk depend."""
+    return text_sha256(json.dumps(value, sort_keys=True, **dumps))

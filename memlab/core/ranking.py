@@ -80,8 +80,6 @@ def top_k(raw: np.ndarray, k: int) -> np.ndarray:
     if ambiguous.any() and key.ndim == 1:  # one row (a 0-d verdict)
         return np.argsort(key, kind="stable")[:k]
     if ambiguous.any():
-        if key.ndim == 1:  # one question's row (``ambiguous`` is then a 0-d array)
-            return np.argsort(key, kind="stable")[:k]
         rows = np.nonzero(ambiguous)
         out[rows] = np.argsort(key[rows], axis=-1, kind="stable")[..., :k]
     return out

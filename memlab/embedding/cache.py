@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from memlab.core.errors import EmbeddingError, MemlabWarning
-from memlab.core.files import NOFOLLOW, file_sha256, write_new_file
+from memlab.core.files import NOFOLLOW, file_sha256, json_sha256, write_new_file
 from memlab.core.vectors import NORM_TOLERANCE
 
 # an entry is opened non-blocking: a FIFO planted as one is opened at once (and refused), not waited on
@@ -174,8 +174,7 @@ def read_json_entry(path: Path, max_bytes: int) -> tuple[object, str | None]:
 
 def request_key(request: dict[str, Any]) -> str:
     """The SHA-256 of a request as canonical JSON (sorted keys, no spaces): a JSON cache's key."""
-    text = json.dumps(request, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return json_sha256(request, ensure_ascii=False, separators=(",", ":"))
 
 
 class RequestCache(ABC):

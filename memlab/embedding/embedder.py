@@ -31,7 +31,6 @@ vectors each path served (cache, server, local).
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -46,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from memlab.core.errors import EmbeddingError, InputError
+from memlab.core.files import json_sha256, text_sha256
 from memlab.core.http import ServerFailure
 from memlab.core.numbers import check_number
 from memlab.embedding.cache import (
@@ -155,7 +155,7 @@ class Embedder:
 
     def namespace_path(self, role: str) -> Path:
         """The folder of a role's vectors (not made)."""
-        digest = hashlib.sha256(json.dumps(self.namespace_key(role), sort_keys=True).encode()).hexdigest()
+        digest = json_sha256(self.namespace_key(role))
         return self.cache_dir / "embeddings" / digest[:24]
 
     def namespace(self, role: str) -> Path:
@@ -205,7 +205,7 @@ class Embedder:
 
     @staticmethod
     def text_key(text: str) -> str:
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+        return text_sha256(text)[:32]
 
     # -- the local engine -----------------------------------------------------------------
     def _load_model(self) -> Backend:

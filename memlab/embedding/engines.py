@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import hashlib
 import json
 import os
 import stat
@@ -42,6 +41,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from memlab.core.errors import EmbeddingError, InputError
+from memlab.core.files import file_sha256
 from memlab.core.registry import lookup
 from memlab.embedding.cache import (
     FIXED_BATCH_ROWS,
@@ -95,11 +95,7 @@ def _record_sha256(dist: metadata.Distribution, path: Path) -> str:
             if f.size == path.stat().st_size:
                 return base64.urlsafe_b64decode(f.hash.value + "=" * (-len(f.hash.value) % 4)).hex()
             break
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    return file_sha256(path)
 
 
 @functools.cache

@@ -29,14 +29,13 @@ The file is a list of questions, each with its own haystack: ``haystack_session_
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from memlab.core.errors import InputError
-from memlab.core.files import file_sha256
+from memlab.core.files import file_sha256, text_sha256
 from memlab.core.numbers import counted
 from memlab.datasets.records import MAX_TEXT
 from memlab.importers.benchmark_io import (
@@ -199,7 +198,7 @@ def import_longmemeval(
                     f"{where} {sid}", "session without user text", "" if shaped else f"a turn: {shape(turn)}"
                 )
                 continue
-            digest = hashlib.sha256("\x00".join(t for _, t, _ in kept).encode()).hexdigest()
+            digest = text_sha256("\x00".join(t for _, t, _ in kept))
             base, new = store.session_id(sid, when, digest)
             local[sid] = base
             for pos, body, has_answer in kept:

@@ -61,18 +61,7 @@ def _subset(raw, ages, labels: Labels, criteria, q_idx, m_idx):
 
 def _measure(raw, ages, labels, criteria, spec: RetrievalSpec) -> dict[str, float | bool]:
     row = sweep(raw, ages, labels, Grid.of(spec), criteria).iloc[0]
-    region = feasible_bonus(
-        raw,
-        ages,
-        labels,
-        criteria,
-        tau_days=spec.tau_days,
-        threshold=spec.threshold,
-        candidates=spec.candidates,
-        inject=spec.inject,
-        decay=spec.decay,
-        combine=spec.combine,
-    )
+    region = feasible_bonus(raw, ages, labels, criteria, spec=spec)
     # the interval holding the chosen bonus, else the region's outer ends
     parts = [] if region.empty else list(region)
     around = next((a for a in parts if spec.bonus in a), None)

@@ -321,11 +321,7 @@ def cmd_feasible(args: argparse.Namespace) -> int:
         "each is one closed-form region, about 0.5 ms on seed16: 1,000,000 take about 10 minutes",
     )
     for decay, combine, tau, thr in product(grid.decay, grid.combine, grid.tau_days, grid.threshold):
-        regions = criterion_regions(
-            raw,
-            ages,
-            labels,
-            criteria,
+        spec = RetrievalSpec(
             tau_days=tau,
             threshold=thr,
             candidates=args.candidates,
@@ -333,6 +329,7 @@ def cmd_feasible(args: argparse.Namespace) -> int:
             decay=decay,
             combine=combine,
         )
+        regions = criterion_regions(raw, ages, labels, criteria, spec=spec)  # spec.bonus is not read
         region = intersect(regions)
         conflicts = None if not region.empty else conflicts_of(list(regions), region_patterns(regions))
         rows.append(
