@@ -636,7 +636,10 @@ EMPTY = "empty: a batch file names notebooks, parameters or runs (memlab run wit
             "hybrid-weighted, hybrid-rrf, rrf-time, gate-decay, gate-vector-decay",
         ),
         ("parameters:\n  tau_days: 0\n", "{b}: parameters: tau_days: expected a finite number > 0, got 0"),
-        ("parameters:\n  inject: 0\n", "{b}: parameters: inject: expected an integer in [1, 2147483647], got 0"),
+        (
+            "parameters:\n  inject: 0\n",
+            "{b}: parameters: inject: expected an integer in [1, 2147483647], got 0",
+        ),
         (
             "parameters:\n  temperature: 3\n",
             "{b}: parameters: temperature: expected a finite number in [0, 2], got 3",
