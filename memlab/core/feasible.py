@@ -242,6 +242,13 @@ REGIONS: dict[str, Callable[[dict[str, Any], np.ndarray], P.Interval]] = {
 }
 
 
+MMR_NO_REGION = (
+    "no exact feasible region under MMR with diversity > 0: MMR picks the candidates by their "
+    "vectors' similarity to earlier picks, not by a line in the bonus; sweep MMR as axes instead "
+    "(memlab sweep --mmr-pool ... --diversity ...; docs/sweep.md)"
+)
+
+
 def feasible_bonus(
     raw: np.ndarray,
     ages: np.ndarray,
@@ -273,6 +280,10 @@ def criterion_regions(
 ) -> dict[str, P.Interval]:
     """Per criterion (by name, in order), the exact set of bonus values >= 0 where it holds, the
     rest of ``spec`` fixed (its own bonus is not read; the spec checked its fields)."""
+    if spec.mmr and spec.diversity > 0:
+        # the regions are cut from each question's fixed candidate lines; MMR with diversity picks
+        # its candidates by the vectors' similarities, which no line in the bonus describes
+        raise InputError(MMR_NO_REGION)
     criteria = labels.criteria() if criteria is None else criteria
     ages = np.broadcast_to(np.asarray(ages, dtype=np.float64), raw.shape)
     weight = spec.weight(ages)
