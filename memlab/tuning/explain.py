@@ -514,6 +514,7 @@ def replay(
     batch: int = BATCH,
     kernel: bool = True,
     screen: bool | None = None,
+    screen_cap: int | None = None,
 ) -> Replay:
     """Replay ``log`` on the problem's store under its spec (labelled ``current``) and ``specs``
     (label, spec); ``watch``: memory ids explained in every query, beside the candidates and
@@ -521,7 +522,8 @@ def replay(
     path a filter or shards take), which the tests hold the compiled one equal to. ``screen``:
     whether the compiled path's full blocks are screened in int8 first
     (``memlab.tuning.explain_screen``; None: on stores of ``MIN_MEMORIES`` or more), the same
-    result with about half the arithmetic."""
+    result with about half the arithmetic; ``screen_cap``: the screen's ``CAP`` (a row keeping more
+    scores its block whole)."""
     if problem.source != "embedded" and memory_vectors is None:
         raise InputError(
             f"explain scores the logged queries against the store's vectors: --source {problem.source} "
@@ -558,7 +560,7 @@ def replay(
     sorted_dates = np.sort(date_s)
     screener = None
     if fused and (len(mem) >= MIN_MEMORIES if screen is None else screen) and np.isfinite(vecs).all():
-        screener = Screen(mem, date_s, k_top)
+        screener = Screen(mem, date_s, k_top, screen_cap)
     n_screened = 0
     checked = False  # the first screened block is also scored whole, and must agree bit for bit
     for start in range(0, n_q, batch):
