@@ -88,6 +88,7 @@ def test_the_margin_bounds_the_screen_error_on_paper():
     # the margin is then only float32's rounding term, 2 * gamma * |q| |m| (plus slack)
     x = np.array([[127.0, -64.0, 0.0, 1.0]], dtype=np.float32) / 128  # scale 1/128: exact
     q, scale, norm, err = quantize(x)
+    assert scale[0] == 1 / 128
     assert q.tolist() == [[127, -64, 0, 1]]
     assert err[0] == 0.0
     margin = screen_margin(norm, err, float(norm[0]), 0.0, 4)
