@@ -37,6 +37,7 @@ from memlab.core.spec import RetrievalSpec, age_days, check_mmr
 from memlab.datasets.querylog import LoggedQuery, QueryLog
 from memlab.datasets.schema import Dataset, naive_utc
 from memlab.scores.problem import RetrievalProblem
+from memlab.tuning.explain_screen import MIN_MEMORIES, Screen
 
 STEPS = {
     "not_written": "written after the query",
@@ -189,6 +190,7 @@ class Replay:
     watched: tuple[dict[int, float], ...]  # per query: memory position -> raw, for the memories watched
     watch: tuple[int, ...]  # the memories asked about for every query (positions)
     embedded: int = 0  # how many query texts were embedded
+    screened: int = 0  # blocks whose top candidates came through the int8 screen
     pool: Pool = field(default_factory=Pool)  # the tenant filter and the shards (the problem's)
     _successors: dict[int, list[int]] = field(default_factory=dict, repr=False)
 
@@ -457,6 +459,23 @@ def _candidates(raw: np.ndarray, k: int, pool: Pool) -> tuple[np.ndarray, np.nda
     return idx, craw, last, nxt
 
 
+def _same_as_whole(
+    scores: np.ndarray, dates: np.ndarray, times: np.ndarray, k: int, screened: tuple, watched: list
+) -> bool:
+    """Whether a screened block's top ``k`` and watched scores are the whole product's, bits and all."""
+    top, top_raw, _ = visible_top_k(scores, dates, times, k)
+    if not (np.array_equal(top, screened[0]) and np.array_equal(top_raw, screened[1], equal_nan=True)):
+        return False
+    return all(
+        np.array_equal(
+            [v for v in got.values()],
+            [scores[b, p] if dates[p] <= times[b] else np.nan for p in got],
+            equal_nan=True,
+        )
+        for b, got in enumerate(watched)
+    )
+
+
 FIELDS = ("index", "raw", "bonus", "final", "valid", "injected", "last", "next")
 
 
@@ -494,11 +513,17 @@ def replay(
     memory_vectors: np.ndarray | None = None,
     batch: int = BATCH,
     kernel: bool = True,
+    screen: bool | None = None,
+    screen_cap: int | None = None,
 ) -> Replay:
     """Replay ``log`` on the problem's store under its spec (labelled ``current``) and ``specs``
     (label, spec); ``watch``: memory ids explained in every query, beside the candidates and
     production's logged injections. ``kernel`` False: every block ranked whole by numpy (the
-    path a filter or shards take), which the tests hold the compiled one equal to."""
+    path a filter or shards take), which the tests hold the compiled one equal to. ``screen``:
+    whether the compiled path's full blocks are screened in int8 first
+    (``memlab.tuning.explain_screen``; None: on stores of ``MIN_MEMORIES`` or more), the same
+    result with about half the arithmetic; ``screen_cap``: the screen's ``CAP`` (a row keeping more
+    scores its block whole)."""
     if problem.source != "embedded" and memory_vectors is None:
         raise InputError(
             f"explain scores the logged queries against the store's vectors: --source {problem.source} "
@@ -538,22 +563,53 @@ def replay(
     fused = kernel and pool.trivial and not any(spec.mmr for _, spec in runs_specs)
     k_top = min(k_max + 1, len(mem))
     date_s, time_s = dates.astype(np.int64), times.astype(np.int64)
+    sorted_dates = np.sort(date_s)
+    screener = None
+    if fused and (len(mem) >= MIN_MEMORIES if screen is None else screen) and np.isfinite(vecs).all():
+        screener = Screen(mem, date_s, k_top, screen_cap)
+    n_screened = 0
+    checked = False  # the first screened block is also scored whole, and must agree bit for bit
     for start in range(0, n_q, batch):
         stop = min(start + batch, n_q)
-        scores = vecs[start:stop] @ mem.T  # float32, as Qdrant scores
-        if fused:
-            top, top_raw, visible[start:stop] = visible_top_k(scores, date_s, time_s[start:stop], k_top)
-        else:
-            seen = dates[None, :] <= times[start:stop, None]
-            raw = np.where(seen, scores.astype(np.float64), np.nan)
-            visible[start:stop] = seen.sum(axis=1)
-            if pool.allowed is not None:
-                filtered[start:stop] = (seen & ~pool.allowed).sum(axis=1)
-            raw = narrow(raw, pool)  # the memories the filter leaves out: never ranked
-        for b, q in enumerate(range(start, stop)):
+        block_watch = []
+        for q in range(start, stop):
             logged = log.queries[q].injected or ()
-            pos = dict.fromkeys((*watch_pos, *(index[m] for m in logged if m in index)))
-            watched.append({p: float(scores[b, p]) if date_s[p] <= time_s[q] else float("nan") for p in pos})
+            block_watch.append(dict.fromkeys((*watch_pos, *(index[m] for m in logged if m in index))))
+        screened = None
+        # only full blocks: a product of a few rows goes through other BLAS kernels (other bits)
+        if screener is not None and stop - start == batch:
+            screened = screener.top_k(vecs[start:stop], time_s[start:stop])
+        if screened is not None:
+            top, top_raw = screened
+            visible[start:stop] = np.searchsorted(sorted_dates, time_s[start:stop], side="right")
+            got = [
+                {p: screener.score(vecs[q], p) if date_s[p] <= time_s[q] else float("nan") for p in pos}
+                for q, pos in zip(range(start, stop), block_watch, strict=True)
+            ]
+            if not checked:
+                checked = True
+                if not _same_as_whole(
+                    vecs[start:stop] @ mem.T, date_s, time_s[start:stop], k_top, screened, got
+                ):
+                    screener, screened = None, None  # this BLAS sums otherwise: the product from here
+        if screened is not None:
+            watched += got
+            n_screened += 1
+        else:
+            scores = vecs[start:stop] @ mem.T  # float32, as Qdrant scores
+            if fused:
+                top, top_raw, visible[start:stop] = visible_top_k(scores, date_s, time_s[start:stop], k_top)
+            else:
+                seen = dates[None, :] <= times[start:stop, None]
+                raw = np.where(seen, scores.astype(np.float64), np.nan)
+                visible[start:stop] = seen.sum(axis=1)
+                if pool.allowed is not None:
+                    filtered[start:stop] = (seen & ~pool.allowed).sum(axis=1)
+                raw = narrow(raw, pool)  # the memories the filter leaves out: never ranked
+            for b, (q, pos) in enumerate(zip(range(start, stop), block_watch, strict=True)):
+                watched.append(
+                    {p: float(scores[b, p]) if date_s[p] <= time_s[q] else float("nan") for p in pos}
+                )
         for part, (_, spec), drops in zip(parts, runs_specs, dropped, strict=True):
             if spec.mmr:
                 idx, craw, last, nxt = _mmr_candidates(raw, spec, mem, drops)
@@ -584,4 +640,6 @@ def replay(
         SpecRun(label, spec, *(np.concatenate(part[k]) for k in FIELDS), mmr_dropped=tuple(drops))
         for part, (label, spec), drops in zip(parts, runs_specs, dropped, strict=True)
     )
-    return Replay(problem, log, runs, visible, filtered, tuple(watched), watch_pos, embedded, pool=pool)
+    return Replay(
+        problem, log, runs, visible, filtered, tuple(watched), watch_pos, embedded, n_screened, pool=pool
+    )
