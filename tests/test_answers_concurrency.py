@@ -76,6 +76,7 @@ def untimed(table_text: str) -> str:
     return table_text.split("\ntime per turn\n")[0]
 
 
+@pytest.mark.slow  # 5 s per format: make test holds it, test-fast keeps the other concurrency tests
 @pytest.mark.parametrize("fmt", ["json", "table"])
 def test_four_in_flight_give_what_one_at_a_time_gives(tmp_path, capsys, fmt):
     runs = {}

@@ -235,6 +235,7 @@ def saved(tmp_path_factory):
     return doc, text, evaluated, exported, tmp / "tuned.yaml"
 
 
+@pytest.mark.slow  # the saved fixture runs the whole study and --save (8 s): make test holds it
 def test_the_saved_file_injects_what_the_study_chose(saved):
     doc, text, evaluated, _, path = saved
     injected = {
@@ -250,6 +251,7 @@ def test_the_saved_file_injects_what_the_study_chose(saved):
     assert "| best combination |" not in text and " best combination " in text
 
 
+@pytest.mark.slow  # shares the 8 s saved fixture
 def test_the_saved_spec_is_what_spec_exports(saved):
     from memlab.tuning.tuned import load_tuned
 
