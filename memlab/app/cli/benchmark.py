@@ -194,9 +194,15 @@ def heldout_text(result, elapsed: float, markdown: bool = False) -> str:
     return "\n".join(lines)
 
 
-def table_lines(table, notes: list[str], head: str, markdown: bool) -> list[str]:
-    """A held-out table (``compare_systems``) as text or markdown."""
-    cols = ["group", "measure", "system", "n", "value", "d vs cosine [95% CI]", "d vs recency [95% CI]"]
+D_COLUMNS = {"cosine": "d vs cosine", "recency": "d vs recency", "best": "d vs best single"}
+
+
+def table_lines(
+    table, notes: list[str], head: str, markdown: bool, against: tuple[str, ...] = ("cosine", "recency")
+) -> list[str]:
+    """A held-out table (``compare_systems``) as text or markdown, with a d column per reference
+    in ``against`` (keys of ``D_COLUMNS``)."""
+    cols = ["group", "measure", "system", "n", "value", *(f"{D_COLUMNS[a]} [95% CI]" for a in against)]
     rows = [
         [
             r["group"],
@@ -204,8 +210,7 @@ def table_lines(table, notes: list[str], head: str, markdown: bool) -> list[str]
             r["system"],
             str(r["n"]),
             f"{r['value']:.3f}",
-            diff_cell(r, "cosine"),
-            diff_cell(r, "recency"),
+            *(diff_cell(r, a) for a in against),
         ]
         for r in table.to_dict("records")
     ]
@@ -378,24 +383,9 @@ def pipeline_text(outcome, markdown: bool = False) -> str:
         f"d vs best single: to {d['best_single']}, the single stage with the highest held-out utility "
         "over all (chosen in hindsight: the hardest reference); other d as above",
     ]
-    cols = ["group", "measure", "system", "n", "value", "d vs cosine [95% CI]", "d vs recency [95% CI]"]
-    cols.append("d vs best single [95% CI]")
     systems = [*dict.fromkeys(("cosine", *d["combinations"], COMBINED))]
     table = p.table[p.table["system"].isin(systems)]
-    rows = [
-        [
-            r["group"],
-            r["measure"],
-            r["system"],
-            str(r["n"]),
-            f"{r['value']:.3f}",
-            diff_cell(r, "cosine"),
-            diff_cell(r, "recency"),
-            diff_cell(r, "best"),
-        ]
-        for r in table.to_dict("records")
-    ]
-    lines = text_table(head, notes, cols, rows, markdown)
+    lines = table_lines(table, notes, head, markdown, against=("cosine", "recency", "best"))
     lines += ["", "chosen per fold:"]
     if outcome.mmr is not None:
         for c in outcome.mmr.chosen.to_dict("records"):
