@@ -15,7 +15,7 @@ import pytest
 from chat_fake import FakeChat
 
 from memlab.answers.cache import ReplyCache, cached_complete, chat_request
-from memlab.answers.chat import ChatClient, ChatConfig, ChatError, Reply
+from memlab.answers.chat import ChatClient, ChatConfig, Reply
 from memlab.answers.conditions import Condition, TuneGrid, build_conditions, parse_variant
 from memlab.answers.f1 import f1_score, locomo_f1, multi_answer_f1, normalize_answer
 from memlab.answers.judge import JUDGE_FORMATS, PROTOCOL, judge_messages, parse_verdict
@@ -24,7 +24,7 @@ from memlab.answers.rates import rates
 from memlab.answers.replay import build_turns, replay
 from memlab.app.cli import main
 from memlab.core.errors import InputError, MemlabWarning, UnknownNameError
-from memlab.core.http import ServerFailure
+from memlab.core.http import BadReply, ServerFailure
 from memlab.datasets.schema import DatasetError, load_dataset
 from memlab.embedding.cache import CacheWarning
 from memlab.scores.problem import build_problem
@@ -294,7 +294,7 @@ def test_a_reply_that_is_no_chat_reply_stops_at_once():
     server = FakeChat(lambda body: "x", stream=False)
     server.reply = lambda body: (200, "<html>")
     try:
-        with pytest.raises(ChatError, match="sent no chat reply"):
+        with pytest.raises(BadReply, match="sent no chat reply"):
             ChatClient(ChatConfig(server.url, "m")).complete([])
     finally:
         server.close()

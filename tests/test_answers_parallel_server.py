@@ -13,10 +13,9 @@ import json
 
 import pytest
 
-from memlab.answers.chat import ChatError
 from memlab.answers.local_server import MODEL_ALIAS, LocalServer
 from memlab.app.cli import main
-from memlab.core.errors import MissingFileError
+from memlab.core.errors import MissingFileError, UnreachableError
 
 pytestmark = pytest.mark.chat
 
@@ -28,7 +27,7 @@ def parallel_server(tmp_path_factory):
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
     try:
         server = LocalServer(log=log, engine="cpp", parallel=4).start(timeout=120)
-    except (ChatError, MissingFileError) as e:  # one line: why the server is not there
+    except (UnreachableError, MissingFileError) as e:  # one line: why the server is not there
         pytest.fail(str(e), pytrace=False)
     yield server
     server.stop()

@@ -9,9 +9,10 @@ import json
 
 import pytest
 
-from memlab.answers.chat import ChatClient, ChatConfig, ChatError
+from memlab.answers.chat import ChatClient, ChatConfig
 from memlab.answers.local_server import MODEL_ALIAS, LocalServer
 from memlab.app.cli import main
+from memlab.core.errors import UnreachableError
 
 pytestmark = pytest.mark.chat
 
@@ -22,7 +23,7 @@ def chat_server(tmp_path_factory):
     server = LocalServer(log=log)
     try:
         server.start(timeout=120)
-    except ChatError as e:  # one line: why the server is not there
+    except UnreachableError as e:  # one line: why the server is not there
         pytest.fail(str(e), pytrace=False)
     yield server
     server.stop()

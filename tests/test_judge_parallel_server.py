@@ -17,10 +17,9 @@ import json
 import pytest
 from chat_fake import FakeChat, echo_block
 
-from memlab.answers.chat import ChatError
 from memlab.answers.local_server import MODEL_ALIAS, LocalServer
 from memlab.app.cli import main
-from memlab.core.errors import MissingFileError
+from memlab.core.errors import MissingFileError, UnreachableError
 
 pytestmark = pytest.mark.chat
 
@@ -34,7 +33,7 @@ def servers(tmp_path_factory):
     fake = FakeChat(echo_block)
     try:
         judge = LocalServer(log=log, engine="cpp", parallel=4).start(timeout=120)
-    except (ChatError, MissingFileError) as e:  # one line: why the server is not there
+    except (UnreachableError, MissingFileError) as e:  # one line: why the server is not there
         fake.close()
         pytest.fail(str(e), pytrace=False)
     yield fake, judge

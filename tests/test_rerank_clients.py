@@ -14,12 +14,11 @@ import warnings
 import pytest
 
 from memlab.core.errors import InputError
-from memlab.core.http import ServerFailure, TooLarge
+from memlab.core.http import BadReply, ServerFailure, TooLarge
 from memlab.rerank.cache import ScoreCache
 from memlab.rerank.clients import (
     Reranker,
     RerankerConfig,
-    RerankError,
     is_yes,
     rerank_scores,
     yes_probability,
@@ -103,7 +102,7 @@ def test_the_completions_shape_is_read_too(fake):
 
 def test_a_reply_without_logprobs_is_one_line(fake):
     fake.reply = lambda body: as_json({"choices": [{"message": {"content": "Yes"}}]})
-    with pytest.raises(RerankError, match=r"without logprobs: .*llama-server returns them") as e:
+    with pytest.raises(BadReply, match=r"without logprobs: .*llama-server returns them") as e:
         chat_reranker(fake.url).score("q", ["m"])
     assert "\n" not in str(e.value) and len(fake.bodies) == 1  # not retried
 
@@ -124,7 +123,7 @@ def test_a_reply_without_logprobs_is_one_line(fake):
 )
 def test_a_hostile_chat_reply_is_one_line(fake, reply, message):
     fake.reply = lambda body: reply
-    with pytest.raises(RerankError, match=message) as e:
+    with pytest.raises(BadReply, match=message) as e:
         chat_reranker(fake.url).score("q", ["m"])
     assert "\n" not in str(e.value)
 
@@ -200,7 +199,7 @@ def test_the_endpoint_against_the_standin_scores_by_cosine():
     ],
 )
 def test_a_hostile_rerank_reply_is_one_line(reply, message):
-    with pytest.raises(RerankError, match=message):
+    with pytest.raises(BadReply, match=message):
         rerank_scores(reply, 2, "endpoint reranker X")
 
 
@@ -293,6 +292,6 @@ def test_the_first_error_in_input_order_is_raised_and_nothing_after_is_cached(tm
     fake.reply = reply
     pairs = [("q", "ok 1"), ("q", "bad"), ("q", "ok 2")]
     cache = ScoreCache(tmp_path)
-    with warnings.catch_warnings(), pytest.raises(RerankError, match="without logprobs"):
+    with warnings.catch_warnings(), pytest.raises(BadReply, match="without logprobs"):
         score_pairs(chat_reranker(fake.url), pairs, cache, concurrency=1)
     assert len(list((tmp_path / "rerank").rglob("*.json"))) == 1  # the one before the error

@@ -11,9 +11,9 @@ import json
 import numpy as np
 import pytest
 
-from memlab.answers.chat import ChatError
 from memlab.answers.local_server import MODEL_ALIAS, LocalServer
 from memlab.app.cli import main
+from memlab.core.errors import UnreachableError
 from memlab.rerank.cache import ScoreCache
 from memlab.rerank.clients import Reranker, RerankerConfig
 from memlab.rerank.scoring import score_pairs
@@ -34,7 +34,7 @@ def server(request, tmp_path_factory):
     srv = LocalServer(log=log, engine=request.param, parallel=2)
     try:
         srv.start(timeout=120)
-    except ChatError as e:
+    except UnreachableError as e:
         pytest.fail(str(e), pytrace=False)
     yield srv
     srv.stop()
@@ -103,7 +103,7 @@ def rerank_server(tmp_path_factory):
     srv = LocalServer(log=log, engine="cpp", parallel=2, reranking=True)
     try:
         srv.start(timeout=120)
-    except ChatError as e:
+    except UnreachableError as e:
         pytest.fail(str(e), pytrace=False)
     yield srv
     srv.stop()

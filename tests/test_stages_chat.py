@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memlab.answers.chat import ChatError
 from memlab.answers.local_server import MODEL_ALIAS, LocalServer
+from memlab.core.errors import UnreachableError
 from memlab.rerank.cache import ScoreCache
 from memlab.rerank.clients import Reranker, RerankerConfig
 from memlab.studies.stages import SYSTEM, held_pool, rerank_held_out, subset_rows
@@ -24,7 +24,7 @@ def server(tmp_path_factory):
     srv = LocalServer(log=tmp_path_factory.mktemp("stages-chat") / "server.log", engine="cpp", parallel=2)
     try:
         srv.start(timeout=120)
-    except ChatError as e:
+    except UnreachableError as e:
         pytest.fail(str(e), pytrace=False)
     yield srv
     srv.stop()

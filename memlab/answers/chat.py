@@ -26,17 +26,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
-from memlab.core.errors import MemlabError
-from memlab.core.http import HttpClient, HttpConfig, json_reply, raise_for_status, read_limited
+from memlab.core.http import BadReply, HttpClient, HttpConfig, json_reply, raise_for_status, read_limited
 from memlab.core.numbers import check_number, counted
 from memlab.core.textfiles import surrogate_problem
 from memlab.core.urls import excerpt, join_path, redact
 
 CHAT_PATH = "chat/completions"
-
-
-class ChatError(MemlabError, RuntimeError):
-    """A chat server that answered something that is not a chat reply."""
 
 
 class Stopped(Exception):
@@ -175,7 +170,7 @@ class ChatClient:
         first = listed[0] if isinstance(listed, list) and listed else None
         name = first.get("id") if isinstance(first, dict) else None
         if not isinstance(name, str) or not name.strip():
-            raise ChatError(f"{where} lists no model: name one with {cfg.option.replace('url', 'model')}")
+            raise BadReply(f"{where} lists no model: name one with {cfg.option.replace('url', 'model')}")
         return name
 
     def body(self, messages: list[dict[str, str]], seed: int) -> dict[str, Any]:
@@ -229,11 +224,11 @@ def broken(message: str) -> Exception:
 def parse_json_reply(data: bytes, content_type: str, where: str, what: str) -> Any:
     """``data`` (a whole body or one stream event) as JSON (``memlab.core.http.json_reply``)."""
     said = "no chat reply" if what == "a reply" else None
-    return json_reply(data, content_type, where, what, ChatError, said)
+    return json_reply(data, content_type, where, what, said)
 
 
-def shape(where: str, what: str, value: Any) -> ChatError:
-    return ChatError(f"{where} sent {what}: {excerpt(json.dumps(value, ensure_ascii=False, default=str))}")
+def shape(where: str, what: str, value: Any) -> BadReply:
+    return BadReply(f"{where} sent {what}: {excerpt(json.dumps(value, ensure_ascii=False, default=str))}")
 
 
 def content_text(value: Any, where: str) -> str:

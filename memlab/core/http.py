@@ -12,6 +12,9 @@ request is sent, never at import.
 - ``within_deadline``: a request answered whole within its timeout (a deadline, not a wait per
   read: a server that trickles a byte a second times out too);
 - ``read_limited``: a reply's body up to a size limit, read as it arrives;
+- ``BadReply``: the one error of every client for a server that answered, but not with what was
+  asked (not JSON, the wrong shape, too large: ``TooLarge``), beside ``ServerFailure`` for one
+  that did not answer;
 - ``with_retries`` and ``ServerFailure``: the attempts with exponential backoff, then the one
   error of every client, naming the server (its kind and its redacted URL), the attempts and the
   last reason;
@@ -176,7 +179,13 @@ def close_later(client: Any) -> None:
     threading.Thread(target=client.close, name="memlab-http-close", daemon=True).start()
 
 
-class TooLarge(MemlabError, RuntimeError):
+class BadReply(MemlabError, RuntimeError):
+    """A server that answered something that is not the reply asked for (not a chat reply, not a
+    score): one line naming the server, never a reply used or cached. The one such error of the
+    chat endpoint, its judge and the rerankers (the embedding server's is ``EmbeddingError``)."""
+
+
+class TooLarge(BadReply):
     """A reply longer than its size limit."""
 
 
@@ -196,11 +205,10 @@ def json_reply(
     content_type: str,
     where: str,
     what: str,
-    error: type[Exception],
     not_json: str | None = None,
 ) -> Any:
     """``data`` (a whole body, or one event of a stream) as JSON, checked before anything uses
-    it; each way it is not is one line ``error`` naming ``where`` and ``what``: not UTF-8, nested
+    it; each way it is not is one line ``BadReply`` naming ``where`` and ``what``: not UTF-8, nested
     deeper than memlab reads, not JSON (``not_json``: how to say so; default "{what} that is not
     JSON"), an integer too long, text that is not Unicode. An empty body is a reply cut short
     (``httpx.RemoteProtocolError``), retried like a broken connection."""
@@ -211,19 +219,19 @@ def json_reply(
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise error(f"{where} sent {what} that is not UTF-8 (byte 0x{data[e.start]:02x})") from None
+        raise BadReply(f"{where} sent {what} that is not UTF-8 (byte 0x{data[e.start]:02x})") from None
     try:
         parsed = json.loads(text)
     except RecursionError:
-        raise error(f"{where} sent {what} nested deeper than memlab reads (about 1000 levels)") from None
+        raise BadReply(f"{where} sent {what} nested deeper than memlab reads (about 1000 levels)") from None
     except json.JSONDecodeError:
         said = not_json or f"{what} that is not JSON"
-        raise error(f"{where} sent {said}: {excerpt(text, content_type)}") from None
+        raise BadReply(f"{where} sent {said}: {excerpt(text, content_type)}") from None
     except ValueError as e:  # an integer of more than 4300 digits
-        raise error(f"{where} sent {what} that {json_number_problem(e)}") from None
+        raise BadReply(f"{where} sent {what} that {json_number_problem(e)}") from None
     problem = surrogate_problem(parsed)
     if problem is not None:
-        raise error(f"{where} sent {what} with text that is not Unicode: {problem}")
+        raise BadReply(f"{where} sent {what} with text that is not Unicode: {problem}")
     return parsed
 
 

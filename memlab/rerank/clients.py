@@ -22,7 +22,7 @@ line naming the server with its URL redacted):
 
 What comes back is checked before anything uses or caches it: a reply that is not JSON, not
 UTF-8, nested too deep, of the wrong shape, or holding a score that is not a finite number is one
-line (``RerankError``), never a score; a reply larger than ``max_bytes`` is refused as it
+line (``BadReply``), never a score; a reply larger than ``max_bytes`` is refused as it
 arrives. Each client answers one request (``score``: a query and its documents) and makes a
 ``twin`` for a request sent beside it (``memlab.rerank.scoring``).
 """
@@ -35,8 +35,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from memlab.core.errors import InputError, MemlabError
-from memlab.core.http import HttpClient, HttpConfig, json_reply, raise_for_status, read_limited
+from memlab.core.errors import InputError
+from memlab.core.http import BadReply, HttpClient, HttpConfig, json_reply, raise_for_status, read_limited
 from memlab.core.numbers import check_number
 from memlab.core.rerank_stage import RERANKERS
 from memlab.core.urls import excerpt, join_path
@@ -48,10 +48,6 @@ MAX_TOP_LOGPROBS = 20  # OpenAI's bound, which llama.cpp's server and vLLM follo
 MAX_RERANK_BYTES = 4 << 20  # a reply: a chat reply of one token is ~2 KB; 1,000 scores ~60 KB
 PROMPT_VERSION = 1  # the chat reranker's messages (``yes_no_messages``): part of the cache key
 SYSTEM = "You judge whether a memory answers a question. Reply with one word: yes or no."
-
-
-class RerankError(MemlabError, RuntimeError):
-    """A reranking server that answered something that is not a score."""
 
 
 class Stopped(Exception):
@@ -130,11 +126,11 @@ def yes_probability(top: Sequence[tuple[str, float]]) -> float:
 
 def parse_reply(data: bytes, content_type: str, where: str) -> Any:
     """A reply's body as JSON (``memlab.core.http.json_reply``)."""
-    return json_reply(data, content_type, where, "a reply", RerankError)
+    return json_reply(data, content_type, where, "a reply")
 
 
-def _shape(where: str, what: str, value: Any) -> RerankError:
-    return RerankError(f"{where} sent {what}: {excerpt(json.dumps(value, ensure_ascii=False, default=str))}")
+def _shape(where: str, what: str, value: Any) -> BadReply:
+    return BadReply(f"{where} sent {what}: {excerpt(json.dumps(value, ensure_ascii=False, default=str))}")
 
 
 def _number(value: Any) -> bool:
@@ -155,7 +151,7 @@ def top_logprobs(reply: Any, where: str) -> list[tuple[str, float]]:
         raise _shape(where, "no chat reply (no choices)", reply)
     logprobs = choices[0].get("logprobs")
     if logprobs is None:
-        raise RerankError(
+        raise BadReply(
             f"{where} sent a reply without logprobs: the chat reranker reads the probability of "
             "'yes' from them (llama.cpp's llama-server returns them; llama-cpp-python's server only "
             "for a model loaded with logits_all)"
@@ -192,7 +188,7 @@ def rerank_scores(reply: Any, n: int, where: str) -> list[float]:
     if listed is None:
         raise _shape(where, f"no rerank results (expected {', '.join(RESULT_KEYS)} or a list)", reply)
     if len(listed) != n:
-        raise RerankError(f"{where} scored {len(listed)} documents of the {n} sent")
+        raise BadReply(f"{where} scored {len(listed)} documents of the {n} sent")
     scores: list[float | None] = [None] * n
     for item in listed:
         index = item.get("index") if isinstance(item, dict) else None
@@ -202,7 +198,7 @@ def rerank_scores(reply: Any, n: int, where: str) -> list[float]:
         if not _number(score) or not math.isfinite(score):
             raise _shape(where, "a result whose relevance_score is not a finite number", item)
         if scores[index] is not None:
-            raise RerankError(f"{where} scored document {index} twice")
+            raise BadReply(f"{where} scored document {index} twice")
         scores[index] = float(score)
     return scores  # type: ignore[return-value]  (every index filled: n results, none twice)
 
@@ -265,7 +261,7 @@ class Reranker:
         first = items[0] if isinstance(items, list) and items else None
         name = first.get("id") if isinstance(first, dict) else None
         if not isinstance(name, str) or not name.strip():
-            raise RerankError(f"{self.where} lists no model: name one with --rerank-model")
+            raise BadReply(f"{self.where} lists no model: name one with --rerank-model")
         return name
 
     def body(self, query: str, documents: Sequence[str]) -> dict[str, Any]:
