@@ -26,17 +26,20 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
-from memlab.core.http import BadReply, HttpClient, HttpConfig, json_reply, raise_for_status, read_limited
+from memlab.core.http import (
+    BadReply,
+    HttpClient,
+    HttpConfig,
+    Stopped,
+    json_reply,
+    raise_for_status,
+    read_limited,
+)
 from memlab.core.numbers import check_number, counted
 from memlab.core.textfiles import surrogate_problem
 from memlab.core.urls import excerpt, join_path, redact
 
 CHAT_PATH = "chat/completions"
-
-
-class Stopped(Exception):
-    """A request of a replay stopped before it was sent (again): an earlier request failed
-    (``memlab.answers.inflight``). Never retried, never shown: the earlier error is."""
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from memlab.answers.cache import ReplyCache, cached_complete, chat_request
+from memlab.core.http import Stopped
 from memlab.core.numbers import check_number
 from memlab.embedding.cache import request_key
 
@@ -129,8 +130,6 @@ class _Flight:
         return send, later
 
     def _work(self, i: int) -> Reply:
-        from memlab.answers.chat import Stopped
-
         with self.lock:
             if i > self.failed:  # an earlier request failed: this one is never sent
                 raise Stopped()

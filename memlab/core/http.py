@@ -14,7 +14,7 @@ request is sent, never at import.
 - ``read_limited``: a reply's body up to a size limit, read as it arrives;
 - ``BadReply``: the one error of every client for a server that answered, but not with what was
   asked (not JSON, the wrong shape, too large: ``TooLarge``), beside ``ServerFailure`` for one
-  that did not answer;
+  that did not answer; ``Stopped``: a request not sent because an earlier one failed;
 - ``with_retries`` and ``ServerFailure``: the attempts with exponential backoff, then the one
   error of every client, naming the server (its kind and its redacted URL), the attempts and the
   last reason;
@@ -183,6 +183,12 @@ class BadReply(MemlabError, RuntimeError):
     """A server that answered something that is not the reply asked for (not a chat reply, not a
     score): one line naming the server, never a reply used or cached. The one such error of the
     chat endpoint, its judge and the rerankers (the embedding server's is ``EmbeddingError``)."""
+
+
+class Stopped(Exception):
+    """A request not sent (again) because an earlier one of the same run failed (the chat
+    replay's ``memlab.answers.inflight``, the rerankers' ``memlab.rerank.scoring``). Never
+    retried, never shown: the earlier error is."""
 
 
 class TooLarge(BadReply):

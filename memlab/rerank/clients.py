@@ -36,7 +36,15 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from memlab.core.errors import InputError
-from memlab.core.http import BadReply, HttpClient, HttpConfig, json_reply, raise_for_status, read_limited
+from memlab.core.http import (
+    BadReply,
+    HttpClient,
+    HttpConfig,
+    Stopped,
+    json_reply,
+    raise_for_status,
+    read_limited,
+)
 from memlab.core.numbers import check_number
 from memlab.core.rerank_stage import RERANKERS
 from memlab.core.urls import excerpt, join_path
@@ -48,10 +56,6 @@ MAX_TOP_LOGPROBS = 20  # OpenAI's bound, which llama.cpp's server and vLLM follo
 MAX_RERANK_BYTES = 4 << 20  # a reply: a chat reply of one token is ~2 KB; 1,000 scores ~60 KB
 PROMPT_VERSION = 1  # the chat reranker's messages (``yes_no_messages``): part of the cache key
 SYSTEM = "You judge whether a memory answers a question. Reply with one word: yes or no."
-
-
-class Stopped(Exception):
-    """A request not sent (again) because an earlier one failed (``memlab.rerank.scoring``)."""
 
 
 @dataclass(frozen=True)

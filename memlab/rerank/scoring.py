@@ -20,10 +20,11 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from memlab.core.http import Stopped
 from memlab.core.numbers import check_number
 from memlab.embedding.cache import request_key
 from memlab.rerank.cache import ScoreCache, score_request
-from memlab.rerank.clients import Reranker, Stopped
+from memlab.rerank.clients import Reranker
 
 MAX_CONCURRENCY = 64
 
