@@ -92,12 +92,17 @@ def test_the_full_help_is_in_the_parameters_page_not_the_cells():
 
 
 def test_one_list_of_date_formats():
-    from memlab.datasets.declared import QDRANT_DATE_FORMATS
-    from memlab.datasets.records import DATE_FORMATS
-    from memlab.qdrant.query import DATE_FORMATS as QUERY_FORMATS
+    from memlab.datasets.records import DATE_FORMATS, READ_DATE_FORMATS, parse_instant
+    from memlab.qdrant.query import CollectionSchema
 
-    assert QDRANT_DATE_FORMATS == tuple(QUERY_FORMATS) == ("iso", "epoch-s", "epoch-ms")
-    assert all(QUERY_FORMATS[f][0] == (DATE_FORMATS[f] or 1.0) for f in QDRANT_DATE_FORMATS)
+    assert tuple(DATE_FORMATS) == ("iso", "epoch-s", "epoch-ms")
+    assert READ_DATE_FORMATS == ("auto", "iso", "epoch-s", "epoch-ms")
+    # what the query writes is what the reader reads back, in every stored format
+    when = parse_instant("2026-09-10T12:00:00Z")
+    for name in DATE_FORMATS:
+        schema = CollectionSchema(date_format=name)
+        assert parse_instant(schema.date_value(when), name) == when
+    assert CollectionSchema(date_format="epoch-ms").date_value(when) == 1789041600000
 
 
 def test_counted_words_are_numbers_plural():

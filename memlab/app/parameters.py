@@ -31,7 +31,7 @@ from memlab.core.grid import TAU_RANGE
 from memlab.core.http import MAX_ATTEMPTS, MAX_TIMEOUT
 from memlab.core.selection import DEFAULT_RULE
 from memlab.core.spec import COMBINES, DECAYS, SPEC_BOUNDS, RetrievalSpec
-from memlab.datasets.records import DATE_FORMATS
+from memlab.datasets.records import READ_DATE_FORMATS
 from memlab.drift.arrays import DRIFT_MODEL
 from memlab.drift.study import DEFAULT_BUDGETS
 from memlab.embedding.models import DEFAULT_MODEL
@@ -493,7 +493,7 @@ PARAMETERS: tuple[Parameter, ...] = (
         "how the date is stored (default: auto: ISO strings, or numbers as epoch seconds)",
         "--date-format",
         notebook=False,
-        choices=lambda: list(DATE_FORMATS),
+        choices=lambda: list(READ_DATE_FORMATS),
         # memlab spec's --date-format is not this one: the formats a query writes (no auto)
         wording={"explain": "how the collection stores the date"},
     ),

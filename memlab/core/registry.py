@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import TypeVar
 
 from memlab.core.errors import UnknownNameError
@@ -26,8 +26,9 @@ def lookup(registry: Mapping[str, T], name: str, what: str) -> T:
         raise UnknownNameError(unknown_message(what, [name], registry)) from None
 
 
-def check_names(registry: Mapping[str, object], names: Iterable[str], what: str) -> tuple[str, ...]:
-    """``names`` as a tuple, if every one is in ``registry``; else one error naming all unknown ones."""
+def check_names(registry: Collection[str], names: Iterable[str], what: str) -> tuple[str, ...]:
+    """``names`` as a tuple, if every one is in ``registry`` (a registry, or a tuple of names); else
+    one error naming all unknown ones."""
     names = tuple(names)
     unknown = [n for n in names if n not in registry]
     if unknown:

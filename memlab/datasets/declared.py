@@ -177,7 +177,6 @@ QDRANT_TEXT_FIELDS = (
     "user_field",
     "preset",
 )
-QDRANT_DATE_FORMATS = tuple(f for f in DATE_FORMATS if f != "auto")  # a stored one, never "auto"
 
 
 def declared_qdrant(block: Any, problems: list[str]) -> dict[str, Any] | None:
@@ -198,10 +197,8 @@ def declared_qdrant(block: Any, problems: list[str]) -> dict[str, Any] | None:
         if value is not None and (not isinstance(value, str) or not value.strip()):
             problems.append(f"{where}: {key}: expected a name (text) or null, got {value!r}")
     fmt = block.get("date_format", "iso")
-    if fmt not in QDRANT_DATE_FORMATS:
-        problems.append(
-            f"{where}: date_format: expected one of {', '.join(QDRANT_DATE_FORMATS)}, got {fmt!r}"
-        )
+    if fmt not in DATE_FORMATS:  # a stored one, never "auto"
+        problems.append(f"{where}: date_format: expected one of {', '.join(DATE_FORMATS)}, got {fmt!r}")
     return None if len(problems) > before else dict(block)
 
 

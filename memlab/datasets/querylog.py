@@ -21,7 +21,7 @@ from memlab.core.errors import InputError, MissingFileError
 from memlab.core.files import file_kind
 from memlab.core.vectors import raw_vector_problem
 from memlab.datasets.records import (
-    DATE_FORMATS,
+    READ_DATE_FORMATS,
     JsonRecord,
     jsonl_format_problem,
     parse_instant,
@@ -101,8 +101,8 @@ def load_log(path: str | Path, time_format: str = "auto") -> QueryLog:
     """Read a query log (the module's docstring); every problem is found, the first is raised as
     one line (``InputError``) saying how many more there are."""
     path = Path(path)
-    if time_format not in DATE_FORMATS:
-        raise InputError(f"time format {time_format!r}: expected one of {', '.join(DATE_FORMATS)}")
+    if time_format not in READ_DATE_FORMATS:
+        raise InputError(f"time format {time_format!r}: expected one of {', '.join(READ_DATE_FORMATS)}")
     kind = file_kind(path)
     if kind is not None:  # a FIFO: never opened (it would block until someone writes to it)
         raise InputError(f"{path.name}: is {kind}, not a regular file: memlab reads only regular files")

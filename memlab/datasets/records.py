@@ -18,6 +18,7 @@ from __future__ import annotations
 import codecs
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -61,9 +62,26 @@ def parse_datetime(value: Any) -> datetime:
     return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
 
 
-# how an instant is written: iso (RFC 3339 strings), epoch-s or epoch-ms (numbers); "auto": iso for
-# strings, epoch-s for numbers (what import-qdrant reads a collection's dates with, and a query log)
-DATE_FORMATS = {"auto": None, "iso": None, "epoch-s": 1.0, "epoch-ms": 1000.0}
+@dataclass(frozen=True)
+class DateFormat:
+    """How a collection (or a log) stores an instant: RFC 3339 strings, or a number of ``units``
+    per second since 1970 (the query's formula compares dates in seconds)."""
+
+    numeric: bool
+    units: float  # per second (1 for strings: the formula reads them in seconds)
+    written: str  # how a value is written (the exported query's comment)
+
+
+# the formats an instant is stored in: what memlab spec's query writes, what dataset.json's qdrant
+# block declares, and (with "auto") what a reader takes
+DATE_FORMATS = {
+    "iso": DateFormat(False, 1.0, "RFC 3339 strings, e.g. 2026-09-10T12:00:00Z"),
+    "epoch-s": DateFormat(True, 1.0, "seconds since 1970-01-01 UTC (a number)"),
+    "epoch-ms": DateFormat(True, 1000.0, "milliseconds since 1970-01-01 UTC (a number)"),
+}
+# what a reader of stored instants takes (import-qdrant's --date-format, a query log's time):
+# a stored format, or "auto": iso for strings, epoch-s for numbers
+READ_DATE_FORMATS = ("auto", *DATE_FORMATS)
 EPOCH_MS_LIKELY = 1e11  # seconds since 1970 beyond year 5138: surely milliseconds
 
 
@@ -72,7 +90,7 @@ def is_number(value: Any) -> bool:
 
 
 def parse_instant(value: Any, date_format: str = "auto", flag: str = "--date-format") -> datetime:
-    """An instant as a collection or a log stores it (``DATE_FORMATS``): an ISO string (read by
+    """An instant as a collection or a log stores it (``READ_DATE_FORMATS``): an ISO string (read by
     ``parse_datetime``), or a number of epoch seconds or milliseconds; ``auto`` refuses a number
     that can only be milliseconds, naming the option (``flag``) that says so."""
     if date_format == "iso" or (date_format == "auto" and not is_number(value)):
@@ -88,7 +106,7 @@ def parse_instant(value: Any, date_format: str = "auto", flag: str = "--date-for
         raise InputError(
             f"{value!r} looks like epoch milliseconds ({as_ms.isoformat()} as such): pass {flag} epoch-ms"
         )
-    unit = DATE_FORMATS[date_format] or 1.0
+    unit = 1.0 if date_format == "auto" else DATE_FORMATS[date_format].units
     instant = _epoch(value, unit)
     if instant is None:
         raise InputError(f"{value!r} is out of range as {date_format}: {EPOCH_RANGE}")

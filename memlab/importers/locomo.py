@@ -61,7 +61,7 @@ from memlab.importers.benchmark_io import (
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 GRANULARITIES = ("observation", "turn", "session")
 DEFAULT_GRANULARITY = "observation"
-DATE_FORMATS = ("%I:%M %p on %d %B, %Y", "%d %B, %Y")
+DATE_PATTERNS = ("%I:%M %p on %d %B, %Y", "%d %B, %Y")
 _ID = re.compile(r"^D:?(\d+):(\d+)$")
 _SESSION = re.compile(r"^session_(\d+)$")
 
@@ -69,7 +69,7 @@ _SESSION = re.compile(r"^session_(\d+)$")
 def parse_session_date(value: Any) -> datetime:
     """``"1:56 pm on 8 May, 2023"`` (or ``"8 May, 2023"``) as a UTC instant."""
     if isinstance(value, str):
-        for fmt in DATE_FORMATS:
+        for fmt in DATE_PATTERNS:
             try:
                 return datetime.strptime(value.strip(), fmt).replace(tzinfo=UTC)
             except ValueError:

@@ -63,13 +63,13 @@ QUESTION_TYPES = (
 )
 GRANULARITIES = ("session", "turn")
 DEFAULT_GRANULARITY = "session"
-DATE_FORMATS = ("%Y/%m/%d (%a) %H:%M", "%Y/%m/%d %H:%M", "%Y/%m/%d")
+DATE_PATTERNS = ("%Y/%m/%d (%a) %H:%M", "%Y/%m/%d %H:%M", "%Y/%m/%d")
 
 
 def parse_lme_date(value: Any) -> datetime:
     """``"2023/05/20 (Sat) 02:21"`` (or without weekday or time) as a UTC instant."""
     if isinstance(value, str):
-        for fmt in DATE_FORMATS:
+        for fmt in DATE_PATTERNS:
             try:
                 return datetime.strptime(value.strip(), fmt).replace(tzinfo=UTC)
             except ValueError:

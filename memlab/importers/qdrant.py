@@ -26,11 +26,17 @@ import numpy as np
 from memlab.core.errors import InputError, MissingFileError
 from memlab.core.files import write_folder_atomically
 from memlab.core.numbers import counted
-from memlab.core.registry import lookup
+from memlab.core.registry import check_names, lookup
 from memlab.core.urls import redact
 from memlab.core.vectors import raw_vector_problem
 from memlab.datasets.payload import MISSING, payload_at, read_payload
-from memlab.datasets.records import DATE_FORMATS, is_number, parse_instant, text_too_long, unicode_problem
+from memlab.datasets.records import (
+    READ_DATE_FORMATS,
+    is_number,
+    parse_instant,
+    text_too_long,
+    unicode_problem,
+)
 from memlab.datasets.schema import DatasetError, parse_datetime
 from memlab.qdrant.client import local_storage, open_client
 from memlab.qdrant.presets import PRESETS
@@ -81,7 +87,7 @@ def import_qdrant(
             raise InputError(f"{flag} is needed (or --preset {'|'.join(PRESETS)})")
     if bool(path) == bool(url):
         raise InputError("give exactly one of --path (local Qdrant folder) or --url (Qdrant server)")
-    lookup(DATE_FORMATS, date_format, "date format")
+    check_names(READ_DATE_FORMATS, [date_format], "date format")
     if path:
         local_storage(path, "--path")
     if questions is not None and not Path(questions).is_file():

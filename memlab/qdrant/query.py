@@ -46,17 +46,11 @@ from memlab.core.memory_text import SNIPPET as ESCAPE_SNIPPET
 from memlab.core.registry import lookup
 from memlab.core.spec import COMBINES, DECAYS, MIDPOINT, SECONDS_PER_DAY, RetrievalSpec
 from memlab.datasets.payload import MISSING, payload_at
+from memlab.datasets.records import DATE_FORMATS
 
 QUERY_VECTOR = "<query vector>"
 QUERY_TIME = "<query time>"  # RFC 3339, UTC, whole seconds
 MIN_SERVER_VERSION = "1.17.0"  # the first Qdrant that applies score_threshold to formula queries
-
-# date format -> (units per second, payload index type, how a value is written)
-DATE_FORMATS = {
-    "iso": (1.0, "datetime", "RFC 3339 strings, e.g. 2026-09-10T12:00:00Z"),
-    "epoch-s": (1.0, "integer", "seconds since 1970-01-01 UTC (a number)"),
-    "epoch-ms": (1000.0, "integer", "milliseconds since 1970-01-01 UTC (a number)"),
-}
 
 
 def rfc3339(when: datetime) -> str:
@@ -123,19 +117,19 @@ class CollectionSchema:
 
     @property
     def numeric(self) -> bool:
-        return self.date_format != "iso"
+        return DATE_FORMATS[self.date_format].numeric
 
     @property
     def index_type(self) -> str:
         """The payload index the date needs (``order_by`` requires a range index)."""
-        return DATE_FORMATS[self.date_format][1]
+        return "integer" if self.numeric else "datetime"
 
     def date_value(self, when: datetime) -> str | int:
         """An instant as this collection stores it, to the whole second (ms for ``epoch-ms``)."""
         when = when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
         if not self.numeric:
             return rfc3339(when)
-        return int(when.replace(microsecond=0).timestamp()) * int(DATE_FORMATS[self.date_format][0])
+        return int(when.replace(microsecond=0).timestamp()) * int(DATE_FORMATS[self.date_format].units)
 
     @property
     def time_placeholder(self) -> str:
@@ -324,7 +318,7 @@ def python_snippet(
     rerank stage reranks instead (``spec_body``: no threshold, ``pool`` of them)."""
     body = spec_body(spec, schema, None, at, extra_conditions=conditions, exact=exact, pool=pool)
     body = pprint.pformat(_as_python(body, schema), width=96, sort_dicts=False)
-    units = int(DATE_FORMATS[schema.date_format][0])
+    units = int(DATE_FORMATS[schema.date_format].units)
     cutoff = (
         f"\n    cutoff = int(now.timestamp()){' * 1000' if units != 1 else ''}  # the filter's cut-off, "
         f"{schema.date_format}"
@@ -406,7 +400,7 @@ def setup_text(
     return "\n".join(
         [
             f"# the query searches {vector} and reads the date from payload field "
-            f"{schema.date_field!r}: {DATE_FORMATS[schema.date_format][2]}",
+            f"{schema.date_field!r}: {DATE_FORMATS[schema.date_format].written}",
             f"# Qdrant >= {MIN_SERVER_VERSION} applies score_threshold to formula queries "
             "(older servers ignore it)",
             "# a range index on the date: order_by needs it (the rrf-time retriever); filters and the",

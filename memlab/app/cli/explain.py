@@ -319,12 +319,12 @@ STEP_WORDS = {
 
 
 def add_explain_arguments(p: argparse.ArgumentParser) -> None:
-    from memlab.datasets.records import DATE_FORMATS
+    from memlab.datasets.records import READ_DATE_FORMATS
 
     add_parameters(p, ["log"])
     p.add_argument(
         "--time-format",
-        choices=list(DATE_FORMATS),
+        choices=list(READ_DATE_FORMATS),
         default="auto",
         help="how the log writes a query's time (default: auto: ISO strings, or numbers as epoch seconds)",
     )

@@ -339,7 +339,7 @@ def add_prompt_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_spec_arguments(p: argparse.ArgumentParser) -> None:
-    from memlab.qdrant.query import DATE_FORMATS
+    from memlab.datasets.records import DATE_FORMATS
 
     add_source_options(p)
     add_spec_options(p)
