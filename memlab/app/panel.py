@@ -35,6 +35,7 @@ import numpy as np
 
 from memlab.core.criteria import Criterion, dataset_criteria
 from memlab.core.numbers import plural
+from memlab.core.ranking import select_candidates
 from memlab.core.spec import COMBINES, DECAYS, SPEC_FIELDS, RetrievalSpec
 from memlab.datasets.schema import Dataset, load_dataset
 from memlab.output.figures import OKABE_ITO, margin_bars, margin_frame, question_bars, question_frame
@@ -111,11 +112,10 @@ def bar_floor(dataset: Dataset, raw: np.ndarray, spec: RetrievalSpec, margin: fl
     lows = [spec.threshold]
     index = {m: j for j, m in enumerate(dataset.memory_ids)}
     for i, q in enumerate(dataset.questions):
-        row = raw[i][np.isfinite(raw[i])]
         if q.current is not None and np.isfinite(raw[i, index[q.current]]):
             lows.append(float(raw[i, index[q.current]]))
-        elif row.size:
-            lows.append(float(np.sort(row)[::-1][: spec.candidates].min()))
+        elif np.isfinite(raw[i]).any():
+            lows.append(float(raw[i, select_candidates(raw[i], spec.candidates)].min()))
     return max(0.0, round(min(lows) - margin, 3))
 
 

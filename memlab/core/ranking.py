@@ -42,6 +42,14 @@ def resort_order(raw: np.ndarray, final: np.ndarray) -> np.ndarray:
     return np.lexsort((-raw, -final), axis=-1)
 
 
+def candidate_resort(final: np.ndarray) -> np.ndarray:
+    """The re-sort (``resort_order``) of candidates listed in candidate order, from their final
+    scores alone: that order already breaks ties as the re-sort does (higher raw, then dataset
+    order), so a stable sort on the final score keeps it among equal ones. For the sweep, which
+    holds each question's candidates in that order and not their raw scores per slot."""
+    return np.argsort(-np.asarray(final), axis=-1, kind="stable")
+
+
 def placed_before(final_a, pos_a, final_b, pos_b):
     """The re-sort's order between two candidates of one question, given their final scores and
     their places in candidate order (raw descending, then dataset order): ``a`` comes first when

@@ -253,6 +253,15 @@ class RetrievalSpec:
         """Post-bonus scores of memories with these raw scores and ages, under this spec."""
         return rescore(raw, self.weight(age), self.bonus, self.combine)
 
+    def scored(self, raw: np.ndarray, age: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(the post-bonus scores, what the recency term added to each raw one) of memories with
+        these raw scores and ages: the reference's candidates and explain's rows show both. What
+        was added is the product ``rescore`` adds (``bonus * w``, combine add, bit for bit), or
+        the difference it made (mult)."""
+        weight = self.weight(age)
+        final = rescore(raw, weight, self.bonus, self.combine)
+        return final, self.bonus * weight if self.combine == "add" else final - raw
+
     def with_reference(self, reference: datetime) -> RetrievalSpec:
         return self if self.reference_date is not None else replace(self, reference_date=reference)
 
@@ -378,10 +387,7 @@ def retrieve(
         idx = mmr_pool_candidates(raw, spec, vectors, pool)
     else:
         idx = pool_candidates(raw, spec.candidates, pool)
-    weight = spec.weight(ages)
-    final = rescore(raw, weight, spec.bonus, spec.combine)
-    # what the recency term added: the same product rescore adds, or (mult) the difference it made
-    bonus = spec.bonus * weight if spec.combine == "add" else final - raw
+    final, bonus = spec.scored(raw, ages)
     out = []
     for rank, i in enumerate(rerank(raw, final, idx)):
         out.append(

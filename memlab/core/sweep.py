@@ -46,7 +46,7 @@ from memlab.core.errors import InputError
 from memlab.core.grid import AXES, Grid
 from memlab.core.labels import QUESTION_KINDS, Labels
 from memlab.core.numbers import check_work
-from memlab.core.ranking import candidate_lists, injected
+from memlab.core.ranking import candidate_lists, candidate_resort, injected
 from memlab.core.spec import recency_weight, rescore
 from memlab.core.sweep_facts import SweepSummary, Thresholds, kernels, summary_of
 from memlab.core.sweep_metrics import METRICS, ChunkFacts, Counts, check_metrics
@@ -309,13 +309,12 @@ def _long_columns(
         "injected": n_injected.ravel(),
         "stale_injected": stale_per_q.ravel(),
     }
-    # which memories, slot by slot (memory index in dataset order, -1 when empty): a stable sort
-    # on -final keeps candidate order among equal finals, the reference's tie rule
+    # which memories, slot by slot (memory index in dataset order, -1 when empty), in re-sort order
     pos = np.arange(final.shape[0])
     valid = prep.known[:, :, None] & (pos[:, None, None] < k_vals[None, None, :])  # (P, Q, K)
     masked = np.where(valid[:, :, None, :], final[..., None], -np.inf)  # (P, Q, n, K)
     by_pos = masked.transpose(2, 3, 1, 0)  # (n, K, Q, P)
-    order = np.argsort(-by_pos, axis=-1, kind="stable")[..., :n_top]
+    order = candidate_resort(by_pos)[..., :n_top]
     top = np.take_along_axis(by_pos, order, axis=-1)
     top_mem = prep.cand[np.arange(n_q)[None, None, :, None], order]  # (n, K, Q, n_top)
     for j in range(n_top):

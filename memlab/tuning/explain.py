@@ -619,9 +619,7 @@ def replay(
                 idx, craw, last, nxt = _candidates(raw, spec.candidates, pool)
             valid = np.isfinite(craw)
             ages = np.where(valid, age_days(dates[idx], times[start:stop, None]), np.inf)
-            weight = spec.weight(ages)
-            final = spec.final(craw, ages)
-            bonus = spec.bonus * weight if spec.combine == "add" else final - craw
+            final, bonus = spec.scored(craw, ages)
             order = resort_order(np.where(valid, craw, -np.inf), np.where(valid, final, -np.inf))
             s_final, s_valid = _along(final, order), _along(valid, order)
             inj = injected(s_final, np.arange(idx.shape[1]), spec.threshold, spec.inject) & s_valid
