@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -77,6 +77,12 @@ class RerankStage:
         check_number(self.threshold, "threshold")
         if not isinstance(self.model, str):
             raise InputError(f"model: expected a name, got {self.model!r:.60}")
+
+    @classmethod
+    def from_row(cls, row: Any, reranker: str, model: str = "") -> RerankStage:
+        """The stage a row of ``stage_sweep`` (its depth, blend and threshold) chose, for this
+        reranker and model."""
+        return cls(reranker, int(row["depth"]), float(row["blend"]), float(row["threshold"]), model)
 
     def as_dict(self) -> dict[str, object]:
         return {

@@ -37,7 +37,7 @@ the mean, and the paired bootstrap interval of its difference to each reference 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -131,6 +131,22 @@ def assign_folds(
     perm = np.random.default_rng(seed).permutation(len(names))
     fold_of = {names[j]: i % folds for i, j in enumerate(perm)}
     return np.array([fold_of[u] for u in units])
+
+
+def fold_split(fold: np.ndarray, f: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the rows fold ``f`` is tuned on: every other fold's; the rows it is evaluated on: its own)."""
+    return np.flatnonzero(fold != f), np.flatnonzero(fold == f)
+
+
+def tuned_folds(
+    fold: np.ndarray, specs: Mapping[int, RetrievalSpec]
+) -> Iterator[tuple[int, RetrievalSpec, np.ndarray, np.ndarray]]:
+    """Each fold that has a tuned spec and rows of its own, in fold order: (the fold, its spec,
+    ``fold_split``): what a stage held out on top of the tuned specs walks."""
+    for f in sorted(specs):
+        train, test = fold_split(fold, f)
+        if len(test):
+            yield f, specs[f], train, test
 
 
 def subset(inputs: RetrievalInputs, rows: np.ndarray) -> RetrievalInputs:
@@ -259,7 +275,7 @@ def held_out(
     chosen = []
     bar = tqdm(total=folds * (3 + len(hybrids)), desc="tuning", unit="system", disable=not progress)
     for f in range(folds):
-        train, test = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
+        train, test = fold_split(fold, f)
         tr, te = subset(inputs, train), subset(inputs, test)
         floor = float(np.nanmin(np.where(np.isfinite(te.vector), te.vector, np.inf))) - 1.0
         lists = injected_lists(

@@ -35,7 +35,7 @@ from memlab.core.grid import Axis, Grid
 from memlab.core.spec import MMR_NEEDS_VECTORS, SPEC_BOUNDS, RetrievalSpec
 from memlab.core.sweep import sweep
 from memlab.core.sweep_mmr import mmr_picks, picked_only
-from memlab.studies.heldout import HeldOut, injected_lists
+from memlab.studies.heldout import HeldOut, injected_lists, tuned_folds
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -181,11 +181,7 @@ def mmr_held_out(
     stage: dict[int, list[tuple[int, ...]]] = {}
     plain: dict[int, list[tuple[int, ...]]] = {}
     records = []
-    for f in sorted(specs):
-        spec = specs[f]
-        train, test = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
-        if not len(test):
-            continue
+    for f, spec, train, test in tuned_folds(fold, specs):
         plain[f] = spec_lists(inputs, spec)
         spec_value = list_objective(relevant, nohit, train, plain[f])
         p, d, value, got = best_stage(picked, spec, train, relevant, nohit)

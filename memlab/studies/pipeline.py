@@ -266,13 +266,7 @@ def save_choice(
         got = injected_order(pool, staged.rerank, float(chosen["blend"]), mask)
         every["+ rerank"] = {int(r): got[i] for i, r in enumerate(rows)}
         specs["+ rerank"] = spec
-        stage = RerankStage(
-            reranker.config.kind,
-            int(chosen["depth"]),
-            float(chosen["blend"]),
-            float(chosen["threshold"]),
-            reranker.model,
-        )
+        stage = RerankStage.from_row(chosen, reranker.config.kind, reranker.model)
     best_h = None
     for name in hybrids:
         r, value = tune(RETRIEVERS[name], inputs, grid)

@@ -180,13 +180,7 @@ def rerank_study(
     base = stage_sweep(*args, [spec.candidates], [0.0], [spec.threshold], spec.inject).iloc[0].to_dict()
     i = choose(table)
     chosen = table.iloc[i].to_dict()
-    stage = RerankStage(
-        reranker.config.kind,
-        int(chosen["depth"]),
-        float(chosen["blend"]),
-        float(chosen["threshold"]),
-        reranker.model,
-    )
+    stage = RerankStage.from_row(chosen, reranker.config.kind, reranker.model)
     details = {
         "reranker": reranker.config.kind,
         "endpoint": reranker.config.shown,

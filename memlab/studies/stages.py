@@ -41,7 +41,7 @@ from memlab.core.ranking import candidate_lists, resort_order
 from memlab.core.rerank_stage import blend_scores, check_blend, check_depth, stage_injected, stage_sweep
 from memlab.core.spec import RetrievalSpec
 from memlab.retrieval.inputs import build_inputs, compact
-from memlab.studies.heldout import HeldOut, compare_systems, haystack_units, question_values
+from memlab.studies.heldout import HeldOut, compare_systems, haystack_units, question_values, tuned_folds
 from memlab.studies.rerank import BLENDS, DEPTHS, RerankPool, fold_stage
 
 if TYPE_CHECKING:
@@ -166,11 +166,7 @@ def rerank_folds(
     lists: list[tuple[int, ...]] = [()] * len(fold)
     stages: dict[int, list[tuple[int, ...]]] = {}
     records = []
-    for f in sorted(specs):
-        spec = specs[f]
-        train, test = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
-        if not len(test):
-            continue
+    for f, spec, train, test in tuned_folds(fold, specs):
         pool = base.under(spec)
         tr = pool.rows(train)
         spec_value = int(
