@@ -14,10 +14,11 @@ from chat_fake import FakeChat, echo_block
 
 from memlab.answers.cache import ReplyCache
 from memlab.answers.chat import ChatClient, ChatConfig
-from memlab.answers.inflight import MAX_CONCURRENCY, complete_all
+from memlab.answers.inflight import complete_all
 from memlab.app.answer_parameters import MAX_CONCURRENCY as DECLARED_MAX
 from memlab.app.cli import main
 from memlab.app.parameters import BY_NAME
+from memlab.core.http import MAX_CONCURRENCY
 
 TIMES = ("ttft_s", "total_s")
 

@@ -7,9 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from memlab.answers.chat import ChatConfig
-from memlab.answers.inflight import MAX_CONCURRENCY
 from memlab.answers.replay import MAX_REPEATS
-from memlab.core.http import MAX_ATTEMPTS, MAX_TIMEOUT
+from memlab.core.http import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_TIMEOUT
 
 __all__ = ["ANSWER_PARAMETERS", "MAX_CONCURRENCY", "MAX_REPEATS"]  # the bounds, read where they are set
 

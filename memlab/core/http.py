@@ -31,7 +31,7 @@ import json
 import os
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
@@ -373,3 +373,84 @@ class HttpClient:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+MAX_CONCURRENCY = 64  # requests in flight: far beyond what one server's slots take at once
+
+
+def check_concurrency(concurrency: object, flag: str = "--concurrency") -> int:
+    return int(check_number(concurrency, flag, integer=True, minimum=1, maximum=MAX_CONCURRENCY))
+
+
+def in_order(
+    client: Any,
+    sent: Sequence[int],
+    total: int,
+    ask: Callable[[Any, int], T],
+    take: Callable[[int, T | None], None],
+    concurrency: int,
+    name: str,
+) -> None:
+    """Requests answered up to ``concurrency`` at a time and taken in input order, the same as one
+    at a time: ``ask(twin, i)`` for each ``i`` of ``sent`` (ascending), each on a twin of
+    ``client`` (``client.twin()``: its own HTTP connection), and ``take(i, reply)`` for every
+    ``i`` of ``range(total)`` in order, in the caller's thread (``None`` for one not sent). The
+    first error in input order is raised: no request after it is sent, those in flight are
+    stopped (``twin.stopped`` keeps them from trying again, their connections are closed) and
+    waited for, so no thread outlives the call. The twins' request counts are added to
+    ``client``'s. The chat replay's and the rerankers' pool (``memlab.answers.inflight``,
+    ``memlab.rerank.scoring``)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    flight = _Flight(total)
+    twins = [client.twin() for _ in range(min(concurrency, len(sent)))]
+    flight.idle = list(twins)
+    pool = ThreadPoolExecutor(len(twins) or 1, thread_name_prefix=name)
+    futures = {i: pool.submit(flight.work, ask, i) for i in sent}
+    try:
+        for i in range(total):
+            take(i, futures[i].result() if i in futures else None)
+    except BaseException:  # an error (the first in input order), or Ctrl-C: stop the rest
+        flight.stop_after(-1)
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        for twin in twins:
+            client.requests += twin.requests
+            twin.close()
+
+
+class _Flight:
+    """One ``in_order`` call's requests: who is in flight, the first that failed (by input order)."""
+
+    def __init__(self, total: int):
+        self.lock = threading.Lock()
+        self.failed = total  # the first request that failed, by input order (none yet)
+        self.flying: dict[int, Any] = {}
+        self.idle: list[Any] = []
+
+    def work(self, ask: Callable[[Any, int], T], i: int) -> T:
+        with self.lock:
+            if i > self.failed:  # an earlier request failed: this one is never sent
+                raise Stopped()
+            twin = self.idle.pop()
+            self.flying[i] = twin
+        twin.stopped = lambda: i > self.failed
+        try:
+            return ask(twin, i)
+        except BaseException:
+            self.stop_after(i)
+            raise
+        finally:
+            with self.lock:
+                del self.flying[i]
+                self.idle.append(twin)
+
+    def stop_after(self, i: int) -> None:
+        """Request ``i`` failed: none after it is sent, and those in flight are stopped (their
+        connections closed)."""
+        with self.lock:
+            self.failed = min(self.failed, i)
+            stopping = [twin for j, twin in self.flying.items() if j > self.failed]
+        for twin in stopping:
+            twin.http.close()

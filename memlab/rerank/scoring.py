@@ -15,24 +15,19 @@ requests in flight, the scores in input order, the same as one at a time would g
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Sequence
 from typing import Any
 
-from memlab.core.http import Stopped
-from memlab.core.numbers import check_number
+from memlab.core import http
 from memlab.embedding.cache import request_key
 from memlab.rerank.cache import ScoreCache, score_request
 from memlab.rerank.clients import Reranker
-
-MAX_CONCURRENCY = 64
 
 Pair = tuple[str, str]  # (query, memory text)
 
 
 def check_concurrency(concurrency: object, flag: str = "--rerank-concurrency") -> int:
-    return int(check_number(concurrency, flag, integer=True, minimum=1, maximum=MAX_CONCURRENCY))
+    return http.check_concurrency(concurrency, flag)
 
 
 def score_pairs(
@@ -63,13 +58,23 @@ def score_pairs(
             scores[i] = hit
     asks = _group(pairs, missing, reranker.batch)
 
-    def take(n: int, got: list[float]) -> None:  # in input order, so a failure keeps what came before
-        for i, s in zip(asks[n], got, strict=True):
+    def ask(client: Reranker, n: int) -> list[float]:
+        members = asks[n]
+        return client.score(pairs[members[0]][0], [pairs[i][1] for i in members])
+
+    def take(n: int, got: list[float] | None) -> None:  # in input order: a failure keeps what came before
+        for i, s in zip(asks[n], got or (), strict=True):  # every request is sent: got is never None
             scores[i] = s
             if cache is not None:
                 cache.put(requests[i], s)
+        if bar is not None:
+            bar.update(1)
 
-    _Flight(reranker, pairs, asks, concurrency, bar).run(take)
+    if concurrency == 1 or len(asks) < 2:
+        for n in range(len(asks)):
+            take(n, ask(reranker, n))
+    else:
+        http.in_order(reranker, range(len(asks)), len(asks), ask, take, concurrency, "memlab-rerank")
     for i, request in enumerate(requests):
         if scores[i] is None:
             scores[i] = scores[first[request_key(request)]]
@@ -85,69 +90,3 @@ def _group(pairs: Sequence[Pair], missing: list[int], batch: bool) -> list[list[
     for i in missing:
         groups.setdefault(pairs[i][0], []).append(i)
     return list(groups.values())
-
-
-class _Flight:
-    """One call's requests: who is in flight, the first that failed (by input order)."""
-
-    def __init__(self, reranker: Reranker, pairs, asks, concurrency: int, bar):
-        self.reranker, self.pairs, self.asks, self.bar = reranker, pairs, asks, bar
-        self.concurrency = concurrency
-        self.lock = threading.Lock()
-        self.failed = len(asks)
-        self.flying: dict[int, Reranker] = {}
-        self.idle: list[Reranker] = []
-
-    def ask(self, client: Reranker, n: int) -> list[float]:
-        members = self.asks[n]
-        return client.score(self.pairs[members[0]][0], [self.pairs[i][1] for i in members])
-
-    def run(self, take: Callable[[int, list[float]], None]) -> None:
-        """Each request answered, handed to ``take`` in input order."""
-        if self.concurrency == 1 or len(self.asks) < 2:
-            for n in range(len(self.asks)):
-                take(n, self.ask(self.reranker, n))
-                if self.bar is not None:
-                    self.bar.update(1)
-            return
-        twins = [self.reranker.twin() for _ in range(min(self.concurrency, len(self.asks)))]
-        self.idle = list(twins)
-        pool = ThreadPoolExecutor(len(twins), thread_name_prefix="memlab-rerank")
-        futures: dict[int, Future] = {n: pool.submit(self._work, n) for n in range(len(self.asks))}
-        try:
-            for n in range(len(self.asks)):
-                take(n, futures[n].result())
-                if self.bar is not None:
-                    self.bar.update(1)
-        except BaseException:  # the first error in input order, or Ctrl-C: stop the rest
-            self._stop_after(-1)
-            raise
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
-            for twin in twins:
-                self.reranker.requests += twin.requests
-                twin.close()
-
-    def _work(self, n: int) -> list[float]:
-        with self.lock:
-            if n > self.failed:
-                raise Stopped()
-            twin = self.idle.pop()
-            self.flying[n] = twin
-        twin.stopped = lambda: n > self.failed
-        try:
-            return self.ask(twin, n)
-        except BaseException:
-            self._stop_after(n)
-            raise
-        finally:
-            with self.lock:
-                del self.flying[n]
-                self.idle.append(twin)
-
-    def _stop_after(self, n: int) -> None:
-        with self.lock:
-            self.failed = min(self.failed, n)
-            stopping = [twin for j, twin in self.flying.items() if j > self.failed]
-        for twin in stopping:
-            twin.http.close()
