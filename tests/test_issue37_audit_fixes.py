@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from memlab.app.cli import main
@@ -43,3 +44,34 @@ def test_a_cache_dir_no_cache_uses_is_still_refused(capsys):
         "memlab: error: --cache-dir: --source published reads stored scores and embeds nothing, so it "
         "would be ignored: drop it, or use --source embedded\n"
     )
+
+
+def test_scale_says_the_distractors_it_embeds_before_it_embeds_them(capsys, monkeypatch):
+    """Found by hand in the audit: ``memlab scale --spec FILE`` (the default ``--pool 5000``) ran
+    5 minutes on a loaded machine without a line before its first result, where calibrate says
+    its template distractors up front. The embedding is stood in for by a stop: the line must
+    come before it."""
+    from helpers import problem_of
+
+    import memlab.app.cli.studies as studies
+    import memlab.studies.scale as scale
+    from memlab.core.errors import InputError
+    from memlab.core.spec import RetrievalSpec
+    from memlab.datasets.schema import load_dataset
+
+    seed = load_dataset("seed16")
+    rng = np.random.default_rng(0)
+    mem, qs = rng.normal(size=(16, 8)), rng.normal(size=(10, 8))
+    problem = problem_of(seed, RetrievalSpec(), memories=mem, questions=qs)
+    monkeypatch.setattr(studies, "problem_from", lambda args: problem)
+
+    def stop(*args, **kwargs):
+        raise InputError("stopped where the distractors are embedded")
+
+    monkeypatch.setattr(scale, "distractor_pool", stop)
+    assert main(["scale", "--source", "embedded", "--pool", "3000", "--n", "16,100"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"embedding 3,000 template distractors with {problem.model_id} (--pool): about a minute per "
+        "2,000 on 2 cores the first time, cached after",
+        "memlab: error: stopped where the distractors are embedded",
+    ]
