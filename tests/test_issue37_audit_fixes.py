@@ -75,3 +75,13 @@ def test_scale_says_the_distractors_it_embeds_before_it_embeds_them(capsys, monk
         "2,000 on 2 cores the first time, cached after",
         "memlab: error: stopped where the distractors are embedded",
     ]
+
+
+def test_a_query_log_that_is_a_device_is_named_as_given(capsys):
+    """Before: ``explain --log /dev/null`` said "null: is a character device", a name the user
+    never typed; every other reader (a batch file, a JSON file) names the path as given."""
+    argv = ["explain", "--dataset", "seed16", "--source", "published", "--log", "/dev/null"]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        "memlab: error: /dev/null: is a character device, not a regular file: memlab reads only regular files\n"
+    )
