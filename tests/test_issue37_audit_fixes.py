@@ -85,3 +85,40 @@ def test_a_query_log_that_is_a_device_is_named_as_given(capsys):
     assert capsys.readouterr().err == (
         "memlab: error: /dev/null: is a character device, not a regular file: memlab reads only regular files\n"
     )
+
+
+BROKEN_SCORES = [
+    ('"raw": 0.62', '"raw": "x"', "1: raw: expected a cosine in [-1, 1], got 'x'"),
+    ('"raw": 0.62', '"raw": NaN', "1: raw: expected a cosine in [-1, 1], got nan"),
+    ('"raw": 0.62', '"raw": 7', "1: raw: expected a cosine in [-1, 1], got 7"),
+    ('"memory": "a1"', '"memory": "zz"', "1: memory: unknown memory id 'zz'"),
+    ('"question": "qa"', '"question": "qz"', "1: question: unknown question id 'qz'"),
+    ('"memory": "a2"', '"memory": "a1"', "2: memory: pair (qa, a1) already given on line 1"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "problem"), BROKEN_SCORES, ids=[b[1] for b in BROKEN_SCORES])
+def test_validate_refuses_the_published_scores_evaluate_refuses(tmp_path, capsys, old, new, problem):
+    """Before: ``validate`` said "ok" for a published_scores.jsonl that every --source published
+    command then refused (issue 37 §3: "validate accepting broken published scores"). Now it says
+    the same located problem."""
+    import shutil
+    from pathlib import Path
+
+    folder = tmp_path / "ds"
+    shutil.copytree(Path(__file__).parent / "data" / "two-tenants", folder)
+    scores = folder / "published_scores.jsonl"
+    text = scores.read_text()
+    assert text.count(old) >= 1
+    scores.write_text(text.replace(old, new, 1))
+    said = f"{folder}/published_scores.jsonl:{problem}"
+    assert main(["evaluate", "--dataset", str(folder), "--source", "published"]) == 2
+    assert said in capsys.readouterr().err.splitlines()
+    assert main(["validate", str(folder)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and said in err.splitlines()
+
+
+def test_validate_still_says_ok_for_good_published_scores(capsys):
+    assert main(["validate", "seed16"]) == 0
+    assert ": ok: 16 memories, 10 questions" in capsys.readouterr().out
