@@ -24,7 +24,7 @@ def test_rerank_cache_dir_with_published_scores_is_the_rerank_cache(tmp_path, ca
     server = StandinRerankServer()
     with server as url:
         argv = ["rerank", "--dataset", "seed16", "--source", "published", "--reranker", "endpoint"]
-        argv += ["--rerank-url", url, "--rerank-depth", "4", "--rerank-blend", "0,1"]
+        argv += ["--rerank-url", url, "--rerank-depth", "4", "--rerank-blend", "1"]
         argv += ["--cache-dir", str(cache), "--format", "json"]
         assert main(argv) == 0
         first = json.loads(capsys.readouterr().out)["reranker"]
