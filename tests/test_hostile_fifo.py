@@ -84,7 +84,7 @@ def test_a_query_log_that_is_a_fifo(tmp_path):
     with pytest.raises(InputError) as e:
         load_log(pipe)
     guard.cancel()
-    assert str(e.value) == "log.jsonl: is a FIFO, not a regular file: memlab reads only regular files"
+    assert str(e.value) == f"{pipe}: is a FIFO, not a regular file: memlab reads only regular files"
 
 
 def test_a_json_file_that_is_a_fifo(tmp_path):

@@ -105,7 +105,7 @@ def load_log(path: str | Path, time_format: str = "auto") -> QueryLog:
         raise InputError(f"time format {time_format!r}: expected one of {', '.join(READ_DATE_FORMATS)}")
     kind = file_kind(path)
     if kind is not None:  # a FIFO: never opened (it would block until someone writes to it)
-        raise InputError(f"{path.name}: is {kind}, not a regular file: memlab reads only regular files")
+        raise InputError(f"{path}: is {kind}, not a regular file: memlab reads only regular files")
     if not path.is_file():
         raise MissingFileError(f"{path}: no such log file (JSON lines, one query per line)")
     problem = jsonl_format_problem(path)

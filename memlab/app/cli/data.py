@@ -20,6 +20,10 @@ from memlab.datasets.schema import DEFAULT_DATASET, DatasetError, load_dataset
 
 def cmd_validate(args: argparse.Namespace) -> int:
     dataset = load_dataset(args.dataset)  # DatasetError: every problem, file:line: field: problem
+    if dataset.path is not None and (dataset.path / "published_scores.jsonl").is_file():
+        from memlab.scores.sources import load_published
+
+        load_published(dataset)  # what --source published reads: every problem, as evaluate says it
     kinds = [q.kind for q in dataset.questions]
     dated = sum(q.date is not None for q in dataset.questions)
     print(

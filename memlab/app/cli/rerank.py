@@ -57,7 +57,7 @@ def cmd_rerank(args: argparse.Namespace) -> int:
     blends = number_list(args.rerank_blend, "--rerank-blend")
     check_concurrency(args.rerank_concurrency)
     config = reranker_config(args)
-    problem = problem_from(args)
+    problem = problem_from(args, used_elsewhere=("cache_dir",))  # the rerank score cache lives there too
     reranker = Reranker(config)
     cache = None if args.no_cache else ScoreCache(getattr(args, "cache_dir", None))
     try:

@@ -146,6 +146,13 @@ def cmd_scale(args: argparse.Namespace) -> int:
         problem.dataset, n_range, args.pool, name="--n", stored=store_size(problem)
     )
     check_scale_work(problem, sizes[-1])  # before the pool is embedded
+    # the one slow step of a first run, said before it starts (calibrate says its own alike): on
+    # two shared cores 2,000 template texts took about a minute quiet, three under load
+    print(
+        f"embedding {args.pool:,} template distractors with {problem.model_id} (--pool): about a "
+        "minute per 2,000 on 2 cores the first time, cached after",
+        file=sys.stderr,
+    )
     pool = distractor_pool(problem, args.pool, seed=args.seed)  # embedded with the problem's model
     result = scale_study(problem, sizes, pool, seed=args.seed, progress=sys.stderr.isatty())
     if args.format == "json":  # every row, the crossings and what they rest on
