@@ -97,3 +97,40 @@ def test_command_runs_in_the_repository_with_it_on_the_path(tmp_path):
     p.write_text(f"<!-- recorded: {cmd('import probe_mod; print(probe_mod.X)')} -->\n<!-- /recorded -->\n")
     assert record.main([str(p)]) == 0
     assert p.read_text().split("\n")[1] == "7"
+
+
+def test_needs_skips_a_block_whose_data_is_absent_and_leaves_it(tmp_path, capsys):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "docs").mkdir()
+    body = (
+        f"<!-- recorded needs=data/external/bench.json: {cmd('print(3)')} -->\nold\n<!-- /recorded -->\n"
+        f"<!-- recorded text needs=module:no_such_module_here: {cmd('print(4)')} -->\nx\n<!-- /recorded -->\n"
+        f"<!-- recorded needs=module:json: {cmd('print(5)')} -->\n5\n<!-- /recorded -->\n"
+    )
+    p = tmp_path / "docs" / "p.md"
+    p.write_text(body)
+    assert record.main([str(p), "--check"]) == 0  # the two missing ones are not stale, the third is fresh
+    err = capsys.readouterr().err
+    assert "p.md:1 `python -c" in err and "(needs data/external/bench.json)" in err
+    assert "p.md:4" in err and "(needs module:no_such_module_here)" in err
+    (tmp_path / "data" / "external").mkdir(parents=True)
+    (tmp_path / "data" / "external" / "bench.json").write_text("{}")
+    assert record.main([str(p), "--check"]) == 1  # now it runs, and 'old' is not what it prints
+    assert record.main([str(p)]) == 0
+    lines = p.read_text().split("\n")
+    assert lines[1] == "3" and " s).</sub>" in lines[2]  # the record line carries the seconds
+    assert lines[5] == "x"  # the module one still skipped, untouched
+    assert record.main([str(p), "--list"]) == 0
+    listed = [ln.split("\t") for ln in capsys.readouterr().out.strip().split("\n")]
+    assert [row[2] for row in listed] == [
+        "data/external/bench.json",
+        "module:no_such_module_here",
+        "module:json",
+    ]
+
+
+@pytest.mark.parametrize("need", ["/etc/passwd", "../outside.json", "data/../../x"])
+def test_needs_outside_the_repository_is_refused(tmp_path, need):
+    body = f"<!-- recorded needs={need}: python -c 1 -->\n<!-- /recorded -->\n"
+    with pytest.raises(InputError, match=r"page.md:1: needs=.*inside the repository"):
+        record.parse(tmp_path / "page.md", body)

@@ -12,7 +12,15 @@ A block in a page reads::
 seconds as load-dependent: ``--check`` compares a timing block with every number masked (its
 rows and labels must not change, its figures may), every other block byte for byte. The record
 line is rewritten on every run (the commit, the date, the load average over the last minute at
-the start), so a reader sees what produced the figures and can rerun them.
+the start, the seconds the command took), so a reader sees what produced the figures and can
+rerun them.
+
+``needs=WHAT`` (one or more, before the colon) names what a block's command needs that a fresh
+clone may not have: a path relative to the repository (public benchmark data, fetched by the
+reader and never committed, such as ``needs=data/external/locomo10.json``) or ``module:NAME``
+(an optional extra, such as ``needs=module:llama_cpp``). When one is missing the block is skipped
+with one line saying what it needs, and it is left as it stands (``--check`` does not call it
+stale): the figures stay the ones recorded where the data was at hand.
 
 ``python -m memlab.app.record [PAGES...]`` reruns every block in page order (so an import block
 runs before the blocks that read its folder) and rewrites each page atomically; ``--check``
@@ -25,18 +33,22 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import importlib.util
 import os
 import re
 import shlex
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from memlab.core.errors import InputError
 from memlab.core.files import atomic_write_text
 
-OPEN = re.compile(r"^<!-- recorded(?P<kinds>(?: (?:text|timing))*): (?P<command>.+?) -->$")
+OPEN = re.compile(
+    r"^<!-- recorded(?P<kinds>(?: (?:text|timing))*)(?P<needs>(?: needs=\S+)*): (?P<command>.+?) -->$"
+)
 CLOSE = "<!-- /recorded -->"
 RECORD_LINE = re.compile(r"^<sub>Recorded by `.*` at commit \S+ on \S+.*</sub>$")
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
@@ -53,6 +65,7 @@ class Block:
     timing: bool
     body: tuple[str, ...]  # what the command printed, as it stands in the page (no record line)
     end: int  # 1-based line of the closing marker
+    needs: tuple[str, ...] = ()  # paths (relative to the repository) or module:NAME the command needs
 
 
 def parse(page: Path, text: str) -> list[Block]:
@@ -64,7 +77,8 @@ def parse(page: Path, text: str) -> list[Block]:
         m = OPEN.match(lines[i])
         if lines[i].startswith("<!-- recorded") and not m:
             raise InputError(
-                f"{page}:{i + 1}: recorded marker: expected '<!-- recorded[ text][ timing]: COMMAND -->'"
+                f"{page}:{i + 1}: recorded marker: expected "
+                "'<!-- recorded[ text][ timing][ needs=PATH|module:NAME ...]: COMMAND -->'"
             )
         if lines[i] == CLOSE:
             raise InputError(f"{page}:{i + 1}: '{CLOSE}' without an opening '<!-- recorded: ... -->'")
@@ -83,6 +97,12 @@ def parse(page: Path, text: str) -> list[Block]:
             raise InputError(f"{page}:{start + 1}: recorded block never closed by '{CLOSE}'")
         body = [ln for ln in lines[start + 1 : j] if not RECORD_LINE.match(ln)]
         kinds = m.group("kinds").split()
+        needs = tuple(n.removeprefix("needs=") for n in m.group("needs").split())
+        for need in needs:  # a page read on another machine: nothing outside its repository
+            if Path(need).is_absolute() or ".." in Path(need).parts:
+                raise InputError(
+                    f"{page}:{i + 1}: needs={need}: name a path inside the repository or module:NAME"
+                )
         blocks.append(
             Block(
                 page,
@@ -92,6 +112,7 @@ def parse(page: Path, text: str) -> list[Block]:
                 "timing" in kinds,
                 tuple(body),
                 j + 1,
+                needs,
             )
         )
         i = j + 1
@@ -150,8 +171,20 @@ def run(block: Block, root: Path) -> str:
     return done.stdout
 
 
-def record_line(block: Block, commit: str, load: float, today: str) -> str:
-    what = f" (load {load:.1f})"
+def missing(block: Block, root: Path) -> list[str]:
+    """What the block needs and this checkout lacks: paths under ``root`` or importable modules."""
+    absent: list[str] = []
+    for need in block.needs:
+        if need.startswith("module:"):
+            if importlib.util.find_spec(need.removeprefix("module:")) is None:
+                absent.append(need)
+        elif not (root / need).exists():
+            absent.append(need)
+    return absent
+
+
+def record_line(block: Block, commit: str, load: float, today: str, seconds: float) -> str:
+    what = f" (load {load:.1f}, {seconds:.0f} s)"
     return f"<sub>Recorded by `{block.command}` at commit {commit} on {today}{what}.</sub>"
 
 
@@ -206,7 +239,8 @@ def main(argv: list[str] | None = None) -> int:
             for page, _ in parsed:
                 for b in blocks[page]:
                     kind = "timing" if b.timing else "text" if b.fenced else "markdown"
-                    print(f"{page}:{b.line}\t{kind}\t{b.command}")
+                    needs = ",".join(b.needs) or "-"
+                    print(f"{page}:{b.line}\t{kind}\t{needs}\t{b.command}")
             return 0
         stale: list[str] = []
         for page, text in parsed:
@@ -215,12 +249,20 @@ def main(argv: list[str] | None = None) -> int:
             for b in blocks[page]:
                 if ns.only not in b.command:
                     continue
+                absent = missing(b, root)
+                if absent:
+                    print(
+                        f"skipped: {page}:{b.line} `{b.command}` (needs {', '.join(absent)})", file=sys.stderr
+                    )
+                    continue
                 load = os.getloadavg()[0]
+                started = time.perf_counter()
                 new = render(b, run(b, root))
+                seconds = time.perf_counter() - started
                 if comparable(b, new) != comparable(b, b.body):
                     stale.append(f"{page}:{b.line} `{b.command}`")
                 today = dt.datetime.now(dt.UTC).date().isoformat()
-                results[b.line] = [*new, record_line(b, commit_of(root), load, today)]
+                results[b.line] = [*new, record_line(b, commit_of(root), load, today, seconds)]
             if results and not ns.check:
                 atomic_write_text(page, rewrite(text, results))
     except InputError as e:
