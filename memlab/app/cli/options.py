@@ -125,9 +125,32 @@ def add_server_options(p: argparse.ArgumentParser) -> None:
     add_group(p, "server")
 
 
+def server_options_given(args: argparse.Namespace) -> list[str]:
+    """The flags of the embedding server's options given on the command line, but ``--embed-url``
+    (``--no-embed-fallback`` counts as given when it is)."""
+    _, names = GROUPS["server"]
+    told = given(args)
+    return [
+        str(parameter(n).flag)
+        for n in names
+        if n != "embed_url"
+        and (n in told or (n == "embed_fallback" and getattr(args, "embed_fallback", True) is False))
+    ]
+
+
 def server_from(args: argparse.Namespace):
-    """The ServerConfig the --embed-* options describe, or None without --embed-url."""
+    """The ServerConfig the --embed-* options describe, or None without --embed-url (then any
+    other --embed-* option given is refused: it shapes the server's requests, and there is none,
+    so it would be ignored)."""
     if getattr(args, "embed_url", None) is None:
+        unused = server_options_given(args)
+        if unused:
+            raise InputError(
+                f"{', '.join(unused)}: {'it shapes' if len(unused) == 1 else 'they shape'} the "
+                "embedding server's requests, and no --embed-url names a server, so "
+                f"{'it' if len(unused) == 1 else 'they'} would be ignored: add --embed-url, or drop "
+                f"{'it' if len(unused) == 1 else 'them'}"
+            )
         return None
     from memlab.embedding.server import ServerConfig
 
@@ -209,7 +232,7 @@ def options_from(args: argparse.Namespace, used_elsewhere: tuple[str, ...] = ())
         f"--{n.replace('_', '-')}"
         for n in EMBEDDING_OPTIONS
         if n not in used_elsewhere and getattr(args, n, None) is not None
-    ]
+    ] + server_options_given(args)
     if source not in EMBEDDING_SOURCES and unused:
         raise InputError(
             f"{', '.join(unused)}: --source {source} reads stored scores and embeds nothing, so "

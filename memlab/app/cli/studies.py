@@ -133,7 +133,12 @@ def cmd_scale(args: argparse.Namespace) -> int:
     from memlab.core.grid import parse_axis
     from memlab.studies.scale import check_scale_work, distractor_pool, scale_sizes, scale_study, store_size
 
-    n_range = args.n_range or ""  # empty: the dataset's own size, then the default sizes above it
+    if args.n_range is not None and not args.n_range.strip():  # given, and empty: no size at all
+        raise InputError(
+            "--n: empty: expected memory counts (start:stop:step or a comma list), or no --n for the "
+            "dataset's own size and the default sizes above it"
+        )
+    n_range = args.n_range or ""  # not given: the dataset's own size, then the default sizes above it
     if n_range.strip():
         parse_axis(n_range, "n", integer=True)  # the syntax first, as every axis
     if args.source != "embedded":
