@@ -280,6 +280,8 @@ def cmd_drift(args: argparse.Namespace) -> int:
 
     held_out = held_out_seeds(args.seed_range, args.streams)
     tune_range = parse_seed_range(args.tune_range, "--tune-range")
+    server = server_from(args)  # an --embed-* option without --embed-url is refused, before any work
+    decays, combines = family_values(args)
     result = drift_study(
         held_out,
         tune_range,
@@ -289,9 +291,10 @@ def cmd_drift(args: argparse.Namespace) -> int:
         n_boot=args.boot,
         seed=args.seed,
         progress=sys.stderr.isatty(),
-        server=server_from(args),
-        decay=family_values(args)[0],
-        combine=family_values(args)[1],
+        server=server,
+        decay=decays,
+        combine=combines,
+        announce=lambda line: print(line, file=sys.stderr, flush=True),  # the work said before it starts
     )
     if args.format == "json":
         emit(json.dumps(json_ready(result.rows()), indent=2), args.output)
