@@ -284,6 +284,7 @@ def problem_from(
     and dataset (``memlab.tuning.tuned.check_tuned``). ``questions``: the command measures the
     dataset's questions, so it must have some."""
     from memlab.scores.problem import build_problem
+    from memlab.scores.sources import EMBEDDING_SOURCES
 
     dataset = load_dataset(args.dataset) if dataset is None else dataset
     if questions:
@@ -295,7 +296,22 @@ def problem_from(
         **{**spec_fields(args), **fields},
     )
     check_spec_file(args, problem)
+    if problem.options.source not in EMBEDDING_SOURCES:
+        _ = problem.scores  # stored scores: read (and checked) now, a few ms, so they count as inputs
+    check_outputs(args)  # before the command's work: an output onto an input is refused now, not after
     return problem
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """The files the command will write (``-o``, ``--save``), checked as the write will check
+    them (``memlab.core.files.output_target``: no input, no folder or device, no link to nothing)
+    once the inputs are read: refused in one line before the work, not after it."""
+    from memlab.core.files import output_target
+
+    for name in ("output", "save"):
+        path = getattr(args, name, None)
+        if isinstance(path, str) and path and path != "-":
+            output_target(path)
 
 
 def apply_dataset_language(args: argparse.Namespace) -> None:
