@@ -288,3 +288,48 @@ def test_drift_refuses_a_bad_input_before_saying_its_work(capsys):
     assert main(["drift", "--streams", "4", "--budgets", "-1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("memlab: error: --budgets"), err
+
+
+RERANK = [
+    "rerank",
+    *PUBLISHED,
+    "--rerank-url",
+    "http://127.0.0.1:9/v1",
+    "--rerank-model",
+    "m",
+    "--rerank-attempts",
+    "1",
+]
+
+
+@pytest.mark.parametrize("name", ["memories.jsonl", "published_scores.jsonl", "questions.jsonl"])
+@pytest.mark.parametrize("flag", ["--save", "-o"])
+def test_an_output_onto_an_input_is_refused_before_the_server_is_asked(tmp_path, capsys, name, flag):
+    """rerank asked its server (port 9: a connection error, no word of the file) before the
+    write refused its input; now the output is checked once the inputs are read."""
+    root = seed_copy(tmp_path)
+    before = (root / name).read_bytes()
+    line = one_line(capsys, [*RERANK, "--dataset", str(root), flag, str(root / name)])
+    assert line == (
+        f"memlab: error: {root / name}: is one of this command's input files: memlab never writes over "
+        "what it reads; give another output path"
+    )
+    assert (root / name).read_bytes() == before
+
+
+def test_answer_output_onto_a_folder_is_refused_before_the_chat(tmp_path, capsys):
+    line = one_line(capsys, [*ANSWER, "--no-llm-judge", "-o", str(tmp_path)])
+    assert line.startswith(f"memlab: error: {tmp_path}: is a folder, not a regular file")
+
+
+@pytest.mark.parametrize(
+    ("value", "line"),
+    [
+        (HUGE, "--max-tokens: expected an integer in [1, 8388608], got an integer of about 31 digits"),
+        ("8388609", "--max-tokens: expected an integer in [1, 8388608], got 8388609"),
+        ("0", "--max-tokens: expected an integer in [1, 8388608], got 0"),
+    ],
+)
+def test_max_tokens_past_what_a_reply_holds_is_refused_before_the_chat(capsys, value, line):
+    """10**30 was sent to the server: a token streams one byte at least, a reply holds 8 MiB."""
+    assert one_line(capsys, [*ANSWER, "--no-llm-judge", "--max-tokens", value]) == f"memlab: error: {line}"
