@@ -453,6 +453,7 @@ def qdrant_dataset(args: argparse.Namespace, tmp: Path) -> Dataset:
         # a tenant filter reads the fields it names: the filter then keeps the tenant's memories
         # as it does on a dataset (``scope_from``), and a field no point holds is one line
         filter_fields=tuple(text.partition("=")[0] for text in getattr(args, "filters", None) or ()),
+        flags=("--qdrant-path", "--qdrant-url"),
     )
     meta = json.loads((out / "dataset.json").read_text(encoding="utf-8"))
     rows = [json.loads(line) for line in (out / "memories.jsonl").read_text(encoding="utf-8").splitlines()]
