@@ -333,3 +333,79 @@ def test_answer_output_onto_a_folder_is_refused_before_the_chat(tmp_path, capsys
 def test_max_tokens_past_what_a_reply_holds_is_refused_before_the_chat(capsys, value, line):
     """10**30 was sent to the server: a token streams one byte at least, a reply holds 8 MiB."""
     assert one_line(capsys, [*ANSWER, "--no-llm-judge", "--max-tokens", value]) == f"memlab: error: {line}"
+
+
+@pytest.fixture(scope="module")
+def locomo_ds(tmp_path_factory) -> Path:
+    from memlab.importers.locomo import import_locomo
+
+    root = tmp_path_factory.mktemp("locomo") / "ds"
+    import_locomo(Path(__file__).parent / "data" / "locomo_heldout.json", root, granularity="turn")
+    return root
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragment"),
+    [
+        (["--rerank-subset-seed", "-1"], "--rerank-subset-seed: it shapes the held-out + rerank system"),
+        (["--rerank-subset-seed", HUGE], "--rerank-subset-seed: it shapes the held-out + rerank system"),
+        (["--no-rerank-cache"], "--no-rerank-cache: it shapes the held-out + rerank system"),
+    ],
+)
+def test_tune_benchmark_refuses_the_subsets_options_without_a_reranker(locomo_ds, capsys, extra, fragment):
+    """They were ignored: the whole held-out tuning ran (over 20 s on the walk's loaded machine)."""
+    argv = ["tune-benchmark", "--dataset", str(locomo_ds), "--folds", "2", "--boot", "5", *extra]
+    line = one_line(capsys, argv)
+    assert fragment in line and line.endswith("which runs only with --rerank-url: add it, or drop it")
+
+
+STORES = [  # (argv, line): the flag the user typed, not import-qdrant's --path
+    (
+        ["calibrate", "--preset", "langchain", "--qdrant-path", "{tmp}/no-q", "--collection", "c"],
+        "--qdrant-path {tmp}/no-q: no such folder (a local Qdrant storage folder)",
+    ),
+    (
+        ["explain", "--preset", "langchain", "--qdrant-path", "{tmp}/no-q", "--collection", "c"],
+        "--qdrant-path {tmp}/no-q: no such folder (a local Qdrant storage folder)",
+    ),
+    (
+        ["calibrate", "--preset", "langchain", "--qdrant-url", "ftp://x", "--collection", "c"],
+        "--qdrant-url: expected an http:// or https:// URL, got 'ftp://x'",
+    ),
+    (
+        [
+            "import-qdrant",
+            "--preset",
+            "langchain",
+            "--path",
+            "{tmp}/no-q",
+            "--collection",
+            "c",
+            "-o",
+            "{tmp}/o",
+        ],
+        "--path {tmp}/no-q: no such folder (a local Qdrant storage folder)",
+    ),
+    (
+        ["import-qdrant", "--preset", "langchain", "--url", "ftp://x", "--collection", "c", "-o", "{tmp}/o"],
+        "--url: expected an http:// or https:// URL, got 'ftp://x'",
+    ),
+    # the store to score in (evaluate): was "[Errno 17] File exists", and a line naming no flag
+    (
+        ["evaluate", "--qdrant-path", "{tmp}/file"],
+        "--qdrant-path {tmp}/file: is not a folder: local mode keeps its collections in a folder",
+    ),
+    (
+        ["evaluate", "--qdrant-path", "{tmp}/q", "--qdrant-url", "http://127.0.0.1:9"],
+        "--qdrant-path and --qdrant-url: give one of them (a local Qdrant folder, or a Qdrant server)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("argv", "line"), STORES)
+def test_a_store_that_is_not_there_is_named_by_the_flag_given(tmp_path, capsys, argv, line):
+    (tmp_path / "file").write_text("not a folder\n")
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    assert line.format(tmp=tmp_path) in one_line(capsys, argv)
+    assert not (tmp_path / "q").exists() and not (tmp_path / "o").exists()
+    assert (tmp_path / "file").read_text() == "not a folder\n"
