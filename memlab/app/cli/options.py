@@ -13,7 +13,7 @@ from typing import Any
 
 from memlab.app.parameters import GROUPS, TYPES, parameter
 from memlab.core.errors import InputError
-from memlab.core.files import atomic_write_text
+from memlab.core.files import atomic_write_text, note_input
 from memlab.core.spec import COMBINES, DECAYS, RetrievalSpec
 from memlab.datasets.schema import Dataset, Memory, load_dataset, parse_datetime
 from memlab.qdrant.presets import PRESETS
@@ -296,8 +296,9 @@ def problem_from(
         **{**spec_fields(args), **fields},
     )
     check_spec_file(args, problem)
-    if problem.options.source not in EMBEDDING_SOURCES:
-        _ = problem.scores  # stored scores: read (and checked) now, a few ms, so they count as inputs
+    stored = dataset.path / "published_scores.jsonl" if dataset.path is not None else None
+    if problem.options.source not in EMBEDDING_SOURCES and stored is not None and stored.is_file():
+        note_input(stored)  # read when the scores are first asked for: an input all the same
     check_outputs(args)  # before the command's work: an output onto an input is refused now, not after
     return problem
 
