@@ -305,7 +305,7 @@ def test_a_reply_that_is_no_chat_reply_stops_at_once():
     [
         ({"url": "ftp://x"}, "--chat-url: expected an http:// or https:// URL, got 'ftp://x'"),
         ({"temperature": 3.0}, "--temperature: expected a finite number in [0, 2], got 3"),
-        ({"max_tokens": 0}, "--max-tokens: expected an integer >= 1, got 0"),
+        ({"max_tokens": 0}, "--max-tokens: expected an integer in [1, 8388608], got 0"),
         ({"attempts": 0}, "--chat-attempts: expected an integer in [1, 10], got 0"),
     ],
 )

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
 from memlab.core.http import (
+    MAX_REPLY_BYTES,
     BadReply,
     HttpClient,
     HttpConfig,
@@ -40,6 +41,9 @@ from memlab.core.textfiles import surrogate_problem
 from memlab.core.urls import excerpt, join_path, redact
 
 CHAT_PATH = "chat/completions"
+# a token streams as one byte of reply at least, and a reply holds MAX_REPLY_BYTES at most: a
+# larger --max-tokens could never be met, and is no bound at all
+MAX_TOKENS = MAX_REPLY_BYTES
 
 
 @dataclass(frozen=True)
@@ -62,7 +66,7 @@ class ChatConfig(HttpConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_number(self.temperature, "--temperature", minimum=0, maximum=2)
-        check_number(self.max_tokens, "--max-tokens", integer=True, minimum=1)
+        check_number(self.max_tokens, "--max-tokens", integer=True, minimum=1, maximum=MAX_TOKENS)
         check_number(self.seed, "--seed", integer=True, minimum=0)
 
     @property

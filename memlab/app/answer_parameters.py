@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memlab.answers.chat import ChatConfig
+from memlab.answers.chat import MAX_TOKENS, ChatConfig
 from memlab.answers.replay import MAX_REPEATS
 from memlab.core.http import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_TIMEOUT
 
@@ -71,7 +71,7 @@ ANSWER_PARAMETERS: tuple[dict[str, Any], ...] = (
         ChatConfig.max_tokens,
         "answers: most tokens per reply",
         "--max-tokens",
-        bounds={"minimum": 1},
+        bounds={"minimum": 1, "maximum": MAX_TOKENS},
         group="chat",
     ),
     _p(

@@ -36,6 +36,7 @@ from memlab.app.reuse import Reuse, keep_fresh, reuse_earlier
 from memlab.app.runner import Batch, Result, git_commit, kernel_name, now, versions
 from memlab.core.errors import InputError, MissingFileError
 from memlab.core.files import atomic_write_text, pid_alive
+from memlab.core.numbers import check_number
 from memlab.core.paths import inside
 from memlab.core.urls import SECRETS_ENV, hide_secrets, redact
 
@@ -288,6 +289,9 @@ def redact_outputs(path: Path) -> bool:
 # the batch
 
 
+MAX_JOBS = 64  # kernels at once, each a process of a few hundred MB: more is no machine's count
+
+
 def default_jobs() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
@@ -312,8 +316,7 @@ def run_batch(
     check_taken(batch, overrides or {})
     overrides = absolute_datasets(overrides or {}, Path.cwd(), "-p ")
     jobs = default_jobs() if jobs is None else jobs
-    if jobs < 1:
-        raise InputError(f"--jobs: expected a whole number >= 1, got {jobs}")
+    check_number(jobs, "--jobs", integer=True, minimum=1, maximum=MAX_JOBS)
     out = results_folder(out)
     pairs = [(r, nb) for r in batch.runs for nb in (r.notebooks or batch.notebooks)]
     for nb in dict.fromkeys(nb for _, nb in pairs):

@@ -111,10 +111,10 @@ class Parameter:
         """The allowed values in words (for the tables)."""
         if self.choices is not None:
             return ", ".join(self.choices())
-        b = self.bounds
-        parts = [f">= {b['minimum']:g}"] if "minimum" in b else []
-        parts += [f"> {b['above']:g}"] if "above" in b else []
-        parts += [f"<= {b['maximum']:g}"] if "maximum" in b else []
+        b = {k: v if isinstance(v, int) else f"{v:g}" for k, v in self.bounds.items()}  # 8388608, not 8.4e+06
+        parts = [f">= {b['minimum']}"] if "minimum" in b else []
+        parts += [f"> {b['above']}"] if "above" in b else []
+        parts += [f"<= {b['maximum']}"] if "maximum" in b else []
         return " and ".join(parts)
 
 

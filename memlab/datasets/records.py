@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -277,6 +278,23 @@ def unicode_problem(memory_id: str, text: str) -> str | None:
     return None
 
 
+# what an id may not hold: control characters (tab, NUL, U+0085), format characters (zero-width
+# spaces and joiners, bidi marks), line and paragraph separators (U+2028, U+2029); each prints as
+# nothing or breaks the line, so the id reads as another one (an "unknown id" said elsewhere)
+INVISIBLE = frozenset({"Cc", "Cf", "Zl", "Zp"})
+ID_IS_TEXT = "an id is visible text on one line"
+
+
+def id_problem(value: str) -> str | None:
+    """Why ``value`` cannot be an id (a character of ``INVISIBLE``, named with its position), or
+    None."""
+    for i, ch in enumerate(value):
+        if unicodedata.category(ch) in INVISIBLE:
+            name = unicodedata.name(ch, "a control character")
+            return f"{value!r} holds U+{ord(ch):04X} ({name}) at character {i + 1}: {ID_IS_TEXT}"
+    return None
+
+
 class JsonRecord:
     """Field access for one JSONL line that turns every mistake into a located problem."""
 
@@ -358,8 +376,13 @@ class JsonRecord:
         return start, end
 
     def unique_id(self, seen: dict[str, int], lineno: int) -> str | None:
-        """The record's ``id``, remembered in ``seen``; None (and a problem) if repeated."""
+        """The record's ``id``, remembered in ``seen``; None (and a problem) if repeated, or if it
+        holds a character that is no visible text (``id_problem``)."""
         value = self.text("id")
+        odd = None if value is None else id_problem(value)
+        if odd is not None:
+            self.problem("id", odd)
+            return None
         if value is not None and value in seen:
             self.problem("id", f"duplicate id {value!r} (first on line {seen[value]})")
             return None

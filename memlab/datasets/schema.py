@@ -46,6 +46,7 @@ from memlab.datasets.declared import (
 from memlab.datasets.locations import DEFAULT_DATASET, dataset_dir
 from memlab.datasets.payload import PayloadValue, collection_problems, read_collection_fields, read_payload
 from memlab.datasets.records import (
+    ID_IS_TEXT,
     JsonRecord,
     collapse_repeats,
     in_file_order,
@@ -380,10 +381,18 @@ def load_dataset(name_or_path: str | Path = DEFAULT_DATASET) -> Dataset:
     # --log and spec read it; the commands that measure questions say they need some
     # declared criteria are checked once the questions are sound (no cascade of follow-on errors)
     no_current = frozenset(q.id for q in questions if q.current is None)
+    before = len(problems)
     criteria = (
         None if problems else declared_criteria(meta.get("criteria"), question_lines, problems, no_current)
     )
     tables = None if problems else declared_tables(meta.get("tables"), question_lines, problems)
+    if not questions and len(problems) > before:
+        # the cause is the empty file, not each criterion or table naming a question it lacks
+        del problems[before:]
+        problems.append(
+            "questions.jsonl: no questions, yet dataset.json's criteria or tables name some: add the "
+            "questions (one JSON object per line), or drop what names them from dataset.json"
+        )
     vectors = None if problems else declared_vectors(meta.get("vectors"), root, len(memories), problems)
     qdrant = None if problems else declared_qdrant(meta.get("qdrant"), problems)
     if problems:
@@ -538,6 +547,7 @@ def _read_memories(root: Path, head: _Header, problems: list[str]) -> _MemoriesR
             or ": holds an integer" in p
             or ": the line is longer than" in p
             or p.endswith("expected a JSON object")
+            or p.endswith(ID_IS_TEXT)  # an id no one can type or read back
         )
         for p in problems[before_memories:]
     )

@@ -352,6 +352,45 @@ class DriftResult:
         return out
 
 
+# seconds a quiet two-core machine takes, about (bench/bench_drift.py, docs/drift.md: 200 tuning
+# streams tuned in 150 s over the default grid's 12,793 configurations at six budgets, 400
+# held-out streams measured in 9 s): per configuration, tuning stream and budget; per pair,
+# held-out stream and budget
+TUNE_SECONDS = 150 / (12_793 * 200 * 6)
+HELD_OUT_SECONDS = 9 / (28 * 400 * 6)
+
+
+def drift_work(
+    systems: Sequence[str] | None = None,
+    write_policies: Sequence[str] | None = None,
+    families: dict[str, tuple] | None = None,
+) -> tuple[int, int]:
+    """(configurations tuned on each stream, (system, write policy) pairs measured), counted as
+    ``tune_memory_systems`` runs them: a base's tuned values are one value each, an oracle is
+    tuned under the first write policy only."""
+    import math
+
+    names = [s for s in READ_SYSTEMS if s in set(systems or READ_SYSTEMS)]
+    policies = list(write_policies or WRITE_POLICIES)
+    configs = pairs = 0
+    for policy in policies:
+        writes = len(expand_grid(WRITE_POLICIES[policy].grid))
+        for name in names:
+            system = READ_SYSTEMS[name]
+            if system.oracle and policy != policies[0]:
+                continue
+            own = {**system.grid, **{k: v for k, v in (families or {}).items() if k in system.grid}}
+            configs += math.prod(len(v) for v in own.values()) * writes
+            pairs += 1
+    return configs, pairs
+
+
+def drift_seconds(tune_streams: int, held_out: int, budgets: int, configs: int, pairs: int) -> float:
+    """The study's seconds on two quiet cores, about (embeddings cached: a first run embeds the
+    streams' texts once, more)."""
+    return budgets * (TUNE_SECONDS * configs * tune_streams + HELD_OUT_SECONDS * pairs * held_out)
+
+
 def drift_study(
     held_out: range,
     tune_range: range,
@@ -370,10 +409,12 @@ def drift_study(
     server=None,
     decay: Sequence[str] = (RetrievalSpec.decay,),
     combine: Sequence[str] = (RetrievalSpec.combine,),
+    announce=None,
 ) -> DriftResult:
     """Generate, embed, tune on ``tune_range``, evaluate on ``held_out``; one row per
     (system, write policy, budget) with bootstrap intervals over held-out streams. ``decay`` and
-    ``combine`` are the recency spec's families (axes of its grid)."""
+    ``combine`` are the recency spec's families (axes of its grid). ``announce``: called with one
+    line saying the work and its time, about, once the inputs are checked and before any of it."""
     import time
 
     import pandas as pd
@@ -397,6 +438,15 @@ def drift_study(
         "decay": check_names(DECAYS, tuple(decay), "decay"),
         "combine": check_names(COMBINES, tuple(combine), "combine"),
     }
+    if announce is not None:
+        configs, pairs = drift_work(systems, write_policies, families)
+        about = drift_seconds(len(tune_range), len(held_out), len(budgets), configs, pairs)
+        announce(
+            f"drift: {configs:,} configurations tuned on {len(tune_range):,} streams "
+            f"(--tune-range), {pairs} systems measured on {len(held_out):,} held-out streams, at "
+            f"{len(budgets)} budgets: about {about:,.0f} s on two cores, embeddings cached after the "
+            "first run (fewer --tune-range streams finish sooner)"
+        )
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     model_id = "custom encoder"

@@ -69,6 +69,7 @@ def import_qdrant(
     keep_fields: tuple[str, ...] = (),
     preset: str | None = None,
     filter_fields: tuple[str, ...] = (),
+    flags: tuple[str, str] = ("--path", "--url"),
 ) -> Path:
     """Write the dataset folder ``out`` from the collection (see the module's docstring); the
     questions file may hold a text per language (``text``, ``text_ja``...): each ``text_<lang>``
@@ -77,7 +78,8 @@ def import_qdrant(
     key); ``filter_fields``: kept the same, for a tenant filter the caller applies next (a field
     no point holds is then named as ``--filter``'s); every memory keeps its point id
     (``point_id``), which Qdrant's sharding hashes. A ``preset`` fills the date and text names it
-    knows and keeps its user field where the points have one."""
+    knows and keeps its user field where the points have one. ``flags``: the options that gave
+    ``path`` and ``url``, as the messages name them."""
     chosen = lookup(PRESETS, preset, "preset") if preset is not None else None
     if chosen is not None:
         date_field = date_field or chosen.date_field
@@ -85,17 +87,20 @@ def import_qdrant(
     for value, flag in ((date_field, "--date-field"), (text_field, "--text-field")):
         if not value:
             raise InputError(f"{flag} is needed (or --preset {'|'.join(PRESETS)})")
+    path_flag, url_flag = flags  # the command's own names for path and url
     if bool(path) == bool(url):
-        raise InputError("give exactly one of --path (local Qdrant folder) or --url (Qdrant server)")
+        raise InputError(
+            f"give exactly one of {path_flag} (local Qdrant folder) or {url_flag} (Qdrant server)"
+        )
     check_names(READ_DATE_FORMATS, [date_format], "date format")
     if path:
-        local_storage(path, "--path")
+        local_storage(path, path_flag)
     if questions is not None and not Path(questions).is_file():
         raise MissingFileError(f"--questions {questions}: no such file")
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} exists and is not empty: choose a new folder")
-    client = open_client(path=path, url=url)
+    client = open_client(path=path, url=url, url_flag=url_flag)
     try:
         if not client.collection_exists(collection):
             names = ", ".join(sorted(c.name for c in client.get_collections().collections)) or "none"

@@ -17,15 +17,16 @@ def local_storage(path: str, flag: str) -> None:
         raise MissingFileError(f"{flag} {path}: holds no local Qdrant storage (no meta.json)")
 
 
-def open_client(path: str | None = None, url: str | None = None):
+def open_client(path: str | None = None, url: str | None = None, url_flag: str = "--qdrant-url"):
     """A Qdrant client: on a server (``url``, asked once that it answers, else one line naming the
-    URL, redacted), a local folder (``path``) or in memory."""
+    URL, redacted; ``url_flag`` the option that gave it), a local folder (``path``) or in memory."""
+    if url:
+        check_url(url, url_flag)  # before qdrant-client's import (seconds on a loaded machine)
     from qdrant_client import QdrantClient
     from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
     if not url:
         return QdrantClient(path=path) if path else QdrantClient(":memory:")
-    check_url(url, "--qdrant-url")
     client = QdrantClient(url=url, check_compatibility=False)  # the probe below says more
     try:
         client.get_collections()

@@ -264,6 +264,23 @@ def dataset_embedder(dataset: Dataset, options: ScoreOptions):
     )
 
 
+def check_scoring_store(options: ScoreOptions) -> None:
+    """The store ``--qdrant-path``/``--qdrant-url`` names to score in: one of them, and a path that
+    is a folder (or nothing yet: local mode makes it), refused in one line naming the flag."""
+    from pathlib import Path
+
+    if options.qdrant_path and options.qdrant_url:
+        raise InputError(
+            "--qdrant-path and --qdrant-url: give one of them (a local Qdrant folder, or a Qdrant server)"
+        )
+    path = Path(options.qdrant_path) if options.qdrant_path else None
+    if path is not None and (path.exists() or path.is_symlink()) and not path.is_dir():
+        raise InputError(
+            f"--qdrant-path {path}: is not a folder: local mode keeps its collections in a folder "
+            "(a new one is made where nothing is)"
+        )
+
+
 def embedded_scores(dataset: Dataset, options: ScoreOptions, embedder=None) -> ScoreTable:
     """Embed the dataset (cached) and score every pair as Qdrant's Cosine distance does
     (``cosine_table``), or, when the options name a Qdrant store, in a scratch collection there.
@@ -277,6 +294,7 @@ def embedded_scores(dataset: Dataset, options: ScoreOptions, embedder=None) -> S
         raise InputError(
             f"dataset {dataset.name!r} has no language {lang!r}; it has: {', '.join(dataset.languages)}"
         )
+    check_scoring_store(options)  # before anything is embedded
     embedder = dataset_embedder(dataset, options) if embedder is None else embedder
     if dataset.vectors:  # imported: the memory vectors are kept as stored, only questions are embedded
         from memlab.datasets.schema import stored_vectors

@@ -39,6 +39,26 @@ def shown_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
+def check_judge_options(args: argparse.Namespace) -> None:
+    """``--judge-*`` given with ``--no-llm-judge`` is refused: no judge is asked, so they would be
+    ignored."""
+    from memlab.app.cli.options import given
+    from memlab.app.parameters import parameter
+    from memlab.core.errors import InputError
+
+    if args.llm_judge:
+        return
+    told = given(args)
+    unused = [str(parameter(n).flag) for n in JUDGE if n != "llm_judge" and n in told]
+    if unused:
+        one = len(unused) == 1
+        raise InputError(
+            f"{', '.join(unused)}: {'it shapes' if one else 'they shape'} the LLM judge, and "
+            f"--no-llm-judge asks none, so {'it' if one else 'they'} would be ignored: drop "
+            f"{'it' if one else 'them'}, or drop --no-llm-judge"
+        )
+
+
 def clients_from(args: argparse.Namespace):
     """The chat client and the judge's (None with --no-llm-judge)."""
     from memlab.answers.chat import ChatClient, ChatConfig
@@ -91,6 +111,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
     from memlab.output.io import TableWriter
 
     check_concurrency(args.concurrency)  # before the scores are built
+    check_judge_options(args)
     problem = problem_from(args, used_elsewhere=("cache_dir",))  # the reply cache lives there too
     shortfall = spec_file_shortfall(args, problem)  # today's spec is the sweep's fallback: said
     if shortfall:

@@ -248,7 +248,13 @@ def rerank_plan(args: argparse.Namespace):
     if not args.rerank_url:
         from memlab.core.errors import InputError
 
-        defaults = {**rerank_defaults(), "rerank_subset": None}
+        # and the subset's options, declared with the command (the seed's default is --seed's)
+        defaults = {
+            **rerank_defaults(),
+            "rerank_subset": None,
+            "rerank_subset_seed": None,
+            "no_rerank_cache": False,
+        }
         given = [f"--{n.replace('_', '-')}" for n, v in defaults.items() if getattr(args, n) != v]
         if given:  # they shape only the + rerank system: without a reranker they would be ignored
             raise InputError(

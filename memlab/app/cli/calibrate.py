@@ -29,6 +29,7 @@ from memlab.output.io import json_ready
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
+    from memlab.core.numbers import check_number
     from memlab.datasets.probes import load_probes
     from memlab.scores.problem import build_problem
     from memlab.scores.sources import ScoreOptions
@@ -36,6 +37,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     if bool(args.qdrant_path) and bool(args.qdrant_url):
         raise InputError("give one of --qdrant-path or --qdrant-url")
+    check_number(args.show, "--show", integer=True, minimum=0, maximum=2**31 - 1)  # before any work
     probe_set = load_probes(args.probes)
     # calibrate()'s own checks, by their flags, before anything is embedded (the probe set speaks
     # the language asked for; the resamples of its probes fit)

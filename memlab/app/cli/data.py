@@ -203,7 +203,11 @@ def cmd_timeparse(args: argparse.Namespace) -> int:
     from memlab.datasets.schema import parse_datetime
     from memlab.datasets.timeparse import parse_time
 
-    ref = parse_datetime(args.ref) if args.ref else load_dataset(DEFAULT_DATASET).reference_date
+    ref = load_dataset(DEFAULT_DATASET).reference_date
+    try:
+        ref = parse_datetime(args.ref) if args.ref is not None else ref
+    except InputError as e:  # the value names no flag: say which one it came from
+        raise InputError(f"--ref: {e}") from None
     found = parse_time(args.text, ref)
     print(json.dumps(None if found is None else found.as_dict(), ensure_ascii=False))
     return 0

@@ -29,6 +29,7 @@ from memlab.core.numbers import counted
 from memlab.core.spec import RetrievalSpec
 from memlab.output.io import json_ready
 
+MAX_ROWS = 2**31 - 1  # rows a list option may ask for, as every count memlab takes
 DETAIL_ALL = 20  # a log this short shows every query in detail
 SPEC_TYPES = {
     "candidates": int,
@@ -144,8 +145,10 @@ def shard_counts(text: str | int | None) -> list[int]:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
+    from memlab.core.numbers import check_number
     from memlab.tuning.explain_summary import explain_document
 
+    check_number(args.fragile, "--fragile", integer=True, minimum=0, maximum=MAX_ROWS)  # before any work
     problem, rep, others = replay_from(args)
     chosen = [rep.query_index(q) for q in args.query] if args.query else None
     # the table prints each query from the replay itself: the document's per-query part (every

@@ -13,7 +13,7 @@ from typing import Any
 
 from memlab.app.parameters import GROUPS, TYPES, parameter
 from memlab.core.errors import InputError
-from memlab.core.files import atomic_write_text
+from memlab.core.files import atomic_write_text, note_input
 from memlab.core.spec import COMBINES, DECAYS, RetrievalSpec
 from memlab.datasets.schema import Dataset, Memory, load_dataset, parse_datetime
 from memlab.qdrant.presets import PRESETS
@@ -125,9 +125,32 @@ def add_server_options(p: argparse.ArgumentParser) -> None:
     add_group(p, "server")
 
 
+def server_options_given(args: argparse.Namespace) -> list[str]:
+    """The flags of the embedding server's options given on the command line, but ``--embed-url``
+    (``--no-embed-fallback`` counts as given when it is)."""
+    _, names = GROUPS["server"]
+    told = given(args)
+    return [
+        str(parameter(n).flag)
+        for n in names
+        if n != "embed_url"
+        and (n in told or (n == "embed_fallback" and getattr(args, "embed_fallback", True) is False))
+    ]
+
+
 def server_from(args: argparse.Namespace):
-    """The ServerConfig the --embed-* options describe, or None without --embed-url."""
+    """The ServerConfig the --embed-* options describe, or None without --embed-url (then any
+    other --embed-* option given is refused: it shapes the server's requests, and there is none,
+    so it would be ignored)."""
     if getattr(args, "embed_url", None) is None:
+        unused = server_options_given(args)
+        if unused:
+            raise InputError(
+                f"{', '.join(unused)}: {'it shapes' if len(unused) == 1 else 'they shape'} the "
+                "embedding server's requests, and no --embed-url names a server, so "
+                f"{'it' if len(unused) == 1 else 'they'} would be ignored: add --embed-url, or drop "
+                f"{'it' if len(unused) == 1 else 'them'}"
+            )
         return None
     from memlab.embedding.server import ServerConfig
 
@@ -209,7 +232,7 @@ def options_from(args: argparse.Namespace, used_elsewhere: tuple[str, ...] = ())
         f"--{n.replace('_', '-')}"
         for n in EMBEDDING_OPTIONS
         if n not in used_elsewhere and getattr(args, n, None) is not None
-    ]
+    ] + server_options_given(args)
     if source not in EMBEDDING_SOURCES and unused:
         raise InputError(
             f"{', '.join(unused)}: --source {source} reads stored scores and embeds nothing, so "
@@ -261,6 +284,7 @@ def problem_from(
     and dataset (``memlab.tuning.tuned.check_tuned``). ``questions``: the command measures the
     dataset's questions, so it must have some."""
     from memlab.scores.problem import build_problem
+    from memlab.scores.sources import EMBEDDING_SOURCES
 
     dataset = load_dataset(args.dataset) if dataset is None else dataset
     if questions:
@@ -272,7 +296,23 @@ def problem_from(
         **{**spec_fields(args), **fields},
     )
     check_spec_file(args, problem)
+    stored = dataset.path / "published_scores.jsonl" if dataset.path is not None else None
+    if problem.options.source not in EMBEDDING_SOURCES and stored is not None and stored.is_file():
+        note_input(stored)  # read when the scores are first asked for: an input all the same
+    check_outputs(args)  # before the command's work: an output onto an input is refused now, not after
     return problem
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """The files the command will write (``-o``, ``--save``), checked as the write will check
+    them (``memlab.core.files.output_target``: no input, no folder or device, no link to nothing)
+    once the inputs are read: refused in one line before the work, not after it."""
+    from memlab.core.files import output_target
+
+    for name in ("output", "save"):
+        path = getattr(args, name, None)
+        if isinstance(path, str) and path and path != "-":
+            output_target(path)
 
 
 def apply_dataset_language(args: argparse.Namespace) -> None:
@@ -414,6 +454,7 @@ def qdrant_dataset(args: argparse.Namespace, tmp: Path) -> Dataset:
         # a tenant filter reads the fields it names: the filter then keeps the tenant's memories
         # as it does on a dataset (``scope_from``), and a field no point holds is one line
         filter_fields=tuple(text.partition("=")[0] for text in getattr(args, "filters", None) or ()),
+        flags=("--qdrant-path", "--qdrant-url"),
     )
     meta = json.loads((out / "dataset.json").read_text(encoding="utf-8"))
     rows = [json.loads(line) for line in (out / "memories.jsonl").read_text(encoding="utf-8").splitlines()]

@@ -133,7 +133,12 @@ def cmd_scale(args: argparse.Namespace) -> int:
     from memlab.core.grid import parse_axis
     from memlab.studies.scale import check_scale_work, distractor_pool, scale_sizes, scale_study, store_size
 
-    n_range = args.n_range or ""  # empty: the dataset's own size, then the default sizes above it
+    if args.n_range is not None and not args.n_range.strip():  # given, and empty: no size at all
+        raise InputError(
+            "--n: empty: expected memory counts (start:stop:step or a comma list), or no --n for the "
+            "dataset's own size and the default sizes above it"
+        )
+    n_range = args.n_range or ""  # not given: the dataset's own size, then the default sizes above it
     if n_range.strip():
         parse_axis(n_range, "n", integer=True)  # the syntax first, as every axis
     if args.source != "embedded":
@@ -275,6 +280,8 @@ def cmd_drift(args: argparse.Namespace) -> int:
 
     held_out = held_out_seeds(args.seed_range, args.streams)
     tune_range = parse_seed_range(args.tune_range, "--tune-range")
+    server = server_from(args)  # an --embed-* option without --embed-url is refused, before any work
+    decays, combines = family_values(args)
     result = drift_study(
         held_out,
         tune_range,
@@ -284,9 +291,10 @@ def cmd_drift(args: argparse.Namespace) -> int:
         n_boot=args.boot,
         seed=args.seed,
         progress=sys.stderr.isatty(),
-        server=server_from(args),
-        decay=family_values(args)[0],
-        combine=family_values(args)[1],
+        server=server,
+        decay=decays,
+        combine=combines,
+        announce=lambda line: print(line, file=sys.stderr, flush=True),  # the work said before it starts
     )
     if args.format == "json":
         emit(json.dumps(json_ready(result.rows()), indent=2), args.output)

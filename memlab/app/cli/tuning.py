@@ -99,6 +99,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def parse_pairs(text: str) -> tuple[tuple[float, float], ...]:
     """``--pairs 0.03:30,0.05:14`` -> ((0.03, 30.0), (0.05, 14.0)): bonus >= 0, tau_days > 0."""
     pairs = []
+    if not str(text).strip():
+        raise InputError(
+            "--pairs: empty: expected BONUS:TAU_DAYS pairs separated by commas, or no --pairs for the "
+            "dataset's own candidates"
+        )
     for item in str(text).split(","):
         try:
             bonus, tau = (float(x) for x in item.split(":"))
@@ -121,7 +126,7 @@ def cmd_table(args: argparse.Namespace) -> int:
     dataset, scores, base = problem.dataset, problem.scores, problem.spec
     criteria = dataset_criteria(dataset)
     declared = dataset.tables.candidates if dataset.tables is not None else ()
-    pairs = parse_pairs(args.pairs) if args.pairs else declared
+    pairs = parse_pairs(args.pairs) if args.pairs is not None else declared  # '' is no pair: refused
     if not pairs:
         pairs = SEED_CANDIDATES
         shown = ", ".join(f"{b:g}:{t:g}" for b, t in pairs)
