@@ -132,16 +132,23 @@ class FakeClock:
 
 
 @pytest.mark.parametrize(
-    ("screen_cpu", "whole_cpu", "screened", "stop"), [(10, 1, 2, "slower"), (1, 10, 4, "")]
+    ("blocks", "screened", "stop"),
+    [
+        # (screened, whole) CPU seconds of the three timed blocks: their sums decide, not the last
+        ([(5, 1), (5, 1), (1, 2)], 4, "slower"),
+        ([(1, 5), (1, 5), (2, 1)], 5, ""),
+    ],
 )
-def test_on_auto_the_screen_is_kept_only_while_it_beats_the_product(
-    monkeypatch, screen_cpu, whole_cpu, screened, stop
-):
+def test_on_auto_the_screen_is_kept_only_while_it_beats_the_product(monkeypatch, blocks, screened, stop):
     # exact ties (any summation order gives the same bits): the check passes, the clock decides;
-    # the first block is timed too (kernels loading), the second decides
-    problem, log, others, mem = tie_store(0, n_mem=200, n_q=64)
+    # the first block is timed but not counted (the kernels loading: 50 s screened), the next
+    # RACE (3) decide by their sums; five full blocks of 16
+    problem, log, others, mem = tie_store(0, n_mem=200, n_q=80)
     monkeypatch.setattr(explain_module, "MIN_MEMORIES", 0)  # screen=None screens this small store
-    ticks = [0, 1, 2, 10, 10 + screen_cpu, 10 + screen_cpu + whole_cpu, *range(100, 110)]
+    ticks = [0, 50, 51]
+    for i, (s, w) in enumerate(blocks):
+        ticks += [100 * (i + 1), 100 * (i + 1) + s, 100 * (i + 1) + s + w]
+    ticks += [1000]  # the fifth block, when still screened
     monkeypatch.setattr(explain_module, "time", FakeClock(ticks))
     got = replay(problem, log, others, memory_vectors=mem, batch=16, watch=["m3"])
     want = replay(problem, log, others, memory_vectors=mem, batch=16, watch=["m3"], screen=False)
