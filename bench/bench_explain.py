@@ -12,8 +12,12 @@ of the same 1,000 queries, run side by side (this machine is noisy), `repeat` ti
 At production size (issue 38: 10^5 queries on 10^5 memories in 60 s) the per-query JSON is
 gigabytes: ``--format table`` times the command with every summary printed, ``--logs vectors``
 the vector log alone; each run's CPU seconds (the process and its threads) are printed beside
-its wall time, since a shared machine stretches the wall time. ``--trees A,B`` runs the same
-commands with each tree first on PYTHONPATH, alternating (this tree against main's, say).
+its wall time, since a shared machine stretches the wall time, with its peak RSS (memory stays
+flat: one block of queries at a time) and what the int8 screen did (the command's standard error:
+blocks screened, fallbacks, pairs rescored, and why it stopped if it did). ``--trees A,B`` runs
+the same commands with each tree first on PYTHONPATH, alternating (this tree against main's, say).
+The BLAS kernel numpy runs is printed: OPENBLAS_CORETYPE (set on some machines) changes it, and
+with it the float32 product's speed and bits.
 
 Usage: python bench/bench_explain.py [--memories 10000] [--queries 1000] [--repeat 3]
        [--format json|table] [--logs vectors,texts] [--trees DIR,DIR]
@@ -24,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -109,15 +112,34 @@ def write_logs(root: Path, n: int, memories: np.ndarray, rng: np.random.Generato
     return vec_log, text_log
 
 
-def wall(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
-    """(wall seconds, CPU seconds) of one command, run in ``cwd``: ``python -m`` puts its working
-    folder first on the path, so a source tree there would be imported whatever PYTHONPATH says."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    seconds = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+def wall(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, float, str]:
+    """(wall seconds, CPU seconds, peak RSS in MB, the screen's line or "") of one command, run in
+    ``cwd``: ``python -m`` puts its working folder first on the path, so a source tree there would
+    be imported whatever PYTHONPATH says."""
+    with tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        child = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(child.pid, 0)  # this child's own usage (its threads too)
+        seconds = time.perf_counter() - t0
+        child.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        text = err.read().decode("utf-8", "replace")
+    if child.returncode:
+        sys.exit(f"bench_explain: {' '.join(cmd)} exited {child.returncode}:\n{text[-2000:]}")
+    screen = next((line for line in text.splitlines() if "int8 screen" in line), "")
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, screen
+
+
+def blas_kernel(env: dict[str, str]) -> str:
+    """The BLAS numpy runs under ``env`` (threadpoolctl: library, version, kernel, threads)."""
+    code = (
+        "import numpy, threadpoolctl; numpy.ones((64, 64)) @ numpy.ones((64, 64)); "
+        "i = threadpoolctl.threadpool_info()[0]; "
+        "print(i['internal_api'], i['version'], i.get('architecture'), i['num_threads'], 'threads')"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def main() -> None:
@@ -138,7 +160,8 @@ def main() -> None:
         vec_log, text_log = write_logs(root, args.queries, memories, rng)
         base = [sys.executable, "-m", "memlab", "explain", "--dataset", str(root / "store")]
         base += ["--against", "threshold=0.9", "--format", args.format]
-        times: dict[str, list[tuple[float, float]]] = {}
+        times: dict[str, list[tuple[float, float, float, str]]] = {}
+        load = [os.getloadavg()[0]]
         outputs: dict[str, bytes] = {}
         for r in range(args.repeat):
             for tree in trees:  # the trees take turns, so they share the machine's load
@@ -166,16 +189,21 @@ def main() -> None:
                     times.setdefault(f"texts, cold cache{tag}", []).append(wall(cached, env, root))
                     times.setdefault(f"texts, warm cache{tag}", []).append(wall(cached, env, root))
                     shutil.rmtree(cache, ignore_errors=True)
+        load.append(os.getloadavg()[0])
         print(
             f"memlab explain: {args.queries} queries on {args.memories} memories, 2 specs, every summary, "
-            f"--format {args.format} (median of {args.repeat}, end to end; load {os.getloadavg()[0]:.1f})"
+            f"--format {args.format} (median of {args.repeat}, end to end; load {load[0]:.1f} at the start, "
+            f"{load[1]:.1f} at the end; BLAS {blas_kernel(dict(os.environ))})"
         )
         for name, ts in times.items():
-            walls, cpus = [w for w, _ in ts], [c for _, c in ts]
+            walls, cpus = [t[0] for t in ts], [t[1] for t in ts]
+            runs = ", ".join(f"{w:.1f}/{c:.1f}/{m:.0f} MB" for w, c, m, _ in ts)
             print(
                 f"  {name:<20}{statistics.median(walls):>8.2f} s wall {statistics.median(cpus):>8.2f} s CPU"
-                f"   (runs: {', '.join(f'{w:.2f}/{c:.2f}' for w, c in ts)})"
+                f"   (runs, wall/CPU/peak RSS: {runs})"
             )
+            for screen in dict.fromkeys(t[3] for t in ts if t[3]):
+                print(f"    {screen.removeprefix('explain: ')}")
         if len(outputs) > 1:
             same = len(set(outputs.values())) == 1
             print(f"  vectors log: the trees' outputs are {'identical' if same else 'DIFFERENT'}")

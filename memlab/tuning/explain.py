@@ -21,6 +21,7 @@ production's logged injections against memlab's reading) are in ``memlab.tuning.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -57,6 +58,12 @@ MARGINS = {
     "passed_over": "final - the first passed-over candidate's final",
 }
 BATCH = 256  # queries scored at once: a (256, memories) float32 block
+RACE = 3  # blocks timed both ways, screened and whole, before the faster is kept (screen=None)
+# why ``replay`` stopped screening, after scoring the first screened blocks whole as well
+SCREEN_STOPS = {
+    "bits": "this BLAS sums the product otherwise than the screen's rescoring (other bits)",
+    "slower": f"the screen took more CPU time than the whole float32 product on {RACE} blocks here",
+}
 
 
 @dataclass(frozen=True)
@@ -191,6 +198,9 @@ class Replay:
     watch: tuple[int, ...]  # the memories asked about for every query (positions)
     embedded: int = 0  # how many query texts were embedded
     screened: int = 0  # blocks whose top candidates came through the int8 screen
+    screen_fallbacks: int = 0  # blocks screened, then scored whole (a row kept more than the cap)
+    rescored: int = 0  # (query, memory) pairs the screen kept and scored exactly in float32
+    screen_stop: str = ""  # why the screen stopped (a key of SCREEN_STOPS; "": it did not)
     pool: Pool = field(default_factory=Pool)  # the tenant filter and the shards (the problem's)
     _successors: dict[int, list[int]] = field(default_factory=dict, repr=False)
 
@@ -515,6 +525,7 @@ def replay(
     kernel: bool = True,
     screen: bool | None = None,
     screen_cap: int | None = None,
+    progress: bool = False,
 ) -> Replay:
     """Replay ``log`` on the problem's store under its spec (labelled ``current``) and ``specs``
     (label, spec); ``watch``: memory ids explained in every query, beside the candidates and
@@ -522,8 +533,10 @@ def replay(
     path a filter or shards take), which the tests hold the compiled one equal to. ``screen``:
     whether the compiled path's full blocks are screened in int8 first
     (``memlab.tuning.explain_screen``; None: on stores of ``MIN_MEMORIES`` or more), the same
-    result with about half the arithmetic; ``screen_cap``: the screen's ``CAP`` (a row keeping more
-    scores its block whole)."""
+    result with about half the arithmetic (None: and only while it is faster here: its second block
+    is timed against the whole product, and the faster kept; the result is the same either way);
+    ``screen_cap``: the screen's ``CAP`` (a row keeping more scores its block whole);
+    ``progress``: a bar over the queries (tqdm, on a terminal only)."""
     if problem.source != "embedded" and memory_vectors is None:
         raise InputError(
             f"explain scores the logged queries against the store's vectors: --source {problem.source} "
@@ -567,17 +580,27 @@ def replay(
     screener = None
     if fused and (len(mem) >= MIN_MEMORIES if screen is None else screen) and np.isfinite(vecs).all():
         screener = Screen(mem, date_s, k_top, screen_cap)
-    n_screened = 0
-    checked = False  # the first screened block is also scored whole, and must agree bit for bit
+    screening, n_screened, stop_why = screener, 0, ""
+    # the first screened block is also scored whole, and must agree bit for bit; on ``screen`` None
+    # the next ``RACE`` blocks too, timed both ways (CPU seconds of the process, summed: one block
+    # on a shared machine is noise; the first is not timed: it loads the kernels)
+    trials = 1 + (RACE if screen is None else 0)
+    cpu = [0.0, 0.0]  # the timed blocks' CPU seconds: screened, whole
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=n_q, unit="query", unit_scale=True, desc="explain", disable=None)
     for start in range(0, n_q, batch):
         stop = min(start + batch, n_q)
         block_watch = []
         for q in range(start, stop):
             logged = log.queries[q].injected or ()
             block_watch.append(dict.fromkeys((*watch_pos, *(index[m] for m in logged if m in index))))
-        screened = None
+        screened = whole = None
         # only full blocks: a product of a few rows goes through other BLAS kernels (other bits)
         if screener is not None and stop - start == batch:
+            c0 = time.process_time()
             screened = screener.top_k(vecs[start:stop], time_s[start:stop])
         if screened is not None:
             top, top_raw = screened
@@ -586,17 +609,24 @@ def replay(
                 {p: screener.score(vecs[q], p) if date_s[p] <= time_s[q] else float("nan") for p in pos}
                 for q, pos in zip(range(start, stop), block_watch, strict=True)
             ]
-            if not checked:
-                checked = True
-                if not _same_as_whole(
-                    vecs[start:stop] @ mem.T, date_s, time_s[start:stop], k_top, screened, got
-                ):
-                    screener, screened = None, None  # this BLAS sums otherwise: the product from here
+            if trials:
+                trials -= 1
+                c1 = time.process_time()
+                whole = vecs[start:stop] @ mem.T
+                same = _same_as_whole(whole, date_s, time_s[start:stop], k_top, screened, got)
+                c2 = time.process_time()
+                if screen is None and trials < RACE:
+                    cpu[0] += c1 - c0
+                    cpu[1] += c2 - c1
+                if not same:  # this BLAS sums otherwise: the product from here
+                    screener, screened, stop_why = None, None, "bits"
+                elif screen is None and not trials and cpu[1] < cpu[0]:
+                    screener, stop_why = None, "slower"  # this block's result is the product's: kept
         if screened is not None:
             watched += got
             n_screened += 1
         else:
-            scores = vecs[start:stop] @ mem.T  # float32, as Qdrant scores
+            scores = vecs[start:stop] @ mem.T if whole is None else whole  # float32, as Qdrant scores
             if fused:
                 top, top_raw, visible[start:stop] = visible_top_k(scores, date_s, time_s[start:stop], k_top)
             else:
@@ -634,10 +664,26 @@ def replay(
                 ("next", nxt),
             ):
                 part[key].append(value)
+        if bar is not None:
+            bar.update(stop - start)
+    if bar is not None:
+        bar.close()
     runs = tuple(
         SpecRun(label, spec, *(np.concatenate(part[k]) for k in FIELDS), mmr_dropped=tuple(drops))
         for part, (label, spec), drops in zip(parts, runs_specs, dropped, strict=True)
     )
     return Replay(
-        problem, log, runs, visible, filtered, tuple(watched), watch_pos, embedded, n_screened, pool=pool
+        problem,
+        log,
+        runs,
+        visible,
+        filtered,
+        tuple(watched),
+        watch_pos,
+        embedded,
+        n_screened,
+        0 if screening is None else screening.whole,
+        0 if screening is None else screening.rescored,
+        stop_why,
+        pool=pool,
     )

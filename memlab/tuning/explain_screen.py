@@ -31,6 +31,7 @@ class Screen:
         self._mem_t = torch.from_numpy(self._pad(q)).T  # (d', n): torch's int8 product wants d' % 8 == 0
         self.screened = 0  # blocks screened
         self.whole = 0  # blocks the screen could not narrow
+        self.rescored = 0  # (query, memory) pairs kept by the screen and scored exactly
 
     def _pad(self, q: np.ndarray) -> np.ndarray:
         extra = -q.shape[1] % 8  # zero dimensions add nothing to an int8 product
@@ -49,6 +50,7 @@ class Screen:
             self.whole += 1
             return None
         self.screened += 1
+        self.rescored += int(count.sum())
         return rescore_top_k(queries, self.memories, keep, count, self.k)
 
     def score(self, query: np.ndarray, memory: int) -> float:

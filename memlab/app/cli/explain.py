@@ -31,6 +31,9 @@ from memlab.output.io import json_ready
 
 MAX_ROWS = 2**31 - 1  # rows a list option may ask for, as every count memlab takes
 DETAIL_ALL = 20  # a log this short shows every query in detail
+# (query, memory, dimension) products a second on two cores, with the ranking: what the estimate
+# printed for a long replay assumes (bench/bench_explain.py at 10^5 x 10^5 measures it)
+EXPLAIN_RATE = 1e11
 SPEC_TYPES = {
     "candidates": int,
     "inject": int,
@@ -115,12 +118,34 @@ def replay_from(args: argparse.Namespace):
             file=sys.stderr,
         )
     specs = _labels([against_spec(t, problem.spec, problem) for t in args.against or []])
-    main = replay(problem, log, specs, watch=args.memory or (), memory_vectors=memories)
+    progress = sys.stderr.isatty()
+    seconds = len(log) * memories.size / EXPLAIN_RATE
+    if seconds >= 10 and not progress:  # no bar (stderr is no terminal): said before it starts
+        print(
+            f"explain: replaying {counted(len(log), 'query')} on {counted(len(memories), 'memory')}: "
+            f"about {seconds:.0f} s on two cores",
+            file=sys.stderr,
+        )
+    main = replay(problem, log, specs, watch=args.memory or (), memory_vectors=memories, progress=progress)
+    if main.screened or main.screen_stop:
+        print(screen_line(main), file=sys.stderr)
     others = {
         n: replay(problem.with_scope(replace(problem.scope, shards=n)), log, memory_vectors=memories)
         for n in counts[1:]
     }
     return problem, main, others
+
+
+def screen_line(rep) -> str:
+    """What the int8 screen did (``memlab.tuning.explain``), for the standard error."""
+    from memlab.tuning.explain import BATCH, SCREEN_STOPS
+
+    blocks = -(-len(rep.queries) // BATCH)
+    line = (
+        f"explain: int8 screen: {rep.screened} of {blocks} blocks screened, {rep.screen_fallbacks} "
+        f"fell back to the whole product, {rep.rescored:,} (query, memory) pairs rescored in float32"
+    )
+    return line + (f"; stopped: {SCREEN_STOPS[rep.screen_stop]}" if rep.screen_stop else "")
 
 
 def shard_counts(text: str | int | None) -> list[int]:
