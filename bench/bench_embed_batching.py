@@ -6,7 +6,10 @@ Also checks what makes the bytes batch-independent: a text embedded next to a lo
 a batch of another size, gets other bytes under stock batching; under fixed-shape batches the
 same text always gets the same bytes.
 
-The last line is one JSON object. Usage: python bench/bench_embed_batching.py [--repeat 3]
+The last line is one JSON object; ``--format markdown`` prints the table and the checks alone,
+as docs/reliability.md records them.
+
+Usage: python bench/bench_embed_batching.py [--repeat 3] [--format text|markdown]
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from memlab.embedding.engines import token_lengths
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--format", choices=["text", "markdown"], default="text")
     args = parser.parse_args()
     model = Embedder("all-MiniLM-L6-v2")._load_model()._model  # the sentence-transformers model itself
     texts = [
@@ -71,6 +75,20 @@ def main() -> None:
             last["fixed_8"][half], fixed(8, half)
         ),
     }
+    if args.format == "markdown":
+        print(f"| batching ({len(texts)} texts) | seconds (median of {args.repeat}) | filler rows |")
+        print("|---|---|---|")
+        for name, sec in median.items():
+            size = int(name.split("_")[1])
+            if name.startswith("stock"):
+                print(f"| stock batches of {size} | {sec:.2f} | - |")
+            else:
+                what = "one text at a time" if size == 1 else f"fixed batches of {size}"
+                print(f"| {what} | {sec:.2f} | {fillers[size]} |")
+        print()
+        for name, n in checks.items():
+            print(f"- {name}: {n} of {len(texts) if name.startswith('stock') else len(half)}")
+        return
     for name, s in median.items():
         extra = f", {fillers[int(name.split('_')[1])]} filler rows" if name.startswith("fixed") else ""
         print(f"{name:>9}: {s:6.2f} s for {len(texts)} texts (median of {args.repeat}{extra})")

@@ -12,7 +12,13 @@ of ``--repeat`` runs).
 Qwen3-Embedding-0.6B, the seed's model, is measured too when its weights are in the Hugging Face
 cache; otherwise its row says so. The last line is JSON.
 
+``--format markdown`` prints the table alone, as docs/scores-and-models.md records it (no JSON
+line): ``--repeat 0`` leaves out the encode time (the deterministic columns, byte-compared by
+``python -m memlab.app.record --check``), ``--encode-only`` prints the encode time alone (a
+timing block).
+
 Usage: python bench/bench_models.py [--models multilingual-e5-small,all-MiniLM-L6-v2] [--repeat 3]
+       [--format text|markdown] [--encode-only]
 """
 
 from __future__ import annotations
@@ -54,8 +60,12 @@ def encode_ms(model: str, texts: list[str], repeat: int) -> float:
     return statistics.median(times)
 
 
-def measure(model: str, lang: str, repeat: int) -> dict:
+def measure(model: str, lang: str, repeat: int, plane: bool = True) -> dict:
     dataset = load_dataset("seed16")
+    texts = [m.text(lang) for m in dataset.memories] + [q.text(lang) for q in dataset.questions]
+    encode = {"encode_ms_per_text": round(encode_ms(model, texts, repeat), 2)} if repeat > 0 else {}
+    if not plane:
+        return {"model": model, "lang": lang, **encode}
     with tempfile.TemporaryDirectory() as cache:
         scores = load_scores("embedded", dataset, lang=lang, model=model, cache_dir=cache)
     raw = scores.retrievable(dataset)
@@ -82,7 +92,6 @@ def measure(model: str, lang: str, repeat: int) -> dict:
                 width = sum(min(float(a.upper), 1.0) - float(a.lower) for a in region)
                 if width > widest[0]:
                     widest = (width, (float(tau), round(float(thr), 4), round(float(region.lower), 4)))
-    texts = [m.text(lang) for m in dataset.memories] + [q.text(lang) for q in dataset.questions]
     return {
         "model": model,
         "lang": lang,
@@ -97,7 +106,7 @@ def measure(model: str, lang: str, repeat: int) -> dict:
         "threshold_plane": [round(float(thresholds[0]), 4), round(float(thresholds[-1]), 4)],
         "widest_bonus_interval": round(widest[0], 4),
         "widest_at": widest[1],
-        "encode_ms_per_text": round(encode_ms(model, texts, repeat), 2),
+        **encode,
     }
 
 
@@ -106,30 +115,55 @@ def main() -> None:
     parser.add_argument(
         "--models", default="multilingual-e5-small,all-MiniLM-L6-v2,Qwen/Qwen3-Embedding-0.6B"
     )
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=3, help="encode runs per model (0: no encode time)")
+    parser.add_argument("--format", choices=["text", "markdown"], default="text")
+    parser.add_argument("--encode-only", action="store_true", help="the encode time alone")
     args = parser.parse_args()
     rows = []
-    print(
-        f"{'model':<26} {'lang':<4} {'C1':>6} {'H2':>6} {'no-hit':>6} {'(0.05, 14) thresholds':>22} "
-        f"{'a,b,c':>5} {'plane':>6} {'widest':>7} {'ms/text':>7}"
-    )
+    markdown = args.format == "markdown"
+    timed = args.repeat > 0
+    if markdown and args.encode_only:
+        print("| model | lang | encode ms/text |\n|---|---|---|")
+    elif markdown:
+        head = ["model", "lang", "C1 current", "H2 current", "best no-hit"]
+        head += ["thresholds where (0.05, 14) holds"]
+        head += ["a, b, c feasible", "plane", "widest bonus interval"] + (["encode ms/text"] if timed else [])
+        print("| " + " | ".join(head) + " |\n|" + "---|" * len(head))
+    else:
+        print(
+            f"{'model':<26} {'lang':<4} {'C1':>6} {'H2':>6} {'no-hit':>6} {'(0.05, 14) thresholds':>22} "
+            f"{'a,b,c':>5} {'plane':>6} {'widest':>7} {'ms/text':>7}"
+        )
     for model in args.models.split(","):
         for lang in ("en", "ja"):
             try:
-                r = measure(model, lang, args.repeat)
+                r = measure(model, lang, args.repeat, plane=not args.encode_only)
             except EmbeddingError as e:
-                print(f"{model:<26} {lang:<4} not available here: {str(e).splitlines()[0][:80]}")
+                if markdown:
+                    print(f"| {model} | {lang} | not available here |")
+                else:
+                    print(f"{model:<26} {lang:<4} not available here: {str(e).splitlines()[0][:80]}")
                 rows.append({"model": model, "lang": lang, "unavailable": str(e)})
                 continue
             rows.append(r)
+            if markdown and args.encode_only:
+                print(f"| {model} | {lang} | {r['encode_ms_per_text']:.1f} |")
+                continue
             w = r["seed_spec_window"]
             window = "none" if w is None else f"({w[0]:.3f}, {w[1]:.3f}]"
-            print(
-                f"{model:<26} {lang:<4} {r['c1_current']:>6.3f} {r['h2_current']:>6.3f} "
-                f"{r['best_nohit']:>6.3f} {window:>22} {'yes' if r['feasible'] else 'no':>5} "
-                f"{r['plane_share']:>6.1%} {r['widest_bonus_interval']:>7.3f} {r['encode_ms_per_text']:>7.1f}"
-            )
-    print(json.dumps(rows))
+            ms = f"{r['encode_ms_per_text']:.1f}" if timed else "-"
+            cells = [f"{r['c1_current']:.3f}", f"{r['h2_current']:.3f}", f"{r['best_nohit']:.3f}", window]
+            cells += ["yes" if r["feasible"] else "no", f"{r['plane_share']:.1%}"]
+            cells += [f"{r['widest_bonus_interval']:.3f}"]
+            if markdown:
+                print(f"| {model} | {lang} | " + " | ".join(cells + ([ms] if timed else [])) + " |")
+            else:
+                print(
+                    f"{model:<26} {lang:<4} {cells[0]:>6} {cells[1]:>6} {cells[2]:>6} {window:>22} "
+                    f"{cells[4]:>5} {cells[5]:>6} {cells[6]:>7} {ms:>7}"
+                )
+    if not markdown:
+        print(json.dumps(rows))
 
 
 if __name__ == "__main__":

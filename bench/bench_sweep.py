@@ -23,7 +23,9 @@ loop runs once, on a random sample of the 10^6 grid, in this process.
 
 The last line is one JSON object with every figure.
 
-Usage: python bench/bench_sweep.py [--against REV]... [--no-main] [--huge 1e7,1e8] [--repeat 5]
+``--no-json`` leaves that line out (the report as docs/sweep.md records it).
+
+Usage: python bench/bench_sweep.py [--against REV]... [--no-main] [--huge 1e7,1e8] [--repeat 5] [--no-json]
 """
 
 from __future__ import annotations
@@ -289,6 +291,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="in-memory runs per measurement (median)")
     parser.add_argument("--baseline-configs", type=int, default=200)
     parser.add_argument("--max-seconds", type=float, default=240, help="skip a run estimated to take longer")
+    parser.add_argument("--no-json", action="store_true", help="leave out the last line's JSON object")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -349,11 +352,17 @@ def main() -> None:
             results[case] = got
     per_s = qdrant_loop(args.baseline_configs)
     load = f"load average {load0[0]:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} cores"
-    report(results, revisions, sizes, per_s, args.baseline_configs, load)
+    report(results, revisions, sizes, per_s, args.baseline_configs, load, json_line=not args.no_json)
 
 
 def report(
-    results: dict, revisions: list[str], sizes: list[int], per_s: float, n_sample: int, load: str
+    results: dict,
+    revisions: list[str],
+    sizes: list[int],
+    per_s: float,
+    n_sample: int,
+    load: str,
+    json_line: bool = True,
 ) -> None:
     sides = [*revisions, "now"]
     print(f"{load}; wall times, medians of the runs (CPU seconds in the JSON line)")
@@ -455,7 +464,8 @@ def report(
             f"\ntargets (seed16, now): {r:.3g} evaluations/s at 10^6 (target 5e7), "
             f"{r / per_s:,.0f}x the Qdrant loop (target 3e4)"
         )
-    print(json.dumps(summary))
+    if json_line:
+        print(json.dumps(summary))
 
 
 if __name__ == "__main__":

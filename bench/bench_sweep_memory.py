@@ -11,7 +11,9 @@ The peak should stay flat from 10^6 to 10^8 configurations.
 
 The last line is one JSON object with every run.
 
-Usage: python bench/bench_sweep_memory.py [--sizes 1e6,1e7,1e8] [--limit-gb 8]
+``--format markdown`` prints the table alone (no JSON line), as docs/sweep.md records it.
+
+Usage: python bench/bench_sweep_memory.py [--sizes 1e6,1e7,1e8] [--limit-gb 8] [--format text|markdown]
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="1e6,1e7,1e8", help="configurations per run (comma list)")
     parser.add_argument("--limit-gb", type=float, default=8.0, help="address-space limit of each run")
     parser.add_argument("--traced-up-to", type=float, default=1e7, help="trace Python's peak up to this size")
+    parser.add_argument("--format", choices=["text", "markdown"], default="text")
     parser.add_argument("--one", type=float, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one is not None:
@@ -87,6 +90,10 @@ def main() -> None:
             print(json.dumps({"configurations": int(args.one), "error": "MemoryError"}))
         return
     runs = []
+    markdown = args.format == "markdown"
+    if markdown:
+        print(f"| configurations ({N_QUESTIONS} questions) | seconds | peak RSS | traced peak |")
+        print("|---|---|---|---|")
     for size in (int(float(s)) for s in args.sizes.split(",")):
         cmd = [sys.executable, __file__, "--one", str(size), "--limit-gb", str(args.limit_gb)]
         cmd += ["--traced-up-to", str(args.traced_up_to)]
@@ -94,7 +101,14 @@ def main() -> None:
         lines = out.stdout.strip().splitlines()
         run = json.loads(lines[-1]) if lines else {"configurations": size, "error": out.stderr.strip()[-300:]}
         runs.append(run)
-        if "error" in run:
+        if markdown:
+            exp = f"10^{len(str(size)) - 1}" if str(size).rstrip("0") == "1" else f"{size:,}"
+            if "error" in run:
+                print(f"| {exp} | {run['error']} | | |")
+            else:
+                traced = f"{run['traced_peak_mb']:.0f} MB" if "traced_peak_mb" in run else "-"
+                print(f"| {exp} | {run['seconds']:.1f} | {run['peak_rss_mb']:.0f} MB | {traced} |")
+        elif "error" in run:
             print(f"{size:>12,} configurations: {run['error']}")
         else:
             traced = f", traced peak {run['traced_peak_mb']:>6.1f} MB" if "traced_peak_mb" in run else ""
@@ -102,7 +116,8 @@ def main() -> None:
                 f"{run['configurations']:>12,} configurations x {N_QUESTIONS} questions: "
                 f"{run['seconds']:>7.1f} s, peak RSS {run['peak_rss_mb']:>7.1f} MB{traced}"
             )
-    print(json.dumps({"bench": "sweep_memory", "limit_gb": args.limit_gb, "runs": runs}))
+    if not markdown:
+        print(json.dumps({"bench": "sweep_memory", "limit_gb": args.limit_gb, "runs": runs}))
 
 
 if __name__ == "__main__":
