@@ -372,6 +372,9 @@ def pipeline_text(outcome, markdown: bool = False) -> str:
         f"({d['questions']} questions)"
     )
     notes = []
+    from memlab.studies.combos import MEANINGS
+
+    notes += [f"{n}: {MEANINGS[n]}" for n in d["combinations"] if n in MEANINGS]
     if outcome.mmr is not None:
         m = outcome.mmr.details
         notes.append(
@@ -394,6 +397,26 @@ def pipeline_text(outcome, markdown: bool = False) -> str:
                 f"objective={c['stage_objective']}; tuned spec objective={c['spec_objective']} "
                 f"(of {c['tuning_questions']} tuning questions): "
                 + ("stage kept" if c["kept"] else "tuned spec kept")
+            )
+    for name, records in d.get("combined", {}).items():
+        for c in records:
+            if "mmr_pool" in c:  # hybrid + MMR
+                stage = f"{c['retriever']} with pool={c['mmr_pool']} diversity={c['diversity']:g}"
+                under = c["hybrid_objective"]
+            else:
+                stage = (
+                    f"depth={c['stage_depth']} blend={c['stage_blend']:g} "
+                    f"threshold={c['stage_threshold']:.6g}"
+                    if "stage_depth" in c and c["stage_depth"] == c["stage_depth"]
+                    else "no stage (no blend above 0)"
+                )
+                under = c["spec_objective"]
+            value = c.get("stage_objective")
+            lines.append(
+                f"  fold {c['fold']} {name}: {stage} objective="
+                + ("-" if value is None or value != value else f"{int(value)}")
+                + f"; under it {under} (of {c['tuning_questions']} tuning questions): "
+                + ("stage kept" if c["kept"] else "stage not kept")
             )
     for c in p.chosen.to_dict("records"):
         scores = ", ".join(
