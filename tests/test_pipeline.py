@@ -223,7 +223,7 @@ def test_rerank_over_mmr_at_blend_zero_is_the_mmr_stage(study):
     mmr = mmr_held.mmr_held_out(problem, held, specs, pools=(6, 12), diversities=(0.3, 0.9))
     rows = np.arange(len(problem.dataset.questions))
     fold = mmr_held.fold_of(held)
-    pools = combos.mmr_pools(problem, held, specs, mmr.chosen, rows)
+    pools = combos.mmr_pools(problem, held, specs, mmr.chosen, rows, 8)
     scores = all_pairs(pools, rows, lambda q, m: 0.5)
     got = combos.rerank_combo(pools, rows, fold, scores, depths=(4, 8), blends=(0.0,))
     assert not got.chosen["kept"].any()
@@ -256,7 +256,7 @@ def test_an_oracle_over_mmr_or_the_hybrid_is_chosen_by_the_combination(study):
     relevant, _ = mmr_held.targets(problem)
     combined = {combos.HYBRID_MMR: combos.hybrid_mmr(problem, held, mmr.picked)}
     for name, pools in (
-        (combos.MMR_RERANK, combos.mmr_pools(problem, held, specs, mmr.chosen, rows)),
+        (combos.MMR_RERANK, combos.mmr_pools(problem, held, specs, mmr.chosen, rows, 8)),
         (combos.HYBRID_RERANK, combos.hybrid_pools(problem, held, rows, 8)),
     ):
         scores = all_pairs(pools, rows, lambda q, m: float(m in relevant[q]))

@@ -3,14 +3,15 @@ combination (``memlab.studies.pipeline``) chooses among besides the single stage
 
 - ``+ MMR + rerank``: the rerank stage over an MMR-diversified pool. Per fold, the fold's tuned MMR
   stage (its pool ``p`` and diversity ``d``, ``memlab.studies.mmr_held``, kept there or not) picks
-  each question's whole top ``p`` by raw cosine in MMR's greedy order; MMR's first ``k`` picks do
-  not depend on how many are asked for, so the pool's first ``depth`` places are the query
-  ``nearest`` + ``mmr`` (diversity ``d``, candidates_limit ``p``) with limit ``depth`` (a depth
-  past ``p`` takes the whole pool). The stage (depth, blend > 0, threshold) is tuned over that pool
-  on the training questions as ``+ rerank``'s is over the raw-cosine pool
-  (``memlab.studies.stages.stage_folds``), each place's final score its post-bonus score under the
-  fold's tuned spec, and kept only when it beats, on the same questions, the pipeline under it: the
-  pool's first ``candidates`` picks, re-sorted and thresholded by the tuned spec (the MMR stage).
+  each question's first ``min(p, D)`` memories among its top ``p`` by raw cosine, in MMR's greedy
+  order (``D``: the largest rerank depth). MMR's first ``k`` picks do not depend on how many are
+  asked for, so the pool's first ``depth`` places are the query ``nearest`` + ``mmr`` (diversity
+  ``d``, candidates_limit ``p``) with limit ``depth`` (a depth past ``p`` takes the whole pool).
+  The stage (depth, blend > 0, threshold) is tuned over that pool on the training questions as
+  ``+ rerank``'s is over the raw-cosine pool (``memlab.studies.stages.stage_folds``), each place's
+  final score its post-bonus score under the fold's tuned spec, and kept only when it beats, on
+  the same questions, the pipeline under it: the pool's first ``candidates`` picks, re-sorted and
+  thresholded by the tuned spec (the MMR stage).
 - ``hybrid + MMR``: per fold, the fold's best hybrid (its retriever and configuration as the
   held-out study tuned them) with MMR diversifying its vector route: the route's ``candidates``
   are MMR's picks among the top ``p`` by raw cosine (a ``nearest`` + ``mmr`` prefetch fused with
@@ -179,9 +180,10 @@ def mmr_pools(
     specs: dict[int, RetrievalSpec],
     chosen: pd.DataFrame,
     rows: np.ndarray,
+    depth: int,
 ) -> dict[int, tuple[RerankPool, RetrievalSpec]]:
-    """Per fold: ``rows``' MMR pool under the fold's MMR stage (``chosen``: ``MmrHeldOut.chosen``)
-    and the fold's tuned spec (see the module)."""
+    """Per fold: ``rows``' MMR pool, ``depth`` deep at most, under the fold's MMR stage
+    (``chosen``: ``MmrHeldOut.chosen``) and the fold's tuned spec (see the module)."""
     inputs = held.inputs
     relevant, nohit = mmr_held.targets(problem)
     vectors = problem.memory_vectors() if (chosen["diversity"] > 0).any() else None
@@ -190,7 +192,7 @@ def mmr_pools(
     out = {}
     for c in chosen.to_dict("records"):
         f, p, d = int(c["fold"]), int(c["mmr_pool"]), float(c["diversity"])
-        cols = mmr_picks(vector, vectors, p, d, p, slots=slots)
+        cols = mmr_picks(vector, vectors, p, d, max(min(p, depth), specs[f].candidates), slots=slots)
         out[f] = (pool_of(inputs, rows, cols, inputs.vector[rows], specs[f], relevant, nohit), specs[f])
     return out
 

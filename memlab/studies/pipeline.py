@@ -371,7 +371,9 @@ def benchmark_study(
             rows = np.asarray(staged.rows)
             pools = {}
             if mmr_result is not None:
-                pools[MMR_RERANK] = combos.mmr_pools(problem, held, specs, mmr_result.chosen, rows)
+                pools[MMR_RERANK] = combos.mmr_pools(
+                    problem, held, specs, mmr_result.chosen, rows, max(rerank.depths)
+                )
             if has_hybrid:
                 pools[HYBRID_RERANK] = combos.hybrid_pools(problem, held, rows, max(rerank.depths))
             scores = combos.known_scores(rows, staged.pool.index, staged.rerank)
