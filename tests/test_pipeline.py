@@ -382,3 +382,68 @@ def test_bad_stage_options_are_one_line_before_anything_is_scored(tmp_path, caps
     # the option's error, not the missing dataset's: said before the dataset is read
     assert message in err and "missing" not in err and len(err.splitlines()) == 1
     assert not save.exists()
+
+
+@pytest.mark.slow  # the whole study through the command with both servers: seconds
+def test_the_pipeline_table_on_the_hand_written_locomo_file(tmp_path, capsys):
+    """``tune-benchmark --mmr --rerank-url`` end to end on the four-conversation file (the
+    word-count embedding server, the stand-in rerank endpoint): the table holds every stage and
+    combination per category and overall, over the named subset, each d to cosine the difference
+    of the two means (paired over the same questions), and each combination's fold records keep
+    a stage only when it beats the pipeline under it on the training questions."""
+    from embed_fake import MODEL, EmbedServer
+
+    from memlab.app.cli import main
+    from tests.rerank_standin import StandinRerankServer
+
+    import_locomo(DATA / "locomo_heldout.json", tmp_path / "ds", granularity="turn")
+    argv = ["tune-benchmark", "--dataset", str(tmp_path / "ds"), "--folds", "2", "--boot", "50"]
+    argv += [
+        "--candidates",
+        "4",
+        "--inject",
+        "2",
+        "--hybrids",
+        "hybrid-weighted",
+        "--mmr",
+        "--mmr-pools",
+        "6,12",
+    ]
+    with EmbedServer() as eurl, StandinRerankServer() as rurl:
+        argv += ["--embed-url", eurl, "--embed-model", MODEL, "--cache-dir", str(tmp_path / "cache")]
+        argv += [
+            "--rerank-url",
+            rurl,
+            "--reranker",
+            "endpoint",
+            "--rerank-depth",
+            "4,8",
+            "--rerank-subset",
+            "3",
+        ]
+        assert main([*argv, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)["pipeline"]
+    systems = ["cosine", *COMBINATIONS, COMBINED]
+    assert doc["combinations"] == list(COMBINATIONS)
+    t = pd.DataFrame(doc["table"])
+    groups = ["all", *sorted(set(t["group"]) - {"all"})]
+    assert len(groups) == 6  # all and LoCoMo's five categories
+    for g in groups:
+        mine = t[t["group"] == g].set_index("system")
+        assert sorted(mine.index) == sorted(systems), g
+        assert (mine["n"] == mine.loc["cosine", "n"]).all()
+        for s in systems[1:]:
+            assert mine.loc[s, "diff_cosine"] == pytest.approx(
+                mine.loc[s, "value"] - mine.loc["cosine", "value"]
+            )
+    assert int(t[(t["group"] == "all") & (t["system"] == "cosine")]["n"].iloc[0]) == doc["questions"] == 12
+    for name, records in doc["combined"].items():
+        assert len(records) == 2, name  # one per fold
+        for c in records:
+            under = c["hybrid_objective"] if name == combos.HYBRID_MMR else c["spec_objective"]
+            value = c.get("stage_objective")
+            assert c["kept"] == (value is not None and value == value and value > under), (name, c)
+    for c in doc["chosen"]:
+        objectives = {k.removeprefix("objective "): v for k, v in c.items() if k.startswith("objective ")}
+        best = max(objectives.values())
+        assert c["chosen"] == next(n for n in COMBINATIONS if objectives[n] == best)
