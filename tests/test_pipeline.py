@@ -265,6 +265,17 @@ def test_an_oracle_over_mmr_or_the_hybrid_is_chosen_by_the_combination(study):
         assert (c["kept"] == (c["stage_objective"] > c["spec_objective"])).all()
     pipe = combine(problem, held, specs, mmr, staged, 200, 0, combined)
     assert set(pipe.table["system"]) >= {combos.MMR_RERANK, combos.HYBRID_MMR, combos.HYBRID_RERANK}
+    # notebook 08's figure: every pipeline side by side per category, in the table's order, a
+    # combination in the colour of the pipeline under it, hatched by the stage on top
+    from memlab.output.figures import stage_bars
+
+    fig = stage_bars(pipe.table)
+    assert [t.name for t in fig.data] == ["cosine", *COMBINATIONS, COMBINED]
+    shapes = {t.name: t.marker.pattern.shape for t in fig.data}
+    assert (
+        shapes[combos.HYBRID_MMR] == "/" and shapes[combos.MMR_RERANK] == shapes[combos.HYBRID_RERANK] == "x"
+    )
+    assert shapes["hybrid"] == "" and len(fig.data[0].x) == len(set(pipe.table["group"]))
     for c in pipe.chosen.to_dict("records"):
         objectives = {k.removeprefix("objective "): v for k, v in c.items() if k.startswith("objective ")}
         assert set(objectives) == set(COMBINATIONS)
