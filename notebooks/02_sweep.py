@@ -17,7 +17,9 @@
 # # 02 · Sweep bonus, tau and threshold
 #
 # Every configuration of the grid at once, the exact feasible band in the bonus for each tau,
-# and the configuration a selection rule picks.
+# and the configuration a selection rule picks. With `mmr_pool` above 0 the whole notebook runs
+# with MMR's stage (Qdrant's `mmr` query, before the bonus): each question's candidates are MMR's
+# picks among its top `mmr_pool` memories at `diversity`, and every figure is drawn with them.
 
 # %% tags=["parameters"]
 source: str = "embedded"  # score source
@@ -31,6 +33,8 @@ tau_days: float = 14.0  # recency decay constant
 threshold: float = None  # post-bonus score a memory needs to be injected
 candidates: int = 8  # raw nearest neighbours fetched before the re-sort
 inject: int = 3  # most memories injected into the prompt
+mmr_pool: int = 0  # MMR: raw neighbours diversified down to candidates (0: no MMR)
+diversity: float = 0.0  # MMR: 0 picks by relevance alone, 1 by distance from earlier picks
 decay: str = "exp"  # recency decay family, weight 1 at age 0 and 1/e at tau_days
 combine: str = "add"  # how the bonus enters
 bonus_range: str = ""  # sweep: bonus values, start:stop:step or a comma list
@@ -52,6 +56,8 @@ from memlab.core.criteria import dataset_criteria
 from memlab.core.decisions import decision_margin
 from memlab.core.feasible import feasible_bonus, intervals_json
 from memlab.core.grid import Grid, parse_axis
+from memlab.core.spec import MMR_NO_MARGIN
+from memlab.core.sweep_mmr import MmrAxes, mmr_picks, picked_only
 from memlab.embedding.server import server_config
 from memlab.output import figures
 from memlab.output.report import Report
@@ -69,6 +75,8 @@ problem = build_problem(
     tau_days=tau_days,
     decay=decay,
     combine=combine,
+    mmr_pool=mmr_pool,
+    diversity=diversity,
 )
 data, scores = problem.dataset, problem.scores
 ages, raw, labels = problem.ages(), problem.raw, problem.labels()
@@ -88,11 +96,21 @@ grid = Grid(
     decay=(decay,),
     combine=(combine,),
 )
+# MMR (mmr_pool > 0) as the sweep's two outer axes, one value each (`memlab sweep --mmr-pool
+# --diversity`); MMR only chooses the candidates, so the exact bands and the decision margins
+# below read the raw table with every memory MMR did not pick unknown (memlab.core.sweep_mmr)
+mmr = MmrAxes.of((mmr_pool,), (diversity,)) if mmr_pool else None
+if mmr is not None:
+    vectors = problem.memory_vectors() if diversity > 0 else None
+    raw = picked_only(raw, mmr_picks(raw, vectors, mmr_pool, diversity, candidates))
+    print(
+        f"MMR stage: the candidates are MMR's {candidates} picks of the top {mmr_pool} at diversity {diversity:g}"
+    )
 # the study `memlab sweep` runs (memlab.tuning.sweep_study): the rule's choice as the chunks
 # stream past, every chunk kept here for the figures
 chunks = []
 outcome = sweep_study(
-    [problem], grid, criteria, select, nohit_weight=nohit_weight, langs=[lang], sink=chunks.append
+    [problem], grid, criteria, select, nohit_weight=nohit_weight, langs=[lang], sink=chunks.append, mmr=mmr
 )
 swept = pd.concat(chunks)
 print(f"{grid.size:,} configurations, {int(swept.feasible.sum()):,} feasible")
@@ -120,21 +138,26 @@ chosen = (
             "inject",
             "headroom",
             "min_margin",
+            *(("mmr_pool", "diversity") if mmr is not None else ()),
         ]
     ].to_dict()
 )
 report.value("chosen", chosen, f"chosen by {rule}")
 if chosen:  # the margin the choice keeps from every decision it depends on
-    decision = decision_margin(
-        raw, ages, data.memory_ids, grid.spec(int(choice.row.index[0])), data.question_ids
-    )
+    if mmr is not None and diversity > 0:  # no exact margin under MMR's vectors (the library says why)
+        margin, closest = None, MMR_NO_MARGIN
+    else:  # MMR at diversity 0 picks by raw alone: the picked table's margins are the spec's
+        decision = decision_margin(
+            raw, ages, data.memory_ids, grid.spec(int(choice.row.index[0])), data.question_ids
+        )
+        margin, closest = decision.margin, decision.what
     report.value(
         "choice",
         {
             "rule": rule,
             "utility": outcome.row["utility"],
-            "decision_margin": decision.margin,
-            "closest_decision": decision.what,
+            "decision_margin": margin,
+            "closest_decision": closest,
         },
         "The rule that chose, the utility there and the margin it keeps from every injection decision",
     )
@@ -152,6 +175,9 @@ chosen
 
 # %%
 shown = chosen["threshold"] if chosen else threshold  # the plots are drawn where the choice is
+# under MMR the bands are cut from the picked table (MMR picks before the bonus, so its picks do not
+# move with the bonus and the bands stay exact in it), with the spec's MMR fields off
+no_mmr = {"mmr_pool": 0, "diversity": 0.0}
 bands = pd.DataFrame(
     [
         {
@@ -159,7 +185,11 @@ bands = pd.DataFrame(
             "threshold": thr,
             **intervals_json(
                 feasible_bonus(
-                    raw, ages, labels, criteria, spec=replace(problem.spec, tau_days=tau, threshold=thr)
+                    raw,
+                    ages,
+                    labels,
+                    criteria,
+                    spec=replace(problem.spec, tau_days=tau, threshold=thr, **no_mmr),
                 )
             ),
         }
@@ -215,7 +245,8 @@ report.figure(
     figures.question_bars(
         figures.question_frame(ev, data),
         best.threshold,
-        f"Per question at the chosen spec (bonus {best.bonus:g}, tau {figures.days(best.tau_days)})",
+        f"Per question at the chosen spec (bonus {best.bonus:g}, tau {figures.days(best.tau_days)}"
+        + (f", MMR pool {best.mmr_pool} diversity {best.diversity:g})" if best.mmr else ")"),
     ),
     "Per-question scores at the chosen spec",
 )
@@ -228,4 +259,14 @@ report.table(
     ),
     "Feasible configurations per threshold",
 )
-report.finish({"source": source, "lang": lang, "grid": list(grid.shape), "select": select, "rule": rule})
+report.finish(
+    {
+        "source": source,
+        "lang": lang,
+        "grid": list(grid.shape),
+        "select": select,
+        "rule": rule,
+        "mmr_pool": mmr_pool,
+        "diversity": diversity,
+    }
+)

@@ -393,3 +393,64 @@ def test_tune_benchmark_units_command_end_to_end(tmp_path, capsys, cache_dir):
         "compared on the 18 questions every unit keeps (left out of a unit's own: turn 2, observation 2;"
         in out
     )
+
+
+@pytest.mark.slow  # two imports, two held-out studies and the tokenizer's first load: seconds
+def test_tune_benchmark_units_on_longmemeval_through_the_command(tmp_path, capsys):
+    """``tune-benchmark --units session,turn`` on the hand-written LongMemEval file, end to end
+    against the word-count embedding server: each unit's plain cosine (the first two memories of
+    the question's own haystack by raw score) and its prompt tokens (the bundled tokenizer's count
+    of the injected texts), counted again here from the server's own embedding function."""
+    import numpy as np
+    from embed_fake import MODEL, EmbedServer, embed
+
+    from memlab.drift.arrays import default_token_counter
+    from memlab.importers.longmemeval import import_longmemeval
+
+    file = DATA / "longmemeval_tiny.json"
+    argv = ["tune-benchmark", "--units", "session,turn", "--benchmark-file", str(file), "--systems", "cosine"]
+    argv += [
+        "--folds",
+        "2",
+        "--boot",
+        "50",
+        "--candidates",
+        "4",
+        "--inject",
+        "2",
+        "--hybrids",
+        "hybrid-weighted",
+    ]
+    with EmbedServer() as url:
+        argv += ["--embed-url", url, "--embed-model", MODEL, "--cache-dir", str(tmp_path / "cache")]
+        assert main([*argv, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["benchmark"]["name"] == "longmemeval" and doc["units"] == ["session", "turn"]
+    assert doc["common_questions"] == 4 and doc["folds"] == 2
+    count, _ = default_token_counter(None)
+    for unit in ("session", "turn"):
+        import_longmemeval(file, tmp_path / unit, granularity=unit)
+        ds = load_dataset(tmp_path / unit)
+        assert doc["memories"][unit] == len(ds.memories)
+
+        def unit_vectors(texts):
+            v = np.array([embed(t) for t in texts])
+            return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+        raw = (
+            unit_vectors([q.text("en") for q in ds.questions])
+            @ unit_vectors([m.text("en") for m in ds.memories]).T
+        )
+        visible = ds.visible()
+        values, tokens = {}, []
+        for i, question in enumerate(ds.questions):
+            scores = np.where(visible[i], raw[i], -np.inf)
+            top = [int(m) for m in np.lexsort((np.arange(len(scores)), -scores))[:2]]
+            ids = {ds.memory_ids[m] for m in top}
+            value = 1.0 if question.kind == "nohit" else float(bool(ids & set(question.relevant)))
+            values.setdefault(question.category, []).append(value)
+            tokens.append(int(sum(count([ds.memories[m].text("en") for m in top]))))
+        rows = {r["group"]: r for r in doc["table"] if r["unit"] == unit and r["system"] == "cosine"}
+        for category, got in values.items():
+            assert rows[category]["value"] == pytest.approx(np.mean(got)), (unit, category)
+        assert rows["all"]["tokens"] == pytest.approx(np.mean(tokens)), unit

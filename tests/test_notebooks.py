@@ -85,6 +85,33 @@ def test_01_reproduce_writes_the_seed_tables(tmp_path):
 
 
 @pytest.mark.notebook
+def test_02_sweep_with_mmr_at_diversity_zero_is_the_sweep_without(tmp_path):
+    """MMR at diversity 0 picks each question's top candidates by raw score alone, so notebook 02
+    with an MMR pool draws the same exact bands and makes the same choice as without one (the
+    figures below hold those numbers), with the MMR axes in the chosen row."""
+    out = execute(
+        "02_sweep",
+        tmp_path,
+        source="published",
+        bonus_range="0:0.1:0.01",
+        tau_range="7,14,30",
+        threshold_range="0.44,0.45",
+        select="smallest-bonus",
+        mmr_pool=16,
+        diversity=0.0,
+    )
+    bands = {
+        r["tau_days"]: r for r in records(out / "tables" / "feasible_bands.json") if r["threshold"] == 0.45
+    }
+    ((lo, hi),) = json.loads(bands[14.0]["intervals"])
+    assert abs(lo - 0.0451097400900845) < 1e-15 and abs(hi - 0.0758411784522059) < 1e-15
+    report = json.loads((out / "report.json").read_text())
+    chosen = next(e["value"] for e in report["entries"] if e["name"] == "chosen")
+    assert (chosen["bonus"], chosen["tau_days"], chosen["threshold"]) == (0.04, 7.0, 0.44)
+    assert (chosen["mmr_pool"], chosen["diversity"]) == (16, 0.0)
+
+
+@pytest.mark.notebook
 def test_02_sweep_writes_bands_and_the_choice(tmp_path):
     out = execute(
         "02_sweep",

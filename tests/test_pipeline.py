@@ -20,10 +20,10 @@ from memlab.core.spec import RetrievalSpec, retrieve
 from memlab.datasets.schema import load_dataset
 from memlab.importers.locomo import import_locomo
 from memlab.retrieval.inputs import build_inputs
-from memlab.studies import mmr_held
+from memlab.studies import combos, mmr_held
 from memlab.studies.heldout import held_out
 from memlab.studies.hybrid import RetrieverGrid
-from memlab.studies.pipeline import COMBINED, combine, lists_of
+from memlab.studies.pipeline import COMBINATIONS, COMBINED, combine, lists_of
 from memlab.studies.stages import fold_specs, held_pool, rerank_held_out
 
 DATA = Path(__file__).parent / "data"
@@ -172,6 +172,117 @@ def test_without_a_dominating_stage_the_combination_is_one_of_the_single_rows(st
     assert set(pipe.table["system"]) == {"cosine", "recency", "hybrid", "+ MMR", COMBINED}
 
 
+def hybrid_held_lists(problem, held):
+    return lists_of(problem, held.questions, "hybrid")
+
+
+def test_hybrid_with_mmr_at_diversity_zero_is_the_hybrid(study):
+    """MMR at diversity 0 picks the vector route's top candidates by relevance alone, so the
+    hybrid on top of it is the hybrid: every fold's stage injects the hybrid's lists (its held-out
+    ones on the fold's questions) and is never kept."""
+    problem, held, _ = study
+    picked = mmr_held.picked_inputs(held.inputs, None, (4, 8), (0.0,), GRID.candidates)
+    got = combos.hybrid_mmr(problem, held, picked)
+    fold = mmr_held.fold_of(held)
+    hyb = hybrid_held_lists(problem, held)
+    assert not got.chosen["kept"].any()
+    assert (got.chosen["stage_objective"] == got.chosen["hybrid_objective"]).all()
+    assert got.lists == hyb
+    for f, every in got.stage.items():
+        for r in np.flatnonzero(fold == f):
+            assert every[r] == hyb[r]
+
+
+def test_hybrid_with_mmr_keeps_a_stage_only_when_it_beats_the_hybrid_on_training(study):
+    problem, held, _ = study
+    picked = mmr_held.picked_inputs(held.inputs, problem.memory_vectors(), (6, 12), (0.3, 0.9), 4)
+    got = combos.hybrid_mmr(problem, held, picked)
+    fold = mmr_held.fold_of(held)
+    relevant, nohit = mmr_held.targets(problem)
+    hyb = hybrid_held_lists(problem, held)
+    for c in got.chosen.to_dict("records"):
+        train, test = np.flatnonzero(fold != c["fold"]), np.flatnonzero(fold == c["fold"])
+        every = [got.stage[c["fold"]][r] for r in range(len(fold))]
+        assert mmr_held.list_objective(relevant, nohit, train, every) == c["stage_objective"]
+        assert c["kept"] == (c["stage_objective"] > c["hybrid_objective"])
+        for r in test:
+            assert got.lists[r] == (every[r] if c["kept"] else hyb[r])
+
+
+def all_pairs(pools, rows, value):
+    """Every pool pair's score: ``value(question, memory)``."""
+    return {pair: value(*pair) for pair in combos.missing_pairs(pools, rows, {})}
+
+
+def test_rerank_over_mmr_at_blend_zero_is_the_mmr_stage(study):
+    """Two paths: the rerank stage at blend 0 with the spec's candidates and threshold over the
+    MMR pool (its top ``p`` in MMR's greedy order) injects what the sweep over MMR's ``candidates``
+    picks injects (mmr_held), question by question: MMR's first picks do not depend on how many
+    are asked for, and the pool is in their order."""
+    problem, held, specs = study
+    mmr = mmr_held.mmr_held_out(problem, held, specs, pools=(6, 12), diversities=(0.3, 0.9))
+    rows = np.arange(len(problem.dataset.questions))
+    fold = mmr_held.fold_of(held)
+    pools = combos.mmr_pools(problem, held, specs, mmr.chosen, rows, 8)
+    scores = all_pairs(pools, rows, lambda q, m: 0.5)
+    got = combos.rerank_combo(pools, rows, fold, scores, depths=(4, 8), blends=(0.0,))
+    assert not got.chosen["kept"].any()
+    for f in specs:
+        for r in np.flatnonzero(fold == f):
+            assert got.lists[int(r)] == mmr.stage[f][r]
+
+
+def test_rerank_over_a_hybrid_at_blend_zero_is_the_hybrid(study):
+    """The stage at blend 0 over the fold's hybrid's candidates, with its candidates and
+    threshold, is the hybrid held out (the sweep's per-question path), on every question."""
+    problem, held, _ = study
+    rows = np.arange(len(problem.dataset.questions))
+    fold = mmr_held.fold_of(held)
+    pools = combos.hybrid_pools(problem, held, rows, 8)
+    scores = all_pairs(pools, rows, lambda q, m: 0.5)
+    got = combos.rerank_combo(pools, rows, fold, scores, depths=(4, 8), blends=(0.0,))
+    assert got.lists == hybrid_held_lists(problem, held)
+
+
+def test_an_oracle_over_mmr_or_the_hybrid_is_chosen_by_the_combination(study):
+    """An oracle reranker (1 for a relevant memory) over the MMR pool and the hybrid's: each rerank
+    combination is held out like + rerank (kept by its training objective), and the best
+    combination takes, per fold, the pipeline with the largest training objective, ties in
+    COMBINATIONS' order."""
+    problem, held, specs = study
+    mmr = mmr_held.mmr_held_out(problem, held, specs, pools=(6,), diversities=(0.5,))
+    staged = oracle_rerank(problem, held)
+    rows = np.asarray(staged.rows)
+    relevant, _ = mmr_held.targets(problem)
+    combined = {combos.HYBRID_MMR: combos.hybrid_mmr(problem, held, mmr.picked)}
+    for name, pools in (
+        (combos.MMR_RERANK, combos.mmr_pools(problem, held, specs, mmr.chosen, rows, 8)),
+        (combos.HYBRID_RERANK, combos.hybrid_pools(problem, held, rows, 8)),
+    ):
+        scores = all_pairs(pools, rows, lambda q, m: float(m in relevant[q]))
+        combined[name] = combos.rerank_combo(pools, rows, staged.fold, scores, depths=(4, 8), blends=(1.0,))
+        c = combined[name].chosen
+        assert (c["kept"] == (c["stage_objective"] > c["spec_objective"])).all()
+    pipe = combine(problem, held, specs, mmr, staged, 200, 0, combined)
+    assert set(pipe.table["system"]) >= {combos.MMR_RERANK, combos.HYBRID_MMR, combos.HYBRID_RERANK}
+    # notebook 08's figure: every pipeline side by side per category, in the table's order, a
+    # combination in the colour of the pipeline under it, hatched by the stage on top
+    from memlab.output.figures import stage_bars
+
+    fig = stage_bars(pipe.table)
+    assert [t.name for t in fig.data] == ["cosine", *COMBINATIONS, COMBINED]
+    shapes = {t.name: t.marker.pattern.shape for t in fig.data}
+    assert (
+        shapes[combos.HYBRID_MMR] == "/" and shapes[combos.MMR_RERANK] == shapes[combos.HYBRID_RERANK] == "x"
+    )
+    assert shapes["hybrid"] == "" and len(fig.data[0].x) == len(set(pipe.table["group"]))
+    for c in pipe.chosen.to_dict("records"):
+        objectives = {k.removeprefix("objective "): v for k, v in c.items() if k.startswith("objective ")}
+        assert set(objectives) == set(COMBINATIONS)
+        best = max(objectives.values())
+        assert c["chosen"] == next(n for n in COMBINATIONS if objectives[n] == best)
+
+
 def test_a_seeded_subset_takes_n_of_each_conversation_at_random(study):
     from memlab.studies.stages import subset_rows
 
@@ -282,3 +393,68 @@ def test_bad_stage_options_are_one_line_before_anything_is_scored(tmp_path, caps
     # the option's error, not the missing dataset's: said before the dataset is read
     assert message in err and "missing" not in err and len(err.splitlines()) == 1
     assert not save.exists()
+
+
+@pytest.mark.slow  # the whole study through the command with both servers: seconds
+def test_the_pipeline_table_on_the_hand_written_locomo_file(tmp_path, capsys):
+    """``tune-benchmark --mmr --rerank-url`` end to end on the four-conversation file (the
+    word-count embedding server, the stand-in rerank endpoint): the table holds every stage and
+    combination per category and overall, over the named subset, each d to cosine the difference
+    of the two means (paired over the same questions), and each combination's fold records keep
+    a stage only when it beats the pipeline under it on the training questions."""
+    from embed_fake import MODEL, EmbedServer
+
+    from memlab.app.cli import main
+    from tests.rerank_standin import StandinRerankServer
+
+    import_locomo(DATA / "locomo_heldout.json", tmp_path / "ds", granularity="turn")
+    argv = ["tune-benchmark", "--dataset", str(tmp_path / "ds"), "--folds", "2", "--boot", "50"]
+    argv += [
+        "--candidates",
+        "4",
+        "--inject",
+        "2",
+        "--hybrids",
+        "hybrid-weighted",
+        "--mmr",
+        "--mmr-pools",
+        "6,12",
+    ]
+    with EmbedServer() as eurl, StandinRerankServer() as rurl:
+        argv += ["--embed-url", eurl, "--embed-model", MODEL, "--cache-dir", str(tmp_path / "cache")]
+        argv += [
+            "--rerank-url",
+            rurl,
+            "--reranker",
+            "endpoint",
+            "--rerank-depth",
+            "4,8",
+            "--rerank-subset",
+            "3",
+        ]
+        assert main([*argv, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)["pipeline"]
+    systems = ["cosine", *COMBINATIONS, COMBINED]
+    assert doc["combinations"] == list(COMBINATIONS)
+    t = pd.DataFrame(doc["table"])
+    groups = ["all", *sorted(set(t["group"]) - {"all"})]
+    assert len(groups) == 6  # all and LoCoMo's five categories
+    for g in groups:
+        mine = t[t["group"] == g].set_index("system")
+        assert sorted(mine.index) == sorted(systems), g
+        assert (mine["n"] == mine.loc["cosine", "n"]).all()
+        for s in systems[1:]:
+            assert mine.loc[s, "diff_cosine"] == pytest.approx(
+                mine.loc[s, "value"] - mine.loc["cosine", "value"]
+            )
+    assert int(t[(t["group"] == "all") & (t["system"] == "cosine")]["n"].iloc[0]) == doc["questions"] == 12
+    for name, records in doc["combined"].items():
+        assert len(records) == 2, name  # one per fold
+        for c in records:
+            under = c["hybrid_objective"] if name == combos.HYBRID_MMR else c["spec_objective"]
+            value = c.get("stage_objective")
+            assert c["kept"] == (value is not None and value == value and value > under), (name, c)
+    for c in doc["chosen"]:
+        objectives = {k.removeprefix("objective "): v for k, v in c.items() if k.startswith("objective ")}
+        best = max(objectives.values())
+        assert c["chosen"] == next(n for n in COMBINATIONS if objectives[n] == best)

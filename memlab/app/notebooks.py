@@ -63,8 +63,9 @@ NOTEBOOKS: dict[str, Notebook] = {
         ),
         _nb(
             "02_sweep",
-            "feasibility and headroom over the grid, the exact feasible band and the chosen point",
-            (*SCORES, *SPEC, *FAMILY, *SWEEP, "select", "nohit_weight", *OUTPUT),
+            "feasibility and headroom over the grid (with an MMR stage or without), the exact feasible band "
+            "and the chosen point",
+            (*SCORES, *SPEC, "mmr_pool", "diversity", *FAMILY, *SWEEP, "select", "nohit_weight", *OUTPUT),
             feasibility="Where every criterion holds over bonus and tau (green), with the exact feasible "
             "band drawn and the chosen configuration starred.",
             headroom="How far the best unrelated memory stays under the threshold, over bonus and tau.",

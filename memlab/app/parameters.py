@@ -355,9 +355,9 @@ PARAMETERS: tuple[Parameter, ...] = (
         "MMR's pool: the raw nearest neighbours Qdrant's mmr diversifies down to --candidates "
         "(0: no MMR stage)",
         "--mmr-pool",
-        notebook=False,
         bounds=SPEC_BOUNDS["mmr_pool"],
         group="mmr",
+        short="MMR: raw neighbours diversified down to candidates (0: no MMR)",
     ),
     Parameter(
         "diversity",
@@ -366,9 +366,9 @@ PARAMETERS: tuple[Parameter, ...] = (
         "MMR's diversity (Qdrant's Mmr.diversity, lambda = 1 - diversity): 0 picks by relevance "
         "alone, 1 by distance from the memories already picked; needs --mmr-pool and vectors",
         "--diversity",
-        notebook=False,
         bounds=SPEC_BOUNDS["diversity"],
         group="mmr",
+        short="MMR: 0 picks by relevance alone, 1 by distance from earlier picks",
     ),
     Parameter(
         "decay",

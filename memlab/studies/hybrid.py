@@ -178,11 +178,12 @@ def sweep_retriever(
     return out.reindex(columns=[*out.columns, *missing]) if missing else out
 
 
-def per_question(
+def configured_scores(
     retriever: Retriever, inputs: RetrievalInputs, row: pd.Series, grid: RetrieverGrid
-) -> pd.DataFrame:
-    """The chosen configuration, question by question (the sweep's long form for one config; its
-    ``slot_j`` columns name memories by their index in the dataset, compacted inputs or not)."""
+) -> tuple[np.ndarray, int]:
+    """One configuration's pre-bonus scores (Q, M) (its fusion axes' values from ``row``, NaN off
+    its candidates) and its candidates: the row's for an unfused retriever, every candidate of
+    its routes for a fused one (as ``sweep_retriever`` keeps them)."""
     params = {k: row[k] for k in ("norm", "alpha", "rrf_k") if row.get(k) is not None and row[k] == row[k]}
     (setting,) = retriever_scores(
         retriever,
@@ -192,14 +193,20 @@ def per_question(
         norms=(params.get("norm", "min-max"),),
         rrf_ks=(params.get("rrf_k", 60),),
     )
-    # a fused retriever keeps every candidate of its routes (as sweep_retriever does)
+    if retriever.fusion == "none":
+        return setting.scores, int(row["candidates"])
     known = int(np.isfinite(setting.scores).sum(axis=-1).max(initial=0)) if setting.scores.size else 0
-    g = Grid.of(
-        RetrievalSpec.from_row(
-            row, candidates=int(row["candidates"]) if retriever.fusion == "none" else max(1, known)
-        )
-    )
-    long = sweep(setting.scores, inputs.ages, inputs.labels, g, inputs.criteria, long=True)
+    return setting.scores, max(1, known)
+
+
+def per_question(
+    retriever: Retriever, inputs: RetrievalInputs, row: pd.Series, grid: RetrieverGrid
+) -> pd.DataFrame:
+    """The chosen configuration, question by question (the sweep's long form for one config; its
+    ``slot_j`` columns name memories by their index in the dataset, compacted inputs or not)."""
+    scores, candidates = configured_scores(retriever, inputs, row, grid)
+    g = Grid.of(RetrievalSpec.from_row(row, candidates=candidates))
+    long = sweep(scores, inputs.ages, inputs.labels, g, inputs.criteria, long=True)
     return inputs.memory_slots(long)
 
 

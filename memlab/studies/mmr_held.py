@@ -25,7 +25,7 @@ each fold's spec then runs the one-configuration sweep over the picked memories.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -151,6 +151,9 @@ class MmrHeldOut:
     spec: dict[int, list[tuple[int, ...]]]
     chosen: pd.DataFrame  # per fold: the stage tuned there, both training objectives, kept or not
     details: dict[str, Any]
+    # per (pool, diversity): the study's inputs with MMR's picks alone on the vector route (at the
+    # specs' candidates), which hybrid + MMR reads (``memlab.studies.combos``)
+    picked: dict[tuple[int, float], RetrievalInputs] = field(default_factory=dict, compare=False, repr=False)
 
 
 def mmr_held_out(
@@ -201,4 +204,4 @@ def mmr_held_out(
             }
         )
     details = {"pools": list(pools), "diversities": list(diversities)}
-    return MmrHeldOut(lists, stage, plain, pd.DataFrame(records), details)
+    return MmrHeldOut(lists, stage, plain, pd.DataFrame(records), details, picked)

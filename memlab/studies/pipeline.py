@@ -5,23 +5,28 @@
   (``recency``), the best hybrid and the others, per fold tuned on the other conversations;
 - with a reranker, ``+ rerank`` (``memlab.studies.stages``) over a seeded subset;
 - with MMR, ``+ MMR`` (``memlab.studies.mmr_held``);
+- with MMR, ``hybrid + MMR``; with a reranker, ``hybrid + rerank``; with both, ``+ MMR + rerank``
+  (``memlab.studies.combos``: the stages on top of the fold's hybrid, and rerank over MMR's pool);
 - with either stage, the **best combination**: per fold, of the pipelines the stages form
-  (``COMBINATIONS``: the tuned spec; + MMR; + rerank; the best hybrid), the one with the best
-  objective on the fold's training questions (ties: the first listed, the simpler), evaluated
-  on the fold's questions. Each pipeline's training objective is counted from its injected lists
-  on the same training questions (the rerank subset's when a reranker is given), by
-  ``mmr_held.list_objective``. The pipeline table sets it beside cosine top-k, the tuned spec and
-  the **best single stage**: of the tuned spec, the hybrid, + MMR and + rerank, the one with the
-  highest held-out utility over all questions, chosen in hindsight (so the combination's d to it
-  is the hardest reference, not a fair choice);
+  (``COMBINATIONS``: the tuned spec; + MMR; + rerank; the best hybrid; + MMR + rerank; hybrid +
+  MMR; hybrid + rerank), the one with the best objective on the fold's training questions (ties:
+  the first listed, the simpler), evaluated on the fold's questions. Each pipeline's training
+  objective is counted from its injected lists on the same training questions (the rerank
+  subset's when a reranker is given), by ``mmr_held.list_objective``. The pipeline table sets it
+  (and each combination's row) beside cosine top-k, the tuned spec and the **best single stage**:
+  of the tuned spec, the hybrid, + MMR and + rerank, the one with the highest held-out utility
+  over all questions, chosen in hindsight (so the combination's d to it is the hardest
+  reference, not a fair choice);
 - ``save``: the pipeline chosen the same way on every conversation (each stage tuned on all of
   them, after the held-out evaluation), as a tuned file (``memlab.tuning.tuned``): MMR as the
   spec's ``mmr_pool``/``diversity``, the rerank stage as the application-side stage
   ``memlab rerank --save`` writes. A hybrid is no vector spec, so a tuned file cannot hold it:
   when it is best, the file holds the best pipeline a spec can hold and says so.
 
-Not modelled: MMR or reranking after a hybrid (both stages are defined on the vector query), and
-MMR and reranking together (the rerank pool is the raw-cosine top ``depth``).
+Not modelled: MMR over a hybrid's fused list (MMR diversifies its vector route, before the fusion:
+what Qdrant's query can express), MMR and reranking together on a hybrid, and a tuned file holding
+a combination other than + MMR or + rerank (``save`` chooses among the tuned spec, + MMR, + rerank
+and the hybrid).
 """
 
 from __future__ import annotations
@@ -36,7 +41,8 @@ import numpy as np
 from memlab.core.rerank_stage import RerankStage
 from memlab.core.spec import RetrievalSpec
 from memlab.retrieval.retrievers import RETRIEVERS
-from memlab.studies import mmr_held
+from memlab.studies import combos, mmr_held
+from memlab.studies.combos import HYBRID_MMR, HYBRID_RERANK, MMR_RERANK, every_row, hybrid_row
 from memlab.studies.heldout import HYBRIDS, HeldOut, compare_systems, haystack_units, held_out, tune
 from memlab.studies.hybrid import RetrieverGrid, per_question
 
@@ -53,12 +59,13 @@ COMBINED = "best combination"  # the system's name in the pipeline table
 SPEC_SYSTEM = "recency"  # the tuned vector spec
 SINGLES = ("recency", "hybrid", mmr_held.SYSTEM, "+ rerank")  # the single stages, tie order
 # the pipelines the best combination chooses from, in tie order (the simpler first)
-COMBINATIONS = ("recency", mmr_held.SYSTEM, "+ rerank", "hybrid")
+COMBINATIONS = ("recency", mmr_held.SYSTEM, "+ rerank", "hybrid", MMR_RERANK, HYBRID_MMR, HYBRID_RERANK)
 COMBINED_MEANING = (
-    "per fold, of the tuned spec, + MMR, + rerank and the best hybrid, the pipeline with the best "
-    "objective on the other folds (ties: that order)"
+    "per fold, of the tuned spec, + MMR, + rerank, the best hybrid and the stages combined (+ MMR + "
+    "rerank, hybrid + MMR, hybrid + rerank), the pipeline with the best objective on the other folds "
+    "(ties: that order)"
 )
-NOT_MODELLED = "MMR or rerank after a hybrid, MMR with rerank"
+NOT_MODELLED = "MMR over a hybrid's fused list (MMR is on its vector route), MMR with rerank on a hybrid"
 SAVED_NOTE = (
     "tuned on every conversation after the held-out evaluation (each stage on all of them, the "
     "pipeline chosen by the same objective); the held-out table measures the per-fold tunings"
@@ -125,19 +132,6 @@ def lists_of(problem: RetrievalProblem, questions: pd.DataFrame, system: str) ->
     }
 
 
-def hybrid_row(record: dict[str, Any], grid: RetrieverGrid) -> pd.Series:
-    import pandas as pd
-
-    return pd.Series({**record, "candidates": grid.candidates, "inject": grid.inject})
-
-
-def every_row(inputs, retriever: str, row: pd.Series, grid: RetrieverGrid) -> list[tuple[int, ...]]:
-    """Every question's injected memories under one tuned configuration of a retriever."""
-    from memlab.studies.heldout import injected_lists
-
-    return injected_lists(per_question(RETRIEVERS[retriever], inputs, row, grid), grid.inject)
-
-
 def choose_pipeline(objectives: dict[str, int]) -> str:
     """The pipeline with the best objective; ties: ``COMBINATIONS``' order."""
     return max(
@@ -153,6 +147,7 @@ def combine(
     staged: RerankHeldOut | None,
     n_boot: int,
     seed: int,
+    combined: dict[str, combos.Combo] | None = None,
 ) -> Pipeline:
     """The best combination per fold and the pipeline table (see the module)."""
     import pandas as pd
@@ -173,7 +168,10 @@ def combine(
         singles[mmr_held.SYSTEM] = mmr.lists
     if staged is not None:
         singles["+ rerank"] = lists_of(problem, staged.questions, "+ rerank")
-    combined: dict[int, tuple[int, ...]] = {}
+    combined = combined or {}
+    for name, combo in combined.items():
+        singles[name] = combo.lists
+    best_of: dict[int, tuple[int, ...]] = {}
     records = []
     for f in sorted(specs):
         train, test = rows[fold[rows] != f], rows[fold[rows] == f]
@@ -188,10 +186,13 @@ def combine(
         if f in hyb.index:
             rec = hyb.loc[f].to_dict()
             every["hybrid"] = every_row(inputs, rec["retriever"], hybrid_row(rec, grid), grid)
+        for name, combo in combined.items():
+            if f in combo.stage:
+                every[name] = combo.stage[f]
         objectives = {n: mmr_held.list_objective(relevant, nohit, train, got) for n, got in every.items()}
         best = choose_pipeline(objectives)
         for r in test:
-            combined[int(r)] = every[best][int(r)]
+            best_of[int(r)] = every[best][int(r)]
         records.append(
             {
                 "fold": f,
@@ -200,8 +201,9 @@ def combine(
                 **{f"objective {n}": v for n, v in objectives.items()},
             }
         )
-    injected = {s: {int(r): got[int(r)] for r in rows} for s, got in singles.items()}
-    injected[COMBINED] = combined
+    order = [s for s in ("cosine", *COMBINATIONS) if s in singles]  # the table's order
+    injected = {s: {int(r): singles[s][int(r)] for r in rows} for s in order}
+    injected[COMBINED] = best_of
     questions = question_values(problem, injected, fold, units)
     first = compare_systems(questions, n_boot, seed)
     overall = first[first["group"] == "all"].set_index("system")["value"]
@@ -215,6 +217,7 @@ def combine(
     details = {
         "best_single": best_single,
         "combinations": [n for n in COMBINATIONS if n in singles],
+        "combined": {n: c.chosen.to_dict("records") for n, c in combined.items()},
         "not_modelled": NOT_MODELLED,
         "questions": len(rows),
     }
@@ -332,6 +335,20 @@ def benchmark_study(
         progress=progress,
     )
     seconds = time.perf_counter() - t0
+    from memlab.studies.stages import fold_specs
+
+    specs = fold_specs(held) if (mmr is not None or rerank is not None or save) else {}
+    t2 = time.perf_counter()
+    mmr_result = (
+        None
+        if mmr is None
+        else mmr_held.mmr_held_out(problem, held, specs, pools=mmr.pools, diversities=mmr.diversities)
+    )
+    combined: dict[str, combos.Combo] = {}
+    has_hybrid = bool((held.chosen["system"] == "hybrid").any())
+    if mmr_result is not None and has_hybrid:
+        combined[HYBRID_MMR] = combos.hybrid_mmr(problem, held, mmr_result.picked)
+    pipeline_seconds = time.perf_counter() - t2
     staged, rerank_seconds, reranker = None, 0.0, None
     if rerank is not None:
         from memlab.rerank.clients import Reranker
@@ -351,26 +368,44 @@ def benchmark_study(
                 cache=rerank.cache,
                 concurrency=rerank.concurrency,
             )
+            rows = np.asarray(staged.rows)
+            pools = {}
+            if mmr_result is not None:
+                pools[MMR_RERANK] = combos.mmr_pools(
+                    problem, held, specs, mmr_result.chosen, rows, max(rerank.depths)
+                )
+            if has_hybrid:
+                pools[HYBRID_RERANK] = combos.hybrid_pools(problem, held, rows, max(rerank.depths))
+            scores = combos.known_scores(rows, staged.pool.index, staged.rerank)
+            missing = [pair for mine in pools.values() for pair in combos.missing_pairs(mine, rows, scores)]
+            scores.update(
+                combos.score_missing(
+                    problem, list(dict.fromkeys(missing)), reranker, rerank.cache, rerank.concurrency
+                )
+            )
+            for name, mine in pools.items():
+                combined[name] = combos.rerank_combo(
+                    mine, rows, staged.fold, scores, depths=rerank.depths, blends=rerank.blends
+                )
         finally:
             reranker.close()
         rerank_seconds = time.perf_counter() - t1
     if mmr is None and staged is None and not save:
         return Outcome(held, seconds, staged, rerank_seconds)
-    from memlab.studies.stages import fold_specs
-
     t2 = time.perf_counter()
-    specs = fold_specs(held)
-    mmr_result = (
-        None
-        if mmr is None
-        else mmr_held.mmr_held_out(problem, held, specs, pools=mmr.pools, diversities=mmr.diversities)
-    )
-    pipeline = combine(problem, held, specs, mmr_result, staged, n_boot, seed)
+    pipeline = combine(problem, held, specs, mmr_result, staged, n_boot, seed, combined)
     pipeline = replace(
         pipeline,
         details={**pipeline.details, **({"mmr": mmr_result.details} if mmr_result is not None else {})},
     )
     saved = save_choice(problem, held, mmr, staged, reranker, rerank, hybrids) if save else None
     return Outcome(
-        held, seconds, staged, rerank_seconds, mmr_result, pipeline, time.perf_counter() - t2, saved
+        held,
+        seconds,
+        staged,
+        rerank_seconds,
+        mmr_result,
+        pipeline,
+        pipeline_seconds + time.perf_counter() - t2,
+        saved,
     )

@@ -41,7 +41,14 @@ from memlab.core.ranking import candidate_lists, resort_order
 from memlab.core.rerank_stage import blend_scores, check_blend, check_depth, stage_injected, stage_sweep
 from memlab.core.spec import RetrievalSpec
 from memlab.retrieval.inputs import build_inputs, compact
-from memlab.studies.heldout import HeldOut, compare_systems, haystack_units, question_values, tuned_folds
+from memlab.studies.heldout import (
+    HeldOut,
+    compare_systems,
+    fold_split,
+    haystack_units,
+    question_values,
+    tuned_folds,
+)
 from memlab.studies.rerank import BLENDS, DEPTHS, RerankPool, fold_stage
 
 if TYPE_CHECKING:
@@ -143,21 +150,33 @@ def injected_order(
     return out
 
 
-def rerank_folds(
-    base: HeldPool,
-    rerank: np.ndarray,
+@dataclass(frozen=True)
+class FoldPool:
+    """One fold's pool for a rerank stage: every row's places in the pool's order (``pool``), the
+    reranker's score there (``rerank``), and the pipeline the stage sits on as a stage at blend 0
+    (``candidates``: its depth, ``threshold``, ``inject``), which ``stage_folds`` keeps when the
+    stage does not beat it on the fold's training rows."""
+
+    pool: RerankPool
+    rerank: np.ndarray
+    candidates: int
+    threshold: float
+    inject: int
+
+
+def stage_folds(
+    pools: dict[int, FoldPool],
     fold: np.ndarray,
-    specs: dict[int, RetrievalSpec],
     *,
     depths: Sequence[int] = DEPTHS,
     blends: Sequence[float] = BLENDS,
 ) -> tuple[list[dict[str, Any]], list[tuple[int, ...]], dict[int, list[tuple[int, ...]]]]:
-    """Every fold's stage, tuned on the other folds' rows of ``base`` and applied to its own (see
-    the module): (one record per fold: the stage chosen or none, the training objectives; per row
-    of ``base``, its injected memories in order; per fold, every row's injected memories under
-    the fold's stage, kept or not: what the best combination compares on the training rows).
-    ``fold`` (Q,) per row; ``specs``: each fold's tuned spec (candidates, inject, bonus, tau,
-    threshold)."""
+    """Every fold's rerank stage, tuned on the other folds' rows of its pool and applied to its own
+    (see the module): (one record per fold: the stage chosen or none, the training objectives; per
+    row, its injected memories in order; per fold, every row's injected memories under the fold's
+    stage, kept or not: what the best combination compares on the training rows). ``fold`` (Q,)
+    per row; ``pools``: each fold's (``FoldPool``), whatever pipeline made it (the tuned spec's
+    raw-cosine pool, MMR's picks, a hybrid's candidates)."""
     depths = sorted({check_depth(d, "--rerank-depth") for d in depths})
     blends = sorted({check_blend(b, "--rerank-blend") for b in blends})
     if not depths or not blends:
@@ -166,25 +185,29 @@ def rerank_folds(
     lists: list[tuple[int, ...]] = [()] * len(fold)
     stages: dict[int, list[tuple[int, ...]]] = {}
     records = []
-    for f, spec, train, test in tuned_folds(fold, specs):
-        pool = base.under(spec)
+    for f in sorted(pools):
+        train, test = fold_split(fold, f)
+        if not len(test):
+            continue
+        fp = pools[f]
+        pool, rerank = fp.pool, fp.rerank
         tr = pool.rows(train)
         spec_value = int(
             stage_sweep(
                 tr.raw, tr.final, rerank[train], tr.relevant, tr.nohit,
-                [spec.candidates], [0.0], [spec.threshold], spec.inject,
+                [fp.candidates], [0.0], [fp.threshold], fp.inject,
             )["utility"].iloc[0]
         )  # fmt: skip
         record: dict[str, Any] = {
             "fold": f,
             "tuning_questions": len(train),
             "spec_objective": spec_value,
-            "spec_candidates": spec.candidates,
-            "spec_threshold": spec.threshold,
+            "spec_candidates": fp.candidates,
+            "spec_threshold": fp.threshold,
         }
         chosen = None
         if staged and len(train):
-            chosen, mask = fold_stage(pool, rerank, train, test, spec.inject, depths=depths, blends=staged)
+            chosen, mask = fold_stage(pool, rerank, train, test, fp.inject, depths=depths, blends=staged)
             record.update(
                 stage_depth=int(chosen["depth"]),
                 stage_blend=float(chosen["blend"]),
@@ -193,7 +216,7 @@ def rerank_folds(
             )
             _, every = stage_injected(
                 pool.raw, pool.final, rerank, int(chosen["depth"]), float(chosen["blend"]),
-                float(chosen["threshold"]), spec.inject,
+                float(chosen["threshold"]), fp.inject,
             )  # fmt: skip
             stages[f] = injected_order(pool, rerank, float(chosen["blend"]), every)
         kept = chosen is not None and int(chosen["utility"]) > spec_value
@@ -204,12 +227,30 @@ def rerank_folds(
         else:
             blend = 0.0
             _, mask = stage_injected(
-                held.raw, held.final, rerank[test], spec.candidates, 0.0, spec.threshold, spec.inject
+                held.raw, held.final, rerank[test], fp.candidates, 0.0, fp.threshold, fp.inject
             )
         for r, order in zip(test, injected_order(held, rerank[test], blend, mask), strict=True):
             lists[int(r)] = order
         records.append(record)
     return records, lists, stages
+
+
+def rerank_folds(
+    base: HeldPool,
+    rerank: np.ndarray,
+    fold: np.ndarray,
+    specs: dict[int, RetrievalSpec],
+    *,
+    depths: Sequence[int] = DEPTHS,
+    blends: Sequence[float] = BLENDS,
+) -> tuple[list[dict[str, Any]], list[tuple[int, ...]], dict[int, list[tuple[int, ...]]]]:
+    """``stage_folds`` on the raw-cosine pool ``base`` under each fold's tuned spec (``specs``:
+    candidates, inject, bonus, tau, threshold): ``+ rerank``."""
+    pools = {
+        f: FoldPool(base.under(spec), rerank, spec.candidates, spec.threshold, spec.inject)
+        for f, spec, _, _ in tuned_folds(fold, specs)
+    }
+    return stage_folds(pools, fold, depths=depths, blends=blends)
 
 
 @dataclass(frozen=True)

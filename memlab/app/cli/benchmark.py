@@ -167,6 +167,7 @@ def heldout_text(result, elapsed: float, markdown: bool = False) -> str:
         f"({d['boot']} resamples)",
     ]
     lines = table_lines(result.table, notes, head, markdown)
+    n = len(lines)
     lines += [
         "",
         "systems: " + "; ".join(f"{s.name}: {s.meaning}" for s in SYSTEMS.values()),
@@ -191,10 +192,21 @@ def heldout_text(result, elapsed: float, markdown: bool = False) -> str:
             f"{len(cal)} haystacks (false rate {d['false_rate']:g} of the {d['probes']} probes)"
         )
     lines.append(f"computed in {elapsed:.1f} s")
-    return "\n".join(lines)
+    return "\n".join(fence_tail(lines, n, markdown))
 
 
 D_COLUMNS = {"cosine": "d vs cosine", "recency": "d vs recency", "best": "d vs best single"}
+
+
+def fence_tail(lines: list[str], n: int, markdown: bool) -> list[str]:
+    """In markdown, the lines after the table's first ``n`` (each fold's choices) as a text block,
+    so a page shows them line by line; as they are otherwise."""
+    if not markdown:
+        return lines
+    tail = lines[n:]
+    while tail and not tail[0]:
+        tail = tail[1:]
+    return [*lines[:n], "", "```text", *tail, "```"] if tail else lines
 
 
 def table_lines(
@@ -320,6 +332,7 @@ def rerank_text(result, staged, seconds: float, markdown: bool = False) -> str:
         "every system over the same subset questions, d as above",
     ]
     lines = table_lines(staged.table, notes, head, markdown)
+    n = len(lines)
     lines += ["", f"{SYSTEM} chosen per fold:"]
     for c in staged.chosen.to_dict("records"):
         stage = (
@@ -334,7 +347,7 @@ def rerank_text(result, staged, seconds: float, markdown: bool = False) -> str:
             + ("stage kept" if c["kept"] else "tuned spec kept")
         )
     lines.append(f"reranked in {seconds:.1f} s")
-    return "\n".join(lines)
+    return "\n".join(fence_tail(lines, n, markdown))
 
 
 def hybrids_from(args: argparse.Namespace) -> tuple[str, ...]:
@@ -378,6 +391,9 @@ def pipeline_text(outcome, markdown: bool = False) -> str:
         f"({d['questions']} questions)"
     )
     notes = []
+    from memlab.studies.combos import MEANINGS
+
+    notes += [f"{n}: {MEANINGS[n]}" for n in d["combinations"] if n in MEANINGS]
     if outcome.mmr is not None:
         m = outcome.mmr.details
         notes.append(
@@ -392,6 +408,7 @@ def pipeline_text(outcome, markdown: bool = False) -> str:
     systems = [*dict.fromkeys(("cosine", *d["combinations"], COMBINED))]
     table = p.table[p.table["system"].isin(systems)]
     lines = table_lines(table, notes, head, markdown, against=("cosine", "recency", "best"))
+    n = len(lines)
     lines += ["", "chosen per fold:"]
     if outcome.mmr is not None:
         for c in outcome.mmr.chosen.to_dict("records"):
@@ -400,6 +417,26 @@ def pipeline_text(outcome, markdown: bool = False) -> str:
                 f"objective={c['stage_objective']}; tuned spec objective={c['spec_objective']} "
                 f"(of {c['tuning_questions']} tuning questions): "
                 + ("stage kept" if c["kept"] else "tuned spec kept")
+            )
+    for name, records in d.get("combined", {}).items():
+        for c in records:
+            if "mmr_pool" in c:  # hybrid + MMR
+                stage = f"{c['retriever']} with pool={c['mmr_pool']} diversity={c['diversity']:g}"
+                under = c["hybrid_objective"]
+            else:
+                stage = (
+                    f"depth={c['stage_depth']} blend={c['stage_blend']:g} "
+                    f"threshold={c['stage_threshold']:.6g}"
+                    if "stage_depth" in c and c["stage_depth"] == c["stage_depth"]
+                    else "no stage (no blend above 0)"
+                )
+                under = c["spec_objective"]
+            value = c.get("stage_objective")
+            lines.append(
+                f"  fold {c['fold']} {name}: {stage} objective="
+                + ("-" if value is None or value != value else f"{int(value)}")
+                + f"; under it {under} (of {c['tuning_questions']} tuning questions): "
+                + ("stage kept" if c["kept"] else "stage not kept")
             )
     for c in p.chosen.to_dict("records"):
         scores = ", ".join(
@@ -412,10 +449,10 @@ def pipeline_text(outcome, markdown: bool = False) -> str:
             f"questions: {scores})"
         )
     lines.append(f"computed in {outcome.pipeline_seconds:.1f} s")
-    return "\n".join(lines)
+    return "\n".join(fence_tail(lines, n, markdown))
 
 
-def saved_text(saved, path) -> str:
+def saved_text(saved, path, markdown: bool = False) -> str:
     from memlab.studies.pipeline import SAVED_NOTE
 
     s = saved.tuned.spec
@@ -436,7 +473,7 @@ def saved_text(saved, path) -> str:
     ]
     if saved.best != saved.pipeline:
         lines.append(f"  the best was {saved.best}, which a tuned file cannot hold (it is no vector spec)")
-    return "\n".join(lines)
+    return "\n".join(fence_tail(lines, 0, markdown))
 
 
 def cmd_tune_benchmark(args: argparse.Namespace) -> int:
@@ -522,7 +559,7 @@ def cmd_tune_benchmark(args: argparse.Namespace) -> int:
     if outcome.pipeline is not None and (mmr is not None or staged is not None):
         text += "\n\n" + pipeline_text(outcome, markdown=markdown)
     if outcome.saved is not None:
-        text += "\n\n" + saved_text(outcome.saved, path)
+        text += "\n\n" + saved_text(outcome.saved, path, markdown=markdown)
     emit(text, args.output)
     if sys.stderr.isatty():
         print(f"held-out study in {elapsed:.1f} s", file=sys.stderr)

@@ -22,7 +22,13 @@ SYSTEM_COLOURS = {
     "+ rerank": OKABE_ITO["vermillion"],
     "+ MMR": OKABE_ITO["purple"],
     "best combination": OKABE_ITO["black"],
+    # the stages combined (memlab.studies.combos): the colour of the pipeline under the stage,
+    # hatched by the stage on top (SYSTEM_PATTERNS)
+    "+ MMR + rerank": OKABE_ITO["purple"],
+    "hybrid + MMR": OKABE_ITO["orange"],
+    "hybrid + rerank": OKABE_ITO["orange"],
 }
+SYSTEM_PATTERNS = {"+ MMR + rerank": "x", "hybrid + MMR": "/", "hybrid + rerank": "x"}  # x: rerank, /: MMR
 MEASURES = {
     "utility": "utility",
     "recall_any": "recall_any",
@@ -57,6 +63,7 @@ def stage_bars(table: pd.DataFrame, title: str = "") -> go.Figure:
             x=labels,
             y=rows["value"].tolist(),
             marker_color=SYSTEM_COLOURS.get(system, colours[i % len(colours)]),
+            marker_pattern_shape=SYSTEM_PATTERNS.get(system, ""),
             customdata=rows[["n", "diff_recency", "diff_recency_lo", "diff_recency_hi"]].to_numpy(),
             hovertemplate=(
                 f"{system}<br>%{{x}}: %{{y:.3f}} (n %{{customdata[0]}})<br>"
@@ -71,5 +78,5 @@ def stage_bars(table: pd.DataFrame, title: str = "") -> go.Figure:
         "mean over the group's held-out questions (share)",
         barmode="group",
     )
-    fig.update_layout(width=1100)  # seven systems in up to six groups
+    fig.update_layout(width=1100 + 40 * max(0, len(dict.fromkeys(frame["system"])) - 7))  # up to six groups
     return legend_below(fig)
