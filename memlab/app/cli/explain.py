@@ -31,9 +31,10 @@ from memlab.output.io import json_ready
 
 MAX_ROWS = 2**31 - 1  # rows a list option may ask for, as every count memlab takes
 DETAIL_ALL = 20  # a log this short shows every query in detail
-# (query, memory, dimension) products a second on two cores, with the ranking: what the estimate
-# printed for a long replay assumes (bench/bench_explain.py at 10^5 x 10^5 measures it)
-EXPLAIN_RATE = 1e11
+# (query, memory, dimension) products a second on two free cores, the log, the store and the
+# summaries included: what the estimate printed for a long replay assumes (docs/explain.md's
+# Speed: 48 to 69 s at 10^5 x 10^5 x 384 on this workplace's 2-core machine)
+EXPLAIN_RATE = 6e10
 SPEC_TYPES = {
     "candidates": int,
     "inject": int,
