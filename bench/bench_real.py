@@ -1,8 +1,9 @@
 """A real store end to end: LoCoMo imported, then the commands a user runs on it, this tree side by
 side with an earlier revision (by default main before issue 38), runs alternating, medians printed.
 
-LoCoMo comes from ``$LOCOMO_JSON`` (snap-research/LoCoMo's ``data/locomo10.json``, which you
-download; it is never committed). Without it the script says so in one line and ends (exit 0).
+LoCoMo comes from ``--locomo PATH`` or ``$LOCOMO_JSON`` (snap-research/LoCoMo's
+``data/locomo10.json``, which you download; it is never committed). Without it the script says so
+in one line and ends (exit 0).
 
 Steps, each a whole ``memlab`` command in its own process (what a user waits for):
 - ``import-locomo`` of the observations and of the turns (this tree only: the folders are shared);
@@ -24,10 +25,12 @@ Steps, each a whole ``memlab`` command in its own process (what a user waits for
 
 Every command's standard output is compared between the trees: ``same_output`` says whether it is
 the same, ``lines_differing`` how many of the earlier revision's lines are not printed now
-(each side's output is kept in ``$TMPDIR/memlab-bench-real/`` for a diff). The last line is one JSON object.
+(each side's output is kept in ``$TMPDIR/memlab-bench-real/`` for a diff). The last line is one
+JSON object; ``--format table`` prints a table of the medians instead (docs/benchmarks.md's
+recorded speed table), the JSON lines on stderr.
 
-Usage: python bench/bench_real.py [--against REV] [--repeat 3] [--steps metrics,tune,...]
-       [--explain-size 100000]
+Usage: python bench/bench_real.py [--locomo FILE] [--against REV] [--repeat 3]
+       [--steps metrics,tune,...] [--explain-size 100000] [--format json|table]
 """
 
 from __future__ import annotations
@@ -51,6 +54,14 @@ BASE = "d051f6f"  # main before issue 38: score tables read back from Qdrant poi
 STEPS = ("metrics", "tune", "compare", "calibrate", "cold", "explain", "answer")
 OUTPUTS = Path(tempfile.gettempdir()) / "memlab-bench-real"  # each step's output per side
 TARGETS = {"metrics": 10.0, "tune": 30.0, "compare": 30.0, "calibrate": 30.0, "explain": 60.0}
+LABELS = {  # what each step runs, as the table names it
+    "metrics": "metrics on the turns (1,982 x 5,882)",
+    "tune": "tune-benchmark on the observations (5 folds, 1,000 resamples, the hybrids)",
+    "compare": "compare on the observations (every retriever but gate-decay)",
+    "calibrate": "calibrate on the observations",
+    "cold": "metrics on the observations, cold (a fresh cache)",
+    "explain": "explain, 10^5 logged queries x 10^5 memories",
+}
 
 
 def export(rev: str, dest: Path) -> Path:
@@ -173,25 +184,66 @@ def answer_step(against: str, repeat: int) -> dict:
     return out
 
 
+def table(results: dict) -> str:
+    """The medians as a text table: a step per row, this tree beside the earlier revision, the
+    target, the peak resident memory and whether the output is the same."""
+    against = results["against"]
+    head = ["step", "this tree", against, "target", "peak RSS now / then", "same output"]
+    rows = []
+    for step, label in LABELS.items():
+        r = results.get(step)
+        if r is None:
+            continue
+        if step == "cold":
+            ratio = f"{r['embed-only']:.1f} s: {r['now_over_embedding']:.2f}x"
+            target = f"{r['target_ratio']:g}x embedding alone ({ratio})"
+            rss, same = "", ""
+        else:
+            target = f"{r['target_s']:g} s"
+            rss = f"{r['now_rss_mb']:,.0f} / {r[f'{against}_rss_mb']:,.0f} MB"
+            same = (
+                ""
+                if "same_output" not in r
+                else ("yes" if r["same_output"] else f"no ({r['lines_differing']} lines)")
+            )
+        rows.append([label, f"{r['now']:.1f} s", f"{r[against]:.1f} s", target, rss, same])
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
+    lines = [
+        "  ".join(f"{c:<{w}}" for c, w in zip(row, widths, strict=True)).rstrip() for row in [head, *rows]
+    ]
+    load = ", ".join(f"{x:.1f}" for x in results["load"])
+    return "\n".join(
+        [*lines, f"medians of {results['repeat']} run(s) a side; load average at the start {load}"]
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--against", default=BASE, help=f"the earlier revision (default {BASE})")
     parser.add_argument("--repeat", type=int, default=3, help="runs per side and step (median)")
     parser.add_argument("--steps", default=",".join(STEPS), help=f"steps to run ({', '.join(STEPS)})")
     parser.add_argument("--explain-size", type=int, default=100_000)
+    parser.add_argument(
+        "--locomo", default=os.environ.get("LOCOMO_JSON"), help="locomo10.json ($LOCOMO_JSON)"
+    )
+    parser.add_argument("--format", choices=("json", "table"), default="json", help="the last output")
     args = parser.parse_args()
-    source = os.environ.get("LOCOMO_JSON")
+    source = args.locomo
+    log = sys.stderr if args.format == "table" else sys.stdout  # the steps' JSON lines
     steps = [s for s in args.steps.split(",") if s]
     answer = None
     if "answer" in steps:  # seed16 and a local server: no LoCoMo needed
         answer = answer_step(args.against, args.repeat)
-        print("answer", json.dumps(answer), flush=True)
+        print("answer", json.dumps(answer), file=log, flush=True)
         steps.remove("answer")
         if not steps:
             print(json.dumps({"against": args.against, "repeat": args.repeat, "answer": answer}))
             return
     if not source or not Path(source).is_file():
-        print("bench_real: skipped: set LOCOMO_JSON to snap-research/LoCoMo's data/locomo10.json")
+        print(
+            "bench_real: skipped: pass --locomo (or set LOCOMO_JSON to) "
+            "snap-research/LoCoMo's data/locomo10.json"
+        )
         print(json.dumps({"skipped": "LOCOMO_JSON not set", "answer": answer}))
         return
     results: dict = {"against": args.against, "repeat": args.repeat, "load": os.getloadavg()}
@@ -250,7 +302,7 @@ def main() -> None:
                 "lines_differing": sum(ln.startswith("-") for ln in differ),
                 "target_s": TARGETS[step],
             }
-            print(step, json.dumps(results[step]), flush=True)
+            print(step, json.dumps(results[step]), file=log, flush=True)
         if "cold" in steps:
             runs: dict[str, list[float]] = {"now": [], args.against: [], "embed-only": []}
             for r in range(args.repeat):
@@ -266,7 +318,7 @@ def main() -> None:
             cold["now_over_embedding"] = cold["now"] / cold["embed-only"]
             cold["target_ratio"] = 1.3
             results["cold"] = cold
-            print("cold", json.dumps(cold), flush=True)
+            print("cold", json.dumps(cold), file=log, flush=True)
         if "explain" in steps:
             store, log = explain_store(tmp, args.explain_size)
             cmd = ["explain", "--dataset", str(store), "--log", str(log), "--against", "threshold=0.9"]
@@ -286,7 +338,11 @@ def main() -> None:
                 "queries": args.explain_size,
                 "target_s": TARGETS["explain"],
             }
-            print("explain", json.dumps(results["explain"]), flush=True)
+            print("explain", json.dumps(results["explain"]), file=log, flush=True)
+    if args.format == "table":
+        print(json.dumps(results), file=sys.stderr)
+        print(table(results))
+        return
     print(json.dumps(results))
 
 

@@ -146,6 +146,24 @@ def test_a_dataset_without_haystacks_is_refused(seed, published):
     )
 
 
+@pytest.mark.slow  # one more held-out run (seconds on a loaded machine)
+def test_markdown_fences_the_chosen_lines_the_text_prints(problem):
+    """``--format markdown``: the chosen-per-fold lines are the text's, in a fenced block (indented
+    lines run together into one paragraph of a markdown page, as docs/benchmarks.md shows them)."""
+    from memlab.app.cli.benchmark import heldout_text
+
+    result = run(*problem)
+
+    def chosen(out: str) -> list[str]:
+        lines = out.split("\n")
+        return lines[lines.index("chosen per fold:") + 1 : -1]
+
+    text, markdown = heldout_text(result, 2.5), heldout_text(result, 2.5, markdown=True)
+    assert chosen(markdown) == ["```text", *chosen(text), "```"]
+    assert chosen(text)[0] == "  fold 0: evaluated on " + ", ".join(result.details["fold_haystacks"][0])
+    assert text.endswith("\ncomputed in 2.5 s") and markdown.endswith("```\ncomputed in 2.5 s")
+
+
 @pytest.mark.model
 def test_tune_benchmark_command_on_a_hand_written_locomo_file(tmp_path, capsys, cache_dir):
     """The command end to end on the hand-written four-conversation file, with the default model."""

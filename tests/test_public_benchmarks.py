@@ -286,6 +286,29 @@ def test_cli_import_then_validate(tmp_path, capsys):
     assert "already exists and is not an empty folder" in capsys.readouterr().err
 
 
+def test_replace_swaps_an_earlier_import_and_refuses_anything_else(tmp_path, capsys):
+    """``--replace`` (a recorded import block in docs/ reruns over its own folder): an earlier
+    import is replaced whole, with the same summary; a folder that is no import is refused, untouched."""
+    out = tmp_path / "locomo"
+    argv = ["import-locomo", str(DATA / "locomo_tiny.json"), "-o", str(out)]
+    assert main(argv) == 0
+    first = capsys.readouterr().out
+    (out / "left-over.txt").write_text("from before")
+    assert main([*argv, "--replace"]) == 0
+    assert capsys.readouterr().out == first
+    assert not (out / "left-over.txt").exists() and (out / "import.json").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["locomo"]  # no temporary folder left
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("a user's file")
+    assert main(["import-locomo", str(DATA / "locomo_tiny.json"), "-o", str(mine), "--replace"]) == 2
+    assert f"--replace: {mine} is not an earlier benchmark import" in capsys.readouterr().err
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
+    lme = tmp_path / "lme"
+    lme_argv = ["import-longmemeval", str(DATA / "longmemeval_tiny.json"), "-o", str(lme)]
+    assert main(lme_argv) == 0 and main([*lme_argv, "--replace"]) == 0
+
+
 def test_an_import_inside_a_clone_stays_out_of_git(tmp_path):
     """Each import writes a .gitignore of ``*``: in a git work tree, ``git add -A`` leaves the
     benchmark's files out while the tree's own file goes in."""

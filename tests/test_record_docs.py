@@ -134,3 +134,16 @@ def test_needs_outside_the_repository_is_refused(tmp_path, need):
     body = f"<!-- recorded needs={need}: python -c 1 -->\n<!-- /recorded -->\n"
     with pytest.raises(InputError, match=r"page.md:1: needs=.*inside the repository"):
         record.parse(tmp_path / "page.md", body)
+
+
+def test_a_commands_own_seconds_are_not_compared(tmp_path):
+    # prints 'x 0.25' and 'computed in 1.5 s': the figure is compared, the command's seconds are not
+    printed = cmd("print(chr(120), 0.25); print(chr(99) + 'omputed in 1.5 s')")
+    fresh = (
+        f"<!-- recorded text: {printed} -->\n```text\nx 0.25\ncomputed in 312.0 s\n```\n<!-- /recorded -->\n"
+    )
+    assert record.main([str(page(tmp_path, fresh)), "--check"]) == 0
+    stale = fresh.replace("x 0.25", "x 0.26")
+    assert record.main([str(page(tmp_path, stale)), "--check"]) == 1
+    other = fresh.replace("computed in 312.0 s", "computed in 312.0 minutes")  # not the seconds line
+    assert record.main([str(page(tmp_path, other)), "--check"]) == 1

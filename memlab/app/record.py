@@ -10,7 +10,9 @@ A block in a page reads::
 ``recorded`` takes the command's stdout as markdown (``--format markdown`` tables);
 ``recorded text`` fences it as a code block; ``recorded timing`` fences it too and marks its
 seconds as load-dependent: ``--check`` compares a timing block with every number masked (its
-rows and labels must not change, its figures may), every other block byte for byte. The record
+rows and labels must not change, its figures may), every other block byte for byte but for the
+seconds a command prints of its own run (``computed in 12.3 s``: the record line carries them
+too), masked as the golden outputs mask them (``tests/golden/packaged.py``). The record
 line is rewritten on every run (the commit, the date, the load average over the last minute at
 the start, the seconds the command took), so a reader sees what produced the figures and can
 rerun them.
@@ -52,6 +54,7 @@ OPEN = re.compile(
 CLOSE = "<!-- /recorded -->"
 RECORD_LINE = re.compile(r"^<sub>Recorded by `.*` at commit \S+ on \S+.*</sub>$")
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+ELAPSED = re.compile(r"\bcomputed in \d+(?:\.\d+)? s\b")  # a command's own seconds: load-dependent
 
 
 @dataclass(frozen=True)
@@ -141,8 +144,11 @@ def render(block: Block, output: str) -> list[str]:
 
 
 def comparable(block: Block, lines: list[str] | tuple[str, ...]) -> list[str]:
-    """What ``--check`` compares: the lines, with every number masked in a timing block."""
-    return [NUMBER.sub("#", ln) for ln in lines] if block.timing else list(lines)
+    """What ``--check`` compares: the lines, with every number masked in a timing block and a
+    command's own ``computed in N s`` in every block."""
+    if block.timing:
+        return [NUMBER.sub("#", ln) for ln in lines]
+    return [ELAPSED.sub("computed in <t> s", ln) for ln in lines]
 
 
 def commit_of(root: Path) -> str:

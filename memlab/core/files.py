@@ -272,18 +272,23 @@ def write_new_file(path: str | Path, data: bytes) -> Path:
 
 
 def write_folder_atomically(
-    out: str | Path, files: dict[str, str | bytes], check: Callable[[Path], object] | None = None
+    out: str | Path,
+    files: dict[str, str | bytes],
+    check: Callable[[Path], object] | None = None,
+    replace: bool = False,
 ) -> Path:
     """Write a folder of files so it appears whole or not at all.
 
     The files are written into a temporary folder beside ``out``; ``check(tmp)`` (e.g. the dataset
     loader) may raise to refuse it; then it is renamed into place. ``out`` must not exist or be
-    an empty folder, so nothing a user made is overwritten.
+    an empty folder, so nothing a user made is overwritten; with ``replace`` (the caller has made
+    sure ``out`` is its own earlier output) a non-empty ``out`` is swapped for the new folder once
+    that is whole and checked, and removed after (a failure before leaves it as it was).
     """
     out = check_links(out)
     if out.exists() and not out.is_dir():
         raise FileExistsError(f"{out} already exists and is a file, not a folder: give a new folder's name")
-    if out.exists() and any(out.iterdir()):
+    if out.exists() and any(out.iterdir()) and not replace:
         raise FileExistsError(f"{out} already exists and is not an empty folder")
     out.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(out.parent)
@@ -299,10 +304,24 @@ def write_folder_atomically(
                 check(tmp)
             except MemlabError as e:  # its message names the folder the user asked for, not ours
                 raise renamed(e, tmp, out) from None
-        if out.exists():
+        earlier = None
+        if out.exists() and replace and any(out.iterdir()):
+            earlier = temp_name(out)
+            PENDING.add(earlier)
+            out.rename(earlier)
+        elif out.exists():
             out.rmdir()
-        tmp.rename(out)
+        try:
+            tmp.rename(out)
+        except BaseException:
+            if earlier is not None:
+                earlier.rename(out)
+                PENDING.discard(earlier)
+            raise
         PENDING.discard(tmp)
+        if earlier is not None:
+            shutil.rmtree(earlier, ignore_errors=True)
+            PENDING.discard(earlier)
     except BaseException:
         discard(tmp)
         raise

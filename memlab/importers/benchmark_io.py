@@ -205,12 +205,31 @@ GITIGNORE = (
 )
 
 
+def check_replaceable(out: Path) -> None:
+    """``--replace``: ``out`` is absent, empty or an earlier benchmark import (its ``dataset.json``
+    names a benchmark, ``import.json`` beside it); anything else is refused, nothing touched."""
+    if not out.is_dir() or not any(out.iterdir()):
+        return
+    try:
+        meta = json.loads((out / "dataset.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        meta = None
+    if not (
+        isinstance(meta, dict) and isinstance(meta.get("benchmark"), dict) and (out / "import.json").is_file()
+    ):
+        raise InputError(
+            f"--replace: {out} is not an earlier benchmark import (no dataset.json naming a benchmark "
+            "with an import.json beside it): memlab replaces only its own imports"
+        )
+
+
 def write_benchmark(
     out: str | Path,
     meta: dict[str, Any],
     memories: list[dict[str, Any]],
     questions: list[dict[str, Any]],
     log: ImportLog,
+    replace: bool = False,
 ) -> ImportResult:
     """Write the dataset folder (``import.json`` beside it: the log) so it appears whole or not at
     all, and only once memlab's loader accepts it. Its ``.gitignore`` keeps it out of git: a
@@ -232,5 +251,7 @@ def write_benchmark(
         "import.json": json.dumps(log.to_dict(), indent=2, ensure_ascii=False) + "\n",
         ".gitignore": GITIGNORE,
     }
-    path = write_folder_atomically(out, files, check=load_dataset)
+    if replace:
+        check_replaceable(Path(out))
+    path = write_folder_atomically(out, files, check=load_dataset, replace=replace)
     return ImportResult(Path(path), len(memories), len(questions), log)

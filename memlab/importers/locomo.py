@@ -125,8 +125,10 @@ def import_locomo(
     *,
     conversation: str | None = None,
     granularity: str = DEFAULT_GRANULARITY,
+    replace: bool = False,
 ) -> ImportResult:
-    """Write the LoCoMo file (all conversations, or one) as a dataset folder ``out``."""
+    """Write the LoCoMo file (all conversations, or one) as a dataset folder ``out`` (``replace``:
+    an earlier import there is replaced, ``benchmark_io.check_replaceable``)."""
     if granularity not in GRANULARITIES:
         raise InputError(f"--granularity: {granularity!r} is not one of {', '.join(GRANULARITIES)}")
     data = read_json_file(file, "LoCoMo")
@@ -157,7 +159,7 @@ def import_locomo(
     }
     for row in memories + questions:
         row.pop("_when")
-    return write_benchmark(out, meta, memories, questions, log)
+    return write_benchmark(out, meta, memories, questions, log, replace=replace)
 
 
 def _import_sample(sample, position, granularity, log, memories, questions) -> None:

@@ -119,9 +119,10 @@ class _Store:
 
 
 def import_longmemeval(
-    file: str | Path, out: str | Path, *, granularity: str = DEFAULT_GRANULARITY
+    file: str | Path, out: str | Path, *, granularity: str = DEFAULT_GRANULARITY, replace: bool = False
 ) -> ImportResult:
-    """Write the LongMemEval file as a dataset folder ``out``."""
+    """Write the LongMemEval file as a dataset folder ``out`` (``replace``: an earlier import there
+    is replaced, ``benchmark_io.check_replaceable``)."""
     if granularity not in GRANULARITIES:
         raise InputError(f"--granularity: {granularity!r} is not one of {', '.join(GRANULARITIES)}")
     data = read_json_file(file, "LongMemEval")
@@ -255,4 +256,4 @@ def import_longmemeval(
         "date_prefix": False,
         "benchmark": {"name": "longmemeval", "granularity": granularity},
     }
-    return write_benchmark(out, meta, store.rows, questions, log)
+    return write_benchmark(out, meta, store.rows, questions, log, replace=replace)

@@ -173,26 +173,32 @@ def heldout_text(result, elapsed: float, markdown: bool = False) -> str:
         "systems: " + "; ".join(f"{s.name}: {s.meaning}" for s in SYSTEMS.values()),
         "chosen per fold:",
     ]
-    for f, names in d["fold_haystacks"].items():
-        lines.append(f"  fold {f}: evaluated on {', '.join(names)}")
+    chosen = [f"  fold {f}: evaluated on {', '.join(names)}" for f, names in d["fold_haystacks"].items()]
     for c in result.chosen.to_dict("records"):
         if c["system"] == "recency+calibrated":
             continue
         fusion = fusion_text(c)
-        lines.append(
+        chosen.append(
             f"  fold {c['fold']} {c['system']:<16} {c['retriever']}{fusion} bonus={c['bonus']:g} "
             f"tau={c['tau_days']:g} threshold={c['threshold']:.9g} objective={int(c['objective'])} "
             f"(of {c['tuning_questions']} tuning questions)"
         )
     cal = result.chosen[result.chosen["system"] == "recency+calibrated"]
     if len(cal):
-        lines.append(
+        chosen.append(
             f"  recency+calibrated: thresholds {cal['threshold'].min():.4f}.."
             f"{cal['threshold'].max():.4f} over "
             f"{len(cal)} haystacks (false rate {d['false_rate']:g} of the {d['probes']} probes)"
         )
+    lines += fenced(chosen, markdown)
     lines.append(f"computed in {elapsed:.1f} s")
     return "\n".join(fence_tail(lines, n, markdown))
+
+
+def fenced(lines: list[str], markdown: bool) -> list[str]:
+    """Indented lines as they are in text; in markdown a fenced text block (indented lines of a
+    markdown page run together into one paragraph)."""
+    return ["```text", *lines, "```"] if markdown else lines
 
 
 D_COLUMNS = {"cosine": "d vs cosine", "recency": "d vs recency", "best": "d vs best single"}
@@ -620,18 +626,18 @@ def units_text(result, elapsed: float, markdown: bool = False) -> str:
         )
     lines = text_table(head, notes, cols, rows, markdown)
     lines += ["", "chosen per fold (each unit's own tuning):"]
-    for f, names in d["fold_haystacks"].items():
-        lines.append(f"  fold {f}: evaluated on {', '.join(names)}")
+    chosen = [f"  fold {f}: evaluated on {', '.join(names)}" for f, names in d["fold_haystacks"].items()]
     for unit, run in result.runs.items():
         for c in run.chosen.to_dict("records"):
             if c["system"] not in d["systems"]:
                 continue
-            lines.append(
+            chosen.append(
                 f"  {unit:<12} fold {c['fold']} {c['system']:<8} {c['retriever']}{fusion_text(c)} "
                 f"bonus={c['bonus']:g} "
                 f"tau={c['tau_days']:g} threshold={c['threshold']:.9g} objective={int(c['objective'])} "
                 f"(of {c['tuning_questions']} tuning questions)"
             )
+    lines += fenced(chosen, markdown)
     lines.append(f"computed in {elapsed:.1f} s")
     return "\n".join(lines)
 

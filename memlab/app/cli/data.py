@@ -169,7 +169,8 @@ def cmd_import_longmemeval(args: argparse.Namespace) -> int:
 
     stem = import_name(args.file, args.granularity, DEFAULT_GRANULARITY)
     out = args.output or default_out(stem, "the file's name")
-    print(import_summary(import_longmemeval(args.file, out, granularity=args.granularity)))
+    result = import_longmemeval(args.file, out, granularity=args.granularity, replace=args.replace)
+    print(import_summary(result))
     return 0
 
 
@@ -178,7 +179,9 @@ def cmd_import_locomo(args: argparse.Namespace) -> int:
 
     stem = import_name(args.file, args.granularity, DEFAULT_GRANULARITY, args.conversation)
     out = args.output or default_out(stem, "--conversation" if args.conversation else "the file's name")
-    result = import_locomo(args.file, out, conversation=args.conversation, granularity=args.granularity)
+    result = import_locomo(
+        args.file, out, conversation=args.conversation, granularity=args.granularity, replace=args.replace
+    )
     print(import_summary(result))
     return 0
 
@@ -329,6 +332,7 @@ def add_import_longmemeval_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="new dataset folder (default: data/FILE-STEM, data/FILE-STEM-turn)",
     )
+    add_replace_argument(p)
 
 
 def add_import_locomo_arguments(p: argparse.ArgumentParser) -> None:
@@ -348,6 +352,16 @@ def add_import_locomo_arguments(p: argparse.ArgumentParser) -> None:
         "--output",
         default=None,
         help="new dataset folder (default: data/FILE-STEM[-CONVERSATION][-turn|-session])",
+    )
+    add_replace_argument(p)
+
+
+def add_replace_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--replace",
+        action="store_true",
+        help="replace the output folder if it holds an earlier benchmark import (anything else is "
+        "still refused); the new one is written whole first",
     )
 
 
