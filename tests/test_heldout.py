@@ -147,21 +147,22 @@ def test_a_dataset_without_haystacks_is_refused(seed, published):
 
 
 @pytest.mark.slow  # one more held-out run (seconds on a loaded machine)
-def test_markdown_fences_the_chosen_lines_the_text_prints(problem):
-    """``--format markdown``: the chosen-per-fold lines are the text's, in a fenced block (indented
-    lines run together into one paragraph of a markdown page, as docs/benchmarks.md shows them)."""
+def test_markdown_fences_the_lines_under_the_table_as_the_text_prints(problem):
+    """``--format markdown``: the lines under the table (the systems, each fold's choices, the
+    time) are the text's, in one fenced block (indented lines run together into one paragraph of a
+    markdown page, as docs/benchmarks.md shows them)."""
     from memlab.app.cli.benchmark import heldout_text
 
     result = run(*problem)
-
-    def chosen(out: str) -> list[str]:
-        lines = out.split("\n")
-        return lines[lines.index("chosen per fold:") + 1 : -1]
-
     text, markdown = heldout_text(result, 2.5), heldout_text(result, 2.5, markdown=True)
-    assert chosen(markdown) == ["```text", *chosen(text), "```"]
-    assert chosen(text)[0] == "  fold 0: evaluated on " + ", ".join(result.details["fold_haystacks"][0])
-    assert text.endswith("\ncomputed in 2.5 s") and markdown.endswith("```\ncomputed in 2.5 s")
+    t, m = text.split("\n"), markdown.split("\n")
+    tail = t[next(i for i, line in enumerate(t) if line.startswith("systems: ")) :]
+    assert m.count("```text") == 1 and m[-1] == "```"
+    assert m[m.index("```text") + 1 : -1] == tail
+    assert tail[tail.index("chosen per fold:") + 1] == "  fold 0: evaluated on " + ", ".join(
+        result.details["fold_haystacks"][0]
+    )
+    assert text.endswith("\ncomputed in 2.5 s") and markdown.endswith("computed in 2.5 s\n```")
 
 
 @pytest.mark.model

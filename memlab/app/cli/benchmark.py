@@ -190,7 +190,7 @@ def heldout_text(result, elapsed: float, markdown: bool = False) -> str:
             f"{cal['threshold'].max():.4f} over "
             f"{len(cal)} haystacks (false rate {d['false_rate']:g} of the {d['probes']} probes)"
         )
-    lines += fenced(chosen, markdown)
+    lines += chosen  # fenced with the rest of the tail in markdown (fence_tail)
     lines.append(f"computed in {elapsed:.1f} s")
     return "\n".join(fence_tail(lines, n, markdown))
 
