@@ -145,6 +145,7 @@ def test_on_auto_the_screen_is_kept_only_while_it_beats_the_product(monkeypatch,
     # RACE (3) decide by their sums; five full blocks of 16
     problem, log, others, mem = tie_store(0, n_mem=200, n_q=80)
     monkeypatch.setattr(explain_module, "MIN_MEMORIES", 0)  # screen=None screens this small store
+    monkeypatch.setattr(explain_module, "RACE", 3)  # the race is off by default
     ticks = [0, 50, 51]
     for i, (s, w) in enumerate(blocks):
         ticks += [100 * (i + 1), 100 * (i + 1) + s, 100 * (i + 1) + s + w]

@@ -58,11 +58,15 @@ MARGINS = {
     "passed_over": "final - the first passed-over candidate's final",
 }
 BATCH = 256  # queries scored at once: a (256, memories) float32 block
-RACE = 3  # blocks timed both ways, screened and whole, before the faster is kept (screen=None)
+# blocks timed both ways, screened and whole, before the faster is kept (screen=None); 0: off. Off
+# by default: on a quiet 2-core AVX-512 machine the race kept the whole product after 3 blocks,
+# and the replay took 51.6 s (84.9 CPU s) against 45.1 s (71.7 CPU s) screening every block, the
+# blocks it timed not being the run's (bench/bench_explain.py, 10^5 x 10^5, 2026-12-04)
+RACE = 0
 # why ``replay`` stopped screening, after scoring the first screened blocks whole as well
 SCREEN_STOPS = {
     "bits": "this BLAS sums the product otherwise than the screen's rescoring (other bits)",
-    "slower": f"the screen took more CPU time than the whole float32 product on {RACE} blocks here",
+    "slower": "the screen took more CPU time than the whole float32 product on the blocks timed here",
 }
 
 
@@ -533,8 +537,8 @@ def replay(
     path a filter or shards take), which the tests hold the compiled one equal to. ``screen``:
     whether the compiled path's full blocks are screened in int8 first
     (``memlab.tuning.explain_screen``; None: on stores of ``MIN_MEMORIES`` or more), the same
-    result with about half the arithmetic (None: and only while it is faster here: its second block
-    is timed against the whole product, and the faster kept; the result is the same either way);
+    result with about half the arithmetic (with ``RACE`` blocks, None also times the screen against
+    the whole product and keeps the faster; the result is the same either way);
     ``screen_cap``: the screen's ``CAP`` (a row keeping more scores its block whole);
     ``progress``: a bar over the queries (tqdm, on a terminal only)."""
     if problem.source != "embedded" and memory_vectors is None:
